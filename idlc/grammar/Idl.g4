@@ -1,0 +1,99 @@
+// Idl.g4: the grammar of Ninf and Ninf-G IDL (see docs/idl.md). idlc builds an AST
+// from this parse tree; every check that is not syntax lives in idlc/src/sema.cpp so
+// that the parser stays permissive and the errors stay readable.
+grammar Idl;
+
+file : decl* EOF ;
+
+decl
+    : 'Module' name ';'                                   # ModuleDecl
+    | optionKey STRING ';'                                # OptionDecl
+    | 'Globals' CBLOCK ';'?                               # GlobalsDecl
+    | 'Define' name '(' paramList? ')' description? ','? defOption* body   # DefineDecl
+    ;
+
+// Adjacent strings join, as in C, so long descriptions can span lines.
+description : STRING+ ;
+
+optionKey : 'CompileOptions' | 'Library' | 'FortranFormat' | 'Compiler' | 'Linker' ;
+
+paramList
+    : VOID
+    | param (',' param)*
+    ;
+
+param : paramWord+ declarator ;
+
+paramWord
+    : MODE                      # ModeWord
+    | typeWord                  # TypeWordAlt
+    ;
+
+typeWord
+    : 'unsigned'? typeName
+    ;
+
+typeName : 'char' | 'short' | 'int' | 'long' | 'longlong' | 'float' | 'double'
+         | 'scomplex' | 'dcomplex' | 'string' | 'filename' ;
+
+declarator : STAR? name dimension* ;
+
+dimension
+    : '[' ']'                                                   # EmptyDim
+    | '[' size=expr (':' start=expr (',' end=expr (',' step=expr)?)?)? ']'   # SizedDim
+    ;
+
+defOption
+    : 'Required' STRING                                   # RequiredOpt
+    | ('CalcOrder' | 'Complexity') expr                  # CostOpt
+    | 'Backend' STRING                                    # BackendOpt
+    | 'Shrink' STRING                                     # ShrinkOpt
+    | 'Language' STRING                                   # LanguageOpt
+    ;
+
+body
+    : 'Calls' STRING name '(' (callArg (',' callArg)*)? ')' ';'   # CallsBody
+    | CBLOCK ';'?                                                 # InlineBody
+    ;
+
+callArg : STAR? name | INT ;
+
+expr
+    : '(' expr ')'                                        # ParenExpr
+    | name '(' expr (',' expr)* ')'                       # FuncExpr
+    | op=('-' | '!' | '+') expr                           # UnaryExpr
+    | <assoc=right> expr '^' expr                         # PowExpr
+    | expr op=('*' | '/' | '%') expr                      # MulExpr
+    | expr op=('+' | '-') expr                            # AddExpr
+    | expr op=('<' | '<=' | '>' | '>=') expr              # RelExpr
+    | expr op=('==' | '!=') expr                          # EqExpr
+    | expr '&&' expr                                      # AndExpr
+    | expr '||' expr                                      # OrExpr
+    | <assoc=right> expr '?' expr ':' expr                # CondExpr
+    | INT                                                 # IntExpr
+    | name                                                # NameExpr
+    ;
+
+name : ID ;
+
+MODE : 'mode_in' | 'mode_out' | 'mode_inout' | 'mode_work'
+     | 'IN' | 'OUT' | 'INOUT' | 'WORK' ;
+VOID : 'void' ;
+STAR : '*' ;
+INT : [0-9]+ ;
+ID : [A-Za-z_] [A-Za-z_0-9]* ;
+STRING : '"' ( '\\' . | ~["\\\r\n] )* '"' ;
+
+// A brace-balanced block of C text (Globals and inline bodies). Strings, character
+// literals and comments inside it may hold braces.
+CBLOCK : '{' ( CBLOCK | C_STR | C_CHR | C_BLOCK_COMMENT | C_LINE_COMMENT | ~[{}"'/] | '/' )* '}' ;
+fragment C_STR : '"' ( '\\' . | ~["\\\r\n] )* '"' ;
+fragment C_CHR : '\'' ( '\\' . | ~['\\\r\n] )* '\'' ;
+fragment C_BLOCK_COMMENT : '/*' .*? '*/' ;
+fragment C_LINE_COMMENT : '//' ~[\r\n]* ;
+
+BLOCK_COMMENT : '/*' .*? '*/' -> channel(HIDDEN) ;
+LINE_COMMENT : '//' ~[\r\n]* -> channel(HIDDEN) ;
+WS : [ \t\r\n\f]+ -> skip ;
+// Anything else becomes a token the parser rejects with a readable message.
+ERROR_CHAR : . ;

@@ -1,0 +1,135 @@
+// emit_descriptor.cpp: model -> interface descriptors (docs/descriptor.md). The
+// encoding itself is the runtime's (grd_encode), so idlc, client and server share one
+// implementation of the format and cannot drift apart.
+#include <cstdlib>
+#include <memory>
+
+#include "emit.h"
+#include "grd_desc.h"
+
+namespace idlc {
+
+namespace {
+
+using model::Expr;
+
+grd_op opcode(Expr::Op op) {
+    switch (op) {
+    case Expr::Const: return GRD_OP_CONST;
+    case Expr::Param: return GRD_OP_PARAM;
+    case Expr::Add: return GRD_OP_ADD;
+    case Expr::Sub: return GRD_OP_SUB;
+    case Expr::Mul: return GRD_OP_MUL;
+    case Expr::Div: return GRD_OP_DIV;
+    case Expr::Mod: return GRD_OP_MOD;
+    case Expr::Pow: return GRD_OP_POW;
+    case Expr::Neg: return GRD_OP_NEG;
+    case Expr::Lt: return GRD_OP_LT;
+    case Expr::Le: return GRD_OP_LE;
+    case Expr::Gt: return GRD_OP_GT;
+    case Expr::Ge: return GRD_OP_GE;
+    case Expr::Eq: return GRD_OP_EQ;
+    case Expr::Ne: return GRD_OP_NE;
+    case Expr::And: return GRD_OP_AND;
+    case Expr::Or: return GRD_OP_OR;
+    case Expr::Not: return GRD_OP_NOT;
+    case Expr::Cond: return GRD_OP_COND;
+    case Expr::Min: return GRD_OP_MIN;
+    case Expr::Max: return GRD_OP_MAX;
+    }
+    return GRD_OP_CONST;
+}
+
+// Postfix order: operands first, then the operator.
+void compile(const Expr &e, std::vector<grd_insn> &code) {
+    for (const auto &a : e.args) compile(a, code);
+    grd_insn in{};
+    in.op = opcode(e.op);
+    if (e.op == Expr::Const) in.operand = e.value;
+    if (e.op == Expr::Param) in.operand = e.param;
+    code.push_back(in);
+}
+
+// Owns the instruction arrays that a grd_desc points into.
+struct Programs {
+    std::vector<std::unique_ptr<std::vector<grd_insn>>> store;
+    grd_expr make(const Expr *e) {
+        grd_expr out{0, nullptr};
+        if (!e) return out;
+        store.push_back(std::make_unique<std::vector<grd_insn>>());
+        compile(*e, *store.back());
+        out.len = static_cast<uint32_t>(store.back()->size());
+        out.code = store.back()->data();
+        return out;
+    }
+};
+
+}  // namespace
+
+bool encodeDescriptors(const model::Module &mod, std::vector<std::vector<uint8_t>> &out, Diag &diag) {
+    bool ok = true;
+    for (const auto &f : mod.functions) {
+        Programs progs;
+        std::vector<grd_param> params(f.params.size());
+        std::vector<std::vector<grd_dim>> dims(f.params.size());
+        for (size_t i = 0; i < f.params.size(); ++i) {
+            const auto &p = f.params[i];
+            for (const auto &d : p.dims) {
+                grd_dim gd;
+                gd.size = progs.make(&d.size);
+                gd.start = progs.make(d.start ? &*d.start : nullptr);
+                gd.end = progs.make(d.end ? &*d.end : nullptr);
+                gd.step = progs.make(d.step ? &*d.step : nullptr);
+                dims[i].push_back(gd);
+            }
+            grd_param &gp = params[i];
+            gp.name = const_cast<char *>(p.name.c_str());
+            gp.type = static_cast<uint32_t>(p.type);
+            gp.mode = static_cast<uint32_t>(p.mode);
+            gp.flags = (p.isUnsigned ? GRD_PF_UNSIGNED : 0u) | (p.pointer ? GRD_PF_POINTER : 0u);
+            gp.rank = static_cast<uint32_t>(p.dims.size());
+            gp.dims = dims[i].empty() ? nullptr : dims[i].data();
+        }
+        grd_desc d{};
+        d.version = GRD_FORMAT_VERSION;
+        d.module = const_cast<char *>(mod.name.c_str());
+        d.name = const_cast<char *>(f.name.c_str());
+        d.description = const_cast<char *>(f.description.c_str());
+        d.flags = f.shrink ? GRD_FF_SHRINK : 0u;
+        d.language = static_cast<uint32_t>(f.language);
+        d.cost = progs.make(f.cost ? &*f.cost : nullptr);
+        d.nparams = static_cast<uint32_t>(params.size());
+        d.params = params.empty() ? nullptr : params.data();
+        uint8_t *buf = nullptr;
+        size_t len = 0;
+        grd_error err{};
+        if (grd_encode(&d, &buf, &len, &err) != GRD_OK) {
+            diag.error(f.loc, "cannot build the interface descriptor of " + f.name + ": " + err.msg);
+            ok = false;
+            out.emplace_back();
+            continue;
+        }
+        out.emplace_back(buf, buf + len);
+        free(buf);
+    }
+    return ok;
+}
+
+std::vector<uint8_t> emitDescriptorBundle(const std::vector<std::vector<uint8_t>> &descs) {
+    std::vector<const uint8_t *> ptrs;
+    std::vector<size_t> lens;
+    for (const auto &d : descs) {
+        ptrs.push_back(d.data());
+        lens.push_back(d.size());
+    }
+    uint8_t *buf = nullptr;
+    size_t len = 0;
+    grd_error err{};
+    if (grd_bundle_encode(ptrs.data(), lens.data(), static_cast<uint32_t>(descs.size()), &buf, &len, &err) != GRD_OK)
+        return {};
+    std::vector<uint8_t> out(buf, buf + len);
+    free(buf);
+    return out;
+}
+
+}  // namespace idlc

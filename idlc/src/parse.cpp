@@ -1,0 +1,310 @@
+// parse.cpp: ANTLR parse tree -> idlc syntax tree. Syntax errors are reworded for
+// people (the raw ANTLR messages name token types) and carry original locations.
+#include "parse.h"
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
+#pragma GCC diagnostic ignored "-Wnon-virtual-dtor"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#endif
+#include "IdlLexer.h"
+#include "IdlParser.h"
+#include "antlr4-runtime.h"
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+namespace idlc {
+
+namespace {
+
+using P = idlc_gen::IdlParser;
+
+// Rewords ANTLR's syntax errors and sends them to Diag with the original location.
+class ErrorListener : public antlr4::BaseErrorListener {
+  public:
+    ErrorListener(const Source &src, Diag &diag) : src_(src), diag_(diag) {}
+
+    void syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *offending, size_t line,
+                     size_t col, const std::string &msg, std::exception_ptr) override {
+        ++count;
+        Loc loc = src_.locate(static_cast<int>(line), static_cast<int>(col));
+        std::string text;
+        if (offending) {
+            if (offending->getType() == antlr4::Token::EOF) text = "end of file";
+            else text = "'" + shorten(offending->getText()) + "'";
+            if (offending->getType() == idlc_gen::IdlLexer::ERROR_CHAR) {
+                std::string t = offending->getText();
+                if (t == "{") {
+                    diag_.error(loc, "this '{' has no matching '}': close the Globals or inline body");
+                    return;
+                }
+                if (t == "\"") {
+                    diag_.error(loc, "unterminated string: close it with '\"' on the same line");
+                    return;
+                }
+                diag_.error(loc, "unexpected character " + text + " in IDL");
+                return;
+            }
+        }
+        std::string expected;
+        if (auto *parser = dynamic_cast<antlr4::Parser *>(recognizer)) {
+            try {
+                auto set = parser->getExpectedTokens();
+                if (set.size() > 0 && set.size() <= 6) expected = set.toString(parser->getVocabulary());
+            } catch (...) {
+            }
+        }
+        std::string m;
+        if (offending && expected == "ID" && isalpha(static_cast<unsigned char>(offending->getText()[0]))) {
+            m = text + " is a word of the IDL (a type, mode or keyword) and cannot be used as a name here";
+        } else if (msg.rfind("missing ", 0) == 0) {
+            m = "syntax error: " + msg.substr(0, msg.find(" at ")) + " before " + text;
+        } else if (offending) {
+            m = "syntax error: unexpected " + text;
+            if (!expected.empty()) m += ", expected " + readable(expected);
+        } else {
+            m = "syntax error: " + msg;
+        }
+        diag_.error(loc, m);
+    }
+
+    int count = 0;
+
+  private:
+    static std::string shorten(const std::string &s) {
+        std::string t = s.substr(0, s.find('\n'));
+        if (t.size() > 30) t = t.substr(0, 27) + "...";
+        return t;
+    }
+    // "{';', ','}" -> "';' or ','"; token names read as words.
+    static std::string readable(std::string s) {
+        if (s.size() > 1 && s.front() == '{' && s.back() == '}') s = s.substr(1, s.size() - 2);
+        std::string out;
+        size_t pos = 0;
+        std::vector<std::string> items;
+        while (pos <= s.size()) {
+            size_t e = s.find(", ", pos);
+            if (e == std::string::npos) e = s.size();
+            std::string it = s.substr(pos, e - pos);
+            if (it == "ID") it = "a name";
+            else if (it == "INT") it = "a number";
+            else if (it == "STRING") it = "a string";
+            else if (it == "CBLOCK") it = "a { C block }";
+            else if (it == "MODE") it = "a mode (IN, OUT, INOUT, WORK)";
+            else if (it == "<EOF>") it = "end of file";
+            else if (it == "STAR") it = "'*'";
+            else if (it == "VOID") it = "'void'";
+            items.push_back(it);
+            pos = e + 2;
+        }
+        for (size_t i = 0; i < items.size(); ++i) {
+            if (i > 0) out += (i + 1 == items.size()) ? " or " : ", ";
+            out += items[i];
+        }
+        return out;
+    }
+    const Source &src_;
+    Diag &diag_;
+};
+
+class Builder {
+  public:
+    explicit Builder(const Source &src) : src_(src) {}
+
+    ast::File file(P::FileContext *ctx) {
+        ast::File f;
+        f.path = src_.path;
+        for (auto *d : ctx->decl()) {
+            if (auto *m = dynamic_cast<P::ModuleDeclContext *>(d)) {
+                f.modules.push_back({m->name()->getText(), loc(m->name()->getStart())});
+            } else if (auto *o = dynamic_cast<P::OptionDeclContext *>(d)) {
+                f.options.push_back({o->optionKey()->getText(), unquote(o->STRING()->getText()),
+                                     loc(o->getStart())});
+            } else if (auto *g = dynamic_cast<P::GlobalsDeclContext *>(d)) {
+                f.globals.push_back({g->CBLOCK()->getText(), loc(g->CBLOCK()->getSymbol())});
+            } else if (auto *def = dynamic_cast<P::DefineDeclContext *>(d)) {
+                f.functions.push_back(function(def));
+            }
+        }
+        return f;
+    }
+
+  private:
+    Loc loc(antlr4::Token *t) const {
+        return src_.locate(static_cast<int>(t->getLine()), static_cast<int>(t->getCharPositionInLine()));
+    }
+
+    // Removes the quotes of a string literal and resolves C escapes.
+    static std::string unquote(const std::string &s) {
+        std::string out;
+        for (size_t i = 1; i + 1 < s.size(); ++i) {
+            char c = s[i];
+            if (c == '\\' && i + 2 < s.size()) {
+                char n = s[++i];
+                switch (n) {
+                case 'n': out += '\n'; break;
+                case 't': out += '\t'; break;
+                case 'r': out += '\r'; break;
+                default: out += n; break;
+                }
+            } else {
+                out += c;
+            }
+        }
+        return out;
+    }
+
+    ast::Function function(P::DefineDeclContext *d) {
+        ast::Function fn;
+        fn.name = d->name()->getText();
+        fn.loc = loc(d->name()->getStart());
+        if (auto *desc = d->description()) {
+            fn.hasDescription = true;
+            for (auto *piece : desc->STRING()) fn.description += unquote(piece->getText());
+        }
+        if (auto *pl = d->paramList()) {
+            fn.voidParams = pl->VOID() != nullptr;
+            for (auto *p : pl->param()) fn.params.push_back(param(p));
+        }
+        for (auto *o : d->defOption()) {
+            ast::Option opt;
+            opt.loc = loc(o->getStart());
+            opt.key = o->getStart()->getText();
+            if (auto *c = dynamic_cast<P::CostOptContext *>(o)) {
+                opt.expr = expr(c->expr());
+            } else if (auto *r = dynamic_cast<P::RequiredOptContext *>(o)) {
+                opt.value = unquote(r->STRING()->getText());
+            } else if (auto *b = dynamic_cast<P::BackendOptContext *>(o)) {
+                opt.value = unquote(b->STRING()->getText());
+            } else if (auto *s = dynamic_cast<P::ShrinkOptContext *>(o)) {
+                opt.value = unquote(s->STRING()->getText());
+            } else if (auto *l = dynamic_cast<P::LanguageOptContext *>(o)) {
+                opt.value = unquote(l->STRING()->getText());
+            }
+            fn.options.push_back(std::move(opt));
+        }
+        if (auto *ib = dynamic_cast<P::InlineBodyContext *>(d->body())) {
+            fn.inlineBody = true;
+            fn.bodyText = ib->CBLOCK()->getText();
+            fn.bodyLoc = loc(ib->CBLOCK()->getSymbol());
+        } else if (auto *cb = dynamic_cast<P::CallsBodyContext *>(d->body())) {
+            fn.callsLanguage = unquote(cb->STRING()->getText());
+            fn.callsLanguageLoc = loc(cb->STRING()->getSymbol());
+            fn.callsTarget = cb->name()->getText();
+            fn.callsTargetLoc = loc(cb->name()->getStart());
+            for (auto *a : cb->callArg()) {
+                ast::CallArg arg;
+                arg.loc = loc(a->getStart());
+                arg.star = a->STAR() != nullptr;
+                if (a->INT()) {
+                    arg.isInt = true;
+                    arg.text = a->INT()->getText();
+                } else {
+                    arg.text = a->name()->getText();
+                }
+                fn.callsArgs.push_back(std::move(arg));
+            }
+        }
+        return fn;
+    }
+
+    ast::Param param(P::ParamContext *p) {
+        ast::Param out;
+        out.loc = loc(p->getStart());
+        for (auto *w : p->paramWord()) {
+            ast::Word word;
+            word.loc = loc(w->getStart());
+            if (auto *m = dynamic_cast<P::ModeWordContext *>(w)) {
+                word.kind = ast::Word::Mode;
+                word.text = m->MODE()->getText();
+            } else if (auto *t = dynamic_cast<P::TypeWordAltContext *>(w)) {
+                word.kind = ast::Word::Type;
+                word.text = t->typeWord()->typeName()->getText();
+                word.isUnsigned = t->typeWord()->getStart()->getText() == "unsigned";
+            }
+            out.words.push_back(std::move(word));
+        }
+        auto *decl = p->declarator();
+        out.star = decl->STAR() != nullptr;
+        out.name = decl->name()->getText();
+        out.loc = loc(decl->name()->getStart());
+        for (auto *dc : decl->dimension()) {
+            ast::Dim dim;
+            dim.loc = loc(dc->getStart());
+            if (auto *s = dynamic_cast<P::SizedDimContext *>(dc)) {
+                dim.size = expr(s->size);
+                if (s->start) dim.start = expr(s->start);
+                if (s->end) dim.end = expr(s->end);
+                if (s->step) dim.step = expr(s->step);
+            } else {
+                dim.empty = true;
+            }
+            out.dims.push_back(std::move(dim));
+        }
+        return out;
+    }
+
+    ast::ExprPtr expr(P::ExprContext *e) {
+        auto out = std::make_unique<ast::Expr>();
+        if (!e) {
+            out->kind = ast::Expr::Int;
+            out->text = "0";
+            return out;
+        }
+        out->loc = loc(e->getStart());
+        if (auto *p = dynamic_cast<P::ParenExprContext *>(e)) return expr(p->expr());
+        if (auto *i = dynamic_cast<P::IntExprContext *>(e)) {
+            out->kind = ast::Expr::Int;
+            out->text = i->INT()->getText();
+        } else if (auto *n = dynamic_cast<P::NameExprContext *>(e)) {
+            out->kind = ast::Expr::Name;
+            out->text = n->name()->getText();
+        } else if (auto *f = dynamic_cast<P::FuncExprContext *>(e)) {
+            out->kind = ast::Expr::Call;
+            out->op = f->name()->getText();
+            for (auto *a : f->expr()) out->kids.push_back(expr(a));
+        } else if (auto *u = dynamic_cast<P::UnaryExprContext *>(e)) {
+            if (u->op->getText() == "+") return expr(u->expr());
+            out->kind = ast::Expr::Unary;
+            out->op = u->op->getText();
+            out->kids.push_back(expr(u->expr()));
+        } else if (auto *c = dynamic_cast<P::CondExprContext *>(e)) {
+            out->kind = ast::Expr::Cond;
+            out->op = "?:";
+            for (auto *a : c->expr()) out->kids.push_back(expr(a));
+        } else if (e->children.size() == 3) {
+            out->kind = ast::Expr::Binary;
+            out->op = e->children[1]->getText();
+            out->loc = loc(dynamic_cast<antlr4::tree::TerminalNode *>(e->children[1])
+                               ? dynamic_cast<antlr4::tree::TerminalNode *>(e->children[1])->getSymbol()
+                               : e->getStart());
+            out->kids.push_back(expr(dynamic_cast<P::ExprContext *>(e->children[0])));
+            out->kids.push_back(expr(dynamic_cast<P::ExprContext *>(e->children[2])));
+        }
+        return out;
+    }
+
+    const Source &src_;
+};
+
+}  // namespace
+
+std::optional<ast::File> parseIdl(const Source &src, Diag &diag) {
+    antlr4::ANTLRInputStream input(src.text);
+    idlc_gen::IdlLexer lexer(&input);
+    ErrorListener listener(src, diag);
+    lexer.removeErrorListeners();
+    lexer.addErrorListener(&listener);
+    antlr4::CommonTokenStream tokens(&lexer);
+    idlc_gen::IdlParser parser(&tokens);
+    parser.removeErrorListeners();
+    parser.addErrorListener(&listener);
+    P::FileContext *tree = parser.file();
+    if (listener.count > 0) return std::nullopt;
+    Builder b(src);
+    return b.file(tree);
+}
+
+}  // namespace idlc

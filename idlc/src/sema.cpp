@@ -1,0 +1,428 @@
+// sema.cpp: the checks of idlc and the construction of the model. Each check reports
+// and carries on, so that one run lists every mistake; messages say what is wrong and
+// what to write instead.
+#include "sema.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+namespace idlc {
+
+using namespace model;
+
+namespace {
+
+const std::set<std::string> &reservedWords() {
+    static const std::set<std::string> words = {
+        // C11
+        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+        "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
+        "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
+        "volatile", "while", "_Alignas", "_Alignof", "_Atomic", "_Bool", "_Complex", "_Generic",
+        "_Imaginary", "_Noreturn", "_Static_assert", "_Thread_local",
+        // C++ (stubs may be compiled as C++)
+        "alignas", "alignof", "and", "and_eq", "asm", "bitand", "bitor", "bool", "catch", "class",
+        "compl", "constexpr", "const_cast", "decltype", "delete", "dynamic_cast", "explicit", "export",
+        "false", "friend", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr",
+        "operator", "or", "or_eq", "private", "protected", "public", "reinterpret_cast", "static_assert",
+        "static_cast", "template", "this", "thread_local", "throw", "true", "try", "typeid", "typename",
+        "using", "virtual", "wchar_t", "xor", "xor_eq",
+        // names the generated code itself uses
+        "scomplex", "dcomplex"};
+    return words;
+}
+
+bool typeFromWord(const std::string &w, Type &t) {
+    static const std::map<std::string, Type> m = {
+        {"char", Type::Char},         {"short", Type::Short},     {"int", Type::Int},
+        {"long", Type::Long},         {"longlong", Type::LongLong}, {"float", Type::Float},
+        {"double", Type::Double},     {"scomplex", Type::SComplex}, {"dcomplex", Type::DComplex},
+        {"string", Type::String},     {"filename", Type::Filename}};
+    auto it = m.find(w);
+    if (it == m.end()) return false;
+    t = it->second;
+    return true;
+}
+
+Mode modeFromWord(const std::string &w) {
+    if (w == "mode_in" || w == "IN") return Mode::In;
+    if (w == "mode_out" || w == "OUT") return Mode::Out;
+    if (w == "mode_inout" || w == "INOUT") return Mode::InOut;
+    return Mode::Work;
+}
+
+const char *modeName(Mode m) {
+    switch (m) {
+    case Mode::In: return "IN";
+    case Mode::Out: return "OUT";
+    case Mode::InOut: return "INOUT";
+    case Mode::Work: return "WORK";
+    }
+    return "?";
+}
+
+bool isIntegerType(Type t) {
+    return t == Type::Char || t == Type::Short || t == Type::Int || t == Type::Long || t == Type::LongLong;
+}
+
+std::string lower(std::string s) {
+    for (auto &c : s) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+class Analyzer {
+  public:
+    explicit Analyzer(Diag &diag) : diag_(diag) {}
+
+    std::optional<Module> run(const ast::File &file) {
+        Module mod;
+        mod.source = file.path;
+        moduleName(file, mod);
+        fileOptions(file, mod);
+        for (const auto &g : file.globals) {
+            Globals mg;
+            mg.text = g.text.substr(1, g.text.size() - 2);
+            mg.loc = g.loc;
+            mg.loc.col += 1;
+            mod.globals.push_back(std::move(mg));
+        }
+        std::map<std::string, Loc> seen;
+        for (const auto &f : file.functions) {
+            auto it = seen.find(f.name);
+            if (it != seen.end()) {
+                diag_.error(f.loc, "function '" + f.name + "' is defined twice (first at line " +
+                                       std::to_string(it->second.line) + "): rename one of them");
+                continue;
+            }
+            seen.emplace(f.name, f.loc);
+            if (isReservedName(f.name)) {
+                diag_.error(f.loc, "'" + f.name + "' is a C keyword and cannot name a function: choose another name");
+            }
+            mod.functions.push_back(function(f));
+        }
+        if (diag_.errors() > 0) return std::nullopt;
+        return mod;
+    }
+
+  private:
+    void moduleName(const ast::File &file, Module &mod) {
+        if (!file.modules.empty()) {
+            mod.name = file.modules[0].name;
+            mod.declared = true;
+            if (isReservedName(mod.name))
+                diag_.error(file.modules[0].loc, "'" + mod.name + "' is a C keyword and cannot name a module");
+            for (size_t i = 1; i < file.modules.size(); ++i)
+                diag_.error(file.modules[i].loc, "a second Module line ('" + file.modules[i].name +
+                                                     "'): one IDL file defines one module");
+            return;
+        }
+        // No Module line: name the module after the file, as a C identifier.
+        std::string base = file.path;
+        size_t slash = base.rfind('/');
+        if (slash != std::string::npos) base = base.substr(slash + 1);
+        size_t dot = base.find('.');
+        if (dot != std::string::npos) base = base.substr(0, dot);
+        std::string id;
+        for (char c : base) id += (isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+        if (id.empty() || isdigit(static_cast<unsigned char>(id[0]))) id = "m_" + id;
+        mod.name = id;
+    }
+
+    void fileOptions(const ast::File &file, Module &mod) {
+        std::map<std::string, Loc> once;
+        for (const auto &o : file.options) {
+            if (o.key == "CompileOptions") {
+                mod.compileOptions.push_back(o.value);
+            } else if (o.key == "Library") {
+                mod.libraries.push_back(o.value);
+            } else {
+                auto it = once.find(o.key);
+                if (it != once.end()) {
+                    diag_.error(o.loc, o.key + " is given twice (first at line " + std::to_string(it->second.line) +
+                                           "): keep one");
+                    continue;
+                }
+                once.emplace(o.key, o.loc);
+                if (o.key == "FortranFormat") {
+                    if (o.value.find("%s") == std::string::npos && o.value.find("%l") == std::string::npos)
+                        diag_.error(o.loc, "FortranFormat \"" + o.value +
+                                               "\" has neither %s (the name) nor %l (the name in upper case)");
+                    mod.fortranFormat = o.value;
+                } else if (o.key == "Compiler") {
+                    mod.compiler = o.value;
+                } else if (o.key == "Linker") {
+                    mod.linker = o.value;
+                }
+            }
+        }
+    }
+
+    Function function(const ast::Function &f) {
+        Function fn;
+        fn.name = f.name;
+        fn.loc = f.loc;
+        fn.description = f.description;
+        std::map<std::string, int> index;
+        for (const auto &p : f.params) {
+            Param mp = param(f, p);
+            if (index.count(p.name)) {
+                diag_.error(p.loc, "parameter '" + p.name + "' of " + f.name + " is declared twice: rename one");
+            } else {
+                index.emplace(p.name, static_cast<int>(fn.params.size()));
+            }
+            fn.params.push_back(std::move(mp));
+        }
+        // Dimensions and cost may name parameters declared later, so resolve them now.
+        for (size_t i = 0; i < f.params.size(); ++i) {
+            const auto &p = f.params[i];
+            for (size_t d = 0; d < p.dims.size(); ++d) {
+                const auto &ad = p.dims[d];
+                if (ad.empty) {
+                    diag_.error(ad.loc, "array '" + p.name + "' has an empty dimension '[]': give its size, as in " +
+                                            p.name + "[n]");
+                    continue;
+                }
+                std::string what = "dimension " + std::to_string(d + 1) + " of '" + p.name + "'";
+                Dim dim;
+                dim.size = expr(*ad.size, fn, index, what);
+                if (ad.start) dim.start = expr(*ad.start, fn, index, what);
+                if (ad.end) dim.end = expr(*ad.end, fn, index, what);
+                if (ad.step) dim.step = expr(*ad.step, fn, index, what);
+                fn.params[i].dims.push_back(std::move(dim));
+            }
+        }
+        options(f, fn, index);
+        body(f, fn, index);
+        return fn;
+    }
+
+    Param param(const ast::Function &f, const ast::Param &p) {
+        Param mp;
+        mp.name = p.name;
+        mp.loc = p.loc;
+        mp.pointer = p.star;
+        if (isReservedName(p.name))
+            diag_.error(p.loc, "'" + p.name + "' is reserved in C (a keyword or a type of the generated code) and cannot name a parameter: choose another name");
+        const ast::Word *mode = nullptr;
+        std::vector<const ast::Word *> types;
+        size_t modeAt = 0, firstTypeAt = 0, lastTypeAt = 0;
+        for (size_t wi = 0; wi < p.words.size(); ++wi) {
+            const ast::Word &w = p.words[wi];
+            if (w.kind == ast::Word::Type) {
+                if (types.empty()) firstTypeAt = wi;
+                lastTypeAt = wi;
+            }
+            if (w.kind == ast::Word::Mode) {
+                if (!mode) modeAt = wi;
+                if (mode) {
+                    diag_.error(w.loc, "parameter '" + p.name + "' has two modes ('" + mode->text + "' and '" +
+                                           w.text + "'): keep one");
+                    continue;
+                }
+                mode = &w;
+            } else {
+                types.push_back(&w);
+            }
+        }
+        if (!mode) {
+            diag_.error(p.loc, "parameter '" + p.name + "' of " + f.name +
+                                   " has no mode: write IN, OUT, INOUT or WORK (or mode_in, mode_out, ...) before its type");
+        } else {
+            mp.mode = modeFromWord(mode->text);
+        }
+        // The legacy Ninf form "long mode_in int n" puts a type before the mode: the
+        // type after the mode is the parameter's.
+        if (types.size() == 2 && mode && types[0]->text == "long" && !types[0]->isUnsigned &&
+            firstTypeAt < modeAt && lastTypeAt > modeAt)
+            types.erase(types.begin());
+        if (types.empty()) {
+            diag_.error(p.loc, "parameter '" + p.name + "' of " + f.name + " has no type: write one of char, short, "
+                                   "int, long, longlong, float, double, scomplex, dcomplex, string, filename");
+        } else if (types.size() > 1) {
+            diag_.error(types[1]->loc, "parameter '" + p.name + "' has two types ('" + types[0]->text + "' and '" +
+                                           types[1]->text + "'): keep one");
+        } else {
+            typeFromWord(types[0]->text, mp.type);
+            mp.isUnsigned = types[0]->isUnsigned;
+            if (mp.isUnsigned && !isIntegerType(mp.type))
+                diag_.error(types[0]->loc, "'unsigned' applies to integer types only, not to " + types[0]->text);
+        }
+        if (mode && p.star && mp.mode != Mode::Out && mp.mode != Mode::InOut)
+            diag_.error(p.loc, "'*" + p.name + "' marks a scalar the function writes, but '" + p.name + "' is " +
+                                   modeName(mp.mode) + ": drop the '*' or make it OUT");
+        if (p.star && !p.dims.empty())
+            diag_.error(p.loc, "'*" + p.name + "' is an out scalar and cannot have dimensions: drop the '*'");
+        if (mode && mp.mode == Mode::Work && p.dims.empty())
+            diag_.error(p.loc, "WORK parameter '" + p.name + "' must be an array (scratch space on the server)");
+        if (p.dims.size() > 8)
+            diag_.error(p.loc, "array '" + p.name + "' has " + std::to_string(p.dims.size()) +
+                                   " dimensions; at most 8 are supported");
+        return mp;
+    }
+
+    Expr expr(const ast::Expr &e, const Function &fn, const std::map<std::string, int> &index,
+              const std::string &what) {
+        Expr out;
+        switch (e.kind) {
+        case ast::Expr::Int: {
+            errno = 0;
+            char *end = nullptr;
+            long long v = strtoll(e.text.c_str(), &end, 10);
+            if (errno == ERANGE || *end)
+                diag_.error(e.loc, "the number " + e.text + " in " + what + " does not fit in 64 bits");
+            out.op = Expr::Const;
+            out.value = v;
+            return out;
+        }
+        case ast::Expr::Name: {
+            out.op = Expr::Param;
+            auto it = index.find(e.text);
+            if (it == index.end()) {
+                diag_.error(e.loc, what + " uses '" + e.text + "', which is not a parameter of " + fn.name);
+                return out;
+            }
+            const Param &p = fn.params[it->second];
+            out.param = it->second;
+            if (p.mode == Mode::Out || p.mode == Mode::Work) {
+                diag_.error(e.loc, what + " uses '" + e.text + "', an " + modeName(p.mode) +
+                                       " parameter: sizes must be known before the call, so make it IN or INOUT");
+            } else if (p.isArray()) {
+                diag_.error(e.loc, what + " uses '" + e.text + "', an array: use a scalar parameter");
+            } else if (!isIntegerType(p.type)) {
+                diag_.error(e.loc, what + " uses '" + e.text +
+                                       "', which is not an integer: sizes must be char, short, int, long or longlong");
+            }
+            return out;
+        }
+        case ast::Expr::Unary:
+            out.op = e.op == "!" ? Expr::Not : Expr::Neg;
+            out.args.push_back(expr(*e.kids[0], fn, index, what));
+            return out;
+        case ast::Expr::Cond:
+            out.op = Expr::Cond;
+            for (const auto &k : e.kids) out.args.push_back(expr(*k, fn, index, what));
+            return out;
+        case ast::Expr::Call:
+            if ((e.op != "min" && e.op != "max") || e.kids.size() != 2) {
+                diag_.error(e.loc, "unknown function '" + e.op + "' with " + std::to_string(e.kids.size()) +
+                                       " argument(s) in " + what + ": only min(a, b) and max(a, b) are available");
+                out.op = Expr::Const;
+                return out;
+            }
+            out.op = e.op == "min" ? Expr::Min : Expr::Max;
+            for (const auto &k : e.kids) out.args.push_back(expr(*k, fn, index, what));
+            return out;
+        case ast::Expr::Binary: {
+            static const std::map<std::string, Expr::Op> ops = {
+                {"+", Expr::Add}, {"-", Expr::Sub}, {"*", Expr::Mul}, {"/", Expr::Div}, {"%", Expr::Mod},
+                {"^", Expr::Pow}, {"<", Expr::Lt},  {"<=", Expr::Le}, {">", Expr::Gt}, {">=", Expr::Ge},
+                {"==", Expr::Eq}, {"!=", Expr::Ne}, {"&&", Expr::And}, {"||", Expr::Or}};
+            out.op = ops.at(e.op);
+            for (const auto &k : e.kids) out.args.push_back(expr(*k, fn, index, what));
+            return out;
+        }
+        }
+        return out;
+    }
+
+    void options(const ast::Function &f, Function &fn, const std::map<std::string, int> &index) {
+        const ast::Option *cost = nullptr, *lang = nullptr;
+        for (const auto &o : f.options) {
+            if (o.key == "Required") {
+                fn.required.push_back(o.value);
+            } else if (o.key == "CalcOrder" || o.key == "Complexity") {
+                if (cost) {
+                    diag_.error(o.loc, "a second cost (" + o.key + ") for " + f.name + ": CalcOrder and Complexity "
+                                       "are synonyms, keep one");
+                    continue;
+                }
+                cost = &o;
+                fn.cost = expr(*o.expr, fn, index, "the cost of " + f.name);
+            } else if (o.key == "Backend") {
+                std::string b = lower(o.value);
+                if (b == "mpi" || b == "blacs")
+                    diag_.error(o.loc, "Backend \"" + o.value + "\" is not supported yet: remove the Backend line "
+                                       "to run " + f.name + " as an ordinary function on one server");
+                else
+                    diag_.error(o.loc, "unknown Backend \"" + o.value + "\": Ninf-G knows \"MPI\" and \"BLACS\", "
+                                       "and neither is supported yet");
+            } else if (o.key == "Shrink") {
+                std::string v = lower(o.value);
+                if (v == "yes") fn.shrink = true;
+                else if (v != "no") diag_.error(o.loc, "Shrink takes \"yes\" or \"no\", not \"" + o.value + "\"");
+            } else if (o.key == "Language") {
+                if (lang) {
+                    diag_.error(o.loc, "Language is given twice for " + f.name + ": keep one");
+                    continue;
+                }
+                lang = &o;
+                if (!language(o.value, fn.language))
+                    diag_.error(o.loc, "unknown Language \"" + o.value + "\": write \"C\", \"C++\" or \"FORTRAN\"");
+            }
+        }
+    }
+
+    static bool language(const std::string &v, Language &out) {
+        std::string l = lower(v);
+        if (l == "c") out = Language::C;
+        else if (l == "c++") out = Language::Cxx;
+        else if (l == "fortran") out = Language::Fortran;
+        else return false;
+        return true;
+    }
+
+    void body(const ast::Function &f, Function &fn, const std::map<std::string, int> &index) {
+        if (f.inlineBody) {
+            fn.inlineBody = true;
+            fn.bodyText = f.bodyText;
+            fn.bodyLoc = f.bodyLoc;
+            if (fn.language == Language::Fortran)
+                diag_.error(f.bodyLoc, "an inline body is C, but " + f.name + " says Language \"FORTRAN\": use "
+                                       "Calls \"Fortran\" name(...) to call Fortran code");
+            return;
+        }
+        if (!language(f.callsLanguage, fn.callsLanguage)) {
+            diag_.error(f.callsLanguageLoc, "Calls \"" + f.callsLanguage + "\": write Calls \"C\" or Calls \"Fortran\"");
+        }
+        if (fn.callsLanguage == Language::Fortran) fn.language = Language::Fortran;
+        fn.callsTarget = f.callsTarget;
+        if (isReservedName(f.callsTarget))
+            diag_.error(f.callsTargetLoc, "'" + f.callsTarget + "' is a C keyword and cannot be called");
+        for (const auto &a : f.callsArgs) {
+            CallArg ca;
+            if (a.star) {
+                diag_.error(a.loc, "write the parameter name alone in Calls (not '*" + a.text +
+                                       "'): out scalars are passed as pointers already");
+            }
+            if (a.isInt) {
+                errno = 0;
+                char *end = nullptr;
+                ca.literal = strtoll(a.text.c_str(), &end, 10);
+                if (errno == ERANGE || *end) diag_.error(a.loc, "the number " + a.text + " does not fit in 64 bits");
+            } else {
+                auto it = index.find(a.text);
+                if (it == index.end()) {
+                    diag_.error(a.loc, "Calls passes '" + a.text + "', which is not a parameter of " + f.name);
+                } else {
+                    ca.param = it->second;
+                }
+            }
+            fn.callsArgs.push_back(ca);
+        }
+    }
+
+    Diag &diag_;
+};
+
+}  // namespace
+
+bool isReservedName(const std::string &name) { return reservedWords().count(name) > 0; }
+
+std::optional<Module> analyze(const ast::File &file, Diag &diag) {
+    Analyzer a(diag);
+    return a.run(file);
+}
+
+}  // namespace idlc

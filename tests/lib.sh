@@ -1,0 +1,19 @@
+# lib.sh: helpers for the TAP test scripts (sourced). Each script calls plan N once it
+# knows its count, then ok/fail for each check.
+t_n=0
+t_failed=0
+ok() { t_n=$((t_n + 1)); echo "ok $t_n $*"; }
+fail() { t_n=$((t_n + 1)); t_failed=$((t_failed + 1)); echo "not ok $t_n $*"; }
+# check NAME CMD...: runs CMD, ok if it succeeds.
+check() {
+  name=$1; shift
+  if "$@" >"$T_TMP/check.out" 2>&1; then ok "$name"; else fail "$name"; sed 's/^/# /' "$T_TMP/check.out"; fi
+}
+diag() { sed 's/^/# /'; }
+finish() { echo "1..$t_n"; rm -rf "$T_TMP"; [ "$t_failed" -eq 0 ]; }
+: "${top_srcdir:?run through make check (top_srcdir unset)}"
+: "${top_builddir:?run through make check (top_builddir unset)}"
+IDLC=${IDLC:-$top_builddir/idlc/idlc}
+GRIDRPC_DESC=${GRIDRPC_DESC:-$top_builddir/gridrpc-desc}
+CC=${CC:-cc}
+T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/gridrpc-test.XXXXXX")
