@@ -30,15 +30,15 @@ extern "C" {
 typedef void (*gridrpc_stub_invoke_fn)(void **args);
 
 typedef struct gridrpc_stub_function {
-    const char *name;                 /* function name, without the module */
-    const unsigned char *descriptor;  /* encoded interface descriptor */
+    const char *name;                /* function name, without the module */
+    const unsigned char *descriptor; /* encoded interface descriptor */
     size_t descriptor_len;
     gridrpc_stub_invoke_fn invoke;
 } gridrpc_stub_function;
 
 typedef struct gridrpc_stub_module {
-    unsigned abi;      /* GRIDRPC_STUB_ABI of the stub */
-    const char *name;  /* module name */
+    unsigned abi;       /* GRIDRPC_STUB_ABI of the stub */
+    const char *name;   /* module name */
     const char *source; /* IDL file it was generated from */
     unsigned nfunctions;
     const gridrpc_stub_function *functions;

@@ -4,4 +4,6 @@
 
 #include "gridrpc.h"
 
-const char *gridrpc_version(void) { return PACKAGE_VERSION; }
+const char *gridrpc_version(void) {
+    return PACKAGE_VERSION;
+}

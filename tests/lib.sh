@@ -6,8 +6,8 @@ ok() { t_n=$((t_n + 1)); echo "ok $t_n $*"; }
 fail() { t_n=$((t_n + 1)); t_failed=$((t_failed + 1)); echo "not ok $t_n $*"; }
 # check NAME CMD...: runs CMD, ok if it succeeds.
 check() {
-  name=$1; shift
-  if "$@" >"$T_TMP/check.out" 2>&1; then ok "$name"; else fail "$name"; sed 's/^/# /' "$T_TMP/check.out"; fi
+  _cname=$1; shift
+  if "$@" >"$T_TMP/check.out" 2>&1; then ok "$_cname"; else fail "$_cname"; sed 's/^/# /' "$T_TMP/check.out"; fi
 }
 diag() { sed 's/^/# /'; }
 finish() { echo "1..$t_n"; rm -rf "$T_TMP"; [ "$t_failed" -eq 0 ]; }

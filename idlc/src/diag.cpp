@@ -29,11 +29,13 @@ std::vector<std::string> Diag::lines() const {
         return files.size() - 1;
     };
     std::vector<std::pair<std::tuple<size_t, int, int>, std::string>> sorted;
-    for (const auto &e : entries_) sorted.push_back({{rank(e.loc.file), e.loc.line, e.loc.col}, e.text});
+    for (const auto &e : entries_)
+        sorted.push_back({{rank(e.loc.file), e.loc.line, e.loc.col}, e.text});
     std::stable_sort(sorted.begin(), sorted.end(),
                      [](const auto &a, const auto &b) { return a.first < b.first; });
     std::vector<std::string> out;
-    for (const auto &e : sorted) out.push_back(e.second);
+    for (const auto &e : sorted)
+        out.push_back(e.second);
     return out;
 }
 
@@ -42,11 +44,13 @@ void Diag::error(const Loc &loc, const std::string &message) {
     add(loc, "error", message);
 }
 
-void Diag::warning(const Loc &loc, const std::string &message) { add(loc, "warning", message); }
+void Diag::warning(const Loc &loc, const std::string &message) {
+    add(loc, "warning", message);
+}
 
 void Diag::fatal(const std::string &message) {
     ++errors_;
     add(Loc{}, "error", message);
 }
 
-}  // namespace idlc
+} // namespace idlc

@@ -38,4 +38,4 @@ class Diag {
     std::vector<Entry> entries_;
 };
 
-}  // namespace idlc
+} // namespace idlc

@@ -28,4 +28,4 @@ std::string emitClientHeader(const model::Module &mod, const std::string &outNam
 // The C type of a parameter's elements ("double", "unsigned int", "char *").
 std::string cElementType(const model::Param &p);
 
-}  // namespace idlc
+} // namespace idlc

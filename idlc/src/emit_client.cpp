@@ -15,7 +15,8 @@ namespace {
 
 std::string guard(const std::string &outName) {
     std::string g = "GRIDRPC_CLIENT_";
-    for (char c : outName) g += isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(toupper(c)) : '_';
+    for (char c : outName)
+        g += isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(toupper(c)) : '_';
     return g;
 }
 
@@ -48,7 +49,7 @@ std::string comment(const std::string &s) {
     return out;
 }
 
-}  // namespace
+} // namespace
 
 std::string emitClientHeader(const model::Module &mod, const std::string &outName) {
     Printer pr;
@@ -77,8 +78,10 @@ std::string emitClientHeader(const model::Module &mod, const std::string &outNam
             params += decl(clientType(p), p.name);
             args += p.name;
         }
-        Printer::Vars fv = {{"fn", mod.name + "_" + f.name}, {"q", cQuote(mod.qualified(f))},
-                            {"params", params.empty() ? "void" : params}, {"args", args}};
+        Printer::Vars fv = {{"fn", mod.name + "_" + f.name},
+                            {"q", cQuote(mod.qualified(f))},
+                            {"params", params.empty() ? "void" : params},
+                            {"args", args}};
         pr.print("\n");
         if (!f.description.empty()) pr.print("/* $d$ */\n", {{"d", comment(f.description)}});
         pr.print("static inline int $fn$($params$)\n{\n    return grid_call($q$$args$);\n}\n", fv);
@@ -87,4 +90,4 @@ std::string emitClientHeader(const model::Module &mod, const std::string &outNam
     return pr.str();
 }
 
-}  // namespace idlc
+} // namespace idlc

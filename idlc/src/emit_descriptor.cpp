@@ -42,7 +42,8 @@ grd_op opcode(Expr::Op op) {
 
 // Postfix order: operands first, then the operator.
 void compile(const Expr &e, std::vector<grd_insn> &code) {
-    for (const auto &a : e.args) compile(a, code);
+    for (const auto &a : e.args)
+        compile(a, code);
     grd_insn in{};
     in.op = opcode(e.op);
     if (e.op == Expr::Const) in.operand = e.value;
@@ -64,7 +65,7 @@ struct Programs {
     }
 };
 
-}  // namespace
+} // namespace
 
 bool encodeDescriptors(const model::Module &mod, std::vector<std::vector<uint8_t>> &out, Diag &diag) {
     bool ok = true;
@@ -125,11 +126,12 @@ std::vector<uint8_t> emitDescriptorBundle(const std::vector<std::vector<uint8_t>
     uint8_t *buf = nullptr;
     size_t len = 0;
     grd_error err{};
-    if (grd_bundle_encode(ptrs.data(), lens.data(), static_cast<uint32_t>(descs.size()), &buf, &len, &err) != GRD_OK)
+    if (grd_bundle_encode(ptrs.data(), lens.data(), static_cast<uint32_t>(descs.size()), &buf, &len, &err) !=
+        GRD_OK)
         return {};
     std::vector<uint8_t> out(buf, buf + len);
     free(buf);
     return out;
 }
 
-}  // namespace idlc
+} // namespace idlc

@@ -36,7 +36,9 @@ namespace {
 
 // How a parameter reaches C code (inline bodies and Calls "C"): scalars IN by value,
 // scalars the function writes and all arrays by pointer.
-bool byValue(const Param &p) { return !p.isArray() && p.mode == Mode::In; }
+bool byValue(const Param &p) {
+    return !p.isArray() && p.mode == Mode::In;
+}
 
 std::string joinType(const std::string &t, const std::string &suffix) {
     if (!t.empty() && t.back() == '*') return t + suffix;
@@ -59,7 +61,8 @@ std::string cArgExpr(const Param &p, size_t i) {
 
 std::string fortranSymbol(const std::string &format, const std::string &name) {
     std::string upper;
-    for (char c : name) upper += static_cast<char>(toupper(static_cast<unsigned char>(c)));
+    for (char c : name)
+        upper += static_cast<char>(toupper(static_cast<unsigned char>(c)));
     std::string out;
     for (size_t i = 0; i < format.size(); ++i) {
         if (format[i] == '%' && i + 1 < format.size() && format[i + 1] == 's') {
@@ -92,11 +95,14 @@ void lineDirective(Printer &p, int line, const std::string &file) {
     p.print("#line $line$ $file$\n", {{"line", std::to_string(line)}, {"file", cQuote(file)}});
 }
 
-void emitFunction(Printer &pr, const model::Module &mod, const model::Function &f, const std::vector<uint8_t> &desc,
-                  const std::string &outName) {
+void emitFunction(Printer &pr, const model::Module &mod, const model::Function &f,
+                  const std::vector<uint8_t> &desc, const std::string &outName) {
     const std::string sym = mod.name + "_" + f.name;
-    Printer::Vars v = {{"sym", sym}, {"name", f.name}, {"qname", mod.qualified(f)},
-                       {"size", std::to_string(desc.size())}, {"bytes", hexBytes(desc)}};
+    Printer::Vars v = {{"sym", sym},
+                       {"name", f.name},
+                       {"qname", mod.qualified(f)},
+                       {"size", std::to_string(desc.size())},
+                       {"bytes", hexBytes(desc)}};
     pr.print("\n/* ---- $qname$ ---- */\n\n", v);
     pr.print("static const unsigned char grs_desc_$sym$[$size$] = {$bytes$\n};\n\n", v);
 
@@ -171,7 +177,7 @@ void emitFunction(Printer &pr, const model::Module &mod, const model::Function &
     pr.print("    $call$;\n}\n", v);
 }
 
-}  // namespace
+} // namespace
 
 std::string emitStub(const model::Module &mod, const std::vector<std::vector<uint8_t>> &descs,
                      const std::string &outName) {
@@ -184,7 +190,8 @@ std::string emitStub(const model::Module &mod, const std::vector<std::vector<uin
     for (const auto &f : mod.functions)
         for (const auto &r : f.required)
             if (req.find(" " + r + " ") == std::string::npos) req += " " + r + " ";
-    for (const auto &l : mod.libraries) req += " " + l + " ";
+    for (const auto &l : mod.libraries)
+        req += " " + l + " ";
     if (!req.empty()) {
         std::string list;
         size_t pos = 0;
@@ -195,24 +202,25 @@ std::string emitStub(const model::Module &mod, const std::vector<std::vector<uin
         }
         pr.print("/* Links with: $list$ */\n", {{"list", list}});
     }
-    pr.print("\n"
-             "/* Inline bodies rely on these, as they did under Ninf-G. */\n"
-             "#include <assert.h>\n"
-             "#include <stdio.h>\n"
-             "#include <stdlib.h>\n"
-             "#include <string.h>\n"
-             "#include <unistd.h>\n"
-             "\n"
-             "#include <gridrpc_stub.h>\n"
-             "\n"
-             "#if !defined(GRIDRPC_STUB_ABI) || GRIDRPC_STUB_ABI != 1\n"
-             "#error \"this stub was generated for stub ABI 1: run the idlc of your GridRPC installation again\"\n"
-             "#endif\n"
-             "\n"
-             "/* Bodies need not use every parameter. */\n"
-             "#if defined(__GNUC__)\n"
-             "#pragma GCC diagnostic ignored \"-Wunused-parameter\"\n"
-             "#endif\n");
+    pr.print(
+        "\n"
+        "/* Inline bodies rely on these, as they did under Ninf-G. */\n"
+        "#include <assert.h>\n"
+        "#include <stdio.h>\n"
+        "#include <stdlib.h>\n"
+        "#include <string.h>\n"
+        "#include <unistd.h>\n"
+        "\n"
+        "#include <gridrpc_stub.h>\n"
+        "\n"
+        "#if !defined(GRIDRPC_STUB_ABI) || GRIDRPC_STUB_ABI != 1\n"
+        "#error \"this stub was generated for stub ABI 1: run the idlc of your GridRPC installation again\"\n"
+        "#endif\n"
+        "\n"
+        "/* Bodies need not use every parameter. */\n"
+        "#if defined(__GNUC__)\n"
+        "#pragma GCC diagnostic ignored \"-Wunused-parameter\"\n"
+        "#endif\n");
     for (const auto &g : mod.globals) {
         pr.print("\n/* Globals */\n");
         lineDirective(pr, g.loc.line, g.loc.file);
@@ -220,11 +228,13 @@ std::string emitStub(const model::Module &mod, const std::vector<std::vector<uin
         pr.raw("\n");
         lineDirective(pr, pr.nextLine() + 1, outName);
     }
-    for (size_t i = 0; i < mod.functions.size(); ++i) emitFunction(pr, mod, mod.functions[i], descs[i], outName);
+    for (size_t i = 0; i < mod.functions.size(); ++i)
+        emitFunction(pr, mod, mod.functions[i], descs[i], outName);
 
     pr.print("\n/* ---- module table ---- */\n\n");
     if (mod.functions.empty()) {
-        pr.print("const gridrpc_stub_module gridrpc_module_$mod$ = {GRIDRPC_STUB_ABI, \"$mod$\", $srcq$, 0, NULL};\n",
+        pr.print("const gridrpc_stub_module gridrpc_module_$mod$ = {GRIDRPC_STUB_ABI, \"$mod$\", $srcq$, 0, "
+                 "NULL};\n",
                  {{"mod", mod.name}, {"srcq", cQuote(mod.source)}});
     } else {
         pr.print("static const gridrpc_stub_function grs_functions_$mod$[$n$] = {\n", v);
@@ -234,9 +244,10 @@ std::string emitStub(const model::Module &mod, const std::vector<std::vector<uin
                      {{"name", f.name}, {"sym", sym}});
         }
         pr.print("};\n\n");
-        pr.print("const gridrpc_stub_module gridrpc_module_$mod$ = {\n"
-                 "    GRIDRPC_STUB_ABI, \"$mod$\", $srcq$, $n$, grs_functions_$mod$};\n",
-                 {{"mod", mod.name}, {"srcq", cQuote(mod.source)}, {"n", std::to_string(mod.functions.size())}});
+        pr.print(
+            "const gridrpc_stub_module gridrpc_module_$mod$ = {\n"
+            "    GRIDRPC_STUB_ABI, \"$mod$\", $srcq$, $n$, grs_functions_$mod$};\n",
+            {{"mod", mod.name}, {"srcq", cQuote(mod.source)}, {"n", std::to_string(mod.functions.size())}});
     }
     pr.print("\n#ifndef GRIDRPC_STUB_NO_ENTRY\n"
              "const gridrpc_stub_module *gridrpc_stub_entry(void);\n"
@@ -246,4 +257,4 @@ std::string emitStub(const model::Module &mod, const std::vector<std::vector<uin
     return pr.str();
 }
 
-}  // namespace idlc
+} // namespace idlc

@@ -26,7 +26,8 @@ std::string baseName(const std::string &path) {
 bool compileFile(const std::string &path, const idlc::Options &opt) {
     idlc::Diag diag;
     auto flush = [&diag]() {
-        for (const auto &l : diag.lines()) fprintf(stderr, "%s\n", l.c_str());
+        for (const auto &l : diag.lines())
+            fprintf(stderr, "%s\n", l.c_str());
     };
     idlc::Source src;
     if (!idlc::preprocess(path, opt.cpp, src, diag)) {
@@ -66,7 +67,8 @@ bool compileFile(const std::string &path, const idlc::Options &opt) {
         }
         if (opt.emitDesc) {
             auto bundle = idlc::emitDescriptorBundle(descs);
-            idlc::writeIfChanged(dir + "/" + base + ".gdesc", std::string(bundle.begin(), bundle.end()), diag);
+            idlc::writeIfChanged(dir + "/" + base + ".gdesc", std::string(bundle.begin(), bundle.end()),
+                                 diag);
         }
         if (opt.emitHeader) {
             std::string name = base + "_client.h";
@@ -77,7 +79,7 @@ bool compileFile(const std::string &path, const idlc::Options &opt) {
     return diag.errors() == 0;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv) {
     idlc::Options opt;
@@ -87,6 +89,7 @@ int main(int argc, char **argv) {
     case idlc::ParseResult::Run: break;
     }
     bool ok = true;
-    for (const auto &in : opt.inputs) ok = compileFile(in, opt) && ok;
+    for (const auto &in : opt.inputs)
+        ok = compileFile(in, opt) && ok;
     return ok ? 0 : 1;
 }

@@ -19,7 +19,29 @@ enum class Language { C = 1, Cxx = 2, Fortran = 3 };
 
 // An integer expression over the function's scalar in-parameters.
 struct Expr {
-    enum Op { Const, Param, Add, Sub, Mul, Div, Mod, Pow, Neg, Lt, Le, Gt, Ge, Eq, Ne, And, Or, Not, Cond, Min, Max };
+    enum Op {
+        Const,
+        Param,
+        Add,
+        Sub,
+        Mul,
+        Div,
+        Mod,
+        Pow,
+        Neg,
+        Lt,
+        Le,
+        Gt,
+        Ge,
+        Eq,
+        Ne,
+        And,
+        Or,
+        Not,
+        Cond,
+        Min,
+        Max
+    };
     Op op = Const;
     int64_t value = 0; // Const
     int param = -1;    // Param: index into Function::params
@@ -46,7 +68,7 @@ struct Param {
 };
 
 struct CallArg {
-    int param = -1;      // parameter index, or -1 for an integer literal
+    int param = -1; // parameter index, or -1 for an integer literal
     int64_t literal = 0;
 };
 
@@ -74,9 +96,9 @@ struct Globals {
 };
 
 struct Module {
-    std::string name;       // from Module, or the file's base name
-    bool declared = false;  // a Module line was present
-    std::string source;     // the IDL file as named on the command line
+    std::string name;      // from Module, or the file's base name
+    bool declared = false; // a Module line was present
+    std::string source;    // the IDL file as named on the command line
     std::vector<std::string> compileOptions, libraries;
     std::string fortranFormat = "%s_";
     std::string compiler, linker;
@@ -87,4 +109,4 @@ struct Module {
     std::string qualified(const Function &f) const { return declared ? name + "/" + f.name : f.name; }
 };
 
-}  // namespace idlc::model
+} // namespace idlc::model

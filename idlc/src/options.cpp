@@ -10,33 +10,33 @@ namespace idlc {
 
 namespace {
 
-const char kHelp[] =
-    "Usage: idlc [OPTIONS] FILE.idl...\n"
-    "Compile Ninf / Ninf-G IDL into what GridRPC needs to serve the functions it defines.\n"
-    "\n"
-    "For each FILE.idl it writes, into the output directory:\n"
-    "  FILE_stub.c     the server stub: compile it with the function's code into a module\n"
-    "  FILE.gdesc      the interface descriptors (read them with gridrpc-desc)\n"
-    "  FILE_client.h   typed C wrappers over grid_call (optional for clients)\n"
-    "Nothing is written for a file with errors; files whose content is unchanged are left\n"
-    "untouched so make does not rebuild them.\n"
-    "\n"
-    "Options:\n"
-    "  -o, --output DIR   write into DIR (default: the current directory)\n"
-    "      --emit LIST    write only these, comma separated: stub, desc, header\n"
-    "      --check        check the IDL and report errors; write nothing\n"
-    "      --dump         print each function's descriptor in readable form\n"
-    "      --no-cpp       do not run the C preprocessor over the IDL first\n"
-    "      --cpp PROGRAM  the C preprocessor to run (default: " IDLC_DEFAULT_CPP ")\n"
-    "  -I DIR, -D NAME[=VALUE], -U NAME\n"
-    "                     passed to the C preprocessor\n"
-    "  -h, --help         show this help and exit\n"
-    "  -V, --version      show the version and exit\n"
-    "\n"
-    "Exit status: 0 on success, 1 if an IDL file has errors, 2 on a usage error.\n"
-    "The IDL is described in docs/idl.md.\n";
+const char kHelp[] = "Usage: idlc [OPTIONS] FILE.idl...\n"
+                     "Compile Ninf / Ninf-G IDL into what GridRPC needs to serve the functions it defines.\n"
+                     "\n"
+                     "For each FILE.idl it writes, into the output directory:\n"
+                     "  FILE_stub.c     the server stub: compile it with the function's code into a module\n"
+                     "  FILE.gdesc      the interface descriptors (read them with gridrpc-desc)\n"
+                     "  FILE_client.h   typed C wrappers over grid_call (optional for clients)\n"
+                     "Nothing is written for a file with errors; files whose content is unchanged are left\n"
+                     "untouched so make does not rebuild them.\n"
+                     "\n"
+                     "Options:\n"
+                     "  -o, --output DIR   write into DIR (default: the current directory)\n"
+                     "      --emit LIST    write only these, comma separated: stub, desc, header\n"
+                     "      --check        check the IDL and report errors; write nothing\n"
+                     "      --dump         print each function's descriptor in readable form\n"
+                     "      --no-cpp       do not run the C preprocessor over the IDL first\n"
+                     "      --cpp PROGRAM  the C preprocessor to run (default: " IDLC_DEFAULT_CPP ")\n"
+                     "  -I DIR, -D NAME[=VALUE], -U NAME\n"
+                     "                     passed to the C preprocessor\n"
+                     "  -h, --help         show this help and exit\n"
+                     "  -V, --version      show the version and exit\n"
+                     "\n"
+                     "Exit status: 0 on success, 1 if an IDL file has errors, 2 on a usage error.\n"
+                     "The IDL is described in docs/idl.md.\n";
 
-bool takeValue(int argc, char **argv, int &i, const char *longName, const char *shortName, std::string &value) {
+bool takeValue(int argc, char **argv, int &i, const char *longName, const char *shortName,
+               std::string &value) {
     const char *a = argv[i];
     size_t ln = strlen(longName);
     if (strncmp(a, longName, ln) == 0 && a[ln] == '=') {
@@ -59,7 +59,7 @@ bool takeValue(int argc, char **argv, int &i, const char *longName, const char *
     return false;
 }
 
-}  // namespace
+} // namespace
 
 ParseResult parseOptions(int argc, char **argv, Options &opt) {
     opt.cpp.cpp = IDLC_DEFAULT_CPP;
@@ -98,11 +98,15 @@ ParseResult parseOptions(int argc, char **argv, Options &opt) {
                 size_t e = value.find(',', pos);
                 if (e == std::string::npos) e = value.size();
                 std::string w = value.substr(pos, e - pos);
-                if (w == "stub") opt.emitStub = true;
-                else if (w == "desc") opt.emitDesc = true;
-                else if (w == "header") opt.emitHeader = true;
+                if (w == "stub")
+                    opt.emitStub = true;
+                else if (w == "desc")
+                    opt.emitDesc = true;
+                else if (w == "header")
+                    opt.emitHeader = true;
                 else {
-                    fprintf(stderr, "idlc: --emit: unknown output '%s': use stub, desc or header\n", w.c_str());
+                    fprintf(stderr, "idlc: --emit: unknown output '%s': use stub, desc or header\n",
+                            w.c_str());
                     return ParseResult::Usage;
                 }
                 pos = e + 1;
@@ -130,4 +134,4 @@ ParseResult parseOptions(int argc, char **argv, Options &opt) {
     return ParseResult::Run;
 }
 
-}  // namespace idlc
+} // namespace idlc

@@ -23,4 +23,4 @@ enum class ParseResult { Run, Exit0, Usage };
 // stderr (Usage).
 ParseResult parseOptions(int argc, char **argv, Options &opt);
 
-}  // namespace idlc
+} // namespace idlc

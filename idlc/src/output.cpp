@@ -46,4 +46,4 @@ bool writeIfChanged(const std::string &path, const std::string &content, Diag &d
     return true;
 }
 
-}  // namespace idlc
+} // namespace idlc

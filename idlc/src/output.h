@@ -12,4 +12,4 @@ namespace idlc {
 // Reports failures (full disk, missing directory) to DIAG and returns false.
 bool writeIfChanged(const std::string &path, const std::string &content, Diag &diag);
 
-}  // namespace idlc
+} // namespace idlc

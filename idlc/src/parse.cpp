@@ -26,14 +26,16 @@ class ErrorListener : public antlr4::BaseErrorListener {
   public:
     ErrorListener(const Source &src, Diag &diag) : src_(src), diag_(diag) {}
 
-    void syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *offending, size_t line,
-                     size_t col, const std::string &msg, std::exception_ptr) override {
+    void syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *offending, size_t line, size_t col,
+                     const std::string &msg, std::exception_ptr) override {
         ++count;
         Loc loc = src_.locate(static_cast<int>(line), static_cast<int>(col));
         std::string text;
         if (offending) {
-            if (offending->getType() == antlr4::Token::EOF) text = "end of file";
-            else text = "'" + shorten(offending->getText()) + "'";
+            if (offending->getType() == antlr4::Token::EOF)
+                text = "end of file";
+            else
+                text = "'" + shorten(offending->getText()) + "'";
             if (offending->getType() == idlc_gen::IdlLexer::ERROR_CHAR) {
                 std::string t = offending->getText();
                 if (t == "{") {
@@ -88,14 +90,22 @@ class ErrorListener : public antlr4::BaseErrorListener {
             size_t e = s.find(", ", pos);
             if (e == std::string::npos) e = s.size();
             std::string it = s.substr(pos, e - pos);
-            if (it == "ID") it = "a name";
-            else if (it == "INT") it = "a number";
-            else if (it == "STRING") it = "a string";
-            else if (it == "CBLOCK") it = "a { C block }";
-            else if (it == "MODE") it = "a mode (IN, OUT, INOUT, WORK)";
-            else if (it == "<EOF>") it = "end of file";
-            else if (it == "STAR") it = "'*'";
-            else if (it == "VOID") it = "'void'";
+            if (it == "ID")
+                it = "a name";
+            else if (it == "INT")
+                it = "a number";
+            else if (it == "STRING")
+                it = "a string";
+            else if (it == "CBLOCK")
+                it = "a { C block }";
+            else if (it == "MODE")
+                it = "a mode (IN, OUT, INOUT, WORK)";
+            else if (it == "<EOF>")
+                it = "end of file";
+            else if (it == "STAR")
+                it = "'*'";
+            else if (it == "VOID")
+                it = "'void'";
             items.push_back(it);
             pos = e + 2;
         }
@@ -120,8 +130,8 @@ class Builder {
             if (auto *m = dynamic_cast<P::ModuleDeclContext *>(d)) {
                 f.modules.push_back({m->name()->getText(), loc(m->name()->getStart())});
             } else if (auto *o = dynamic_cast<P::OptionDeclContext *>(d)) {
-                f.options.push_back({o->optionKey()->getText(), unquote(o->STRING()->getText()),
-                                     loc(o->getStart())});
+                f.options.push_back(
+                    {o->optionKey()->getText(), unquote(o->STRING()->getText()), loc(o->getStart())});
             } else if (auto *g = dynamic_cast<P::GlobalsDeclContext *>(d)) {
                 f.globals.push_back({g->CBLOCK()->getText(), loc(g->CBLOCK()->getSymbol())});
             } else if (auto *def = dynamic_cast<P::DefineDeclContext *>(d)) {
@@ -162,11 +172,13 @@ class Builder {
         fn.loc = loc(d->name()->getStart());
         if (auto *desc = d->description()) {
             fn.hasDescription = true;
-            for (auto *piece : desc->STRING()) fn.description += unquote(piece->getText());
+            for (auto *piece : desc->STRING())
+                fn.description += unquote(piece->getText());
         }
         if (auto *pl = d->paramList()) {
             fn.voidParams = pl->VOID() != nullptr;
-            for (auto *p : pl->param()) fn.params.push_back(param(p));
+            for (auto *p : pl->param())
+                fn.params.push_back(param(p));
         }
         for (auto *o : d->defOption()) {
             ast::Option opt;
@@ -264,7 +276,8 @@ class Builder {
         } else if (auto *f = dynamic_cast<P::FuncExprContext *>(e)) {
             out->kind = ast::Expr::Call;
             out->op = f->name()->getText();
-            for (auto *a : f->expr()) out->kids.push_back(expr(a));
+            for (auto *a : f->expr())
+                out->kids.push_back(expr(a));
         } else if (auto *u = dynamic_cast<P::UnaryExprContext *>(e)) {
             if (u->op->getText() == "+") return expr(u->expr());
             out->kind = ast::Expr::Unary;
@@ -273,7 +286,8 @@ class Builder {
         } else if (auto *c = dynamic_cast<P::CondExprContext *>(e)) {
             out->kind = ast::Expr::Cond;
             out->op = "?:";
-            for (auto *a : c->expr()) out->kids.push_back(expr(a));
+            for (auto *a : c->expr())
+                out->kids.push_back(expr(a));
         } else if (e->children.size() == 3) {
             out->kind = ast::Expr::Binary;
             out->op = e->children[1]->getText();
@@ -289,7 +303,7 @@ class Builder {
     const Source &src_;
 };
 
-}  // namespace
+} // namespace
 
 std::optional<ast::File> parseIdl(const Source &src, Diag &diag) {
     antlr4::ANTLRInputStream input(src.text);
@@ -307,4 +321,4 @@ std::optional<ast::File> parseIdl(const Source &src, Diag &diag) {
     return b.file(tree);
 }
 
-}  // namespace idlc
+} // namespace idlc

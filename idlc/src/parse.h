@@ -12,4 +12,4 @@ namespace idlc {
 // Parses SRC. Returns nothing when there were syntax errors (all reported to DIAG).
 std::optional<ast::File> parseIdl(const Source &src, Diag &diag);
 
-}  // namespace idlc
+} // namespace idlc

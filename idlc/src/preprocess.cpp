@@ -59,7 +59,8 @@ std::string protectCBlocks(const std::string &s) {
         }
         if (c == '"' || (c == '\'' && depth > 0)) {
             size_t j = i + 1;
-            while (j < s.size() && s[j] != c && s[j] != '\n') j += (s[j] == '\\') ? 2 : 1;
+            while (j < s.size() && s[j] != c && s[j] != '\n')
+                j += (s[j] == '\\') ? 2 : 1;
             if (j >= s.size()) j = s.size() - 1;
             out.append(s, i, j - i + 1);
             i = j;
@@ -74,8 +75,10 @@ std::string protectCBlocks(const std::string &s) {
             continue;
         }
         out += c;
-        if (c == '\n') lineStart = true;
-        else if (c != ' ' && c != '\t') lineStart = false;
+        if (c == '\n')
+            lineStart = true;
+        else if (c != ' ' && c != '\t')
+            lineStart = false;
     }
     return out;
 }
@@ -119,7 +122,7 @@ void mapLines(const std::string &raw, const std::string &tmpName, const std::str
     }
 }
 
-}  // namespace
+} // namespace
 
 Loc Source::locate(int line, int col) const {
     Loc l;
@@ -147,7 +150,8 @@ bool preprocess(const std::string &path, const PreprocessOptions &opt, Source &o
         int n = 1;
         for (char c : text)
             if (c == '\n') ++n;
-        for (int i = 1; i <= n; ++i) out.origin.emplace_back(path, i);
+        for (int i = 1; i <= n; ++i)
+            out.origin.emplace_back(path, i);
         return true;
     }
 
@@ -163,7 +167,10 @@ bool preprocess(const std::string &path, const PreprocessOptions &opt, Source &o
     if (inFd < 0 || errFd < 0) {
         diag.fatal(std::string("cannot create a temporary file for the preprocessor: ") + strerror(errno) +
                    " (set TMPDIR, or use --no-cpp)");
-        if (inFd >= 0) { close(inFd); unlink(t1.data()); }
+        if (inFd >= 0) {
+            close(inFd);
+            unlink(t1.data());
+        }
         return false;
     }
     inName = t1.data();
@@ -177,10 +184,12 @@ bool preprocess(const std::string &path, const PreprocessOptions &opt, Source &o
     if (slash != std::string::npos) dir = path.substr(0, slash == 0 ? 1 : slash);
     // -std=c11 keeps cpp from predefining unix and linux, which are fine IDL names.
     std::vector<std::string> argv = {opt.cpp, "-x", "c", "-std=c11", "-iquote", dir};
-    for (const auto &a : opt.args) argv.push_back(a);
+    for (const auto &a : opt.args)
+        argv.push_back(a);
     argv.push_back(inName);
     std::vector<char *> cargv;
-    for (auto &a : argv) cargv.push_back(a.data());
+    for (auto &a : argv)
+        cargv.push_back(a.data());
     cargv.push_back(nullptr);
 
     int pipeFd[2];
@@ -230,4 +239,4 @@ bool preprocess(const std::string &path, const PreprocessOptions &opt, Source &o
     return true;
 }
 
-}  // namespace idlc
+} // namespace idlc

@@ -30,4 +30,4 @@ struct PreprocessOptions {
 // bodies, such as #include <string.h>) are kept for the C compiler, not expanded here.
 bool preprocess(const std::string &path, const PreprocessOptions &opt, Source &out, Diag &diag);
 
-}  // namespace idlc
+} // namespace idlc

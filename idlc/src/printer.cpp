@@ -56,4 +56,4 @@ std::string cQuote(const std::string &s) {
     return out + "\"";
 }
 
-}  // namespace idlc
+} // namespace idlc

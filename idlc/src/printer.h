@@ -29,4 +29,4 @@ class Printer {
 // Quotes S as a C string literal.
 std::string cQuote(const std::string &s);
 
-}  // namespace idlc
+} // namespace idlc

@@ -20,15 +20,15 @@ const std::set<std::string> &reservedWords() {
         "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
         "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
         "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
-        "volatile", "while", "_Alignas", "_Alignof", "_Atomic", "_Bool", "_Complex", "_Generic",
-        "_Imaginary", "_Noreturn", "_Static_assert", "_Thread_local",
+        "volatile", "while", "_Alignas", "_Alignof", "_Atomic", "_Bool", "_Complex", "_Generic", "_Imaginary",
+        "_Noreturn", "_Static_assert", "_Thread_local",
         // C++ (stubs may be compiled as C++)
-        "alignas", "alignof", "and", "and_eq", "asm", "bitand", "bitor", "bool", "catch", "class",
-        "compl", "constexpr", "const_cast", "decltype", "delete", "dynamic_cast", "explicit", "export",
-        "false", "friend", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr",
-        "operator", "or", "or_eq", "private", "protected", "public", "reinterpret_cast", "static_assert",
-        "static_cast", "template", "this", "thread_local", "throw", "true", "try", "typeid", "typename",
-        "using", "virtual", "wchar_t", "xor", "xor_eq",
+        "alignas", "alignof", "and", "and_eq", "asm", "bitand", "bitor", "bool", "catch", "class", "compl",
+        "constexpr", "const_cast", "decltype", "delete", "dynamic_cast", "explicit", "export", "false",
+        "friend", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or",
+        "or_eq", "private", "protected", "public", "reinterpret_cast", "static_assert", "static_cast",
+        "template", "this", "thread_local", "throw", "true", "try", "typeid", "typename", "using", "virtual",
+        "wchar_t", "xor", "xor_eq",
         // names the generated code itself uses
         "scomplex", "dcomplex"};
     return words;
@@ -36,10 +36,10 @@ const std::set<std::string> &reservedWords() {
 
 bool typeFromWord(const std::string &w, Type &t) {
     static const std::map<std::string, Type> m = {
-        {"char", Type::Char},         {"short", Type::Short},     {"int", Type::Int},
-        {"long", Type::Long},         {"longlong", Type::LongLong}, {"float", Type::Float},
-        {"double", Type::Double},     {"scomplex", Type::SComplex}, {"dcomplex", Type::DComplex},
-        {"string", Type::String},     {"filename", Type::Filename}};
+        {"char", Type::Char},     {"short", Type::Short},       {"int", Type::Int},
+        {"long", Type::Long},     {"longlong", Type::LongLong}, {"float", Type::Float},
+        {"double", Type::Double}, {"scomplex", Type::SComplex}, {"dcomplex", Type::DComplex},
+        {"string", Type::String}, {"filename", Type::Filename}};
     auto it = m.find(w);
     if (it == m.end()) return false;
     t = it->second;
@@ -68,7 +68,8 @@ bool isIntegerType(Type t) {
 }
 
 std::string lower(std::string s) {
-    for (auto &c : s) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+    for (auto &c : s)
+        c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
     return s;
 }
 
@@ -98,7 +99,8 @@ class Analyzer {
             }
             seen.emplace(f.name, f.loc);
             if (isReservedName(f.name)) {
-                diag_.error(f.loc, "'" + f.name + "' is a C keyword and cannot name a function: choose another name");
+                diag_.error(f.loc, "'" + f.name +
+                                       "' is a C keyword and cannot name a function: choose another name");
             }
             mod.functions.push_back(function(f));
         }
@@ -112,7 +114,8 @@ class Analyzer {
             mod.name = file.modules[0].name;
             mod.declared = true;
             if (isReservedName(mod.name))
-                diag_.error(file.modules[0].loc, "'" + mod.name + "' is a C keyword and cannot name a module");
+                diag_.error(file.modules[0].loc,
+                            "'" + mod.name + "' is a C keyword and cannot name a module");
             for (size_t i = 1; i < file.modules.size(); ++i)
                 diag_.error(file.modules[i].loc, "a second Module line ('" + file.modules[i].name +
                                                      "'): one IDL file defines one module");
@@ -125,7 +128,8 @@ class Analyzer {
         size_t dot = base.find('.');
         if (dot != std::string::npos) base = base.substr(0, dot);
         std::string id;
-        for (char c : base) id += (isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+        for (char c : base)
+            id += (isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
         if (id.empty() || isdigit(static_cast<unsigned char>(id[0]))) id = "m_" + id;
         mod.name = id;
     }
@@ -140,15 +144,16 @@ class Analyzer {
             } else {
                 auto it = once.find(o.key);
                 if (it != once.end()) {
-                    diag_.error(o.loc, o.key + " is given twice (first at line " + std::to_string(it->second.line) +
-                                           "): keep one");
+                    diag_.error(o.loc, o.key + " is given twice (first at line " +
+                                           std::to_string(it->second.line) + "): keep one");
                     continue;
                 }
                 once.emplace(o.key, o.loc);
                 if (o.key == "FortranFormat") {
                     if (o.value.find("%s") == std::string::npos && o.value.find("%l") == std::string::npos)
-                        diag_.error(o.loc, "FortranFormat \"" + o.value +
-                                               "\" has neither %s (the name) nor %l (the name in upper case)");
+                        diag_.error(o.loc,
+                                    "FortranFormat \"" + o.value +
+                                        "\" has neither %s (the name) nor %l (the name in upper case)");
                     mod.fortranFormat = o.value;
                 } else if (o.key == "Compiler") {
                     mod.compiler = o.value;
@@ -168,7 +173,8 @@ class Analyzer {
         for (const auto &p : f.params) {
             Param mp = param(f, p);
             if (index.count(p.name)) {
-                diag_.error(p.loc, "parameter '" + p.name + "' of " + f.name + " is declared twice: rename one");
+                diag_.error(p.loc,
+                            "parameter '" + p.name + "' of " + f.name + " is declared twice: rename one");
             } else {
                 index.emplace(p.name, static_cast<int>(fn.params.size()));
             }
@@ -180,8 +186,9 @@ class Analyzer {
             for (size_t d = 0; d < p.dims.size(); ++d) {
                 const auto &ad = p.dims[d];
                 if (ad.empty) {
-                    diag_.error(ad.loc, "array '" + p.name + "' has an empty dimension '[]': give its size, as in " +
-                                            p.name + "[n]");
+                    diag_.error(ad.loc, "array '" + p.name +
+                                            "' has an empty dimension '[]': give its size, as in " + p.name +
+                                            "[n]");
                     continue;
                 }
                 std::string what = "dimension " + std::to_string(d + 1) + " of '" + p.name + "'";
@@ -204,7 +211,9 @@ class Analyzer {
         mp.loc = p.loc;
         mp.pointer = p.star;
         if (isReservedName(p.name))
-            diag_.error(p.loc, "'" + p.name + "' is reserved in C (a keyword or a type of the generated code) and cannot name a parameter: choose another name");
+            diag_.error(p.loc, "'" + p.name +
+                                   "' is reserved in C (a keyword or a type of the generated code) and "
+                                   "cannot name a parameter: choose another name");
         const ast::Word *mode = nullptr;
         std::vector<const ast::Word *> types;
         size_t modeAt = 0, firstTypeAt = 0, lastTypeAt = 0;
@@ -217,8 +226,8 @@ class Analyzer {
             if (w.kind == ast::Word::Mode) {
                 if (!mode) modeAt = wi;
                 if (mode) {
-                    diag_.error(w.loc, "parameter '" + p.name + "' has two modes ('" + mode->text + "' and '" +
-                                           w.text + "'): keep one");
+                    diag_.error(w.loc, "parameter '" + p.name + "' has two modes ('" + mode->text +
+                                           "' and '" + w.text + "'): keep one");
                     continue;
                 }
                 mode = &w;
@@ -227,8 +236,10 @@ class Analyzer {
             }
         }
         if (!mode) {
-            diag_.error(p.loc, "parameter '" + p.name + "' of " + f.name +
-                                   " has no mode: write IN, OUT, INOUT or WORK (or mode_in, mode_out, ...) before its type");
+            diag_.error(
+                p.loc,
+                "parameter '" + p.name + "' of " + f.name +
+                    " has no mode: write IN, OUT, INOUT or WORK (or mode_in, mode_out, ...) before its type");
         } else {
             mp.mode = modeFromWord(mode->text);
         }
@@ -238,24 +249,28 @@ class Analyzer {
             firstTypeAt < modeAt && lastTypeAt > modeAt)
             types.erase(types.begin());
         if (types.empty()) {
-            diag_.error(p.loc, "parameter '" + p.name + "' of " + f.name + " has no type: write one of char, short, "
-                                   "int, long, longlong, float, double, scomplex, dcomplex, string, filename");
+            diag_.error(p.loc,
+                        "parameter '" + p.name + "' of " + f.name +
+                            " has no type: write one of char, short, "
+                            "int, long, longlong, float, double, scomplex, dcomplex, string, filename");
         } else if (types.size() > 1) {
-            diag_.error(types[1]->loc, "parameter '" + p.name + "' has two types ('" + types[0]->text + "' and '" +
-                                           types[1]->text + "'): keep one");
+            diag_.error(types[1]->loc, "parameter '" + p.name + "' has two types ('" + types[0]->text +
+                                           "' and '" + types[1]->text + "'): keep one");
         } else {
             typeFromWord(types[0]->text, mp.type);
             mp.isUnsigned = types[0]->isUnsigned;
             if (mp.isUnsigned && !isIntegerType(mp.type))
-                diag_.error(types[0]->loc, "'unsigned' applies to integer types only, not to " + types[0]->text);
+                diag_.error(types[0]->loc,
+                            "'unsigned' applies to integer types only, not to " + types[0]->text);
         }
         if (mode && p.star && mp.mode != Mode::Out && mp.mode != Mode::InOut)
-            diag_.error(p.loc, "'*" + p.name + "' marks a scalar the function writes, but '" + p.name + "' is " +
-                                   modeName(mp.mode) + ": drop the '*' or make it OUT");
+            diag_.error(p.loc, "'*" + p.name + "' marks a scalar the function writes, but '" + p.name +
+                                   "' is " + modeName(mp.mode) + ": drop the '*' or make it OUT");
         if (p.star && !p.dims.empty())
             diag_.error(p.loc, "'*" + p.name + "' is an out scalar and cannot have dimensions: drop the '*'");
         if (mode && mp.mode == Mode::Work && p.dims.empty())
-            diag_.error(p.loc, "WORK parameter '" + p.name + "' must be an array (scratch space on the server)");
+            diag_.error(p.loc,
+                        "WORK parameter '" + p.name + "' must be an array (scratch space on the server)");
         if (p.dims.size() > 8)
             diag_.error(p.loc, "array '" + p.name + "' has " + std::to_string(p.dims.size()) +
                                    " dimensions; at most 8 are supported");
@@ -286,13 +301,16 @@ class Analyzer {
             const Param &p = fn.params[it->second];
             out.param = it->second;
             if (p.mode == Mode::Out || p.mode == Mode::Work) {
-                diag_.error(e.loc, what + " uses '" + e.text + "', an " + modeName(p.mode) +
-                                       " parameter: sizes must be known before the call, so make it IN or INOUT");
+                diag_.error(e.loc,
+                            what + " uses '" + e.text + "', an " + modeName(p.mode) +
+                                " parameter: sizes must be known before the call, so make it IN or INOUT");
             } else if (p.isArray()) {
                 diag_.error(e.loc, what + " uses '" + e.text + "', an array: use a scalar parameter");
             } else if (!isIntegerType(p.type)) {
-                diag_.error(e.loc, what + " uses '" + e.text +
-                                       "', which is not an integer: sizes must be char, short, int, long or longlong");
+                diag_.error(
+                    e.loc,
+                    what + " uses '" + e.text +
+                        "', which is not an integer: sizes must be char, short, int, long or longlong");
             }
             return out;
         }
@@ -302,25 +320,29 @@ class Analyzer {
             return out;
         case ast::Expr::Cond:
             out.op = Expr::Cond;
-            for (const auto &k : e.kids) out.args.push_back(expr(*k, fn, index, what));
+            for (const auto &k : e.kids)
+                out.args.push_back(expr(*k, fn, index, what));
             return out;
         case ast::Expr::Call:
             if ((e.op != "min" && e.op != "max") || e.kids.size() != 2) {
                 diag_.error(e.loc, "unknown function '" + e.op + "' with " + std::to_string(e.kids.size()) +
-                                       " argument(s) in " + what + ": only min(a, b) and max(a, b) are available");
+                                       " argument(s) in " + what +
+                                       ": only min(a, b) and max(a, b) are available");
                 out.op = Expr::Const;
                 return out;
             }
             out.op = e.op == "min" ? Expr::Min : Expr::Max;
-            for (const auto &k : e.kids) out.args.push_back(expr(*k, fn, index, what));
+            for (const auto &k : e.kids)
+                out.args.push_back(expr(*k, fn, index, what));
             return out;
         case ast::Expr::Binary: {
             static const std::map<std::string, Expr::Op> ops = {
-                {"+", Expr::Add}, {"-", Expr::Sub}, {"*", Expr::Mul}, {"/", Expr::Div}, {"%", Expr::Mod},
-                {"^", Expr::Pow}, {"<", Expr::Lt},  {"<=", Expr::Le}, {">", Expr::Gt}, {">=", Expr::Ge},
+                {"+", Expr::Add}, {"-", Expr::Sub}, {"*", Expr::Mul},  {"/", Expr::Div}, {"%", Expr::Mod},
+                {"^", Expr::Pow}, {"<", Expr::Lt},  {"<=", Expr::Le},  {">", Expr::Gt},  {">=", Expr::Ge},
                 {"==", Expr::Eq}, {"!=", Expr::Ne}, {"&&", Expr::And}, {"||", Expr::Or}};
             out.op = ops.at(e.op);
-            for (const auto &k : e.kids) out.args.push_back(expr(*k, fn, index, what));
+            for (const auto &k : e.kids)
+                out.args.push_back(expr(*k, fn, index, what));
             return out;
         }
         }
@@ -334,8 +356,9 @@ class Analyzer {
                 fn.required.push_back(o.value);
             } else if (o.key == "CalcOrder" || o.key == "Complexity") {
                 if (cost) {
-                    diag_.error(o.loc, "a second cost (" + o.key + ") for " + f.name + ": CalcOrder and Complexity "
-                                       "are synonyms, keep one");
+                    diag_.error(o.loc, "a second cost (" + o.key + ") for " + f.name +
+                                           ": CalcOrder and Complexity "
+                                           "are synonyms, keep one");
                     continue;
                 }
                 cost = &o;
@@ -343,15 +366,20 @@ class Analyzer {
             } else if (o.key == "Backend") {
                 std::string b = lower(o.value);
                 if (b == "mpi" || b == "blacs")
-                    diag_.error(o.loc, "Backend \"" + o.value + "\" is not supported yet: remove the Backend line "
-                                       "to run " + f.name + " as an ordinary function on one server");
+                    diag_.error(o.loc, "Backend \"" + o.value +
+                                           "\" is not supported yet: remove the Backend line "
+                                           "to run " +
+                                           f.name + " as an ordinary function on one server");
                 else
-                    diag_.error(o.loc, "unknown Backend \"" + o.value + "\": Ninf-G knows \"MPI\" and \"BLACS\", "
-                                       "and neither is supported yet");
+                    diag_.error(o.loc, "unknown Backend \"" + o.value +
+                                           "\": Ninf-G knows \"MPI\" and \"BLACS\", "
+                                           "and neither is supported yet");
             } else if (o.key == "Shrink") {
                 std::string v = lower(o.value);
-                if (v == "yes") fn.shrink = true;
-                else if (v != "no") diag_.error(o.loc, "Shrink takes \"yes\" or \"no\", not \"" + o.value + "\"");
+                if (v == "yes")
+                    fn.shrink = true;
+                else if (v != "no")
+                    diag_.error(o.loc, "Shrink takes \"yes\" or \"no\", not \"" + o.value + "\"");
             } else if (o.key == "Language") {
                 if (lang) {
                     diag_.error(o.loc, "Language is given twice for " + f.name + ": keep one");
@@ -359,17 +387,22 @@ class Analyzer {
                 }
                 lang = &o;
                 if (!language(o.value, fn.language))
-                    diag_.error(o.loc, "unknown Language \"" + o.value + "\": write \"C\", \"C++\" or \"FORTRAN\"");
+                    diag_.error(o.loc,
+                                "unknown Language \"" + o.value + "\": write \"C\", \"C++\" or \"FORTRAN\"");
             }
         }
     }
 
     static bool language(const std::string &v, Language &out) {
         std::string l = lower(v);
-        if (l == "c") out = Language::C;
-        else if (l == "c++") out = Language::Cxx;
-        else if (l == "fortran") out = Language::Fortran;
-        else return false;
+        if (l == "c")
+            out = Language::C;
+        else if (l == "c++")
+            out = Language::Cxx;
+        else if (l == "fortran")
+            out = Language::Fortran;
+        else
+            return false;
         return true;
     }
 
@@ -379,12 +412,14 @@ class Analyzer {
             fn.bodyText = f.bodyText;
             fn.bodyLoc = f.bodyLoc;
             if (fn.language == Language::Fortran)
-                diag_.error(f.bodyLoc, "an inline body is C, but " + f.name + " says Language \"FORTRAN\": use "
-                                       "Calls \"Fortran\" name(...) to call Fortran code");
+                diag_.error(f.bodyLoc, "an inline body is C, but " + f.name +
+                                           " says Language \"FORTRAN\": use "
+                                           "Calls \"Fortran\" name(...) to call Fortran code");
             return;
         }
         if (!language(f.callsLanguage, fn.callsLanguage)) {
-            diag_.error(f.callsLanguageLoc, "Calls \"" + f.callsLanguage + "\": write Calls \"C\" or Calls \"Fortran\"");
+            diag_.error(f.callsLanguageLoc,
+                        "Calls \"" + f.callsLanguage + "\": write Calls \"C\" or Calls \"Fortran\"");
         }
         if (fn.callsLanguage == Language::Fortran) fn.language = Language::Fortran;
         fn.callsTarget = f.callsTarget;
@@ -400,11 +435,13 @@ class Analyzer {
                 errno = 0;
                 char *end = nullptr;
                 ca.literal = strtoll(a.text.c_str(), &end, 10);
-                if (errno == ERANGE || *end) diag_.error(a.loc, "the number " + a.text + " does not fit in 64 bits");
+                if (errno == ERANGE || *end)
+                    diag_.error(a.loc, "the number " + a.text + " does not fit in 64 bits");
             } else {
                 auto it = index.find(a.text);
                 if (it == index.end()) {
-                    diag_.error(a.loc, "Calls passes '" + a.text + "', which is not a parameter of " + f.name);
+                    diag_.error(a.loc,
+                                "Calls passes '" + a.text + "', which is not a parameter of " + f.name);
                 } else {
                     ca.param = it->second;
                 }
@@ -416,13 +453,15 @@ class Analyzer {
     Diag &diag_;
 };
 
-}  // namespace
+} // namespace
 
-bool isReservedName(const std::string &name) { return reservedWords().count(name) > 0; }
+bool isReservedName(const std::string &name) {
+    return reservedWords().count(name) > 0;
+}
 
 std::optional<Module> analyze(const ast::File &file, Diag &diag) {
     Analyzer a(diag);
     return a.run(file);
 }
 
-}  // namespace idlc
+} // namespace idlc

@@ -16,4 +16,4 @@ std::optional<model::Module> analyze(const ast::File &file, Diag &diag);
 // way that breaks generated code.
 bool isReservedName(const std::string &name);
 
-}  // namespace idlc
+} // namespace idlc

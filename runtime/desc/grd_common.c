@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int grd_fail(grd_error *err, int code, const char *fmt, ...)
-{
+int grd_fail(grd_error *err, int code, const char *fmt, ...) {
     if (err != NULL) {
         va_list ap;
         err->code = code;
@@ -22,23 +21,20 @@ int grd_fail(grd_error *err, int code, const char *fmt, ...)
     return code;
 }
 
-const char *grd_type_name(uint32_t type)
-{
+const char *grd_type_name(uint32_t type) {
     static const char *const names[] = {
-        "?",      "char",     "short",    "int",    "long",    "longlong",
-        "float",  "double",   "scomplex", "dcomplex", "string", "filename",
+        "?",     "char",   "short",    "int",      "long",   "longlong",
+        "float", "double", "scomplex", "dcomplex", "string", "filename",
     };
     return type < sizeof names / sizeof names[0] ? names[type] : "?";
 }
 
-const char *grd_mode_name(uint32_t mode)
-{
+const char *grd_mode_name(uint32_t mode) {
     static const char *const names[] = {"?", "IN", "OUT", "INOUT", "WORK"};
     return mode < sizeof names / sizeof names[0] ? names[mode] : "?";
 }
 
-size_t grd_type_size(uint32_t type)
-{
+size_t grd_type_size(uint32_t type) {
     switch (type) {
     case GRD_CHAR: return sizeof(char);
     case GRD_SHORT: return sizeof(short);
@@ -55,13 +51,11 @@ size_t grd_type_size(uint32_t type)
     }
 }
 
-int grd_type_is_integer(uint32_t type)
-{
+int grd_type_is_integer(uint32_t type) {
     return type >= GRD_CHAR && type <= GRD_LONGLONG;
 }
 
-int grd_op_arity(uint32_t op, unsigned *pops)
-{
+int grd_op_arity(uint32_t op, unsigned *pops) {
     switch (op) {
     case GRD_OP_CONST:
     case GRD_OP_PARAM: *pops = 0; return 1;
@@ -78,8 +72,7 @@ int grd_op_arity(uint32_t op, unsigned *pops)
     }
 }
 
-uint64_t grd_fnv1a64(const uint8_t *buf, size_t len)
-{
+uint64_t grd_fnv1a64(const uint8_t *buf, size_t len) {
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < len; i++) {
         h ^= buf[i];
@@ -88,17 +81,14 @@ uint64_t grd_fnv1a64(const uint8_t *buf, size_t len)
     return h;
 }
 
-static void free_expr(grd_expr *e)
-{
+static void free_expr(grd_expr *e) {
     free(e->code);
     e->code = NULL;
     e->len = 0;
 }
 
-void grd_free(grd_desc *desc)
-{
-    if (desc == NULL)
-        return;
+void grd_free(grd_desc *desc) {
+    if (desc == NULL) return;
     if (desc->params != NULL) {
         for (uint32_t i = 0; i < desc->nparams; i++) {
             grd_param *p = &desc->params[i];
@@ -122,25 +112,19 @@ void grd_free(grd_desc *desc)
     free(desc);
 }
 
-int grd_find_param(const grd_desc *desc, const char *name)
-{
-    if (desc == NULL || name == NULL || desc->params == NULL)
-        return -1;
+int grd_find_param(const grd_desc *desc, const char *name) {
+    if (desc == NULL || name == NULL || desc->params == NULL) return -1;
     for (uint32_t i = 0; i < desc->nparams; i++)
-        if (desc->params[i].name != NULL && strcmp(desc->params[i].name, name) == 0)
-            return (int)i;
+        if (desc->params[i].name != NULL && strcmp(desc->params[i].name, name) == 0) return (int)i;
     return -1;
 }
 
-int grd_is_identifier(const char *s, size_t len)
-{
-    if (len == 0)
-        return 0;
+int grd_is_identifier(const char *s, size_t len) {
+    if (len == 0) return 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         int alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-        if (!alpha && !(i > 0 && c >= '0' && c <= '9'))
-            return 0;
+        if (!alpha && !(i > 0 && c >= '0' && c <= '9')) return 0;
     }
     return 1;
 }
@@ -148,8 +132,7 @@ int grd_is_identifier(const char *s, size_t len)
 /* ---- validation ---- */
 
 /* strlen that stops looking after MAX bytes (strnlen is POSIX, not C99). */
-static size_t bounded_len(const char *s, size_t max)
-{
+static size_t bounded_len(const char *s, size_t max) {
     size_t n = 0;
     while (n < max && s[n] != '\0')
         n++;
@@ -157,131 +140,106 @@ static size_t bounded_len(const char *s, size_t max)
 }
 
 /* Checks one name; WHAT is e.g. "module name" or "parameter 3 name". */
-static int check_name(const char *s, const char *what, grd_error *err)
-{
-    if (s == NULL)
-        return grd_fail(err, GRD_E_INVALID, "%s is missing", what);
+static int check_name(const char *s, const char *what, grd_error *err) {
+    if (s == NULL) return grd_fail(err, GRD_E_INVALID, "%s is missing", what);
     size_t len = bounded_len(s, GRD_MAX_NAME + 1);
     if (len > GRD_MAX_NAME)
-        return grd_fail(err, GRD_E_LIMIT, "%s is longer than the limit of %u bytes", what,
-                        GRD_MAX_NAME);
-    if (len == 0)
-        return grd_fail(err, GRD_E_INVALID, "%s is empty", what);
+        return grd_fail(err, GRD_E_LIMIT, "%s is longer than the limit of %u bytes", what, GRD_MAX_NAME);
+    if (len == 0) return grd_fail(err, GRD_E_INVALID, "%s is empty", what);
     if (!grd_is_identifier(s, len))
         return grd_fail(err, GRD_E_INVALID, "%s '%s' is not a C identifier", what, s);
     return GRD_OK;
 }
 
 /* Checks one program against DESC's parameters; CTX prefixes messages. */
-static int check_prog(const grd_desc *desc, const grd_expr *e, const char *ctx,
-                      grd_error *err)
-{
-    if (e->len == 0)
-        return GRD_OK;
+static int check_prog(const grd_desc *desc, const grd_expr *e, const char *ctx, grd_error *err) {
+    if (e->len == 0) return GRD_OK;
     if (e->len > GRD_MAX_PROGRAM)
-        return grd_fail(err, GRD_E_LIMIT,
-                        "%s: program of %u instructions exceeds the limit of %u", ctx,
+        return grd_fail(err, GRD_E_LIMIT, "%s: program of %u instructions exceeds the limit of %u", ctx,
                         e->len, GRD_MAX_PROGRAM);
     if (e->code == NULL)
-        return grd_fail(err, GRD_E_INVALID, "%s: program has %u instructions but no code",
-                        ctx, e->len);
+        return grd_fail(err, GRD_E_INVALID, "%s: program has %u instructions but no code", ctx, e->len);
     unsigned depth = 0;
     for (uint32_t pc = 0; pc < e->len; pc++) {
         const grd_insn *in = &e->code[pc];
         unsigned pops;
         if (!grd_op_arity(in->op, &pops))
-            return grd_fail(err, GRD_E_INVALID, "%s: instruction %u: unknown opcode %u", ctx,
-                            pc, in->op);
+            return grd_fail(err, GRD_E_INVALID, "%s: instruction %u: unknown opcode %u", ctx, pc, in->op);
         if (in->op == GRD_OP_PARAM) {
             int64_t i = in->operand;
             if (i < 0 || (uint64_t)i >= desc->nparams)
                 return grd_fail(err, GRD_E_INVALID,
-                                "%s: instruction %u: PARAM %lld is out of range (%u parameters)",
-                                ctx, pc, (long long)i, desc->nparams);
+                                "%s: instruction %u: PARAM %lld is out of range (%u parameters)", ctx, pc,
+                                (long long)i, desc->nparams);
             const grd_param *p = &desc->params[i];
-            if (!grd_type_is_integer(p->type) || p->rank != 0 ||
-                (p->mode != GRD_IN && p->mode != GRD_INOUT))
+            if (!grd_type_is_integer(p->type) || p->rank != 0 || (p->mode != GRD_IN && p->mode != GRD_INOUT))
                 return grd_fail(err, GRD_E_INVALID,
                                 "%s: instruction %u: PARAM %lld ('%s') is not an integer IN or "
                                 "INOUT scalar",
                                 ctx, pc, (long long)i, p->name);
         } else if (in->op != GRD_OP_CONST && in->operand != 0) {
-            return grd_fail(err, GRD_E_INVALID,
-                            "%s: instruction %u: operand %lld on an op that takes none", ctx,
-                            pc, (long long)in->operand);
+            return grd_fail(err, GRD_E_INVALID, "%s: instruction %u: operand %lld on an op that takes none",
+                            ctx, pc, (long long)in->operand);
         }
-        if (depth < pops)
-            return grd_fail(err, GRD_E_INVALID, "%s: instruction %u: stack underflow", ctx, pc);
+        if (depth < pops) return grd_fail(err, GRD_E_INVALID, "%s: instruction %u: stack underflow", ctx, pc);
         depth = depth - pops + 1;
         if (depth > GRD_MAX_STACK)
-            return grd_fail(err, GRD_E_LIMIT,
-                            "%s: instruction %u: stack depth exceeds the limit of %u", ctx, pc,
-                            GRD_MAX_STACK);
+            return grd_fail(err, GRD_E_LIMIT, "%s: instruction %u: stack depth exceeds the limit of %u", ctx,
+                            pc, GRD_MAX_STACK);
     }
     if (depth != 1)
-        return grd_fail(err, GRD_E_INVALID, "%s: program leaves %u values instead of one", ctx,
-                        depth);
+        return grd_fail(err, GRD_E_INVALID, "%s: program leaves %u values instead of one", ctx, depth);
     return GRD_OK;
 }
 
-int grd_validate(const grd_desc *desc, grd_error *err)
-{
+int grd_validate(const grd_desc *desc, grd_error *err) {
     int rc;
     char ctx[320];
 
-    if (desc == NULL)
-        return grd_fail(err, GRD_E_ARG, "no descriptor");
+    if (desc == NULL) return grd_fail(err, GRD_E_ARG, "no descriptor");
     if (desc->version != GRD_FORMAT_VERSION)
-        return grd_fail(err, GRD_E_VERSION, "format version %u is not supported (expected %u)",
-                        desc->version, GRD_FORMAT_VERSION);
-    if ((rc = check_name(desc->module, "module name", err)) != GRD_OK)
-        return rc;
-    if ((rc = check_name(desc->name, "function name", err)) != GRD_OK)
-        return rc;
+        return grd_fail(err, GRD_E_VERSION, "format version %u is not supported (expected %u)", desc->version,
+                        GRD_FORMAT_VERSION);
+    if ((rc = check_name(desc->module, "module name", err)) != GRD_OK) return rc;
+    if ((rc = check_name(desc->name, "function name", err)) != GRD_OK) return rc;
     /* A missing description is the same as an empty one: it encodes identically. */
     if (desc->description != NULL &&
         bounded_len(desc->description, GRD_MAX_DESCRIPTION + 1) > GRD_MAX_DESCRIPTION)
         return grd_fail(err, GRD_E_LIMIT, "description is longer than the limit of %u bytes",
                         GRD_MAX_DESCRIPTION);
     if (desc->flags & ~GRD_FF_SHRINK)
-        return grd_fail(err, GRD_E_INVALID, "unknown function flag bits 0x%x",
-                        desc->flags & ~GRD_FF_SHRINK);
+        return grd_fail(err, GRD_E_INVALID, "unknown function flag bits 0x%x", desc->flags & ~GRD_FF_SHRINK);
     if (desc->language < GRD_LANG_C || desc->language > GRD_LANG_FORTRAN)
         return grd_fail(err, GRD_E_INVALID, "unknown language %u", desc->language);
     if (desc->nparams > GRD_MAX_PARAMS)
-        return grd_fail(err, GRD_E_LIMIT, "%u parameters exceed the limit of %u",
-                        desc->nparams, GRD_MAX_PARAMS);
+        return grd_fail(err, GRD_E_LIMIT, "%u parameters exceed the limit of %u", desc->nparams,
+                        GRD_MAX_PARAMS);
     if (desc->nparams > 0 && desc->params == NULL)
-        return grd_fail(err, GRD_E_INVALID, "%u parameters but no parameter array",
-                        desc->nparams);
+        return grd_fail(err, GRD_E_INVALID, "%u parameters but no parameter array", desc->nparams);
 
     /* Every parameter's own fields first: programs may refer to any parameter, and
      * their checks rely on the referenced parameter being well-formed. */
     for (uint32_t i = 0; i < desc->nparams; i++) {
         const grd_param *p = &desc->params[i];
         snprintf(ctx, sizeof ctx, "parameter %u name", i);
-        if ((rc = check_name(p->name, ctx, err)) != GRD_OK)
-            return rc;
+        if ((rc = check_name(p->name, ctx, err)) != GRD_OK) return rc;
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(desc->params[j].name, p->name) == 0)
-                return grd_fail(err, GRD_E_INVALID,
-                                "parameter %u ('%s'): the name is also parameter %u's", i,
+                return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): the name is also parameter %u's", i,
                                 p->name, j);
         if (p->type < GRD_CHAR || p->type > GRD_FILENAME)
-            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): unknown type %u", i,
-                            p->name, p->type);
+            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): unknown type %u", i, p->name, p->type);
         if (p->mode < GRD_IN || p->mode > GRD_WORK)
-            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): unknown mode %u", i,
-                            p->name, p->mode);
+            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): unknown mode %u", i, p->name, p->mode);
         if (p->flags & ~(GRD_PF_UNSIGNED | GRD_PF_POINTER))
-            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): unknown flag bits 0x%x",
-                            i, p->name, p->flags & ~(GRD_PF_UNSIGNED | GRD_PF_POINTER));
+            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): unknown flag bits 0x%x", i, p->name,
+                            p->flags & ~(GRD_PF_UNSIGNED | GRD_PF_POINTER));
         if (p->rank > GRD_MAX_RANK)
-            return grd_fail(err, GRD_E_LIMIT, "parameter %u ('%s'): rank %u exceeds the limit of %u",
-                            i, p->name, p->rank, GRD_MAX_RANK);
+            return grd_fail(err, GRD_E_LIMIT, "parameter %u ('%s'): rank %u exceeds the limit of %u", i,
+                            p->name, p->rank, GRD_MAX_RANK);
         if (p->rank > 0 && p->dims == NULL)
-            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): rank %u but no dimensions",
-                            i, p->name, p->rank);
+            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): rank %u but no dimensions", i, p->name,
+                            p->rank);
     }
 
     for (uint32_t i = 0; i < desc->nparams; i++) {
@@ -292,13 +250,10 @@ int grd_validate(const grd_desc *desc, grd_error *err)
                                         &p->dims[d].step};
             if (progs[0]->len == 0)
                 return grd_fail(err, GRD_E_INVALID,
-                                "parameter %u ('%s') dimension %u: the size program is empty", i,
-                                p->name, d);
+                                "parameter %u ('%s') dimension %u: the size program is empty", i, p->name, d);
             for (int f = 0; f < 4; f++) {
-                snprintf(ctx, sizeof ctx, "parameter %u ('%s') dimension %u %s", i, p->name, d,
-                         field[f]);
-                if ((rc = check_prog(desc, progs[f], ctx, err)) != GRD_OK)
-                    return rc;
+                snprintf(ctx, sizeof ctx, "parameter %u ('%s') dimension %u %s", i, p->name, d, field[f]);
+                if ((rc = check_prog(desc, progs[f], ctx, err)) != GRD_OK) return rc;
             }
         }
     }

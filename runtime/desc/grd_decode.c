@@ -26,13 +26,11 @@ typedef struct cursor {
     char ctx[320]; /* what is being read, for messages */
 } cursor;
 
-static size_t left(const cursor *c)
-{
+static size_t left(const cursor *c) {
     return c->end - c->pos;
 }
 
-static int need(cursor *c, size_t n, const char *what)
-{
+static int need(cursor *c, size_t n, const char *what) {
     if (n > left(c))
         return grd_fail(c->err, GRD_E_TRUNCATED,
                         "%s%s%s: truncated at offset %zu (needs %zu bytes, %zu left)", c->ctx,
@@ -40,50 +38,42 @@ static int need(cursor *c, size_t n, const char *what)
     return GRD_OK;
 }
 
-static uint32_t be32(const uint8_t *p)
-{
+static uint32_t be32(const uint8_t *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-static uint64_t be64(const uint8_t *p)
-{
+static uint64_t be64(const uint8_t *p) {
     return (uint64_t)be32(p) << 32 | be32(p + 4);
 }
 
-static int get_u32(cursor *c, uint32_t *v, const char *what)
-{
+static int get_u32(cursor *c, uint32_t *v, const char *what) {
     int rc = need(c, 4, what);
-    if (rc != GRD_OK)
-        return rc;
+    if (rc != GRD_OK) return rc;
     *v = be32(c->p + c->pos);
     c->pos += 4;
     return GRD_OK;
 }
 
 /* Reads an XDR string of at most MAX bytes into a new NUL-terminated *OUT. */
-static int get_str(cursor *c, char **out, uint32_t max, const char *what)
-{
+static int get_str(cursor *c, char **out, uint32_t max, const char *what) {
     uint32_t len;
     int rc = get_u32(c, &len, what);
-    if (rc != GRD_OK)
-        return rc;
+    if (rc != GRD_OK) return rc;
     if (len > max)
-        return grd_fail(c->err, GRD_E_LIMIT, "%s%s%s: length %u exceeds the limit of %u",
-                        c->ctx, c->ctx[0] ? " " : "", what, len, max);
+        return grd_fail(c->err, GRD_E_LIMIT, "%s%s%s: length %u exceeds the limit of %u", c->ctx,
+                        c->ctx[0] ? " " : "", what, len, max);
     size_t padded = GRD_XDR_PAD((size_t)len);
-    if ((rc = need(c, padded, what)) != GRD_OK)
-        return rc;
+    if ((rc = need(c, padded, what)) != GRD_OK) return rc;
     const uint8_t *s = c->p + c->pos;
     if (memchr(s, 0, len) != NULL)
-        return grd_fail(c->err, GRD_E_INVALID, "%s%s%s contains a NUL byte", c->ctx,
-                        c->ctx[0] ? " " : "", what);
+        return grd_fail(c->err, GRD_E_INVALID, "%s%s%s contains a NUL byte", c->ctx, c->ctx[0] ? " " : "",
+                        what);
     for (size_t i = len; i < padded; i++)
         if (s[i] != 0)
-            return grd_fail(c->err, GRD_E_INVALID, "%s%s%s: non-zero padding at offset %zu",
-                            c->ctx, c->ctx[0] ? " " : "", what, c->pos + i);
+            return grd_fail(c->err, GRD_E_INVALID, "%s%s%s: non-zero padding at offset %zu", c->ctx,
+                            c->ctx[0] ? " " : "", what, c->pos + i);
     char *str = malloc((size_t)len + 1);
-    if (str == NULL)
-        return grd_fail(c->err, GRD_E_NOMEM, "out of memory");
+    if (str == NULL) return grd_fail(c->err, GRD_E_NOMEM, "out of memory");
     memcpy(str, s, len);
     str[len] = '\0';
     *out = str;
@@ -91,23 +81,17 @@ static int get_str(cursor *c, char **out, uint32_t max, const char *what)
     return GRD_OK;
 }
 
-static int get_prog(cursor *c, grd_expr *e, const char *what)
-{
+static int get_prog(cursor *c, grd_expr *e, const char *what) {
     uint32_t len;
     int rc = get_u32(c, &len, what);
-    if (rc != GRD_OK)
-        return rc;
-    if (len == 0)
-        return GRD_OK;
+    if (rc != GRD_OK) return rc;
+    if (len == 0) return GRD_OK;
     if (len > GRD_MAX_PROGRAM)
-        return grd_fail(c->err, GRD_E_LIMIT,
-                        "%s%s%s: program of %u instructions exceeds the limit of %u", c->ctx,
-                        c->ctx[0] ? " " : "", what, len, GRD_MAX_PROGRAM);
-    if ((rc = need(c, (size_t)len * 12, what)) != GRD_OK)
-        return rc;
+        return grd_fail(c->err, GRD_E_LIMIT, "%s%s%s: program of %u instructions exceeds the limit of %u",
+                        c->ctx, c->ctx[0] ? " " : "", what, len, GRD_MAX_PROGRAM);
+    if ((rc = need(c, (size_t)len * 12, what)) != GRD_OK) return rc;
     grd_insn *code = malloc((size_t)len * sizeof *code);
-    if (code == NULL)
-        return grd_fail(c->err, GRD_E_NOMEM, "out of memory");
+    if (code == NULL) return grd_fail(c->err, GRD_E_NOMEM, "out of memory");
     const uint8_t *s = c->p + c->pos;
     for (uint32_t i = 0; i < len; i++, s += 12) {
         code[i].op = be32(s);
@@ -119,51 +103,39 @@ static int get_prog(cursor *c, grd_expr *e, const char *what)
     return GRD_OK;
 }
 
-static int get_param(cursor *c, grd_param *p, uint32_t i)
-{
+static int get_param(cursor *c, grd_param *p, uint32_t i) {
     int rc;
     snprintf(c->ctx, sizeof c->ctx, "parameter %u", i);
-    if ((rc = get_str(c, &p->name, GRD_MAX_NAME, "name")) != GRD_OK)
-        return rc;
+    if ((rc = get_str(c, &p->name, GRD_MAX_NAME, "name")) != GRD_OK) return rc;
     snprintf(c->ctx, sizeof c->ctx, "parameter %u ('%s')", i, p->name);
     uint32_t rank;
-    if ((rc = get_u32(c, &p->type, "type")) != GRD_OK ||
-        (rc = get_u32(c, &p->mode, "mode")) != GRD_OK ||
-        (rc = get_u32(c, &p->flags, "flags")) != GRD_OK ||
-        (rc = get_u32(c, &rank, "rank")) != GRD_OK)
+    if ((rc = get_u32(c, &p->type, "type")) != GRD_OK || (rc = get_u32(c, &p->mode, "mode")) != GRD_OK ||
+        (rc = get_u32(c, &p->flags, "flags")) != GRD_OK || (rc = get_u32(c, &rank, "rank")) != GRD_OK)
         return rc;
-    if (rank == 0)
-        return GRD_OK;
+    if (rank == 0) return GRD_OK;
     if (rank > GRD_MAX_RANK)
         return grd_fail(c->err, GRD_E_LIMIT, "%s: rank %u exceeds the limit of %u", c->ctx, rank,
                         GRD_MAX_RANK);
-    if ((rc = need(c, (size_t)rank * MIN_DIM_BYTES, "dimensions")) != GRD_OK)
-        return rc;
+    if ((rc = need(c, (size_t)rank * MIN_DIM_BYTES, "dimensions")) != GRD_OK) return rc;
     p->dims = calloc(rank, sizeof *p->dims);
-    if (p->dims == NULL)
-        return grd_fail(c->err, GRD_E_NOMEM, "out of memory");
+    if (p->dims == NULL) return grd_fail(c->err, GRD_E_NOMEM, "out of memory");
     p->rank = rank;
     for (uint32_t d = 0; d < rank; d++) {
         char what[48];
         grd_dim *dim = &p->dims[d];
         snprintf(what, sizeof what, "dimension %u size", d);
-        if ((rc = get_prog(c, &dim->size, what)) != GRD_OK)
-            return rc;
+        if ((rc = get_prog(c, &dim->size, what)) != GRD_OK) return rc;
         snprintf(what, sizeof what, "dimension %u start", d);
-        if ((rc = get_prog(c, &dim->start, what)) != GRD_OK)
-            return rc;
+        if ((rc = get_prog(c, &dim->start, what)) != GRD_OK) return rc;
         snprintf(what, sizeof what, "dimension %u end", d);
-        if ((rc = get_prog(c, &dim->end, what)) != GRD_OK)
-            return rc;
+        if ((rc = get_prog(c, &dim->end, what)) != GRD_OK) return rc;
         snprintf(what, sizeof what, "dimension %u step", d);
-        if ((rc = get_prog(c, &dim->step, what)) != GRD_OK)
-            return rc;
+        if ((rc = get_prog(c, &dim->step, what)) != GRD_OK) return rc;
     }
     return GRD_OK;
 }
 
-static int get_body(cursor *c, grd_desc *d)
-{
+static int get_body(cursor *c, grd_desc *d) {
     int rc;
     uint32_t nparams;
     if ((rc = get_str(c, &d->module, GRD_MAX_NAME, "module name")) != GRD_OK ||
@@ -175,62 +147,50 @@ static int get_body(cursor *c, grd_desc *d)
         (rc = get_u32(c, &nparams, "parameter count")) != GRD_OK)
         return rc;
     if (nparams > GRD_MAX_PARAMS)
-        return grd_fail(c->err, GRD_E_LIMIT, "%u parameters exceed the limit of %u", nparams,
-                        GRD_MAX_PARAMS);
-    if (nparams == 0)
-        return GRD_OK;
-    if ((rc = need(c, (size_t)nparams * MIN_PARAM_BYTES, "parameters")) != GRD_OK)
-        return rc;
+        return grd_fail(c->err, GRD_E_LIMIT, "%u parameters exceed the limit of %u", nparams, GRD_MAX_PARAMS);
+    if (nparams == 0) return GRD_OK;
+    if ((rc = need(c, (size_t)nparams * MIN_PARAM_BYTES, "parameters")) != GRD_OK) return rc;
     d->params = calloc(nparams, sizeof *d->params);
-    if (d->params == NULL)
-        return grd_fail(c->err, GRD_E_NOMEM, "out of memory");
+    if (d->params == NULL) return grd_fail(c->err, GRD_E_NOMEM, "out of memory");
     d->nparams = nparams;
     for (uint32_t i = 0; i < nparams; i++)
-        if ((rc = get_param(c, &d->params[i], i)) != GRD_OK)
-            return rc;
+        if ((rc = get_param(c, &d->params[i], i)) != GRD_OK) return rc;
     return GRD_OK;
 }
 
-int grd_decode(const uint8_t *buf, size_t len, grd_desc **out, grd_error *err)
-{
-    if (out == NULL)
-        return grd_fail(err, GRD_E_ARG, "no output pointer");
+int grd_decode(const uint8_t *buf, size_t len, grd_desc **out, grd_error *err) {
+    if (out == NULL) return grd_fail(err, GRD_E_ARG, "no output pointer");
     *out = NULL;
-    if (buf == NULL && len > 0)
-        return grd_fail(err, GRD_E_ARG, "no input buffer");
+    if (buf == NULL && len > 0) return grd_fail(err, GRD_E_ARG, "no input buffer");
     if (len < 4)
-        return grd_fail(err, GRD_E_TRUNCATED, "input of %zu bytes is too short for a descriptor",
-                        len);
+        return grd_fail(err, GRD_E_TRUNCATED, "input of %zu bytes is too short for a descriptor", len);
     uint32_t magic = be32(buf);
     if (magic == GRD_BUNDLE_MAGIC)
         return grd_fail(err, GRD_E_MAGIC, "this is a module bundle, not a single descriptor");
-    if (magic != GRD_MAGIC)
-        return grd_fail(err, GRD_E_MAGIC, "bad magic 0x%08x: not a descriptor", magic);
+    if (magic != GRD_MAGIC) return grd_fail(err, GRD_E_MAGIC, "bad magic 0x%08x: not a descriptor", magic);
     if (len < 8)
-        return grd_fail(err, GRD_E_TRUNCATED, "input of %zu bytes is too short for a descriptor",
-                        len);
+        return grd_fail(err, GRD_E_TRUNCATED, "input of %zu bytes is too short for a descriptor", len);
     uint32_t version = be32(buf + 4);
     if (version != GRD_FORMAT_VERSION)
-        return grd_fail(err, GRD_E_VERSION, "format version %u is not supported (expected %u)",
-                        version, GRD_FORMAT_VERSION);
+        return grd_fail(err, GRD_E_VERSION, "format version %u is not supported (expected %u)", version,
+                        GRD_FORMAT_VERSION);
     if (len < HEADER_BYTES)
         return grd_fail(err, GRD_E_TRUNCATED,
                         "input of %zu bytes is shorter than a descriptor header (%u bytes)", len,
                         HEADER_BYTES);
     if (len > GRD_MAX_ENCODED)
-        return grd_fail(err, GRD_E_LIMIT, "input of %zu bytes exceeds the limit of %u", len,
-                        GRD_MAX_ENCODED);
+        return grd_fail(err, GRD_E_LIMIT, "input of %zu bytes exceeds the limit of %u", len, GRD_MAX_ENCODED);
     uint64_t hash = be64(buf + 8);
     uint32_t body_length = be32(buf + 16);
     size_t avail = len - HEADER_BYTES;
     if (body_length % 4 != 0)
         return grd_fail(err, GRD_E_INVALID, "body_length %u is not a multiple of 4", body_length);
     if (body_length > avail)
-        return grd_fail(err, GRD_E_TRUNCATED, "body_length is %u but only %zu bytes follow",
-                        body_length, avail);
+        return grd_fail(err, GRD_E_TRUNCATED, "body_length is %u but only %zu bytes follow", body_length,
+                        avail);
     if (body_length < avail)
-        return grd_fail(err, GRD_E_TRAILING, "%zu bytes follow the %u-byte body",
-                        avail - body_length, body_length);
+        return grd_fail(err, GRD_E_TRAILING, "%zu bytes follow the %u-byte body", avail - body_length,
+                        body_length);
     /* The hash goes first: it rejects damaged input before anything is allocated. */
     uint64_t actual = grd_fnv1a64(buf + HEADER_BYTES, body_length);
     if (actual != hash)
@@ -238,18 +198,16 @@ int grd_decode(const uint8_t *buf, size_t len, grd_desc **out, grd_error *err)
                         (unsigned long long)hash, (unsigned long long)actual);
 
     grd_desc *d = calloc(1, sizeof *d);
-    if (d == NULL)
-        return grd_fail(err, GRD_E_NOMEM, "out of memory");
+    if (d == NULL) return grd_fail(err, GRD_E_NOMEM, "out of memory");
     d->version = version;
     d->hash = hash;
     cursor c = {.p = buf, .pos = HEADER_BYTES, .end = len, .err = err, .ctx = ""};
     int rc = get_body(&c, d);
     if (rc == GRD_OK && c.pos != c.end)
         rc = grd_fail(err, GRD_E_TRAILING,
-                      "the body ends at offset %zu but body_length says %u bytes (to offset %zu)",
-                      c.pos, body_length, c.end);
-    if (rc == GRD_OK)
-        rc = grd_validate(d, err);
+                      "the body ends at offset %zu but body_length says %u bytes (to offset %zu)", c.pos,
+                      body_length, c.end);
+    if (rc == GRD_OK) rc = grd_validate(d, err);
     if (rc != GRD_OK) {
         grd_free(d);
         return rc;
@@ -258,18 +216,14 @@ int grd_decode(const uint8_t *buf, size_t len, grd_desc **out, grd_error *err)
     return GRD_OK;
 }
 
-int grd_bundle_split(const uint8_t *buf, size_t len, uint32_t *n, size_t **offs,
-                     size_t **lens, grd_error *err)
-{
-    if (n == NULL || offs == NULL || lens == NULL)
-        return grd_fail(err, GRD_E_ARG, "no output pointers");
+int grd_bundle_split(const uint8_t *buf, size_t len, uint32_t *n, size_t **offs, size_t **lens,
+                     grd_error *err) {
+    if (n == NULL || offs == NULL || lens == NULL) return grd_fail(err, GRD_E_ARG, "no output pointers");
     *n = 0;
     *offs = NULL;
     *lens = NULL;
-    if (buf == NULL && len > 0)
-        return grd_fail(err, GRD_E_ARG, "no input buffer");
-    if (len < 4)
-        return grd_fail(err, GRD_E_TRUNCATED, "input of %zu bytes is too short for a bundle", len);
+    if (buf == NULL && len > 0) return grd_fail(err, GRD_E_ARG, "no input buffer");
+    if (len < 4) return grd_fail(err, GRD_E_TRUNCATED, "input of %zu bytes is too short for a bundle", len);
     uint32_t magic = be32(buf);
     if (magic == GRD_MAGIC)
         return grd_fail(err, GRD_E_MAGIC, "this is a single descriptor, not a module bundle");
@@ -279,19 +233,15 @@ int grd_bundle_split(const uint8_t *buf, size_t len, uint32_t *n, size_t **offs,
     cursor c = {.p = buf, .pos = 4, .end = len, .err = err, .ctx = "bundle"};
     uint32_t version, count;
     int rc;
-    if ((rc = get_u32(&c, &version, "version")) != GRD_OK)
-        return rc;
+    if ((rc = get_u32(&c, &version, "version")) != GRD_OK) return rc;
     if (version != GRD_FORMAT_VERSION)
-        return grd_fail(err, GRD_E_VERSION,
-                        "bundle format version %u is not supported (expected %u)", version,
-                        GRD_FORMAT_VERSION);
-    if ((rc = get_u32(&c, &count, "count")) != GRD_OK)
-        return rc;
+        return grd_fail(err, GRD_E_VERSION, "bundle format version %u is not supported (expected %u)",
+                        version, GRD_FORMAT_VERSION);
+    if ((rc = get_u32(&c, &count, "count")) != GRD_OK) return rc;
     if (count > GRD_MAX_BUNDLE)
-        return grd_fail(err, GRD_E_LIMIT, "bundle of %u descriptors exceeds the limit of %u",
-                        count, GRD_MAX_BUNDLE);
-    if ((rc = need(&c, (size_t)count * 4, "descriptor lengths")) != GRD_OK)
-        return rc;
+        return grd_fail(err, GRD_E_LIMIT, "bundle of %u descriptors exceeds the limit of %u", count,
+                        GRD_MAX_BUNDLE);
+    if ((rc = need(&c, (size_t)count * 4, "descriptor lengths")) != GRD_OK) return rc;
     /* One spare entry so a count of 0 still yields non-NULL arrays. */
     size_t *o = calloc((size_t)count + 1, sizeof *o);
     size_t *l = calloc((size_t)count + 1, sizeof *l);
@@ -303,20 +253,17 @@ int grd_bundle_split(const uint8_t *buf, size_t len, uint32_t *n, size_t **offs,
     for (uint32_t i = 0; i < count; i++) {
         uint32_t dlen;
         snprintf(c.ctx, sizeof c.ctx, "bundle descriptor %u", i);
-        if ((rc = get_u32(&c, &dlen, "length")) != GRD_OK)
-            goto fail;
+        if ((rc = get_u32(&c, &dlen, "length")) != GRD_OK) goto fail;
         if (dlen > GRD_MAX_ENCODED) {
             rc = grd_fail(err, GRD_E_LIMIT, "%s: length %u exceeds the limit of %u", c.ctx, dlen,
                           GRD_MAX_ENCODED);
             goto fail;
         }
         size_t padded = GRD_XDR_PAD((size_t)dlen);
-        if ((rc = need(&c, padded, "bytes")) != GRD_OK)
-            goto fail;
+        if ((rc = need(&c, padded, "contents")) != GRD_OK) goto fail;
         for (size_t k = dlen; k < padded; k++)
             if (buf[c.pos + k] != 0) {
-                rc = grd_fail(err, GRD_E_INVALID, "%s: non-zero padding at offset %zu", c.ctx,
-                              c.pos + k);
+                rc = grd_fail(err, GRD_E_INVALID, "%s: non-zero padding at offset %zu", c.ctx, c.pos + k);
                 goto fail;
             }
         o[i] = c.pos;

@@ -26,13 +26,13 @@ extern "C" {
 #define GRD_BUNDLE_MAGIC 0x4752444du /* "GRDM": a module's descriptors   */
 
 /* Hard limits a decoder enforces before it allocates anything. */
-#define GRD_MAX_NAME 255u         /* module, function and parameter names (bytes) */
-#define GRD_MAX_DESCRIPTION 4096u /* description string (bytes) */
-#define GRD_MAX_PARAMS 64u        /* parameters per function */
-#define GRD_MAX_RANK 8u           /* dimensions per array */
-#define GRD_MAX_PROGRAM 256u      /* instructions per expression program */
-#define GRD_MAX_STACK 32u         /* evaluation stack depth of a program */
-#define GRD_MAX_CALLEE 255u       /* Calls target name (bytes) */
+#define GRD_MAX_NAME 255u          /* module, function and parameter names (bytes) */
+#define GRD_MAX_DESCRIPTION 4096u  /* description string (bytes) */
+#define GRD_MAX_PARAMS 64u         /* parameters per function */
+#define GRD_MAX_RANK 8u            /* dimensions per array */
+#define GRD_MAX_PROGRAM 256u       /* instructions per expression program */
+#define GRD_MAX_STACK 32u          /* evaluation stack depth of a program */
+#define GRD_MAX_CALLEE 255u        /* Calls target name (bytes) */
 #define GRD_MAX_ENCODED (1u << 20) /* one encoded descriptor (bytes) */
 #define GRD_MAX_BUNDLE 4096u       /* functions per module bundle */
 
@@ -164,8 +164,8 @@ size_t grd_type_size(uint32_t type);
 int grd_encode(grd_desc *desc, uint8_t **out, size_t *outlen, grd_error *err);
 
 /* Encodes N already-encoded descriptors as a module bundle (docs/descriptor.md). */
-int grd_bundle_encode(const uint8_t *const *descs, const size_t *lens, uint32_t n,
-                      uint8_t **out, size_t *outlen, grd_error *err);
+int grd_bundle_encode(const uint8_t *const *descs, const size_t *lens, uint32_t n, uint8_t **out,
+                      size_t *outlen, grd_error *err);
 
 /* ---- Decoding (client and server: the input is untrusted) ---- */
 
@@ -177,8 +177,8 @@ int grd_decode(const uint8_t *buf, size_t len, grd_desc **out, grd_error *err);
 
 /* Splits a module bundle into its descriptors; *offs and *lens (malloc'd, n entries)
  * locate each encoded descriptor inside BUF. The caller frees both arrays. */
-int grd_bundle_split(const uint8_t *buf, size_t len, uint32_t *n, size_t **offs,
-                     size_t **lens, grd_error *err);
+int grd_bundle_split(const uint8_t *buf, size_t len, uint32_t *n, size_t **offs, size_t **lens,
+                     grd_error *err);
 
 /* Validates an in-memory descriptor with the same rules as decode. */
 int grd_validate(const grd_desc *desc, grd_error *err);
@@ -193,16 +193,16 @@ int grd_find_param(const grd_desc *desc, const char *name);
 
 /* Evaluates PROG with SCALARS[i] the value of parameter i (only integer in-scalars are
  * read). An absent program (len 0) is an error GRD_E_ARG. */
-int grd_eval(const grd_expr *prog, const int64_t *scalars, uint32_t nscalars,
-             int64_t *result, grd_error *err);
+int grd_eval(const grd_expr *prog, const int64_t *scalars, uint32_t nscalars, int64_t *result,
+             grd_error *err);
 
 /* The shape of one array argument for given scalar values. */
 typedef struct grd_extent {
     uint32_t rank;
-    int64_t size[GRD_MAX_RANK];  /* declared size of each dimension */
-    int64_t start[GRD_MAX_RANK]; /* first index sent */
-    int64_t end[GRD_MAX_RANK];   /* one past the last index sent */
-    int64_t step[GRD_MAX_RANK];  /* stride of the indexes sent */
+    int64_t size[GRD_MAX_RANK];   /* declared size of each dimension */
+    int64_t start[GRD_MAX_RANK];  /* first index sent */
+    int64_t end[GRD_MAX_RANK];    /* one past the last index sent */
+    int64_t step[GRD_MAX_RANK];   /* stride of the indexes sent */
     uint64_t count[GRD_MAX_RANK]; /* indexes sent in each dimension */
     uint64_t elems;               /* elements in the whole array */
     uint64_t sent;                /* elements that cross the wire */
@@ -215,8 +215,8 @@ typedef struct grd_extent {
  * 0 <= start <= end <= size with step >= 1, and the element and byte counts must not
  * exceed MAX_BYTES (0 for no limit beyond 2^63); otherwise an error names the
  * parameter and dimension. A scalar has rank 0, elems 1. */
-int grd_extent_of(const grd_desc *desc, uint32_t pindex, const int64_t *scalars,
-                  uint64_t max_bytes, grd_extent *out, grd_error *err);
+int grd_extent_of(const grd_desc *desc, uint32_t pindex, const int64_t *scalars, uint64_t max_bytes,
+                  grd_extent *out, grd_error *err);
 
 /* Evaluates the cost program; a function without one costs 0. */
 int grd_cost(const grd_desc *desc, const int64_t *scalars, double *flops, grd_error *err);

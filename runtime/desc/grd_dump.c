@@ -36,12 +36,9 @@ typedef struct sbuf {
     int failed;
 } sbuf;
 
-static void sb_grow(sbuf *b, size_t extra)
-{
-    if (b->failed)
-        return;
-    if (b->len + extra + 1 <= b->cap)
-        return;
+static void sb_grow(sbuf *b, size_t extra) {
+    if (b->failed) return;
+    if (b->len + extra + 1 <= b->cap) return;
     size_t cap = b->cap ? b->cap : 128;
     while (cap < b->len + extra + 1)
         cap *= 2;
@@ -54,24 +51,20 @@ static void sb_grow(sbuf *b, size_t extra)
     b->cap = cap;
 }
 
-static void sb_putn(sbuf *b, const char *s, size_t n)
-{
+static void sb_putn(sbuf *b, const char *s, size_t n) {
     sb_grow(b, n);
-    if (b->failed)
-        return;
+    if (b->failed) return;
     memcpy(b->s + b->len, s, n);
     b->len += n;
     b->s[b->len] = '\0';
 }
 
-static void sb_puts(sbuf *b, const char *s)
-{
+static void sb_puts(sbuf *b, const char *s) {
     sb_putn(b, s, strlen(s));
 }
 
 static void sb_printf(sbuf *b, const char *fmt, ...) GRD_PRINTF(2, 3);
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
+static void sb_printf(sbuf *b, const char *fmt, ...) {
     char tmp[64];
     va_list ap;
     va_start(ap, fmt);
@@ -86,8 +79,7 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
         return;
     }
     sb_grow(b, (size_t)n);
-    if (b->failed)
-        return;
+    if (b->failed) return;
     va_start(ap, fmt);
     vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -101,8 +93,7 @@ typedef struct node {
     int prec;
 } node;
 
-static const char *binop(uint32_t op, int *prec, int *right_assoc)
-{
+static const char *binop(uint32_t op, int *prec, int *right_assoc) {
     *right_assoc = 0;
     switch (op) {
     case GRD_OP_ADD: *prec = P_ADD; return " + ";
@@ -110,7 +101,10 @@ static const char *binop(uint32_t op, int *prec, int *right_assoc)
     case GRD_OP_MUL: *prec = P_MUL; return "*";
     case GRD_OP_DIV: *prec = P_MUL; return "/";
     case GRD_OP_MOD: *prec = P_MUL; return "%";
-    case GRD_OP_POW: *prec = P_POW; *right_assoc = 1; return "^";
+    case GRD_OP_POW:
+        *prec = P_POW;
+        *right_assoc = 1;
+        return "^";
     case GRD_OP_LT: *prec = P_REL; return " < ";
     case GRD_OP_LE: *prec = P_REL; return " <= ";
     case GRD_OP_GT: *prec = P_REL; return " > ";
@@ -124,8 +118,7 @@ static const char *binop(uint32_t op, int *prec, int *right_assoc)
 }
 
 /* Appends operand N, parenthesized when it binds looser than MIN_PREC. */
-static void put_operand(sbuf *b, const node *n, int min_prec)
-{
+static void put_operand(sbuf *b, const node *n, int min_prec) {
     const char *t = n->text.s != NULL ? n->text.s : "";
     if (n->prec < min_prec) {
         sb_puts(b, "(");
@@ -138,13 +131,11 @@ static void put_operand(sbuf *b, const node *n, int min_prec)
 
 /* Prints E as infix into OUT; returns 0 when E is not a well-formed program (the
  * dump then shows a placeholder instead). */
-static int put_expr(sbuf *out, const grd_desc *desc, const grd_expr *e)
-{
+static int put_expr(sbuf *out, const grd_desc *desc, const grd_expr *e) {
     node st[GRD_MAX_STACK];
     unsigned sp = 0;
     int ok = 1;
-    if (e->len > GRD_MAX_PROGRAM || e->code == NULL)
-        return 0;
+    if (e->len > GRD_MAX_PROGRAM || e->code == NULL) return 0;
     for (uint32_t pc = 0; pc < e->len && ok; pc++) {
         const grd_insn *in = &e->code[pc];
         unsigned pops;
@@ -160,12 +151,11 @@ static int put_expr(sbuf *out, const grd_desc *desc, const grd_expr *e)
         switch (in->op) {
         case GRD_OP_CONST:
             sb_printf(&r.text, "%" PRId64, in->operand);
-            if (in->operand < 0)
-                r.prec = P_UNARY;
+            if (in->operand < 0) r.prec = P_UNARY;
             break;
         case GRD_OP_PARAM:
-            if (in->operand >= 0 && (uint64_t)in->operand < desc->nparams &&
-                desc->params != NULL && desc->params[in->operand].name != NULL)
+            if (in->operand >= 0 && (uint64_t)in->operand < desc->nparams && desc->params != NULL &&
+                desc->params[in->operand].name != NULL)
                 sb_puts(&r.text, desc->params[in->operand].name);
             else
                 sb_printf(&r.text, "$%" PRId64, in->operand);
@@ -176,9 +166,8 @@ static int put_expr(sbuf *out, const grd_desc *desc, const grd_expr *e)
             sb_puts(&r.text, in->op == GRD_OP_NEG ? "-" : "!");
             /* "--x" would read as a decrement in C-like syntax. */
             put_operand(&r.text, a,
-                        in->op == GRD_OP_NEG && a->text.s != NULL && a->text.s[0] == '-'
-                            ? P_PRIMARY
-                            : P_UNARY);
+                        in->op == GRD_OP_NEG && a->text.s != NULL && a->text.s[0] == '-' ? P_PRIMARY
+                                                                                         : P_UNARY);
             break;
         case GRD_OP_COND:
             r.prec = P_COND;
@@ -211,23 +200,19 @@ static int put_expr(sbuf *out, const grd_desc *desc, const grd_expr *e)
         st[sp++] = r;
     }
     ok = ok && sp == 1 && !st[0].text.failed;
-    if (ok)
-        sb_puts(out, st[0].text.s);
+    if (ok) sb_puts(out, st[0].text.s);
     for (unsigned i = 0; i < sp; i++)
         free(st[i].text.s);
     return ok;
 }
 
-static void put_prog(sbuf *out, const grd_desc *desc, const grd_expr *e)
-{
-    if (!put_expr(out, desc, e))
-        sb_puts(out, "<invalid program>");
+static void put_prog(sbuf *out, const grd_desc *desc, const grd_expr *e) {
+    if (!put_expr(out, desc, e)) sb_puts(out, "<invalid program>");
 }
 
 /* ---- the descriptor ---- */
 
-static void put_quoted(sbuf *b, const char *s)
-{
+static void put_quoted(sbuf *b, const char *s) {
     sb_puts(b, "\"");
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         switch (*p) {
@@ -248,8 +233,7 @@ static void put_quoted(sbuf *b, const char *s)
     sb_puts(b, "\"");
 }
 
-static const char *lang_name(uint32_t lang)
-{
+static const char *lang_name(uint32_t lang) {
     switch (lang) {
     case GRD_LANG_C: return "C";
     case GRD_LANG_CXX: return "C++";
@@ -258,24 +242,19 @@ static const char *lang_name(uint32_t lang)
     }
 }
 
-static const char *str_or(const char *s, const char *dflt)
-{
+static const char *str_or(const char *s, const char *dflt) {
     return s != NULL ? s : dflt;
 }
 
-static void put_param(sbuf *b, const grd_desc *desc, uint32_t i)
-{
+static void put_param(sbuf *b, const grd_desc *desc, uint32_t i) {
     const grd_param *p = &desc->params[i];
     sb_printf(b, "  param %u ", i);
     sb_puts(b, str_or(p->name, "?"));
     sb_printf(b, ": %s ", grd_mode_name(p->mode));
-    if (p->flags & GRD_PF_UNSIGNED)
-        sb_puts(b, "unsigned ");
+    if (p->flags & GRD_PF_UNSIGNED) sb_puts(b, "unsigned ");
     sb_puts(b, grd_type_name(p->type));
-    if (p->flags & GRD_PF_POINTER)
-        sb_puts(b, " *");
-    if (p->flags & ~(GRD_PF_UNSIGNED | GRD_PF_POINTER))
-        sb_printf(b, " flags 0x%x", p->flags);
+    if (p->flags & GRD_PF_POINTER) sb_puts(b, " *");
+    if (p->flags & ~(GRD_PF_UNSIGNED | GRD_PF_POINTER)) sb_printf(b, " flags 0x%x", p->flags);
     if (p->rank > 0 && p->dims != NULL) {
         sb_puts(b, " ");
         for (uint32_t d = 0; d < p->rank && d < GRD_MAX_RANK; d++) {
@@ -299,25 +278,21 @@ static void put_param(sbuf *b, const grd_desc *desc, uint32_t i)
             }
             sb_puts(b, "]");
         }
-        if (p->rank > GRD_MAX_RANK)
-            sb_printf(b, "[... rank %u]", p->rank);
+        if (p->rank > GRD_MAX_RANK) sb_printf(b, "[... rank %u]", p->rank);
     }
     sb_puts(b, "\n");
 }
 
-char *grd_dump(const grd_desc *desc)
-{
-    if (desc == NULL)
-        return NULL;
+char *grd_dump(const grd_desc *desc) {
+    if (desc == NULL) return NULL;
     sbuf b = {NULL, 0, 0, 0};
     sb_puts(&b, "function ");
     sb_puts(&b, str_or(desc->module, "?"));
     sb_puts(&b, "/");
     sb_puts(&b, str_or(desc->name, "?"));
-    sb_printf(&b, "  hash 0x%016" PRIx64 "  language %s  flags %u", desc->hash,
-              lang_name(desc->language), desc->flags);
-    if (desc->flags & GRD_FF_SHRINK)
-        sb_puts(&b, " (shrink)");
+    sb_printf(&b, "  hash 0x%016" PRIx64 "  language %s  flags %u", desc->hash, lang_name(desc->language),
+              desc->flags);
+    if (desc->flags & GRD_FF_SHRINK) sb_puts(&b, " (shrink)");
     sb_puts(&b, "\n  description ");
     put_quoted(&b, str_or(desc->description, ""));
     sb_puts(&b, "\n  cost ");

@@ -15,8 +15,8 @@
 /* Fills ERR (which may be NULL) and returns CODE, so callers can `return grd_fail(...)`. */
 int grd_fail(grd_error *err, int code, const char *fmt, ...) GRD_PRINTF(3, 4);
 
-/* Bytes an XDR string of LEN bytes occupies: length word, bytes, padding. */
-#define GRD_XDR_PAD(n) (((n) + 3u) & ~(size_t)3u)
+/* N rounded up to the 4-byte XDR unit (the bytes of an opaque item, with padding). */
+#define GRD_XDR_PAD(n) (((size_t)(n) + 3u) & ~(size_t)3u)
 
 /* 1 when S (LEN bytes) is a non-empty C identifier. */
 int grd_is_identifier(const char *s, size_t len);

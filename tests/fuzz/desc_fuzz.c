@@ -17,16 +17,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define HEADER_BYTES 20u
 
-static void check(int cond, const char *what)
-{
+static void check(int cond, const char *what) {
     if (!cond) {
         fprintf(stderr, "desc_fuzz: invariant broken: %s\n", what);
         abort();
     }
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
+static void put32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)(v >> 24);
     p[1] = (uint8_t)(v >> 16);
     p[2] = (uint8_t)(v >> 8);
@@ -34,15 +32,13 @@ static void put32(uint8_t *p, uint32_t v)
 }
 
 /* Evaluates every extent and the cost of D for one scalar vector. */
-static void evaluate(const grd_desc *d, const int64_t *scalars)
-{
+static void evaluate(const grd_desc *d, const int64_t *scalars) {
     for (uint32_t i = 0; i < d->nparams; i++) {
         grd_extent ext;
         grd_error err = {0, ""};
         int rc = grd_extent_of(d, i, scalars, (uint64_t)1 << 30, &ext, &err);
         check(rc != GRD_OK || ext.bytes <= ((uint64_t)1 << 30), "extent within max_bytes");
-        check(rc != GRD_OK || (ext.sent <= ext.elems && ext.sent_bytes <= ext.bytes),
-              "sent <= whole");
+        check(rc != GRD_OK || (ext.sent <= ext.elems && ext.sent_bytes <= ext.bytes), "sent <= whole");
         check(rc == GRD_OK || err.msg[0] != '\0', "error has a message");
         rc = grd_extent_of(d, i, scalars, 0, &ext, &err);
         check(rc == GRD_OK || err.msg[0] != '\0', "error has a message");
@@ -52,19 +48,16 @@ static void evaluate(const grd_desc *d, const int64_t *scalars)
                       ext.step[k] >= 1 && ext.count[k] <= (uint64_t)ext.size[k],
                   "extent dimension in range");
             const grd_dim *dim = &d->params[i].dims[k];
-            check(grd_eval(&dim->size, scalars, d->nparams, &r, &err) == GRD_OK &&
-                      r == ext.size[k],
+            check(grd_eval(&dim->size, scalars, d->nparams, &r, &err) == GRD_OK && r == ext.size[k],
                   "size evaluates as in the extent");
         }
     }
     double flops;
     grd_error err = {0, ""};
-    if (grd_cost(d, scalars, &flops, &err) == GRD_OK)
-        check(flops >= 0, "cost non-negative");
+    if (grd_cost(d, scalars, &flops, &err) == GRD_OK) check(flops >= 0, "cost non-negative");
 }
 
-static void exercise(const grd_desc *d, const uint8_t *data, size_t size)
-{
+static void exercise(const grd_desc *d, const uint8_t *data, size_t size) {
     int64_t v[GRD_MAX_PARAMS];
     static const int64_t special[] = {0, 1, -1, 2, 3, 7, 1000, INT64_MAX, INT64_MIN, 1 << 20};
     for (int round = 0; round < 4; round++) {
@@ -82,8 +75,7 @@ static void exercise(const grd_desc *d, const uint8_t *data, size_t size)
     evaluate(d, NULL);
 }
 
-static void try_descriptor(const uint8_t *data, size_t size)
-{
+static void try_descriptor(const uint8_t *data, size_t size) {
     grd_desc *d;
     grd_error err = {0, ""};
     if (grd_decode(data, size, &d, &err) != GRD_OK) {
@@ -115,14 +107,11 @@ static void try_descriptor(const uint8_t *data, size_t size)
 }
 
 /* Decodes DATA as is, then with its header made consistent with its body. */
-static void try_both(const uint8_t *data, size_t size)
-{
+static void try_both(const uint8_t *data, size_t size) {
     try_descriptor(data, size);
-    if (size < HEADER_BYTES || size > GRD_MAX_ENCODED)
-        return;
+    if (size < HEADER_BYTES || size > GRD_MAX_ENCODED) return;
     uint8_t *copy = malloc(size);
-    if (copy == NULL)
-        return;
+    if (copy == NULL) return;
     memcpy(copy, data, size);
     size_t body = (size - HEADER_BYTES) & ~(size_t)3;
     put32(copy, GRD_MAGIC);
@@ -135,10 +124,8 @@ static void try_both(const uint8_t *data, size_t size)
     free(copy);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    if (size > 2 * (size_t)GRD_MAX_ENCODED)
-        return 0;
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size > 2 * (size_t)GRD_MAX_ENCODED) return 0;
     try_both(data, size);
 
     uint32_t n;

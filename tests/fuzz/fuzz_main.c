@@ -3,7 +3,10 @@
  * mutations of it, so `make check` fuzzes a little on every build. Crashes are found by
  * the sanitizers, which abort the process; reaching the end means none occurred.
  *
- *     desc_fuzz_driver FILE_OR_DIR...    (FUZZ_ITERATIONS mutations, default 20000)
+ *     fuzz-desc [FILE_OR_DIR...]    (FUZZ_ITERATIONS mutations, default 20000)
+ *
+ * Without arguments (as `make check` runs it) the corpus is $FUZZ_CORPUS, or else
+ * $top_srcdir/tests/fuzz/corpus/desc (top_srcdir defaults to ".").
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -26,8 +29,7 @@ typedef struct corpus {
     size_t n, cap;
 } corpus;
 
-static void *xrealloc(void *p, size_t n)
-{
+static void *xrealloc(void *p, size_t n) {
     p = realloc(p, n ? n : 1);
     if (p == NULL) {
         fprintf(stderr, "fuzz: out of memory\n");
@@ -36,8 +38,7 @@ static void *xrealloc(void *p, size_t n)
     return p;
 }
 
-static void add_file(corpus *c, const char *path)
-{
+static void add_file(corpus *c, const char *path) {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         perror(path);
@@ -55,14 +56,12 @@ static void add_file(corpus *c, const char *path)
     c->n++;
 }
 
-static int cmp_names(const void *a, const void *b)
-{
+static int cmp_names(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* Adds PATH, or the regular files directly in it, in name order so runs repeat. */
-static void add_path(corpus *c, const char *path)
-{
+static void add_path(corpus *c, const char *path) {
     struct stat st;
     if (stat(path, &st) != 0) {
         perror(path);
@@ -81,8 +80,7 @@ static void add_path(corpus *c, const char *path)
     size_t n = 0;
     struct dirent *e;
     while ((e = readdir(dir)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
+        if (e->d_name[0] == '.') continue;
         names = xrealloc(names, (n + 1) * sizeof *names);
         size_t len = strlen(path) + strlen(e->d_name) + 2;
         names[n] = xrealloc(NULL, len);
@@ -92,15 +90,13 @@ static void add_path(corpus *c, const char *path)
     closedir(dir);
     qsort(names, n, sizeof *names, cmp_names);
     for (size_t i = 0; i < n; i++) {
-        if (stat(names[i], &st) == 0 && S_ISREG(st.st_mode))
-            add_file(c, names[i]);
+        if (stat(names[i], &st) == 0 && S_ISREG(st.st_mode)) add_file(c, names[i]);
         free(names[i]);
     }
     free(names);
 }
 
-static uint64_t next(uint64_t *s)
-{
+static uint64_t next(uint64_t *s) {
     /* xorshift64: fixed seed, so every run tries the same inputs. */
     uint64_t x = *s;
     x ^= x << 13;
@@ -110,33 +106,26 @@ static uint64_t next(uint64_t *s)
 }
 
 /* Applies one random edit to BUF (SIZE bytes used, room for FUZZ_MAX_INPUT). */
-static size_t mutate(uint8_t *buf, size_t size, uint64_t *rng)
-{
-    static const uint32_t interesting[] = {0,          1,          2,          3,
-                                           4,          8,          9,          16,
-                                           32,         64,         255,        256,
-                                           4096,       0x7fffffff, 0x80000000, 0xfffffff0,
-                                           0xffffffff, 0xfffffffe};
+static size_t mutate(uint8_t *buf, size_t size, uint64_t *rng) {
+    static const uint32_t interesting[] = {0,    1,          2,          3,          4,          8,
+                                           9,    16,         32,         64,         255,        256,
+                                           4096, 0x7fffffff, 0x80000000, 0xfffffff0, 0xffffffff, 0xfffffffe};
     uint64_t r = next(rng);
     size_t pos = size ? (size_t)(next(rng) % size) : 0;
     switch (r % 6) {
     case 0: /* flip a bit */
-        if (size)
-            buf[pos] ^= (uint8_t)(1u << (next(rng) % 8));
+        if (size) buf[pos] ^= (uint8_t)(1u << (next(rng) % 8));
         return size;
     case 1: /* set a byte */
-        if (size)
-            buf[pos] = (uint8_t)next(rng);
+        if (size) buf[pos] = (uint8_t)next(rng);
         return size;
-    case 2: /* truncate */
-        return size ? (size_t)(next(rng) % size) : 0;
-    case 3: /* overwrite an aligned word with an interesting value */
+    case 2: /* truncate */ return size ? (size_t)(next(rng) % size) : 0;
+    case 3:   /* overwrite an aligned word with an interesting value */
     case 4: { /* or insert one */
         uint32_t v = interesting[next(rng) % (sizeof interesting / sizeof interesting[0])];
         pos &= ~(size_t)3;
         if (r % 6 == 4) {
-            if (size + 4 > FUZZ_MAX_INPUT)
-                return size;
+            if (size + 4 > FUZZ_MAX_INPUT) return size;
             memmove(buf + pos + 4, buf + pos, size - pos);
             size += 4;
         } else if (pos + 4 > size) {
@@ -151,8 +140,7 @@ static size_t mutate(uint8_t *buf, size_t size, uint64_t *rng)
     default: /* delete a word */
         if (size >= 4) {
             pos &= ~(size_t)3;
-            if (pos + 4 > size)
-                pos = size - 4;
+            if (pos + 4 > size) pos = size - 4;
             memmove(buf + pos, buf + pos + 4, size - pos - 4);
             size -= 4;
         }
@@ -160,16 +148,29 @@ static size_t mutate(uint8_t *buf, size_t size, uint64_t *rng)
     }
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     corpus c = {NULL, 0, 0};
     for (int i = 1; i < argc; i++)
         add_path(&c, argv[i]);
+    if (argc < 2) {
+        const char *dir = getenv("FUZZ_CORPUS");
+        char fallback[4096];
+        if (dir == NULL || *dir == '\0') {
+            const char *top = getenv("top_srcdir");
+            snprintf(fallback, sizeof fallback, "%s/tests/fuzz/corpus/desc",
+                     top != NULL && *top != '\0' ? top : ".");
+            dir = fallback;
+        }
+        add_path(&c, dir);
+    }
+    if (c.n == 0) {
+        fprintf(stderr, "fuzz: no corpus inputs found\n");
+        return 1;
+    }
 
     unsigned long iterations = 20000;
     const char *env = getenv("FUZZ_ITERATIONS");
-    if (env != NULL && *env != '\0')
-        iterations = strtoul(env, NULL, 10);
+    if (env != NULL && *env != '\0') iterations = strtoul(env, NULL, 10);
 
     size_t runs = 0;
     for (size_t i = 0; i < c.n; i++, runs++)

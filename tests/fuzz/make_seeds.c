@@ -11,8 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *xcalloc(size_t n, size_t size)
-{
+static void *xcalloc(size_t n, size_t size) {
     void *p = calloc(n ? n : 1, size);
     if (p == NULL) {
         perror("calloc");
@@ -21,16 +20,14 @@ static void *xcalloc(size_t n, size_t size)
     return p;
 }
 
-static char *xstrdup(const char *s)
-{
+static char *xstrdup(const char *s) {
     char *p = xcalloc(strlen(s) + 1, 1);
     memcpy(p, s, strlen(s));
     return p;
 }
 
 /* prog(n, op, operand, op, operand, ...): a program of N instructions. */
-static grd_expr prog(uint32_t n, ...)
-{
+static grd_expr prog(uint32_t n, ...) {
     grd_expr e = {n, n ? xcalloc(n, sizeof(grd_insn)) : NULL};
     va_list ap;
     va_start(ap, n);
@@ -46,9 +43,8 @@ static grd_expr prog(uint32_t n, ...)
 #define P(i) GRD_OP_PARAM, (int64_t)(i)
 #define O(op) GRD_OP_##op, (int64_t)0
 
-static grd_desc *new_desc(const char *module, const char *name, const char *descr,
-                          uint32_t lang, uint32_t flags, uint32_t nparams)
-{
+static grd_desc *new_desc(const char *module, const char *name, const char *descr, uint32_t lang,
+                          uint32_t flags, uint32_t nparams) {
     grd_desc *d = xcalloc(1, sizeof *d);
     d->version = GRD_FORMAT_VERSION;
     d->module = xstrdup(module);
@@ -61,9 +57,8 @@ static grd_desc *new_desc(const char *module, const char *name, const char *desc
     return d;
 }
 
-static grd_param *param(grd_desc *d, uint32_t i, const char *name, uint32_t type,
-                        uint32_t mode, uint32_t flags, uint32_t rank)
-{
+static grd_param *param(grd_desc *d, uint32_t i, const char *name, uint32_t type, uint32_t mode,
+                        uint32_t flags, uint32_t rank) {
     grd_param *p = &d->params[i];
     p->name = xstrdup(name);
     p->type = type;
@@ -74,15 +69,12 @@ static grd_param *param(grd_desc *d, uint32_t i, const char *name, uint32_t type
     return p;
 }
 
-static grd_desc *dmmul(void)
-{
-    grd_desc *d = new_desc("linalg", "dmmul", "double precision matrix multiply", GRD_LANG_C,
-                           0, 4);
+static grd_desc *dmmul(void) {
+    grd_desc *d = new_desc("linalg", "dmmul", "double precision matrix multiply", GRD_LANG_C, 0, 4);
     param(d, 0, "n", GRD_INT, GRD_IN, 0, 0);
     const char *names[] = {"A", "B", "C"};
     for (int i = 0; i < 3; i++) {
-        grd_param *p = param(d, (uint32_t)i + 1, names[i], GRD_DOUBLE, i < 2 ? GRD_IN : GRD_OUT,
-                             0, 2);
+        grd_param *p = param(d, (uint32_t)i + 1, names[i], GRD_DOUBLE, i < 2 ? GRD_IN : GRD_OUT, 0, 2);
         p->dims[0].size = prog(1, P(0));
         p->dims[1].size = prog(1, P(0));
     }
@@ -91,8 +83,7 @@ static grd_desc *dmmul(void)
 }
 
 /* Every type, mode and flag; sub-ranges; a cost that uses every opcode. */
-static grd_desc *kitchen(void)
-{
+static grd_desc *kitchen(void) {
     grd_desc *d = new_desc("sample", "kitchen_sink", "all \"types\"\tand\\modes\n\x01\xc3\xa9",
                            GRD_LANG_FORTRAN, GRD_FF_SHRINK, 13);
     param(d, 0, "n", GRD_INT, GRD_IN, 0, 0);
@@ -120,20 +111,17 @@ static grd_desc *kitchen(void)
     param(d, 11, "r", GRD_DOUBLE, GRD_OUT, GRD_PF_POINTER, 0);
     p = param(d, 12, "names", GRD_STRING, GRD_IN, 0, 1);
     p->dims[0].size = prog(1, P(3));
-    d->cost = prog(22, P(0), C(1), O(ADD), P(2), O(LT), P(0), P(1), O(LE), O(AND), O(NOT),
-                   P(0), C(2), O(GE), P(0), C(3), O(EQ), O(OR), O(AND), P(0), P(0), O(NE),
-                   O(OR));
+    d->cost = prog(22, P(0), C(1), O(ADD), P(2), O(LT), P(0), P(1), O(LE), O(AND), O(NOT), P(0), C(2), O(GE),
+                   P(0), C(3), O(EQ), O(OR), O(AND), P(0), P(0), O(NE), O(OR));
     return d;
 }
 
-static grd_desc *empty(void)
-{
+static grd_desc *empty(void) {
     grd_desc *d = new_desc("m", "f", "", GRD_LANG_CXX, 0, 0);
     return d;
 }
 
-static void write_file(const char *dir, const char *name, const uint8_t *buf, size_t len)
-{
+static void write_file(const char *dir, const char *name, const uint8_t *buf, size_t len) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "wb");
@@ -144,8 +132,7 @@ static void write_file(const char *dir, const char *name, const uint8_t *buf, si
     printf("%s: %zu bytes\n", path, len);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: make_seeds DIR\n");
         return 2;

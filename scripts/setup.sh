@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# setup.sh: makes a fresh Debian bookworm machine ready for GridRPC and builds it.
+# Installs the Debian packages, the ANTLR 4.9 tool jar (from Maven Central) and the
+# Python packages the project uses, then bootstraps, configures and builds in build/.
+# Idempotent and quiet: when everything is present it only brings the build up to date.
+# Environment: BUILD_DIR (default build), CONFIGURE_FLAGS (extra ./configure options).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+log=$(mktemp "${TMPDIR:-/tmp}/gridrpc-setup.XXXXXX")
+trap 'rm -f "$log"' EXIT
+
+# Runs a command quietly; on failure shows its output and stops.
+quiet() {
+  if ! "$@" >"$log" 2>&1; then
+    echo "setup: failed: $*" >&2
+    tail -n 40 "$log" >&2
+    exit 1
+  fi
+}
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"
+  elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+  else echo "setup: need root to run: $* (install sudo or run as root)" >&2; exit 1; fi
+}
+
+packages=(build-essential autoconf automake libtool libtool-bin pkg-config autoconf-archive
+  gfortran libtirpc-dev libopenblas-dev liblapacke-dev libsqlite3-dev sqlite3
+  googletest libgtest-dev libantlr4-runtime-dev default-jre-headless maven
+  python3-dev python3-pip iproute2 clang libclang-rt-14-dev clang-format git)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  quiet as_root apt-get update -q
+  quiet as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# The ANTLR tool must match the C++ runtime (4.9); Debian's antlr4 package is 4.7.
+jar_dir=${ANTLR_JAR_DIR:-/usr/local/share/java}
+jar=$jar_dir/antlr4-4.9-complete.jar
+if [ ! -f "$jar" ]; then
+  echo "setup: fetching the ANTLR 4.9 tool jar"
+  tmp=$(mktemp -d)
+  quiet mvn -B -q dependency:copy -Dartifact=org.antlr:antlr4:4.9:jar:complete -DoutputDirectory="$tmp"
+  quiet as_root mkdir -p "$jar_dir"
+  quiet as_root cp "$tmp/antlr4-4.9-complete.jar" "$jar"
+  rm -rf "$tmp"
+fi
+
+# Python: the bindings, tests and benchmark plots use these.
+py=${PYTHON:-python3}
+if ! "$py" -c 'import numpy, pytest, matplotlib' >/dev/null 2>&1; then
+  echo "setup: installing Python packages (numpy, pytest, matplotlib)"
+  pip_flags=(-q --disable-pip-version-check)
+  "$py" -m pip install "${pip_flags[@]}" --help 2>/dev/null | grep -q break-system-packages &&
+    [ -f "$("$py" -c 'import sys, sysconfig; print(sysconfig.get_path("stdlib"))')/EXTERNALLY-MANAGED" ] &&
+    pip_flags+=(--break-system-packages)
+  quiet "$py" -m pip install "${pip_flags[@]}" numpy pytest matplotlib
+fi
+
+# Bootstrap, configure and build.
+if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Makefile.in ]; then
+  echo "setup: bootstrapping"
+  quiet ./bootstrap
+fi
+build=${BUILD_DIR:-build}
+mkdir -p "$build"
+if [ ! -f "$build/Makefile" ] || [ configure -nt "$build/config.status" ]; then
+  echo "setup: configuring in $build/"
+  # shellcheck disable=SC2086
+  (cd "$build" && quiet "$top/configure" ANTLR_JAR="$jar" ${CONFIGURE_FLAGS:-})
+fi
+quiet make -C "$build" -j"$(nproc)"
+echo "setup: ready: programs in $build/ (idlc/idlc, gridrpc-desc)"

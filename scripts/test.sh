@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# test.sh: runs every test tier of GridRPC from any machine of this kind, installing
+# what is missing first (scripts/setup.sh). Tiers:
+#   check      make check in build/ (golden files, unit tests, CLI, IDL examples, fuzz seeds)
+#   sanitizers make check in build-san/, built with ASan + UBSan and -Werror
+#   fuzz       the descriptor decoder under libFuzzer (clang), FUZZ_SECONDS (default 20)
+#   format     clang-format has nothing to change
+#   distcheck  make distcheck (the release tarball builds and passes its tests)
+# Ends with one line "N passed, N failed" over every test case of every tier, and exits
+# non-zero if anything failed. TIERS="check fuzz" runs a subset.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+tiers=${TIERS:-check sanitizers fuzz format distcheck}
+jobs=$(nproc)
+passed=0
+failed=0
+
+bash scripts/setup.sh || { echo "test: setup failed"; echo "0 passed, 1 failed"; exit 1; }
+
+# Adds the results recorded by automake's test harness in DIR to the totals.
+count_automake() {
+  local dir=$1 p f
+  p=$(cat "$dir"/*.trs "$dir"/tests/*.trs 2>/dev/null | grep -c -E '^:test-result: (PASS|XFAIL|SKIP)')
+  f=$(cat "$dir"/*.trs "$dir"/tests/*.trs 2>/dev/null | grep -c -E '^:test-result: (FAIL|XPASS|ERROR)')
+  echo "test: $2: $p passed, $f failed"
+  passed=$((passed + p))
+  failed=$((failed + f))
+}
+
+one() { # NAME STATUS: one test case
+  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); echo "test: $1: passed"
+  else failed=$((failed + 1)); echo "test: $1: FAILED"; fi
+}
+
+run_check() { # DIR TIER
+  make -C "$1" -j"$jobs" -k check >"$1/check.out" 2>&1
+  local rc=$?
+  grep -E '^(FAIL|ERROR|XPASS)' "$1/check.out" | head -50
+  count_automake "$1" "$2"
+  if [ $rc -ne 0 ] && ! grep -q '^# FAIL: *[1-9]\|^# ERROR: *[1-9]' "$1/check.out"; then
+    # the build itself failed: no test result says so
+    tail -30 "$1/check.out"; one "$2 build" 1
+  fi
+}
+
+for tier in $tiers; do
+  case $tier in
+  check)
+    run_check build check ;;
+  sanitizers)
+    BUILD_DIR=build-san CONFIGURE_FLAGS="--enable-sanitizers --enable-werror" bash scripts/setup.sh >/dev/null ||
+      { one "sanitizer build" 1; continue; }
+    run_check build-san sanitizers ;;
+  fuzz)
+    mkdir -p build-fuzz/corpus
+    cp tests/fuzz/corpus/desc/* build-fuzz/corpus/
+    if clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+         -Iruntime/desc $(pkg-config --cflags libtirpc) runtime/desc/*.c tests/fuzz/desc_fuzz.c \
+         $(pkg-config --libs libtirpc) -o build-fuzz/desc_fuzz >build-fuzz/build.out 2>&1; then
+      (cd build-fuzz && ./desc_fuzz -max_total_time="${FUZZ_SECONDS:-20}" -print_final_stats=1 corpus \
+        >run.out 2>&1)
+      rc=$?
+      grep -E 'stat::number_of_executed_units|ERROR|SUMMARY' build-fuzz/run.out | head -5
+      one "fuzz: descriptor decoder under libFuzzer" $rc
+    else
+      tail -20 build-fuzz/build.out; one "fuzz: build" 1
+    fi ;;
+  format)
+    bad=$(git ls-files '*.c' '*.h' '*.cpp' | grep -v '^tests/golden/' | while read -r f; do
+      clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || echo "$f"; done)
+    [ -n "$bad" ] && printf 'test: not formatted (run make format): %s\n' $bad
+    one "format: clang-format" "$([ -z "$bad" ] && echo 0 || echo 1)" ;;
+  distcheck)
+    make -C build -j"$jobs" distcheck >build/distcheck.out 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && tail -30 build/distcheck.out
+    one "distcheck" $rc ;;
+  *)
+    echo "test: unknown tier '$tier' (check sanitizers fuzz format distcheck)"; one "tier $tier" 1 ;;
+  esac
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

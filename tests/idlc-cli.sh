@@ -1,0 +1,70 @@
+#!/bin/sh
+# idlc-cli.sh: idlc's command line as a user meets it: help, version, usage errors,
+# output directory, selective and change-only writes, cpp options, unreadable input.
+. "$top_srcdir/tests/lib.sh"
+cd "$T_TMP" || exit 1
+cp "$top_srcdir/tests/idl/ninfg_data.idl" data.idl
+
+"$IDLC" --help >help.out 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q '^Usage: idlc' help.out && grep -q -- '--output' help.out; then ok "--help"; else fail "--help (rc $rc)"; fi
+"$IDLC" --version >ver.out 2>&1
+if grep -q '^idlc (GridRPC) [0-9]' ver.out; then ok "--version"; else fail "--version"; diag <ver.out; fi
+"$IDLC" >none.out 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q 'no IDL file given' none.out; then ok "no input: usage error"; else fail "no input (rc $rc)"; diag <none.out; fi
+"$IDLC" --frobnicate data.idl >bad.out 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "unknown option '--frobnicate'" bad.out; then ok "unknown option"; else fail "unknown option (rc $rc)"; fi
+"$IDLC" --emit stubs data.idl >emit.out 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "unknown output 'stubs'" emit.out; then ok "bad --emit value"; else fail "bad --emit (rc $rc)"; fi
+"$IDLC" missing.idl >missing.out 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "cannot read 'missing.idl'" missing.out; then ok "missing input file"; else fail "missing input (rc $rc)"; diag <missing.out; fi
+
+mkdir out
+"$IDLC" -o out data.idl >o.out 2>&1
+if [ -f out/data_stub.c ] && [ -f out/data.gdesc ] && [ -f out/data_client.h ] && [ ! -f data_stub.c ]; then ok "-o DIR writes the three outputs there"; else fail "-o DIR"; diag <o.out; fi
+touch -d '2000-01-01' out/data_stub.c
+before=$(stat -c %Y out/data_stub.c)
+"$IDLC" -o out data.idl
+if [ "$(stat -c %Y out/data_stub.c)" = "$before" ]; then ok "unchanged output is not rewritten"; else fail "unchanged output was rewritten"; fi
+mkdir only
+"$IDLC" --emit=desc -o only data.idl
+if [ -f only/data.gdesc ] && [ ! -f only/data_stub.c ] && [ ! -f only/data_client.h ]; then ok "--emit=desc writes only the descriptors"; else fail "--emit=desc"; fi
+mkdir chk
+"$IDLC" --check -o chk data.idl
+if [ -z "$(ls chk)" ]; then ok "--check writes nothing"; else fail "--check wrote files"; fi
+"$IDLC" --output nonexistent/dir data.idl >nodir.out 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "cannot write 'nonexistent/dir/data_stub.c'" nodir.out; then ok "unwritable output directory"; else fail "unwritable output (rc $rc)"; diag <nodir.out; fi
+
+# -D reaches cpp; --no-cpp leaves directives alone (and then they are syntax errors).
+cat >defs.idl <<'IDL'
+Module defs;
+Define f(IN int n, IN double x[SIZE]) { }
+IDL
+"$IDLC" -DSIZE=n --check defs.idl >d.out 2>&1 && ok "-D defines a macro for the IDL" || { fail "-D"; diag <d.out; }
+"$IDLC" --check defs.idl >u.out 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "defs.idl:2:32: error: dimension 1 of 'x' uses 'SIZE'" u.out; then ok "undefined macro reported at its place"; else fail "undefined macro (rc $rc)"; diag <u.out; fi
+printf 'Module m;\n#define N 4\nDefine f(IN double x[N]) { }\n' >nocpp.idl
+"$IDLC" --no-cpp --check nocpp.idl >n.out 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "nocpp.idl:2:1: error: unexpected character '#'" n.out; then ok "--no-cpp skips the preprocessor"; else fail "--no-cpp (rc $rc)"; diag <n.out; fi
+"$IDLC" --cpp=/nonexistent/cpp --check data.idl >c.out 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "cannot run the C preprocessor '/nonexistent/cpp'" c.out; then ok "missing preprocessor"; else fail "missing preprocessor (rc $rc)"; diag <c.out; fi
+# An #include resolves next to the including file, and errors name the included file.
+mkdir inc
+printf 'Define g(IN int n, IN double y[m]) { }\n' >inc/part.idl
+printf 'Module inc;\n#include "part.idl"\n' >inc/main.idl
+"$IDLC" --check inc/main.idl >i.out 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "part.idl:1:32: error: dimension 1 of 'y' uses 'm'" i.out; then ok "errors inside an #included file name that file"; else fail "include (rc $rc)"; diag <i.out; fi
+
+# Several files: the good one is written, the bad one is not, the exit status is 1.
+printf 'Module bad;\nDefine f(IN int n, IN double x[k]) { }\n' >bad.idl
+mkdir two
+"$IDLC" -o two data.idl bad.idl >two.out 2>&1; rc=$?
+if [ $rc -eq 1 ] && [ -f two/data_stub.c ] && [ ! -f two/bad_stub.c ]; then ok "one bad file of two"; else fail "one bad file of two (rc $rc)"; diag <two.out; fi
+
+# gridrpc-desc --eval sizes arrays as a client does.
+"$GRIDRPC_DESC" --eval N=5 out/data.gdesc >ev.out 2>&1
+if grep -q 'eval: in: 5 elements, 40 bytes sent' ev.out && grep -q 'eval: out: 5 elements, 40 bytes returned' ev.out; then ok "gridrpc-desc --eval"; else fail "gridrpc-desc --eval"; diag <ev.out; fi
+"$GRIDRPC_DESC" --eval N=-1 out/data.gdesc >neg.out 2>&1
+if grep -q "size -1 is negative" neg.out; then ok "gridrpc-desc --eval: negative size reported"; else fail "--eval negative"; diag <neg.out; fi
+"$GRIDRPC_DESC" --eval N out/data.gdesc >bad.out 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q 'NAME=INTEGER' bad.out; then ok "gridrpc-desc --eval usage error"; else fail "--eval usage (rc $rc)"; fi
+finish
