@@ -1,8 +1,29 @@
-/* gridrpc.h: the public C API of GridRPC.
+/* gridrpc.h: the public C API of GridRPC (the Ninf-style grid_* calls).
  *
- * The client calls (grid_call and the OGF GridRPC grpc_* API) arrive with the runtime;
- * this header already declares what the library provides today and the types that
- * generated client headers (idlc -o DIR x.idl -> x_client.h) rely on.
+ * A program calls a remote function as it would call the local one:
+ *
+ *     if (grid_call("linalg/dmmul", n, A, B, C) != GRID_OK)
+ *         fprintf(stderr, "dmmul: %s\n", grid_last_error());
+ *
+ * Arguments follow the function's IDL, parameter by parameter:
+ *   IN scalar              its value (char, short and int as int, float as double,
+ *                          long as long, longlong as long long, scomplex and dcomplex
+ *                          by value, string as const char *)
+ *   OUT or INOUT scalar    a pointer to the caller's variable (an out string: a char **
+ *                          that receives a malloc'd copy the caller frees)
+ *   array, any mode        a pointer to its first element, C order (NULL when empty)
+ *   WORK array             NULL (scratch space lives on the server)
+ *   filename               the path of a local file (IN: sent; OUT: written)
+ * grid_call is a macro that counts its arguments, so a call with too few or too many
+ * is an error (GRID_ERR_ARGS) instead of a crash.
+ *
+ * Which server: a name may be "function", "module/function" or
+ * "gridrpc://host:port/module/function". Without a host, the server is the one set by
+ * GRIDRPC_SERVER=host:port, else the first "server" line of the file named by
+ * GRIDRPC_CONFIG, else of ~/.gridrpc.conf (docs/api.md).
+ *
+ * Every function here is MT-safe: threads may call concurrently; each call uses a
+ * connection of its own from a pool.
  */
 #ifndef GRIDRPC_H
 #define GRIDRPC_H
@@ -13,13 +34,87 @@
 extern "C" {
 #endif
 
-/* Returns the library's version, "MAJOR.MINOR.PATCH". MT-safe. */
+/* Error codes. The same numbers travel in the protocol's ERROR messages. */
+#define GRID_ERROR_MAP(XX)                                                                  \
+    XX(OK, 0, "no error")                                                                  \
+    XX(ERR_CONNECT, 1, "cannot connect to the server")                                     \
+    XX(ERR_NOT_FOUND, 2, "no such function on the server")                                 \
+    XX(ERR_ARGS, 3, "wrong arguments for the function")                                    \
+    XX(ERR_LIMIT, 4, "a size limit was exceeded")                                          \
+    XX(ERR_PROTOCOL, 5, "malformed or unexpected message")                                 \
+    XX(ERR_CONN_LOST, 6, "the connection to the server was lost")                          \
+    XX(ERR_TIMEOUT, 7, "timed out")                                                        \
+    XX(ERR_SHUTDOWN, 8, "the server is shutting down")                                     \
+    XX(ERR_CONFIG, 9, "bad configuration")                                                 \
+    XX(ERR_NOMEM, 10, "out of memory")                                                     \
+    XX(ERR_CANCELED, 11, "the call was canceled")                                          \
+    XX(ERR_STALE, 12, "the function's interface changed on the server")                    \
+    XX(ERR_FAILED, 13, "the remote function failed")                                       \
+    XX(ERR_BUSY, 14, "the server is overloaded")                                           \
+    XX(ERR_IO, 15, "a local file could not be read or written")                            \
+    XX(ERR_INTERNAL, 16, "internal error")
+
+enum grid_error_code {
+#define GRID_ERROR_ENUM_(name, value, text) GRID_##name = value,
+    GRID_ERROR_MAP(GRID_ERROR_ENUM_)
+#undef GRID_ERROR_ENUM_
+        GRID_ERROR_COUNT_NP
+};
+
+/* Returns the library's version, "MAJOR.MINOR.PATCH". */
 const char *gridrpc_version(void);
 
-/* Calls the remote function NAME ("dmmul", "module/function" or
- * "gridrpc://host:port/module/function") with the arguments its interface
- * descriptor describes. Returns 0 on success, an error code otherwise. */
-int grid_call(const char *name, ...);
+/* Returns a static description of CODE ("cannot connect to the server"). */
+const char *grid_error_string(int code);
+/* Returns a static name of CODE ("GRID_ERR_CONNECT"). */
+const char *grid_error_name(int code);
+/* Returns the detailed message of the calling thread's last failed call, saying what
+ * happened and what to do ("cannot connect to 127.0.0.1:7000: Connection refused; is
+ * gridrpcd running there? (GRIDRPC_SERVER)"); "" when the last call succeeded. The
+ * string stays valid until the thread's next call into the library. */
+const char *grid_last_error(void);
+
+/* Calls the remote function NAME with its arguments (see above). Blocks until the
+ * results are in the caller's buffers or the call failed. Returns GRID_OK or an error
+ * code; on error, OUT buffers may be partly written. */
+#define grid_call(...) grid_call_counted_np(GRID_NARGS_NP_(__VA_ARGS__), __VA_ARGS__)
+/* The function behind grid_call: NARGS counts NAME and every argument after it. */
+int grid_call_counted_np(int nargs, const char *name, ...);
+/* grid_call for callers that cannot count (their own variadic wrappers, bindings):
+ * trusts the descriptor for the number of arguments. */
+int grid_call_uncounted_np(const char *name, ...);
+
+/* Timeouts in seconds for this process (0: none). connect applies to opening a
+ * connection; call to a whole call (send, remote run, receive). Defaults come from
+ * GRIDRPC_CONNECT_TIMEOUT (10) and GRIDRPC_TIMEOUT (0) or the configuration file. */
+int grid_set_timeouts_np(double connect_seconds, double call_seconds);
+
+/* Closes every pooled connection and forgets every cached descriptor and setting, so
+ * the environment is read again. Calls may be made afterwards (they reconnect); no
+ * call may be in flight in another thread while it runs. */
+void grid_reset_np(void);
+
+/* What the client did so far in this process: descriptors fetched from servers
+ * (GET_DESCRIPTOR round trips), connections opened, and calls completed. */
+typedef struct grid_stats_np {
+    long descriptor_fetches;
+    long connections_opened;
+    long calls;
+} grid_stats_np;
+void grid_get_stats_np(grid_stats_np *out);
+
+/* Counts 1 to 64 arguments (standard C99: never called with none). */
+#define GRID_NARGS_NP_(...)                                                                 \
+    GRID_NARGS_PICK_NP_(__VA_ARGS__, 64, 63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, \
+                        49, 48, 47, 46, 45, 44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32,   \
+                        31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14,   \
+                        13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define GRID_NARGS_PICK_NP_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15,   \
+                            a16, a17, a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, \
+                            a30, a31, a32, a33, a34, a35, a36, a37, a38, a39, a40, a41, a42, a43, \
+                            a44, a45, a46, a47, a48, a49, a50, a51, a52, a53, a54, a55, a56, a57, \
+                            a58, a59, a60, a61, a62, a63, a64, n, ...)                            \
+    n
 
 #ifdef __cplusplus
 }

@@ -8,9 +8,11 @@
  *                           (IN: read; OUT and INOUT: the body writes through it)
  *   array, any mode         pointer to the first element, C order (NULL when empty);
  *                           WORK arrays are scratch space the server allocates
- *   string or filename      pointer to a char * (IN: the string; OUT: the body stores
+ *   string                  pointer to a char * (IN: the string; OUT: the body stores
  *                           a string there, which the server copies and never frees
  *                           unless it was malloc'd by the body: see the server docs)
+ *   filename                pointer to a char *: the path of a local file holding the
+ *                           argument (IN) or to be written by the body (OUT)
  * invoke runs on a server worker thread; bodies must be reentrant.
  */
 #ifndef GRIDRPC_STUB_H

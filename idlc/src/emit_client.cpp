@@ -25,6 +25,7 @@ std::string guard(const std::string &outName) {
 std::string clientType(const Param &p) {
     std::string t = cElementType(p);
     bool ptrType = !t.empty() && t.back() == '*';
+    if (!p.isArray() && p.type == model::Type::Filename) return "const char *";
     if (!p.isArray() && p.mode == Mode::In) return p.isString() ? "const char *" : t;
     if (p.mode == Mode::In) return ptrType ? t + "const *" : "const " + t + " *";
     return ptrType ? t + "*" : t + " *";

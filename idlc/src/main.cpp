@@ -1,6 +1,7 @@
 // main.cpp: idlc, the GridRPC IDL compiler. Pipeline per file: cpp -> ANTLR parse ->
 // syntax tree -> checks -> immutable model -> emitters (stub, descriptors, client
 // header). Errors from every stage are collected; a file with errors writes nothing.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -57,6 +58,19 @@ bool compileFile(const std::string &path, const idlc::Options &opt) {
                 grd_free(gd);
             }
         }
+    }
+    if (opt.printLinkFlags) {
+        // Library entries first, then each function's Required, without repeats.
+        std::vector<std::string> flags;
+        auto add = [&flags](const std::string &f) {
+            if (!f.empty() && std::find(flags.begin(), flags.end(), f) == flags.end()) flags.push_back(f);
+        };
+        for (const auto &l : mod->libraries) add(l);
+        for (const auto &f : mod->functions)
+            for (const auto &r : f.required) add(r);
+        std::string line;
+        for (const auto &f : flags) line += (line.empty() ? "" : " ") + f;
+        printf("%s\n", line.c_str());
     }
     if (!opt.checkOnly) {
         std::string base = baseName(path);

@@ -25,6 +25,9 @@ const char kHelp[] = "Usage: idlc [OPTIONS] FILE.idl...\n"
                      "      --emit LIST    write only these, comma separated: stub, desc, header\n"
                      "      --check        check the IDL and report errors; write nothing\n"
                      "      --dump         print each function's descriptor in readable form\n"
+    "      --print-link-flags\n"
+    "                     print what the module links with (Library and Required\n"
+    "                     entries, one line) and write nothing\n"
                      "      --no-cpp       do not run the C preprocessor over the IDL first\n"
                      "      --cpp PROGRAM  the C preprocessor to run (default: " IDLC_DEFAULT_CPP ")\n"
                      "  -I DIR, -D NAME[=VALUE], -U NAME\n"
@@ -81,6 +84,9 @@ ParseResult parseOptions(int argc, char **argv, Options &opt) {
         } else if (a == "--no-cpp") {
             opt.cpp.run = false;
         } else if (a == "--check") {
+            opt.checkOnly = true;
+        } else if (a == "--print-link-flags") {
+            opt.printLinkFlags = true;
             opt.checkOnly = true;
         } else if (a == "--dump") {
             opt.dump = true;

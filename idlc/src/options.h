@@ -14,6 +14,7 @@ struct Options {
     bool emitStub = true, emitDesc = true, emitHeader = true;
     bool checkOnly = false;
     bool dump = false;
+    bool printLinkFlags = false;
     PreprocessOptions cpp;
 };
 

@@ -11,9 +11,9 @@ extern "C" {
 #endif
 
 /* every type and mode */
-static inline int types_echo_all(int n, char c, short s, int i, long l, long long ll, unsigned int ui, float f, double d, scomplex sc, dcomplex dc, const char *str, const char *fn, const char *ca, const short *sa, const int *ia, const long *la, const long long *lla, const float *fa, const double *da, const scomplex *sca, const dcomplex *dca, char *const *stra, char *co, double *dout, scomplex *sco, char **so, int *io, double *ioa, unsigned long *ula)
+static inline int types_echo_all(int n, char c, short s, int i, long l, long long ll, unsigned int ui, float f, double d, scomplex sc, dcomplex dc, const char *str, const char *fn, const char *ca, const short *sa, const int *ia, const long *la, const long long *lla, const float *fa, const double *da, const scomplex *sca, const dcomplex *dca, char *const *stra, char *co, double *dout, scomplex *sco, char **so, int *io, double *ioa, unsigned long *ula, const char *fout)
 {
-    return grid_call("types/echo_all", n, c, s, i, l, ll, ui, f, d, sc, dc, str, fn, ca, sa, ia, la, lla, fa, da, sca, dca, stra, co, dout, sco, so, io, ioa, ula, (void *)0);
+    return grid_call("types/echo_all", n, c, s, i, l, ll, ui, f, d, sc, dc, str, fn, ca, sa, ia, la, lla, fa, da, sca, dca, stra, co, dout, sco, so, io, ioa, ula, (void *)0, fout);
 }
 
 static inline int types_modes_ninf(int n, int *m, double *x)

@@ -1,0 +1,82 @@
+/* grc_client.h: the client core behind grid_call: configuration, the connection pool,
+ * the descriptor cache and one synchronous call. Private to the library (prefix grc_).
+ * Everything here is MT-safe. */
+#ifndef GRC_CLIENT_H
+#define GRC_CLIENT_H
+
+#include <stdarg.h>
+
+#include "gr_error.h"
+#include "grd_desc.h"
+#include "grw_wire.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GRC_MAX_HOST 256
+#define GRC_MAX_NAME 512
+
+/* Process-wide settings, read once from the environment and configuration file. */
+typedef struct grc_config {
+    char server_host[GRC_MAX_HOST]; /* default server, "" when none is configured */
+    int server_port;
+    double connect_timeout; /* seconds, 0: none */
+    double call_timeout;    /* seconds, 0: none */
+    char token[1024];
+    char source[1024]; /* where the default server came from, for messages */
+} grc_config;
+
+/* Returns the settings (loaded on first use). Fails with GRID_ERR_CONFIG when the
+ * configuration file is malformed. */
+int grc_config_get(grc_config *out, gr_err *e);
+void grc_config_set_timeouts(double connect_seconds, double call_seconds);
+/* Forgets loaded settings (tests change the environment between calls). */
+void grc_config_reset(void);
+
+/* A function name resolved to a server: "gridrpc://h:p/m/f" or a plain name with the
+ * configured server. */
+typedef struct grc_target {
+    char host[GRC_MAX_HOST];
+    int port;
+    char name[GRC_MAX_NAME]; /* "function" or "module/function" */
+} grc_target;
+int grc_resolve(const char *name, const grc_config *cfg, grc_target *t, gr_err *e);
+
+/* A pooled connection (after HELLO). */
+typedef struct grc_conn {
+    int fd;
+    char host[GRC_MAX_HOST];
+    int port;
+    uint64_t next_id;
+    grw_limits server; /* limits announced in HELLO_OK */
+    grw_reader rd;
+    grw_writer wr;
+    struct grc_conn *next;
+} grc_conn;
+
+/* Takes an idle connection to HOST:PORT or opens one. */
+int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **out, gr_err *e);
+/* Returns a healthy connection to the pool, or closes it when BROKEN. */
+void grc_conn_put(grc_conn *c, int broken);
+/* Closes every idle connection. */
+void grc_pool_reset(void);
+
+/* The descriptor of T's function, from the cache or fetched (GET_DESCRIPTOR). The
+ * descriptor stays valid until grc_cache_reset; *qualified is the server's name for it. */
+int grc_descriptor(const grc_target *t, const grc_config *cfg, const grd_desc **out, gr_err *e);
+/* Drops T's cached descriptor (after GRID_ERR_STALE). */
+void grc_cache_forget(const grc_target *t);
+void grc_cache_reset(void);
+
+/* Counters behind grid_get_stats_np (atomic). */
+extern long grc_stat_fetches, grc_stat_connections, grc_stat_calls;
+
+/* One synchronous call with arguments AP; NARGS (-1: unknown) counts them. */
+int grc_call(const char *name, int nargs, va_list ap, gr_err *e);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GRC_CLIENT_H */

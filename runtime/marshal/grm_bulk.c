@@ -1,0 +1,121 @@
+/* grm_bulk.c: the bulk section of CALL and RESULT messages: numeric arrays, only the
+ * elements of each sub-range, converted to big-endian in bulk (grw_write_words). A
+ * whole array goes straight between the caller's buffer and the socket; a sub-range is
+ * gathered into (or scattered from) a temporary buffer of exactly the elements sent. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "grm_internal.h"
+
+struct copy_ctx {
+    uint8_t *array;  /* the whole array */
+    uint8_t *packed; /* the elements sent, back to back */
+    size_t elem;     /* bytes per element */
+    size_t pos;      /* bytes of packed consumed or produced */
+    int gather;      /* 1: array -> packed, 0: packed -> array */
+};
+
+static int copy_run(uint64_t off, uint64_t cnt, void *arg) {
+    struct copy_ctx *c = arg;
+    size_t n = (size_t)cnt * c->elem;
+    uint8_t *a = c->array + (size_t)off * c->elem;
+    if (c->gather) memcpy(c->packed + c->pos, a, n);
+    else memcpy(a, c->packed + c->pos, n);
+    c->pos += n;
+    return 0;
+}
+
+static int is_bulk(const grd_param *p) { return p->rank > 0 && !grm_is_text(p->type); }
+
+int grm_write_bulk(grw_writer *w, const grm_call *c, int dir, gr_err *e) {
+    const grd_desc *d = c->desc;
+    for (uint32_t i = 0; i < d->nparams; i++) {
+        const grd_param *p = &d->params[i];
+        if (!grm_travels(p, dir) || !is_bulk(p)) continue;
+        const grd_extent *x = &c->ext[i];
+        unsigned word = grm_word_size(p->type);
+        size_t words = (size_t)x->sent_bytes / word;
+        int rc;
+        if (x->sent == 0) continue;
+        if (x->whole) {
+            rc = grw_write_words(w, c->ptr[i], words, word, e);
+        } else {
+            uint8_t *packed = malloc((size_t)x->sent_bytes);
+            if (!packed) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory packing '%s'", p->name);
+            struct copy_ctx cc = {c->ptr[i], packed, grd_type_size(p->type), 0, 1};
+            grm_for_each_run(x, copy_run, &cc);
+            rc = grw_write_words(w, packed, words, word, e);
+            free(packed);
+        }
+        if (rc) return rc;
+    }
+    return GRID_OK;
+}
+
+/* Server: gives every array and out-only text parameter its storage before the call. */
+static int server_allocate(grm_call *c, gr_err *e) {
+    const grd_desc *d = c->desc;
+    for (uint32_t i = 0; i < d->nparams; i++) {
+        const grd_param *p = &d->params[i];
+        if (p->rank > 0 && !c->own_buf[i]) {
+            size_t bytes = (size_t)c->ext[i].bytes;
+            if (bytes == 0) {
+                c->ptr[i] = NULL;
+                continue;
+            }
+            void *b = calloc(1, bytes);
+            if (!b)
+                return gr_seterr(e, GRID_ERR_NOMEM, "%s/%s: the server cannot allocate %zu bytes for '%s'", d->module,
+                                 d->name, bytes, p->name);
+            c->ptr[i] = b;
+            c->own_buf[i] = 1;
+        } else if (p->rank == 0 && p->type == GRD_FILENAME && p->mode == GRD_OUT) {
+            const char *dir = getenv("TMPDIR");
+            char path[4096];
+            snprintf(path, sizeof path, "%s/gridrpc-file-XXXXXX", dir && *dir ? dir : "/tmp");
+            int fd = mkstemp(path);
+            if (fd < 0) return gr_seterr(e, GRID_ERR_IO, "the server cannot create a temporary file for '%s'", p->name);
+            close(fd);
+            c->tmpfile[i] = strdup(path);
+            if (!c->tmpfile[i]) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+            c->val[i].str = c->tmpfile[i];
+        }
+    }
+    return GRID_OK;
+}
+
+int grm_read_bulk(grw_reader *r, grm_call *c, int dir, gr_err *e) {
+    const grd_desc *d = c->desc;
+    if (c->side == GRM_SERVER_SIDE && dir == GRM_TO_SERVER) {
+        int rc = server_allocate(c, e);
+        if (rc) return rc;
+    }
+    for (uint32_t i = 0; i < d->nparams; i++) {
+        const grd_param *p = &d->params[i];
+        if (!grm_travels(p, dir) || !is_bulk(p)) continue;
+        const grd_extent *x = &c->ext[i];
+        unsigned word = grm_word_size(p->type);
+        size_t words = (size_t)x->sent_bytes / word;
+        int rc;
+        if (x->sent == 0) continue;
+        if (x->whole) {
+            rc = grw_read_words(r, c->ptr[i], words, word, e);
+        } else {
+            uint8_t *packed = malloc((size_t)x->sent_bytes);
+            if (!packed) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory unpacking '%s'", p->name);
+            rc = grw_read_words(r, packed, words, word, e);
+            if (!rc) {
+                struct copy_ctx cc = {c->ptr[i], packed, grd_type_size(p->type), 0, 0};
+                grm_for_each_run(x, copy_run, &cc);
+            }
+            free(packed);
+        }
+        if (rc) {
+            gr_prefixerr(e, "%s/%s: array '%s': ", d->module, d->name, p->name);
+            return rc;
+        }
+    }
+    return GRID_OK;
+}

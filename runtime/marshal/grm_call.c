@@ -1,0 +1,185 @@
+/* grm_call.c: one call's arguments: building them from grid_call's variadic list,
+ * sizing every array from the descriptor, and releasing what the server allocated. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "grm_internal.h"
+
+void grm_init(grm_call *c, const grd_desc *d, int side) {
+    memset(c, 0, sizeof *c);
+    c->desc = d;
+    c->side = side;
+    for (uint32_t i = 0; i < d->nparams; i++) c->ptr[i] = grm_is_text(d->params[i].type) ? (void *)&c->val[i].str
+                                                                                          : (void *)&c->val[i];
+}
+
+int grm_travels(const grd_param *p, int dir) {
+    if (p->mode == GRD_INOUT) return 1;
+    if (dir == GRM_TO_SERVER) return p->mode == GRD_IN;
+    return p->mode == GRD_OUT;
+}
+
+unsigned grm_word_size(uint32_t type) {
+    switch (type) {
+    case GRD_CHAR: return 1;
+    case GRD_SHORT: return 2;
+    case GRD_INT:
+    case GRD_FLOAT:
+    case GRD_SCOMPLEX: return 4;
+    case GRD_LONG:
+    case GRD_LONGLONG:
+    case GRD_DOUBLE:
+    case GRD_DCOMPLEX: return 8;
+    }
+    return 0;
+}
+
+static int is_integer(uint32_t t) {
+    return t == GRD_CHAR || t == GRD_SHORT || t == GRD_INT || t == GRD_LONG || t == GRD_LONGLONG;
+}
+
+/* The integer value of scalar parameter I (as the call began). */
+static int64_t int_value(const grm_call *c, uint32_t i) {
+    const grd_param *p = &c->desc->params[i];
+    const void *v = c->ptr[i];
+    int uns = (p->flags & GRD_PF_UNSIGNED) != 0;
+    switch (p->type) {
+    case GRD_CHAR: return uns ? (int64_t) * (const unsigned char *)v : (int64_t) * (const signed char *)v;
+    case GRD_SHORT: return uns ? (int64_t) * (const unsigned short *)v : (int64_t) * (const short *)v;
+    case GRD_INT: return uns ? (int64_t) * (const unsigned int *)v : (int64_t) * (const int *)v;
+    case GRD_LONG: return (int64_t) * (const long *)v;
+    case GRD_LONGLONG: return (int64_t) * (const long long *)v;
+    }
+    return 0;
+}
+
+int grm_prepare(grm_call *c, const grw_limits *lim, gr_err *e) {
+    const grd_desc *d = c->desc;
+    for (uint32_t i = 0; i < d->nparams; i++) {
+        const grd_param *p = &d->params[i];
+        c->ival[i] = 0;
+        if (p->rank == 0 && is_integer(p->type) && (p->mode == GRD_IN || p->mode == GRD_INOUT) && c->ptr[i])
+            c->ival[i] = int_value(c, i);
+    }
+    for (uint32_t i = 0; i < d->nparams; i++) {
+        grd_error ge;
+        if (grd_extent_of(d, i, c->ival, lim ? lim->max_array : 0, &c->ext[i], &ge) != GRD_OK) {
+            int code = ge.code == GRD_E_OVERFLOW ? GRID_ERR_LIMIT : GRID_ERR_ARGS;
+            return gr_seterr(e, code, "%s/%s: %s", d->module, d->name, ge.msg);
+        }
+    }
+    return GRID_OK;
+}
+
+/* Names the Nth argument for messages: "argument 2 (A, IN double array)". */
+static const char *arg_name(const grd_param *p, uint32_t i, char *buf, size_t n) {
+    snprintf(buf, n, "argument %u ('%s', %s %s%s)", i + 2, p->name, grd_mode_name(p->mode), grd_type_name(p->type),
+             p->rank ? " array" : "");
+    return buf;
+}
+
+int grm_from_va(grm_call *c, const grd_desc *d, va_list ap, const grw_limits *lim, gr_err *e) {
+    grm_init(c, d, GRM_CLIENT_SIDE);
+    char nm[256];
+    for (uint32_t i = 0; i < d->nparams; i++) {
+        const grd_param *p = &d->params[i];
+        grm_value *v = &c->val[i];
+        if (p->rank > 0) {
+            c->ptr[i] = va_arg(ap, void *);
+            continue;
+        }
+        if (p->type == GRD_FILENAME) {
+            v->str = va_arg(ap, char *);
+            if (!v->str)
+                return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL: pass the path of a local file", d->module,
+                                 d->name, arg_name(p, i, nm, sizeof nm));
+            continue;
+        }
+        if (p->mode != GRD_IN) {
+            c->ptr[i] = va_arg(ap, void *);
+            if (!c->ptr[i])
+                return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL: pass a pointer to your variable", d->module,
+                                 d->name, arg_name(p, i, nm, sizeof nm));
+            continue;
+        }
+        /* IN scalars arrive through '...' with the C default promotions. */
+        switch (p->type) {
+        case GRD_CHAR: v->c = (char)va_arg(ap, int); break;
+        case GRD_SHORT: v->s = (short)va_arg(ap, int); break;
+        case GRD_INT: v->i = va_arg(ap, int); break;
+        case GRD_LONG: v->l = va_arg(ap, long); break;
+        case GRD_LONGLONG: v->ll = va_arg(ap, long long); break;
+        case GRD_FLOAT: v->f = (float)va_arg(ap, double); break;
+        case GRD_DOUBLE: v->d = va_arg(ap, double); break;
+        case GRD_SCOMPLEX: v->sc = va_arg(ap, scomplex); break;
+        case GRD_DCOMPLEX: v->dc = va_arg(ap, dcomplex); break;
+        case GRD_STRING: v->str = va_arg(ap, char *); break;
+        }
+    }
+    int rc = grm_prepare(c, lim, e);
+    if (rc) return rc;
+    for (uint32_t i = 0; i < d->nparams; i++) {
+        const grd_param *p = &d->params[i];
+        if (p->rank > 0 && p->mode != GRD_WORK && !c->ptr[i] && c->ext[i].elems > 0)
+            return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL but must hold %llu elements", d->module, d->name,
+                             arg_name(p, i, nm, sizeof nm), (unsigned long long)c->ext[i].elems);
+    }
+    return GRID_OK;
+}
+
+void grm_release(grm_call *c) {
+    if (!c->desc) return;
+    for (uint32_t i = 0; i < c->desc->nparams; i++) {
+        /* Only what arrived from the peer is freed: a body may store literals or its
+         * own strings in OUT and INOUT parameters (COMPAT.md). */
+        if (c->own_strv[i]) {
+            for (uint64_t k = 0; k < c->ext[i].sent; k++) free(c->own_strv[i][k]);
+            free(c->own_strv[i]);
+        }
+        if (c->own_buf[i]) free(c->ptr[i]);
+        free(c->own_ptr[i]);
+        if (c->tmpfile[i]) {
+            unlink(c->tmpfile[i]);
+            free(c->tmpfile[i]);
+        }
+        c->own_buf[i] = 0;
+        c->own_ptr[i] = NULL;
+        c->own_strv[i] = NULL;
+        c->tmpfile[i] = NULL;
+    }
+}
+
+int grm_for_each_run(const grd_extent *ext, grm_run_fn fn, void *arg) {
+    uint32_t r = ext->rank;
+    if (r == 0 || ext->sent == 0) return 0;
+    uint64_t stride[GRD_MAX_RANK], idx[GRD_MAX_RANK];
+    stride[r - 1] = 1;
+    for (uint32_t k = r - 1; k > 0; k--) stride[k - 1] = stride[k] * (uint64_t)ext->size[k];
+    for (uint32_t k = 0; k < r; k++) idx[k] = 0;
+    int contiguous = ext->step[r - 1] == 1;
+    for (;;) {
+        uint64_t base = 0;
+        for (uint32_t k = 0; k + 1 < r; k++) base += ((uint64_t)ext->start[k] + idx[k] * (uint64_t)ext->step[k]) * stride[k];
+        uint64_t first = base + (uint64_t)ext->start[r - 1];
+        if (contiguous) {
+            int rc = fn(first, ext->count[r - 1], arg);
+            if (rc) return rc;
+        } else {
+            for (uint64_t j = 0; j < ext->count[r - 1]; j++) {
+                int rc = fn(first + j * (uint64_t)ext->step[r - 1], 1, arg);
+                if (rc) return rc;
+            }
+        }
+        /* Next index of the outer dimensions, last varying fastest. */
+        int k = (int)r - 2;
+        while (k >= 0) {
+            if (++idx[k] < ext->count[k]) break;
+            idx[k] = 0;
+            k--;
+        }
+        if (k < 0) break;
+    }
+    return 0;
+}

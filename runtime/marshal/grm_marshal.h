@@ -1,0 +1,101 @@
+/* grm_marshal.h: arguments of one call, interpreted through the function's interface
+ * descriptor, and their encoding in CALL and RESULT messages (docs/protocol.md). Both
+ * sides use it: the client fills a grm_call from grid_call's variadic arguments, the
+ * server from the wire; each evaluates the descriptor's programs on the call's scalars
+ * to size every array and checks the limits before anything is allocated.
+ *
+ * Directions: GRM_TO_SERVER carries IN and INOUT parameters (the CALL message),
+ * GRM_TO_CLIENT carries OUT and INOUT parameters (the RESULT message). WORK arrays
+ * never travel; the server allocates them.
+ */
+#ifndef GRM_MARSHAL_H
+#define GRM_MARSHAL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "gr_error.h"
+#include "grd_desc.h"
+#include "grw_wire.h"
+#include "gridrpc_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { GRM_TO_SERVER = 1, GRM_TO_CLIENT = 2 };
+enum { GRM_CLIENT_SIDE = 1, GRM_SERVER_SIDE = 2 };
+
+typedef union grm_value {
+    char c;
+    short s;
+    int i;
+    long l;
+    long long ll;
+    float f;
+    double d;
+    scomplex sc;
+    dcomplex dc;
+    char *str; /* string, filename (a path) */
+} grm_value;
+
+typedef struct grm_call {
+    const grd_desc *desc;
+    int side;
+    /* The stub ABI argument vector (gridrpc_stub.h): scalars point at a value (val[i]
+     * for values, the caller's variable for OUT/INOUT on the client), strings at a
+     * char *, arrays at their first element. */
+    void *ptr[GRD_MAX_PARAMS];
+    grm_value val[GRD_MAX_PARAMS];
+    /* Integer scalars as the call began: every extent is computed from these, so an
+     * INOUT size changed by the function does not change the result's shape. */
+    int64_t ival[GRD_MAX_PARAMS];
+    grd_extent ext[GRD_MAX_PARAMS];
+    /* Server side: what this call allocated and must free (arrays, strings, temp files). */
+    unsigned char own_buf[GRD_MAX_PARAMS]; /* ptr[i] is a buffer this call allocated */
+    char *own_ptr[GRD_MAX_PARAMS];         /* a received string (the body may repoint an INOUT one) */
+    char **own_strv[GRD_MAX_PARAMS];       /* received strings of an array (ext.sent of them) */
+    char *tmpfile[GRD_MAX_PARAMS];         /* a temporary file holding a filename argument */
+} grm_call;
+
+/* Returns 1 if parameter P travels in direction DIR. */
+int grm_travels(const grd_param *p, int dir);
+/* The unit of byte-order conversion of TYPE: 1, 2, 4 or 8 (complex types convert per
+ * component); 0 for strings and filenames, which are not bulk data. */
+unsigned grm_word_size(uint32_t type);
+
+/* Client: fills C from grid_call's variadic arguments (gridrpc.h lists the C types),
+ * then computes every extent (grm_prepare). */
+int grm_from_va(grm_call *c, const grd_desc *d, va_list ap, const grw_limits *lim, gr_err *e);
+
+/* Computes ival and every array's extent from the current scalars, checking each
+ * array against LIM->max_array. Names the parameter in errors (GRID_ERR_ARGS for a bad
+ * size, GRID_ERR_LIMIT for a limit). */
+int grm_prepare(grm_call *c, const grw_limits *lim, gr_err *e);
+
+/* Writes the head section (scalars, strings, string arrays, file contents) of
+ * direction DIR as an XDR opaque<> into W. */
+int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *lim, gr_err *e);
+/* Reads the head section of direction DIR. Server (TO_SERVER): initialises C for DESC,
+ * storing values and allocating strings and temp files, then computes extents. Client
+ * (TO_CLIENT): stores OUT values through the caller's pointers. */
+int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr_err *e);
+
+/* Writes the bulk section (numeric arrays, the sent part of each) of direction DIR. */
+int grm_write_bulk(grw_writer *w, const grm_call *c, int dir, gr_err *e);
+/* Reads the bulk section of direction DIR. Server: allocates every array (zeroed, full
+ * size) including OUT and WORK ones, and reads the IN ones. Client: reads into the
+ * caller's buffers; elements outside a sub-range keep what the caller had. */
+int grm_read_bulk(grw_reader *r, grm_call *c, int dir, gr_err *e);
+
+/* Server: frees what the call allocated and removes its temp files. */
+void grm_release(grm_call *c);
+
+/* Initialises an empty call for DESC on SIDE (scalars point at val[]). */
+void grm_init(grm_call *c, const grd_desc *d, int side);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GRM_MARSHAL_H */

@@ -1,0 +1,231 @@
+/* gsv.h: the internals of gridrpcd, the computing server, shared by its files (prefix
+ * gsv_). One file per job: options, logging, module registry, listener, connections,
+ * scheduler (queue and workers), call execution, main.
+ *
+ * Threads and what they own:
+ *   main         parses options, loads modules, accepts connections, runs shutdown;
+ *   reader       one per connection: reads each request whole, answers the small ones
+ *                (HELLO, PING, LIST, GET_DESCRIPTOR) itself and queues CALLs;
+ *   worker       pool mode: N threads take calls off the queue; thread mode: one
+ *                thread per call. A worker invokes the function and writes RESULT.
+ * Locks (never nested except where noted):
+ *   gsv_server.lock   the connection list and the reader count;
+ *   gsv_sched.lock    the queue and the running/queued counters;
+ *   gsv_conn.wlock    one whole message on a connection's socket at a time (held while
+ *                     writing, so pipelined calls of one connection never interleave).
+ * The registry and the options never change after startup and are read without locks.
+ */
+#ifndef GSV_H
+#define GSV_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "grd_desc.h"
+#include "gridrpc_stub.h"
+#include "grm_marshal.h"
+#include "grw_wire.h"
+
+/* ---------------------------------------------------------------- options */
+
+enum { GSV_MODE_POOL = 0, GSV_MODE_THREAD = 1 };
+enum { GSV_QUEUE_FCFS = 0, GSV_QUEUE_SJF = 1 };
+enum { GSV_LOG_ERROR = 0, GSV_LOG_WARN = 1, GSV_LOG_INFO = 2, GSV_LOG_DEBUG = 3 };
+
+typedef struct gsv_options {
+    const char *host;
+    int port;
+    const char **modules; /* --module, in order */
+    unsigned nmodules;
+    const char **module_dirs; /* --module-dir, in order (the default when none given) */
+    unsigned nmodule_dirs;
+    int default_dir;   /* module_dirs holds only the configured default */
+    unsigned threads;  /* 0: one per core */
+    int mode;          /* GSV_MODE_* */
+    int queue;         /* GSV_QUEUE_* */
+    const char *token; /* NULL: no token required */
+    grw_limits limits;
+    double io_timeout;       /* seconds; 0: none */
+    double shutdown_timeout; /* seconds */
+    int log_level;           /* GSV_LOG_* */
+} gsv_options;
+
+/* Parses ARGV into OPT. Returns -1 to go on, or an exit status: 0 after --help or
+ * --version, 2 after a usage error (already reported on stderr). */
+int gsv_options_parse(int argc, char **argv, gsv_options *opt);
+void gsv_options_free(gsv_options *opt);
+
+/* ---------------------------------------------------------------- logging */
+
+/* The level below which messages are dropped; set once at startup. */
+void gsv_log_set_level(int level);
+int gsv_log_enabled(int level);
+void gsv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---------------------------------------------------------------- module registry */
+
+typedef struct gsv_function {
+    const gridrpc_stub_function *stub;
+    grd_desc *desc;    /* decoded once at load; lives as long as the server */
+    char *qualified;   /* "module/function" */
+    const char *plain; /* points into qualified, after the '/' */
+} gsv_function;
+
+typedef struct gsv_module {
+    void *handle;
+    char *path;
+    const gridrpc_stub_module *table;
+} gsv_module;
+
+typedef struct gsv_registry {
+    gsv_module *mods;
+    unsigned nmods;
+    gsv_function *fns; /* sorted by qualified name */
+    unsigned nfns;
+    gsv_function **by_plain; /* the same functions sorted by plain name */
+} gsv_registry;
+
+/* Loads the module at PATH. Returns GRID_OK, or an error naming the file. A module
+ * whose name is already loaded is skipped with a warning (the first one wins). */
+int gsv_registry_load(gsv_registry *reg, const char *path, gr_err *e);
+/* Loads every *.so in DIR (sorted by name); a bad module is logged and skipped.
+ * MISSING_OK: a directory that does not exist is not an error. */
+int gsv_registry_load_dir(gsv_registry *reg, const char *dir, int missing_ok, gr_err *e);
+/* Builds the lookup indexes; call once after the last load. */
+int gsv_registry_seal(gsv_registry *reg, gr_err *e);
+/* Finds NAME ("function" or "module/function"). On failure E holds
+ * GRID_ERR_NOT_FOUND and a message naming NAME (or the candidates of an ambiguous
+ * plain name). */
+const gsv_function *gsv_registry_find(const gsv_registry *reg, const char *name, gr_err *e);
+/* Looks up openblas_set_num_threads: globally, else in the modules' dependencies. */
+void *gsv_registry_find_symbol(const gsv_registry *reg, const char *sym);
+void gsv_registry_free(gsv_registry *reg);
+
+/* ---------------------------------------------------------------- scheduler */
+
+struct gsv_job;
+
+typedef struct gsv_sched {
+    pthread_mutex_t lock;
+    pthread_cond_t work;   /* a job was queued, or stopping */
+    pthread_cond_t idle;   /* running dropped to 0 */
+    struct gsv_job **heap; /* binary heap ordered by gsv_job_before */
+    size_t len, cap;
+    uint64_t seq;     /* arrival counter: FCFS order and SJF ties */
+    unsigned running; /* calls being invoked or answered */
+    unsigned threads; /* live worker threads (pool and thread mode) */
+    int stopping;
+    pthread_t *pool;
+    unsigned npool;
+} gsv_sched;
+
+/* ---------------------------------------------------------------- server */
+
+struct gsv_conn;
+
+typedef struct gsv_server {
+    gsv_options opt;
+    gsv_registry reg;
+    unsigned cores;
+    unsigned workers; /* pool size (thread mode: reported as cores) */
+    int listen_fd;
+    atomic_int stopping; /* SIGTERM/SIGINT seen: no new calls run */
+
+    pthread_mutex_t lock; /* conns, nreaders */
+    struct gsv_conn *conns;
+    unsigned nreaders;
+
+    gsv_sched sched;
+
+    /* openblas_set_num_threads, or NULL when no module links OpenBLAS. The setting is
+     * process-wide, so changing it is serialised and skipped when unchanged. */
+    void (*blas_set_threads)(int);
+    pthread_mutex_t blas_lock;
+    int blas_threads; /* under blas_lock: the value last set, 0 before the first */
+} gsv_server;
+
+/* An absolute deadline for moving BYTES to or from a peer: the I/O timeout plus time
+ * for the bytes at a floor rate, so large messages on slow links are not cut off. */
+long long gsv_io_deadline(const gsv_server *s, uint64_t bytes);
+
+/* ---------------------------------------------------------------- connections */
+
+typedef struct gsv_conn {
+    gsv_server *srv;
+    int fd;
+    char peer[80];         /* "host:port" */
+    atomic_int refs;       /* the reader thread, plus one per job in flight */
+    pthread_mutex_t wlock; /* whole messages on the socket; guards w and broken */
+    int broken;            /* a write failed: later writes are skipped */
+    grw_writer w;
+    grw_reader r;                 /* the reader thread's only */
+    int hello_done;               /* reader thread only */
+    struct gsv_conn *prev, *next; /* srv->conns, under srv->lock */
+} gsv_conn;
+
+/* Starts serving FD (accepted, tuned) on a reader thread of its own. */
+int gsv_conn_start(gsv_server *s, int fd, const char *peer);
+void gsv_conn_ref(gsv_conn *c);
+/* Drops a reference; the last one closes the socket and frees the connection. */
+void gsv_conn_unref(gsv_conn *c);
+/* Sends ERROR for REQUEST_ID (whole message, under the write lock). */
+int gsv_conn_send_error(gsv_conn *c, uint64_t request_id, int code, const char *msg);
+/* Ends the connection at once: the reader wakes up and the socket stops carrying
+ * anything; used after a failed write and at shutdown. */
+void gsv_conn_abort(gsv_conn *c);
+/* Shutdown: aborts every connection and waits (until DEADLINE_NS) for the readers. */
+void gsv_conns_close_all(gsv_server *s, long long deadline_ns);
+
+/* ---------------------------------------------------------------- jobs and calls */
+
+typedef struct gsv_job {
+    gsv_conn *conn; /* holds a reference */
+    const gsv_function *fn;
+    uint64_t request_id;
+    double cost;  /* predicted flops (SJF key) */
+    uint64_t seq; /* arrival order */
+    long long t_arrived, t_queued, t_started;
+    uint64_t bytes_in;
+    grm_call call; /* arguments: buffers the job owns */
+} gsv_job;
+
+/* Runs JOB on the current thread: sets the BLAS threads, invokes the function, sends
+ * RESULT (or ERROR), logs the call and frees JOB. */
+void gsv_call_run(gsv_server *s, gsv_job *job);
+/* Answers JOB with ERROR CODE/MSG without running it, logs it and frees JOB. */
+void gsv_call_fail(gsv_server *s, gsv_job *job, int code, const char *msg);
+/* Logs one answered call at info level: time, peer, function, bytes in and out, queue
+ * and run time, result (CODE and MSG for an error). */
+void gsv_call_log(const char *peer, const char *function, uint64_t request_id, uint64_t bytes_in,
+                  uint64_t bytes_out, long long queue_ns, long long run_ns, int code, const char *msg);
+void gsv_job_free(gsv_job *job);
+
+/* Starts the workers (pool mode). */
+int gsv_sched_start(gsv_server *s, gr_err *e);
+/* Queues JOB (pool mode) or starts a thread for it (thread mode). Returns GRID_OK, or
+ * an error code (JOB untouched, still the caller's) when the server is stopping or no
+ * thread could be made. */
+int gsv_sched_submit(gsv_server *s, gsv_job *job, gr_err *e);
+/* Removes the queued call REQUEST_ID of CONN; returns it (the caller answers it), or
+ * NULL when it is not queued (running, done or unknown). */
+gsv_job *gsv_sched_cancel(gsv_server *s, gsv_conn *conn, uint64_t request_id);
+/* Stops taking calls: every queued one is answered ERROR GRID_ERR_SHUTDOWN. */
+void gsv_sched_stop(gsv_server *s);
+/* Waits until no call runs, or DEADLINE_NS; returns the number still running. */
+unsigned gsv_sched_wait_idle(gsv_server *s, long long deadline_ns);
+/* Joins the pool's threads (only after gsv_sched_wait_idle returned 0). */
+void gsv_sched_join(gsv_server *s);
+void gsv_sched_load(gsv_server *s, unsigned *running, unsigned *queued);
+/* Calls running now (taken off the queue and not yet answered). */
+unsigned gsv_sched_running(gsv_server *s);
+
+/* ---------------------------------------------------------------- listener */
+
+/* Binds the listening socket and prints "listening on HOST:PORT" on stdout. */
+int gsv_listen(gsv_server *s, gr_err *e);
+/* Accepts connections until SIGTERM or SIGINT arrives on SIGFD (a signalfd). */
+void gsv_accept_loop(gsv_server *s, int sigfd);
+
+#endif /* GSV_H */

@@ -1,0 +1,114 @@
+/* gsv_main.c: gridrpcd's main: options, modules, workers, listener, then the
+ * graceful shutdown that a SIGTERM or SIGINT starts (stop accepting, answer queued
+ * calls GRID_ERR_SHUTDOWN, let running calls finish and send their results, exit 0
+ * within --shutdown-timeout). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "gsv.h"
+
+/* Modules named with --module must load; directories are searched leniently. */
+static int load_modules(gsv_server *s) {
+    gr_err e;
+    for (unsigned i = 0; i < s->opt.nmodules; i++) {
+        if (gsv_registry_load(&s->reg, s->opt.modules[i], &e) != GRID_OK) {
+            fprintf(stderr, "gridrpcd: %s\n", e.msg);
+            return 1;
+        }
+    }
+    for (unsigned i = 0; i < s->opt.nmodule_dirs; i++) {
+        if (gsv_registry_load_dir(&s->reg, s->opt.module_dirs[i], s->opt.default_dir, &e) != GRID_OK) {
+            fprintf(stderr, "gridrpcd: --module-dir: %s\n", e.msg);
+            return 1;
+        }
+    }
+    const char *env = getenv("GRIDRPC_MODULE_PATH");
+    if (env && *env) {
+        char *copy = strdup(env), *save = NULL;
+        if (!copy) return 1;
+        for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+            if (gsv_registry_load_dir(&s->reg, d, 0, &e) != GRID_OK)
+                gsv_log(GSV_LOG_WARN, "GRIDRPC_MODULE_PATH: %s (skipped)", e.msg);
+        }
+        free(copy);
+    }
+    if (gsv_registry_seal(&s->reg, &e) != GRID_OK) {
+        fprintf(stderr, "gridrpcd: %s\n", e.msg);
+        return 1;
+    }
+    if (s->reg.nfns == 0)
+        gsv_log(GSV_LOG_WARN, "no functions loaded: give modules with --module or --module-dir");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    static gsv_server server; /* static: a worker outliving the shutdown timeout may
+                                 still touch it while the process exits */
+    gsv_server *s = &server;
+    int rc = gsv_options_parse(argc, argv, &s->opt);
+    if (rc >= 0) return rc;
+    gsv_log_set_level(s->opt.log_level);
+
+    /* A client that vanishes must cost a failed write, not the process. */
+    signal(SIGPIPE, SIG_IGN);
+    /* Blocked before any thread exists (module constructors such as OpenBLAS's start
+     * threads), so SIGTERM and SIGINT reach only the signalfd. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    int sigfd = signalfd(-1, &set, SFD_CLOEXEC);
+    if (sigfd < 0) {
+        perror("gridrpcd: signalfd");
+        return 1;
+    }
+
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    s->cores = n > 0 ? (unsigned)n : 1;
+    s->workers = s->opt.threads ? s->opt.threads : s->cores;
+    s->listen_fd = -1;
+    atomic_init(&s->stopping, 0);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->blas_lock, NULL);
+
+    if (load_modules(s)) return 1;
+    *(void **)&s->blas_set_threads = gsv_registry_find_symbol(&s->reg, "openblas_set_num_threads");
+    gsv_log(GSV_LOG_DEBUG, "BLAS threads per call: %s",
+            s->blas_set_threads ? "cores / running calls (OpenBLAS found)"
+                                : "not managed (no OpenBLAS loaded)");
+
+    gr_err e;
+    if (gsv_sched_start(s, &e) != GRID_OK || gsv_listen(s, &e) != GRID_OK) {
+        fprintf(stderr, "gridrpcd: %s\n", e.msg);
+        return 1;
+    }
+    gsv_accept_loop(s, sigfd);
+
+    /* Shutdown: no new calls run; queued ones are answered; running ones finish. */
+    atomic_store(&s->stopping, 1);
+    gsv_sched_stop(s);
+    long long deadline = gr_now_ns() + (long long)(s->opt.shutdown_timeout * 1e9);
+    unsigned left = gsv_sched_wait_idle(s, deadline);
+    if (left) {
+        gsv_log(GSV_LOG_WARN, "%u call%s still running after %g s (--shutdown-timeout): exiting anyway", left,
+                left == 1 ? "" : "s", s->opt.shutdown_timeout);
+        fflush(stdout);
+        /* Workers are still inside module code: skip atexit handlers and destructors. */
+        _exit(0);
+    }
+    gsv_conns_close_all(s, gr_now_ns() + 2000000000LL);
+    gsv_sched_join(s);
+    gsv_log(GSV_LOG_INFO, "stopped");
+    pthread_mutex_lock(&s->lock);
+    int readers = s->nreaders != 0;
+    pthread_mutex_unlock(&s->lock);
+    if (!readers) gsv_registry_free(&s->reg);
+    gsv_options_free(&s->opt);
+    close(sigfd);
+    return 0;
+}

@@ -1,0 +1,142 @@
+/* grw_wire.h: the GridRPC wire protocol (docs/protocol.md): messages framed by ONC RPC
+ * record marking on TCP, a versioned XDR header, and streaming readers and writers
+ * that move bulk array bytes with few copies. Private to the library (prefix grw_).
+ *
+ * A reader or writer belongs to one thread at a time; nothing here locks.
+ */
+#ifndef GRW_WIRE_H
+#define GRW_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "gr_error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GRW_MAGIC 0x47525043u /* "GRPC" */
+#define GRW_VERSION 1u
+#define GRW_HEADER_BYTES 24u
+
+enum grw_type {
+    GRW_HELLO = 1,
+    GRW_HELLO_OK = 2,
+    GRW_GET_DESCRIPTOR = 3,
+    GRW_DESCRIPTOR = 4,
+    GRW_CALL = 5,
+    GRW_RESULT = 6,
+    GRW_ERROR = 7,
+    GRW_CANCEL = 8,
+    GRW_PING = 9,
+    GRW_PONG = 10,
+    GRW_LIST = 11,
+    GRW_LIST_OK = 12
+    /* 20-29 reserved: DATA_PUT, DATA_GET, DATA_FREE (remote data handles);
+       30-39 reserved: SUBMIT, FETCH (two-phase calls). */
+};
+
+/* Returns a static name for a message type ("CALL"), or "?". */
+const char *grw_type_name(uint32_t type);
+
+typedef struct grw_header {
+    uint32_t magic, version, type, flags;
+    uint64_t request_id;
+} grw_header;
+
+/* Limits applied to everything read from a peer. */
+typedef struct grw_limits {
+    uint64_t max_message; /* bytes in one message (record) */
+    uint64_t max_array;   /* bytes of one array argument */
+    uint32_t max_head;    /* bytes of a call's head section (scalars, strings, files) */
+} grw_limits;
+/* Defaults: 1 GiB per message, 1 GiB per array, 64 MiB of head. */
+void grw_limits_default(grw_limits *l);
+
+/* ---- socket helpers ---- */
+
+/* Connects to HOST:PORT with a timeout (seconds, 0: none); sets TCP_NODELAY and
+ * SO_KEEPALIVE. Returns the fd or -1 with E set (GRID_ERR_CONNECT, GRID_ERR_TIMEOUT). */
+int grw_connect(const char *host, int port, double timeout, gr_err *e);
+/* Sets the options every GridRPC socket uses (TCP_NODELAY, SO_KEEPALIVE). */
+void grw_tune_socket(int fd);
+
+/* ---- reading one message ---- */
+
+typedef struct grw_reader {
+    int fd;
+    long long deadline_ns; /* absolute gr_now_ns() deadline, 0: none */
+    uint64_t max_message;
+    uint64_t consumed;     /* body bytes consumed in this message */
+    uint32_t frag_left;    /* bytes left in the current fragment */
+    int last_frag;         /* the current fragment is the record's last */
+    int in_message;
+    size_t pos, len;       /* buffered bytes buf[pos..len) */
+    uint8_t buf[65536];
+} grw_reader;
+
+void grw_reader_init(grw_reader *r, int fd, uint64_t max_message);
+/* Waits for the next message and reads its header. Returns GRID_OK, or
+ * GRID_ERR_CONN_LOST when the peer closed (E says whether cleanly: e->msg ""), or
+ * GRID_ERR_PROTOCOL / GRID_ERR_TIMEOUT. A header with a wrong magic or version is
+ * GRID_ERR_PROTOCOL. */
+int grw_read_header(grw_reader *r, grw_header *h, gr_err *e);
+/* Reads exactly N bytes of the current message's body into DST. */
+int grw_read(grw_reader *r, void *dst, size_t n, gr_err *e);
+/* Reads an XDR unsigned int / hyper / string / opaque from the body. The string and
+ * opaque readers check MAX before allocating; *out is malloc'd (NUL-terminated). */
+int grw_read_u32(grw_reader *r, uint32_t *v, gr_err *e);
+int grw_read_u64(grw_reader *r, uint64_t *v, gr_err *e);
+int grw_read_string(grw_reader *r, uint32_t max, char **out, gr_err *e);
+int grw_read_opaque(grw_reader *r, uint32_t max, uint8_t **out, uint32_t *len, gr_err *e);
+/* Checks that the message has no bytes left (trailing bytes are GRID_ERR_PROTOCOL). */
+int grw_end(grw_reader *r, gr_err *e);
+/* Discards the rest of the current message (after an error that leaves the stream in
+ * sync). Fails when the message is longer than the limit. */
+int grw_skip(grw_reader *r, gr_err *e);
+/* Body bytes not yet read in the current fragment plus buffered ones: used to tell
+ * "nothing more arrives" from "more arrives"; not the message's remaining length. */
+int grw_has_buffered(const grw_reader *r);
+
+/* ---- writing one message ---- */
+
+typedef struct grw_writer {
+    int fd;
+    long long deadline_ns;
+    size_t len; /* buffered bytes after the 4-byte fragment header slot */
+    uint8_t buf[4 + 65536];
+} grw_writer;
+
+void grw_writer_init(grw_writer *w, int fd);
+/* Starts a message with header H (magic and version are filled in). */
+int grw_begin(grw_writer *w, uint32_t type, uint32_t flags, uint64_t request_id, gr_err *e);
+/* Appends N bytes. Large blocks go straight to the socket, in fragments of their own. */
+int grw_write(grw_writer *w, const void *src, size_t n, gr_err *e);
+int grw_write_u32(grw_writer *w, uint32_t v, gr_err *e);
+int grw_write_u64(grw_writer *w, uint64_t v, gr_err *e);
+int grw_write_i32(grw_writer *w, int32_t v, gr_err *e);
+int grw_write_string(grw_writer *w, const char *s, gr_err *e);
+int grw_write_opaque(grw_writer *w, const void *p, uint32_t n, gr_err *e);
+/* Appends N elements of WORD bytes each (1, 2, 4 or 8) from SRC converted to
+ * big-endian, then zero padding to a multiple of 4: the bulk array fast path. */
+int grw_write_words(grw_writer *w, const void *src, size_t n, unsigned word, gr_err *e);
+/* Ends the message (sends what is buffered as the record's last fragment). */
+int grw_finish(grw_writer *w, gr_err *e);
+
+/* Reads N elements of WORD bytes into DST and converts them from big-endian, then
+ * consumes the padding: the receiving side of grw_write_words. */
+int grw_read_words(grw_reader *r, void *dst, size_t n, unsigned word, gr_err *e);
+
+/* Converts N words of WORD bytes between big-endian and host order in place. */
+void grw_swap_words(void *p, size_t n, unsigned word);
+
+/* A whole small message in one call: header + body, last fragment. */
+int grw_send_error(int fd, uint64_t request_id, int code, const char *msg, long long deadline_ns, gr_err *e);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GRW_WIRE_H */

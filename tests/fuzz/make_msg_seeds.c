@@ -1,0 +1,112 @@
+/* make_msg_seeds.c: writes the seed corpus of msg_fuzz (tests/fuzz/corpus/msg): valid
+ * CALL messages for several functions of stubs/test.idl and valid RESULT messages, as
+ * the real client and server encode them. Run from the build tree:
+ *     make-msg-seeds DIR */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "gridrpc_stub.h"
+#include "grm_marshal.h"
+#include "grw_wire.h"
+
+extern const gridrpc_stub_module gridrpc_module_test;
+
+static const grd_desc *find(const char *name) {
+    for (unsigned i = 0; i < gridrpc_module_test.nfunctions; i++)
+        if (strcmp(gridrpc_module_test.functions[i].name, name) == 0) {
+            grd_desc *d;
+            grd_error ge;
+            const gridrpc_stub_function *f = &gridrpc_module_test.functions[i];
+            if (grd_decode(f->descriptor, f->descriptor_len, &d, &ge) == GRD_OK) return d;
+        }
+    fprintf(stderr, "no function %s\n", name);
+    exit(1);
+}
+
+/* Encodes a message into FILE: CALL (result = 0) or RESULT of fn with varargs. */
+static void seed(const char *dir, const char *file, const char *fn, int result, uint64_t id, ...) {
+    const grd_desc *d = find(fn);
+    int sv[2];
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    int big = 1 << 20;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+    grm_call *c = malloc(sizeof *c);
+    va_list ap;
+    va_start(ap, id);
+    gr_err e;
+    grw_limits lim;
+    grw_limits_default(&lim);
+    if (grm_from_va(c, d, ap, &lim, &e)) {
+        fprintf(stderr, "%s: %s\n", fn, e.msg);
+        exit(1);
+    }
+    va_end(ap);
+    grw_writer *w = malloc(sizeof *w);
+    grw_writer_init(w, sv[0]);
+    int rc = grw_begin(w, result ? GRW_RESULT : GRW_CALL, 0, id, &e);
+    if (result) {
+        rc |= grw_write_u64(w, 1, &e) | grw_write_u64(w, 2, &e);
+        rc |= grm_write_head(w, c, GRM_TO_CLIENT, &lim, &e) | grm_write_bulk(w, c, GRM_TO_CLIENT, &e);
+    } else {
+        rc |= grw_write_string(w, fn, &e) | grw_write_u64(w, d->hash, &e);
+        rc |= grm_write_head(w, c, GRM_TO_SERVER, &lim, &e) | grm_write_bulk(w, c, GRM_TO_SERVER, &e);
+    }
+    rc |= grw_finish(w, &e);
+    close(sv[0]);
+    char path[4096], buf[1 << 16];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "wb");
+    ssize_t k;
+    while ((k = read(sv[1], buf, sizeof buf)) > 0) fwrite(buf, 1, (size_t)k, f);
+    fclose(f);
+    close(sv[1]);
+    free(w);
+    free(c);
+    if (rc) {
+        fprintf(stderr, "%s: encoding failed\n", fn);
+        exit(1);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: make-msg-seeds DIR\n");
+        return 2;
+    }
+    double x[5] = {1, 2, 3, 4, 5}, y[5];
+    const char *s3[3] = {"alpha", "", "gamma"};
+    char *o3[3];
+    double a[4 * 5];
+    for (int i = 0; i < 20; i++) a[i] = i;
+    seed(argv[1], "call-echo-double", "echo_double", 0, 1, 5, x, y);
+    seed(argv[1], "call-echo-strings", "echo_strings", 0, 2, 3, s3, o3);
+    seed(argv[1], "call-block2d", "block2d", 0, 3, 4, 5, 1, 3, 2, 4, a);
+    seed(argv[1], "call-strided", "strided", 0, 4, 5, 2, x);
+    int k = 1;
+    double v = 2;
+    char *s = "text";
+    seed(argv[1], "call-inout-scalars", "inout_scalars", 0, 5, &k, &v, &s);
+    scomplex sc = {1, 2};
+    dcomplex dc = {3, 4};
+    char co;
+    short so;
+    int io;
+    long lo;
+    long long llo;
+    float fo;
+    double dout;
+    scomplex sco;
+    dcomplex dco;
+    unsigned uo;
+    seed(argv[1], "call-echo-scalars", "echo_scalars", 0, 6, 'c', 2, 3, 4L, 5LL, 6.0, 7.0, sc, dc, 8u, &co, &so,
+         &io, &lo, &llo, &fo, &dout, &sco, &dco, &uo);
+    seed(argv[1], "result-echo-double", "echo_double", 1, 8, 5, x, x);
+    char *r3[3] = {"x", "yy", "zzz"};
+    seed(argv[1], "result-echo-strings", "echo_strings", 1, 9, 3, s3, r3);
+    return 0;
+}

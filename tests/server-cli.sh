@@ -1,0 +1,137 @@
+#!/bin/sh
+# server-cli.sh: gridrpcd's command line as an administrator meets it: help, version,
+# usage errors (exit 2, naming the option), the listening line on --port 0, a prompt
+# exit 0 on SIGTERM and SIGINT, and clear errors for modules that are missing, are not
+# GridRPC modules, were built for another stub ABI, or carry a broken descriptor.
+. "$top_srcdir/tests/lib.sh"
+GRIDRPCD=${GRIDRPCD:-$top_builddir/gridrpcd}
+cd "$T_TMP" || exit 1
+mkdir empty
+
+"$GRIDRPCD" --help >help.out 2>&1; rc=$?
+missing=
+for o in --module --module-dir --host --port --threads --mode --queue --token --max-message --max-array \
+  --max-head --io-timeout --shutdown-timeout --log-level --quiet --help --version; do
+  grep -q -- "$o" help.out || missing="$missing $o"
+done
+if [ $rc -eq 0 ] && grep -q '^Usage: gridrpcd' help.out && [ -z "$missing" ]; then ok "--help explains every option"; else fail "--help (rc $rc, missing:$missing)"; fi
+"$GRIDRPCD" --version >ver.out 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q '^gridrpcd (GridRPC) [0-9]' ver.out; then ok "--version"; else fail "--version"; diag <ver.out; fi
+
+# usage_error NAME EXPECTED-TEXT ARGS...: exit status 2 and a message naming the option.
+usage_error() {
+  _name=$1; _want=$2; shift 2
+  "$GRIDRPCD" "$@" >usage.out 2>&1; _rc=$?
+  if [ $_rc -eq 2 ] && grep -q -- "$_want" usage.out; then ok "$_name"; else fail "$_name (rc $_rc)"; diag <usage.out; fi
+}
+usage_error "unknown option" "unknown option '--frobnicate'" --frobnicate
+usage_error "missing value" "--port needs a value" --port
+usage_error "bad port" "--port: 'http' is not a non-negative integer" --port http
+usage_error "port out of range" "--port: '70000' is too large" --port 70000
+usage_error "bad mode" "--mode: 'fork' is not pool or thread" --mode fork
+usage_error "bad queue" "--queue: 'lifo' is not fcfs or sjf" --queue=lifo
+usage_error "zero threads" "--threads: '0' must be at least 1" --threads 0
+usage_error "bad byte count" "--max-array: '12Q' is not a byte count" --max-array 12Q
+usage_error "bad timeout" "--io-timeout: '-1' is not a number of seconds" --io-timeout -1
+usage_error "bad log level" "--log-level: 'loud' is not error, warn, info or debug" --log-level loud
+usage_error "stray argument" "unexpected argument 'test.so'" test.so
+
+# start_server OUT ARGS...: starts gridrpcd in the background (pid in $spid) and waits
+# for its listening line in OUT.
+start_server() {
+  _out=$1; shift
+  "$GRIDRPCD" --host 127.0.0.1 --port 0 --module-dir "$T_TMP/empty" "$@" >"$_out" 2>"$_out.err" &
+  spid=$!
+  _i=0
+  while [ $_i -lt 100 ]; do
+    grep -q '^listening on ' "$_out" 2>/dev/null && return 0
+    kill -0 $spid 2>/dev/null || return 1
+    sleep 0.1; _i=$((_i + 1))
+  done
+  return 1
+}
+# stops_within PID SECONDS: waits for PID to exit; its status in $src.
+stops_within() {
+  _i=0
+  while [ $_i -lt $(($2 * 10)) ]; do
+    if ! kill -0 "$1" 2>/dev/null; then wait "$1"; src=$?; return 0; fi
+    sleep 0.1; _i=$((_i + 1))
+  done
+  kill -9 "$1" 2>/dev/null; wait "$1"; src=killed
+  return 1
+}
+
+if start_server port0.out && grep -Eq '^listening on 127\.0\.0\.1:[0-9]+$' port0.out \
+  && [ "$(sed -n 's/^listening on 127\.0\.0\.1://p' port0.out)" -gt 0 ]; then
+  ok "--port 0 prints 'listening on HOST:PORT' once ready"
+else
+  fail "--port 0 listening line"; diag <port0.out; diag <port0.out.err
+fi
+kill -TERM $spid
+if stops_within $spid 5 && [ "$src" = 0 ]; then ok "SIGTERM: exit 0 promptly"; else fail "SIGTERM (status $src)"; diag <port0.out.err; fi
+
+start_server int.out --threads 1 --mode thread --queue sjf --log-level debug
+kill -INT $spid
+if stops_within $spid 5 && [ "$src" = 0 ]; then ok "SIGINT: exit 0 promptly"; else fail "SIGINT (status $src)"; diag <int.out.err; fi
+
+# A port already in use is a clear error.
+if start_server busy1.out; then
+  port=$(sed -n 's/^listening on 127\.0\.0\.1://p' busy1.out)
+  "$GRIDRPCD" --host 127.0.0.1 --port "$port" --module-dir "$T_TMP/empty" >busy2.out 2>&1; rc=$?
+  if [ $rc -eq 1 ] && grep -q "cannot listen on 127.0.0.1:$port" busy2.out; then ok "a port in use is a clear error"; else fail "port in use (rc $rc)"; diag <busy2.out; fi
+  kill -TERM $spid; stops_within $spid 5
+else
+  fail "a port in use (first server did not start)"
+fi
+
+# ---- modules that cannot be served
+"$GRIDRPCD" --port 0 --module "$T_TMP/nonexistent.so" >nofile.out 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "cannot load module '$T_TMP/nonexistent.so'" nofile.out; then ok "a missing module is a clear error"; else fail "missing module (rc $rc)"; diag <nofile.out; fi
+printf 'not an ELF file\n' >text.so
+"$GRIDRPCD" --port 0 --module "$T_TMP/text.so" >text.out 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "cannot load module '$T_TMP/text.so'" text.out; then ok "a file that is no shared object is a clear error"; else fail "not a shared object (rc $rc)"; diag <text.out; fi
+"$GRIDRPCD" --port 0 --module-dir "$T_TMP/nonexistent" >nodir.out 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "cannot read module directory '$T_TMP/nonexistent'" nodir.out; then ok "a missing --module-dir is a clear error"; else fail "missing --module-dir (rc $rc)"; diag <nodir.out; fi
+
+# fake_module NAME C-BODY: builds NAME.so from a C file that includes gridrpc_stub.h.
+fake_module() {
+  { echo '#include "gridrpc_stub.h"'; echo "$2"; } >"$1.c"
+  # shellcheck disable=SC2086
+  $CC $STUB_CPPFLAGS -I"$top_srcdir/include" -fPIC -shared -o "$1.so" "$1.c" >"$1.cc.out" 2>&1
+}
+if fake_module plain 'int plain_answer(void); int plain_answer(void) { return 42; }'; then
+  "$GRIDRPCD" --port 0 --module "$T_TMP/plain.so" >plain.out 2>&1; rc=$?
+  if [ $rc -eq 1 ] && grep -q "'$T_TMP/plain.so' is not a GridRPC module" plain.out; then ok "a shared object that is not a GridRPC module"; else fail "not a GridRPC module (rc $rc)"; diag <plain.out; fi
+else
+  fail "cannot compile a plain shared object"; diag <plain.cc.out
+fi
+if fake_module abi '
+static const gridrpc_stub_module m = {99, "abi", "abi.idl", 0, 0};
+const gridrpc_stub_module *gridrpc_stub_entry(void);
+const gridrpc_stub_module *gridrpc_stub_entry(void) { return &m; }'; then
+  "$GRIDRPCD" --port 0 --module "$T_TMP/abi.so" >abi.out 2>&1; rc=$?
+  if [ $rc -eq 1 ] && grep -q "module '$T_TMP/abi.so' was built for stub ABI 99" abi.out; then ok "a module of another ABI is refused"; else fail "ABI mismatch (rc $rc)"; diag <abi.out; fi
+else
+  fail "cannot compile the ABI module"; diag <abi.cc.out
+fi
+if fake_module baddesc '
+static const unsigned char d[] = {0x47, 0x52, 0x44, 0x53, 0, 0, 0, 1, 1, 2, 3};
+static void inv(void **a) { (void)a; }
+static const gridrpc_stub_function f[] = {{"f", d, sizeof d, inv}};
+static const gridrpc_stub_module m = {GRIDRPC_STUB_ABI, "baddesc", "baddesc.idl", 1, f};
+const gridrpc_stub_module *gridrpc_stub_entry(void);
+const gridrpc_stub_module *gridrpc_stub_entry(void) { return &m; }'; then
+  "$GRIDRPCD" --port 0 --module "$T_TMP/baddesc.so" >baddesc.out 2>&1; rc=$?
+  if [ $rc -eq 1 ] && grep -q "module '$T_TMP/baddesc.so': the descriptor of 'f' does not decode" baddesc.out; then ok "a module whose descriptor does not decode is refused"; else fail "bad descriptor (rc $rc)"; diag <baddesc.out; fi
+  # In a --module-dir a bad module is reported, named and skipped; the server starts.
+  mkdir mods && cp baddesc.so mods/
+  if start_server dir.out --module-dir "$T_TMP/mods" && grep -q "baddesc.so.*(skipped)" dir.out.err; then
+    ok "a bad module in --module-dir is named and skipped"
+  else
+    fail "bad module in --module-dir"; diag <dir.out.err
+  fi
+  kill -TERM $spid; stops_within $spid 5
+else
+  fail "cannot compile the bad-descriptor module"; diag <baddesc.cc.out
+fi
+finish
