@@ -76,8 +76,9 @@ int grm_prepare(grm_call *c, const grw_limits *lim, gr_err *e);
 /* Writes the head section (scalars, strings, string arrays, file contents) of
  * direction DIR as an XDR opaque<> into W. */
 int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *lim, gr_err *e);
-/* Reads the head section of direction DIR. Server (TO_SERVER): initialises C for DESC,
- * storing values and allocating strings and temp files, then computes extents. Client
+/* Reads the head section of direction DIR into C (grm_init'ed for its descriptor).
+ * Server (TO_SERVER): stores values, allocates strings and temp files, then computes
+ * extents. Client
  * (TO_CLIENT): stores OUT values through the caller's pointers. */
 int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr_err *e);
 

@@ -1,6 +1,6 @@
 /* gsv.h: the internals of gridrpcd, the computing server, shared by its files (prefix
  * gsv_). One file per job: options, logging, module registry, listener, connections,
- * scheduler (queue and workers), call execution, main.
+ * requests, scheduler (queue and workers), call execution, main.
  *
  * Threads and what they own:
  *   main         parses options, loads modules, accepts connections, runs shutdown;
@@ -8,11 +8,12 @@
  *                (HELLO, PING, LIST, GET_DESCRIPTOR) itself and queues CALLs;
  *   worker       pool mode: N threads take calls off the queue; thread mode: one
  *                thread per call. A worker invokes the function and writes RESULT.
- * Locks (never nested except where noted):
+ * Locks (never nested: no lock is taken while another is held):
  *   gsv_server.lock   the connection list and the reader count;
  *   gsv_sched.lock    the queue and the running/queued counters;
  *   gsv_conn.wlock    one whole message on a connection's socket at a time (held while
- *                     writing, so pipelined calls of one connection never interleave).
+ *                     writing, so pipelined calls of one connection never interleave);
+ *   gsv_server.blas_lock  changes of the process-wide OpenBLAS thread count.
  * The registry and the options never change after startup and are read without locks.
  */
 #ifndef GSV_H
@@ -177,6 +178,24 @@ int gsv_conn_send_error(gsv_conn *c, uint64_t request_id, int code, const char *
 void gsv_conn_abort(gsv_conn *c);
 /* Shutdown: aborts every connection and waits (until DEADLINE_NS) for the readers. */
 void gsv_conns_close_all(gsv_server *s, long long deadline_ns);
+/* Takes the write lock and starts a message of TYPE; NULL (lock released) when the
+ * connection can no longer carry one. BYTES sizes the send deadline. */
+grw_writer *gsv_reply_begin(gsv_conn *c, uint32_t type, uint64_t id, uint64_t bytes, gr_err *e);
+/* Finishes the message begun by gsv_reply_begin (RC: how writing its body went) and
+ * releases the lock. Returns 0, or -1 when the connection broke (it is aborted). */
+int gsv_reply_end(gsv_conn *c, int rc, gr_err *e);
+
+/* ---------------------------------------------------------------- requests */
+
+/* What the reader does after a request: go on; close (the peer left or the socket
+ * failed); or refuse (an ERROR was just sent and the connection ends: linger). */
+enum { GSV_KEEP = 0, GSV_CLOSE = 1, GSV_REFUSE = 2 };
+
+/* Reads the body of the request whose header is H and answers it (or queues it).
+ * Returns GSV_KEEP, GSV_CLOSE or GSV_REFUSE. */
+int gsv_request_serve(gsv_conn *c, const grw_header *h);
+/* Handles a failure E while reading the request H (WHAT names it for the log). */
+int gsv_request_failed(gsv_conn *c, const grw_header *h, const char *what, gr_err *e);
 
 /* ---------------------------------------------------------------- jobs and calls */
 
@@ -184,9 +203,9 @@ typedef struct gsv_job {
     gsv_conn *conn; /* holds a reference */
     const gsv_function *fn;
     uint64_t request_id;
-    double cost;  /* predicted flops (SJF key) */
-    uint64_t seq; /* arrival order */
-    long long t_arrived, t_queued, t_started;
+    double cost;                   /* predicted flops (SJF key) */
+    uint64_t seq;                  /* arrival order */
+    long long t_queued, t_started; /* read whole and queued; invoke began */
     uint64_t bytes_in;
     grm_call call; /* arguments: buffers the job owns */
 } gsv_job;

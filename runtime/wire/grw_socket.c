@@ -50,9 +50,11 @@ int grw_connect(const char *host, int port, double timeout, gr_err *e) {
     hints.ai_socktype = SOCK_STREAM;
     snprintf(portstr, sizeof portstr, "%d", port);
     int rc = getaddrinfo(host, portstr, &hints, &res);
-    if (rc != 0)
-        return gr_seterr(e, GRID_ERR_CONNECT, "cannot resolve host '%s': %s; check the server address", host,
-                         gai_strerror(rc));
+    if (rc != 0) {
+        gr_seterr(e, GRID_ERR_CONNECT, "cannot resolve host '%s': %s; check the server address", host,
+                  gai_strerror(rc));
+        return -1;
+    }
     int last = ECONNREFUSED;
     for (ai = res; ai; ai = ai->ai_next) {
         int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
@@ -77,8 +79,10 @@ int grw_connect(const char *host, int port, double timeout, gr_err *e) {
     }
     freeaddrinfo(res);
     if (last == ETIMEDOUT)
-        return gr_seterr(e, GRID_ERR_TIMEOUT, "cannot connect to %s:%d: no answer within %g s; is the host up?",
-                         host, port, timeout);
-    return gr_seterr(e, GRID_ERR_CONNECT, "cannot connect to %s:%d: %s; is gridrpcd running there?", host, port,
-                     strerror(last));
+        gr_seterr(e, GRID_ERR_TIMEOUT, "cannot connect to %s:%d: no answer within %g s; is the host up?", host, port,
+                  timeout);
+    else
+        gr_seterr(e, GRID_ERR_CONNECT, "cannot connect to %s:%d: %s; is gridrpcd running there?", host, port,
+                  strerror(last));
+    return -1;
 }
