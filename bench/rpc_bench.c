@@ -93,7 +93,8 @@ static void start_raw_peer(void) {
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
-    if (bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 8) || getsockname(ls, (struct sockaddr *)&a, &len)) {
+    if (bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 8) ||
+        getsockname(ls, (struct sockaddr *)&a, &len)) {
         perror("rpc_bench: raw peer");
         exit(1);
     }
@@ -169,17 +170,21 @@ static void bench_null(void) {
     stats a = summarize(raw_med, rounds), b = summarize(rpc_med, rounds);
     stats ap = summarize(raw_p99, rounds), bp = summarize(rpc_p99, rounds);
     double ratios[16];
-    for (int r = 0; r < rounds; r++) ratios[r] = rpc_med[r] / raw_med[r];
+    for (int r = 0; r < rounds; r++)
+        ratios[r] = rpc_med[r] / raw_med[r];
     stats q = summarize(ratios, rounds);
-    printf("\n(a) sync null call, cached descriptor, %d rounds x %d calls (us per round trip)\n\n", rounds, calls);
+    printf("\n(a) sync null call, cached descriptor, %d rounds x %d calls (us per round trip)\n\n", rounds,
+           calls);
     printf("| %-26s | %8s | %8s | %8s | %8s |\n", "", "median", "min", "max", "p99");
     printf("|----------------------------|----------|----------|----------|----------|\n");
-    printf("| %-26s | %8.1f | %8.1f | %8.1f | %8.1f |\n", "raw TCP ping-pong, 64 B", a.median, a.min, a.max, ap.median);
+    printf("| %-26s | %8.1f | %8.1f | %8.1f | %8.1f |\n", "raw TCP ping-pong, 64 B", a.median, a.min, a.max,
+           ap.median);
     printf("| %-26s | %8.1f | %8.1f | %8.1f | %8.1f |\n", "grid_call test/null_call", b.median, b.min, b.max,
            bp.median);
-    printf("\nnull call / raw TCP: median %.2fx (min %.2fx, max %.2fx over rounds); target <= 1.25x\n", q.median, q.min,
-           q.max);
-    if (csv) fprintf(csv, "null,raw_us,%.3f\nnull,rpc_us,%.3f\nnull,ratio,%.3f\n", a.median, b.median, q.median);
+    printf("\nnull call / raw TCP: median %.2fx (min %.2fx, max %.2fx over rounds); target <= 1.25x\n",
+           q.median, q.min, q.max);
+    if (csv)
+        fprintf(csv, "null,raw_us,%.3f\nnull,rpc_us,%.3f\nnull,ratio,%.3f\n", a.median, b.median, q.median);
     free(raw);
     free(rpc);
 }
@@ -218,13 +223,14 @@ static void bench_bulk(void) {
     printf("\n(b) 64 MiB of doubles to the server and back (2 x 64 MiB), %d rounds\n\n", rounds);
     printf("| %-34s | %9s | %9s | %9s |\n", "", "median s", "GB/s", "min..max s");
     printf("|------------------------------------|-----------|-----------|-------------------|\n");
-    printf("| %-34s | %9.3f | %9.2f | %.3f..%.3f |\n", "raw TCP, 64 MiB each way", a.median, gb / a.median, a.min,
-           a.max);
-    printf("| %-34s | %9.3f | %9.2f | %.3f..%.3f |\n", "grid_call test/inout_double", b.median, gb / b.median, b.min,
-           b.max);
-    printf("\nthroughput grid_call / raw TCP: median %.2fx (min %.2fx, max %.2fx); target >= 0.8x\n", q.median, q.min,
-           q.max);
-    if (csv) fprintf(csv, "bulk,raw_s,%.4f\nbulk,rpc_s,%.4f\nbulk,ratio,%.3f\n", a.median, b.median, q.median);
+    printf("| %-34s | %9.3f | %9.2f | %.3f..%.3f |\n", "raw TCP, 64 MiB each way", a.median, gb / a.median,
+           a.min, a.max);
+    printf("| %-34s | %9.3f | %9.2f | %.3f..%.3f |\n", "grid_call test/inout_double", b.median, gb / b.median,
+           b.min, b.max);
+    printf("\nthroughput grid_call / raw TCP: median %.2fx (min %.2fx, max %.2fx); target >= 0.8x\n",
+           q.median, q.min, q.max);
+    if (csv)
+        fprintf(csv, "bulk,raw_s,%.4f\nbulk,rpc_s,%.4f\nbulk,ratio,%.3f\n", a.median, b.median, q.median);
     free(x);
     free(buf);
 }
@@ -235,7 +241,8 @@ static void bench_dmmul(void) {
     int sizes[] = {500, 1000, 1500, 2000, 2500, 3000};
     int ns = quick ? 3 : 6, rounds = quick ? 2 : 3;
     printf("\n(c) dmmul remote (linalg/dmmul) vs local OpenBLAS dgemm, %d rounds each\n\n", rounds);
-    printf("| %5s | %10s | %10s | %13s | %12s |\n", "n", "local s", "remote s", "remote/local", "remote GF/s");
+    printf("| %5s | %10s | %10s | %13s | %12s |\n", "n", "local s", "remote s", "remote/local",
+           "remote GF/s");
     printf("|-------|------------|------------|---------------|--------------|\n");
     for (int k = 0; k < ns; k++) {
         int n = sizes[k];
@@ -333,10 +340,14 @@ int main(int argc, char **argv) {
     }
     start_raw_peer();
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "null") == 0) bench_null(), ran++;
-        else if (strcmp(argv[i], "bulk") == 0) bench_bulk(), ran++;
-        else if (strcmp(argv[i], "dmmul") == 0) bench_dmmul(), ran++;
-        else if (strcmp(argv[i], "linpack") == 0) bench_linpack(), ran++;
+        if (strcmp(argv[i], "null") == 0)
+            bench_null(), ran++;
+        else if (strcmp(argv[i], "bulk") == 0)
+            bench_bulk(), ran++;
+        else if (strcmp(argv[i], "dmmul") == 0)
+            bench_dmmul(), ran++;
+        else if (strcmp(argv[i], "linpack") == 0)
+            bench_linpack(), ran++;
     }
     kill(raw_pid, SIGTERM);
     waitpid(raw_pid, NULL, 0);

@@ -14,8 +14,9 @@
 
 int main(int argc, char **argv) {
     if (argc != 2 || strcmp(argv[1], "--help") == 0) {
-        fprintf(argc == 2 ? stdout : stderr, "Usage: dmmul N\nMultiplies two N x N matrices on a GridRPC server "
-                                             "and locally, and compares.\n");
+        fprintf(argc == 2 ? stdout : stderr,
+                "Usage: dmmul N\nMultiplies two N x N matrices on a GridRPC server "
+                "and locally, and compares.\n");
         return argc == 2 ? 0 : 2;
     }
     int n = parse_size(argv[1], 1, 20000, "N");
@@ -41,10 +42,13 @@ int main(int argc, char **argv) {
     double local = now_seconds() - t0;
 
     double maxdiff = 0;
-    for (size_t i = 0; i < nn; i++) maxdiff = fmax(maxdiff, fabs(C[i] - L[i]));
+    for (size_t i = 0; i < nn; i++)
+        maxdiff = fmax(maxdiff, fabs(C[i] - L[i]));
     int ok = maxdiff <= 1e-9 * n;
-    printf("dmmul n=%d: remote %.3f s, local %.3f s (remote/local %.2fx), %.2f GFLOP/s remote, max |diff| %.2e %s\n",
-           n, remote, local, remote / local, 2.0 * n * (double)n * n / remote / 1e9, maxdiff, ok ? "OK" : "MISMATCH");
+    printf("dmmul n=%d: remote %.3f s, local %.3f s (remote/local %.2fx), %.2f GFLOP/s remote, max |diff| "
+           "%.2e %s\n",
+           n, remote, local, remote / local, 2.0 * n * (double)n * n / remote / 1e9, maxdiff,
+           ok ? "OK" : "MISMATCH");
     free(A);
     free(B);
     free(C);

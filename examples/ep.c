@@ -33,14 +33,18 @@ int main(int argc, char **argv) {
         }
         sx += psx;
         sy += psy;
-        for (int k = 0; k < 10; k++) q[k] += pq[k];
+        for (int k = 0; k < 10; k++)
+            q[k] += pq[k];
     }
     double t = now_seconds() - t0;
     int v = gridrpc_ep_verify(m, sx, sy);
     double gauss = 0;
-    for (int k = 0; k < 10; k++) gauss += q[k];
+    for (int k = 0; k < 10; k++)
+        gauss += q[k];
     printf("ep m=%d in %d call%s: %.3f s, %.2f Mops, sx %.15e sy %.15e, %.0f Gaussian pairs: %s\n", m, parts,
            parts == 1 ? "" : "s", t, (double)total * 2 / t / 1e6, sx, sy, gauss,
-           v == 1 ? "VERIFIED" : v == 0 ? "FAILED verification" : "no reference for this M");
+           v == 1   ? "VERIFIED"
+           : v == 0 ? "FAILED verification"
+                    : "no reference for this M");
     return v == 0 ? 1 : 0;
 }

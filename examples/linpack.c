@@ -27,8 +27,9 @@ static double residual(int n, const double *A, const double *x, const double *b)
 
 int main(int argc, char **argv) {
     if (argc != 2 || strcmp(argv[1], "--help") == 0) {
-        fprintf(argc == 2 ? stdout : stderr, "Usage: linpack N\nSolves an N x N system on a GridRPC server and "
-                                             "locally, and checks both.\n");
+        fprintf(argc == 2 ? stdout : stderr,
+                "Usage: linpack N\nSolves an N x N system on a GridRPC server and "
+                "locally, and checks both.\n");
         return argc == 2 ? 0 : 2;
     }
     int n = parse_size(argv[1], 1, 20000, "N");
@@ -64,8 +65,8 @@ int main(int argc, char **argv) {
     int ok = info == 0 && linfo == 0 && r1 < 100 && r2 < 100;
     printf("linpack n=%d: remote %.1f Mflops (%.3f s), local %.1f Mflops (%.3f s), remote/local %.2fx; "
            "residual remote %.2f local %.2f %s\n",
-           n, flops / remote / 1e6, remote, flops / local / 1e6, local, (flops / remote) / (flops / local), r1, r2,
-           ok ? "OK" : "FAILED");
+           n, flops / remote / 1e6, remote, flops / local / 1e6, local, (flops / remote) / (flops / local),
+           r1, r2, ok ? "OK" : "FAILED");
     free(A);
     free(A1);
     free(A2);

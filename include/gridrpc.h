@@ -35,23 +35,23 @@ extern "C" {
 #endif
 
 /* Error codes. The same numbers travel in the protocol's ERROR messages. */
-#define GRID_ERROR_MAP(XX)                                                                  \
-    XX(OK, 0, "no error")                                                                  \
-    XX(ERR_CONNECT, 1, "cannot connect to the server")                                     \
-    XX(ERR_NOT_FOUND, 2, "no such function on the server")                                 \
-    XX(ERR_ARGS, 3, "wrong arguments for the function")                                    \
-    XX(ERR_LIMIT, 4, "a size limit was exceeded")                                          \
-    XX(ERR_PROTOCOL, 5, "malformed or unexpected message")                                 \
-    XX(ERR_CONN_LOST, 6, "the connection to the server was lost")                          \
-    XX(ERR_TIMEOUT, 7, "timed out")                                                        \
-    XX(ERR_SHUTDOWN, 8, "the server is shutting down")                                     \
-    XX(ERR_CONFIG, 9, "bad configuration")                                                 \
-    XX(ERR_NOMEM, 10, "out of memory")                                                     \
-    XX(ERR_CANCELED, 11, "the call was canceled")                                          \
-    XX(ERR_STALE, 12, "the function's interface changed on the server")                    \
-    XX(ERR_FAILED, 13, "the remote function failed")                                       \
-    XX(ERR_BUSY, 14, "the server is overloaded")                                           \
-    XX(ERR_IO, 15, "a local file could not be read or written")                            \
+#define GRID_ERROR_MAP(XX)                                                                                   \
+    XX(OK, 0, "no error")                                                                                    \
+    XX(ERR_CONNECT, 1, "cannot connect to the server")                                                       \
+    XX(ERR_NOT_FOUND, 2, "no such function on the server")                                                   \
+    XX(ERR_ARGS, 3, "wrong arguments for the function")                                                      \
+    XX(ERR_LIMIT, 4, "a size limit was exceeded")                                                            \
+    XX(ERR_PROTOCOL, 5, "malformed or unexpected message")                                                   \
+    XX(ERR_CONN_LOST, 6, "the connection to the server was lost")                                            \
+    XX(ERR_TIMEOUT, 7, "timed out")                                                                          \
+    XX(ERR_SHUTDOWN, 8, "the server is shutting down")                                                       \
+    XX(ERR_CONFIG, 9, "bad configuration")                                                                   \
+    XX(ERR_NOMEM, 10, "out of memory")                                                                       \
+    XX(ERR_CANCELED, 11, "the call was canceled")                                                            \
+    XX(ERR_STALE, 12, "the function's interface changed on the server")                                      \
+    XX(ERR_FAILED, 13, "the remote function failed")                                                         \
+    XX(ERR_BUSY, 14, "the server is overloaded")                                                             \
+    XX(ERR_IO, 15, "a local file could not be read or written")                                              \
     XX(ERR_INTERNAL, 16, "internal error")
 
 enum grid_error_code {
@@ -104,16 +104,15 @@ typedef struct grid_stats_np {
 void grid_get_stats_np(grid_stats_np *out);
 
 /* Counts 1 to 64 arguments (standard C99: never called with none). */
-#define GRID_NARGS_NP_(...)                                                                 \
-    GRID_NARGS_PICK_NP_(__VA_ARGS__, 64, 63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, \
-                        49, 48, 47, 46, 45, 44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32,   \
-                        31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14,   \
-                        13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
-#define GRID_NARGS_PICK_NP_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15,   \
-                            a16, a17, a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, \
-                            a30, a31, a32, a33, a34, a35, a36, a37, a38, a39, a40, a41, a42, a43, \
-                            a44, a45, a46, a47, a48, a49, a50, a51, a52, a53, a54, a55, a56, a57, \
-                            a58, a59, a60, a61, a62, a63, a64, n, ...)                            \
+#define GRID_NARGS_NP_(...)                                                                                  \
+    GRID_NARGS_PICK_NP_(__VA_ARGS__, 64, 63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, \
+                        46, 45, 44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26,  \
+                        25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, \
+                        2, 1, 0)
+#define GRID_NARGS_PICK_NP_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, \
+                            a19, a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, a30, a31, a32, a33, a34,  \
+                            a35, a36, a37, a38, a39, a40, a41, a42, a43, a44, a45, a46, a47, a48, a49, a50,  \
+                            a51, a52, a53, a54, a55, a56, a57, a58, a59, a60, a61, a62, a63, a64, n, ...)    \
     n
 
 #ifdef __cplusplus

@@ -3,7 +3,8 @@
 # what is missing first (scripts/setup.sh). Tiers:
 #   check      make check in build/ (golden files, unit tests, CLI, IDL examples, fuzz seeds)
 #   sanitizers make check in build-san/, built with ASan + UBSan and -Werror
-#   fuzz       the descriptor decoder under libFuzzer (clang), FUZZ_SECONDS (default 20)
+#   tsan       make check in build-tsan/, built with ThreadSanitizer (client, server)
+#   fuzz       the descriptor and message decoders under libFuzzer (clang), FUZZ_SECONDS each
 #   format     clang-format has nothing to change
 #   distcheck  make distcheck (the release tarball builds and passes its tests)
 # Ends with one line "N passed, N failed" over every test case of every tier, and exits
@@ -11,7 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
-tiers=${TIERS:-check sanitizers fuzz format distcheck}
+tiers=${TIERS:-check sanitizers tsan fuzz format distcheck}
 jobs=$(nproc)
 passed=0
 failed=0
@@ -53,19 +54,33 @@ for tier in $tiers; do
       { one "sanitizer build" 1; continue; }
     run_check build-san sanitizers ;;
   fuzz)
-    mkdir -p build-fuzz/corpus
-    cp tests/fuzz/corpus/desc/* build-fuzz/corpus/
-    if clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-         -Iruntime/desc $(pkg-config --cflags libtirpc) runtime/desc/*.c tests/fuzz/desc_fuzz.c \
-         $(pkg-config --libs libtirpc) -o build-fuzz/desc_fuzz >build-fuzz/build.out 2>&1; then
-      (cd build-fuzz && ./desc_fuzz -max_total_time="${FUZZ_SECONDS:-20}" -print_final_stats=1 corpus \
-        >run.out 2>&1)
-      rc=$?
-      grep -E 'stat::number_of_executed_units|ERROR|SUMMARY' build-fuzz/run.out | head -5
-      one "fuzz: descriptor decoder under libFuzzer" $rc
-    else
-      tail -20 build-fuzz/build.out; one "fuzz: build" 1
-    fi ;;
+    # Each decoder under libFuzzer (clang, ASan + UBSan), FUZZ_SECONDS each.
+    mkdir -p build-fuzz
+    inc="-Iinclude -Iruntime/desc -Iruntime/common -Iruntime/wire -Iruntime/marshal $(pkg-config --cflags libtirpc)"
+    core="runtime/desc/*.c runtime/common/*.c runtime/wire/*.c runtime/marshal/*.c"
+    for target in desc msg; do
+      rm -rf "build-fuzz/corpus-$target"
+      mkdir -p "build-fuzz/corpus-$target"
+      cp tests/fuzz/corpus/$target/* "build-fuzz/corpus-$target/"
+      extra=
+      [ $target = msg ] && extra="-DGRIDRPC_STUB_NO_ENTRY build/stubs/gen/test_stub.c"
+      # shellcheck disable=SC2086
+      if clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $inc $core $extra \
+           tests/fuzz/${target}_fuzz.c $(pkg-config --libs libtirpc) -o build-fuzz/$target >build-fuzz/$target.build 2>&1
+      then
+        (cd build-fuzz && ./$target -max_total_time="${FUZZ_SECONDS:-20}" -print_final_stats=1 corpus-$target \
+          >$target.out 2>&1)
+        rc=$?
+        grep -E 'stat::number_of_executed_units|ERROR|SUMMARY' build-fuzz/$target.out | head -5
+        one "fuzz: $target decoder under libFuzzer" $rc
+      else
+        tail -20 build-fuzz/$target.build; one "fuzz: $target build" 1
+      fi
+    done ;;
+  tsan)
+    BUILD_DIR=build-tsan CONFIGURE_FLAGS="--enable-sanitizers=thread" bash scripts/setup.sh >/dev/null ||
+      { one "thread sanitizer build" 1; continue; }
+    run_check build-tsan tsan ;;
   format)
     bad=$(git ls-files '*.c' '*.h' '*.cpp' | grep -v '^tests/golden/' | while read -r f; do
       clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || echo "$f"; done)
@@ -77,7 +92,7 @@ for tier in $tiers; do
     [ $rc -ne 0 ] && tail -30 build/distcheck.out
     one "distcheck" $rc ;;
   *)
-    echo "test: unknown tier '$tier' (check sanitizers fuzz format distcheck)"; one "tier $tier" 1 ;;
+    echo "test: unknown tier '$tier' (check sanitizers tsan fuzz format distcheck)"; one "tier $tier" 1 ;;
   esac
 done
 

@@ -37,7 +37,9 @@ namespace {
 // How a parameter reaches C code (inline bodies and Calls "C"): scalars IN by value,
 // scalars the function writes and all arrays by pointer.
 // A filename is always its path: the body reads or writes the file, not the pointer.
-bool byValue(const Param &p) { return !p.isArray() && (p.mode == Mode::In || p.type == Type::Filename); }
+bool byValue(const Param &p) {
+    return !p.isArray() && (p.mode == Mode::In || p.type == Type::Filename);
+}
 
 std::string joinType(const std::string &t, const std::string &suffix) {
     if (!t.empty() && t.back() == '*') return t + suffix;

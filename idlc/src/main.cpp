@@ -65,11 +65,14 @@ bool compileFile(const std::string &path, const idlc::Options &opt) {
         auto add = [&flags](const std::string &f) {
             if (!f.empty() && std::find(flags.begin(), flags.end(), f) == flags.end()) flags.push_back(f);
         };
-        for (const auto &l : mod->libraries) add(l);
+        for (const auto &l : mod->libraries)
+            add(l);
         for (const auto &f : mod->functions)
-            for (const auto &r : f.required) add(r);
+            for (const auto &r : f.required)
+                add(r);
         std::string line;
-        for (const auto &f : flags) line += (line.empty() ? "" : " ") + f;
+        for (const auto &f : flags)
+            line += (line.empty() ? "" : " ") + f;
         printf("%s\n", line.c_str());
     }
     if (!opt.checkOnly) {

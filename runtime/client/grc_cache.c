@@ -64,13 +64,15 @@ static int fetch(const grc_target *t, const grc_config *cfg, grd_desc **out, gr_
         if (!rc) {
             grd_error ge;
             if (grd_decode(bytes, len, out, &ge) != GRD_OK)
-                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the server sent a bad descriptor for '%s': %s", t->name, ge.msg);
+                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the server sent a bad descriptor for '%s': %s", t->name,
+                               ge.msg);
         }
         free(qualified);
         free(bytes);
     } else if (!rc) {
         broken = 1;
-        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the server answered GET_DESCRIPTOR with %s", grw_type_name(h.type));
+        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the server answered GET_DESCRIPTOR with %s",
+                       grw_type_name(h.type));
     }
     grc_conn_put(c, broken);
     return rc;

@@ -19,11 +19,15 @@ void grid_get_stats_np(grid_stats_np *out) {
 }
 
 static void report(const gr_err *e) {
-    if (e->code == GRID_OK) last_error[0] = '\0';
-    else snprintf(last_error, sizeof last_error, "%s", e->msg[0] ? e->msg : grid_error_string(e->code));
+    if (e->code == GRID_OK)
+        last_error[0] = '\0';
+    else
+        snprintf(last_error, sizeof last_error, "%s", e->msg[0] ? e->msg : grid_error_string(e->code));
 }
 
-const char *grid_last_error(void) { return last_error; }
+const char *grid_last_error(void) {
+    return last_error;
+}
 
 /* Lists the parameters a caller must pass, for argument-count errors. */
 static void param_list(const grd_desc *d, char *buf, size_t n) {
@@ -123,8 +127,9 @@ int grc_call(const char *name, int nargs, va_list ap, gr_err *e) {
         if (nargs >= 0 && (uint32_t)(nargs - 1) != d->nparams) {
             char params[512];
             param_list(d, params, sizeof params);
-            rc = gr_seterr(e, GRID_ERR_ARGS, "%s takes %u argument%s (%s) but %d %s given", t.name, d->nparams,
-                           d->nparams == 1 ? "" : "s", params, nargs - 1, nargs - 1 == 1 ? "was" : "were");
+            rc =
+                gr_seterr(e, GRID_ERR_ARGS, "%s takes %u argument%s (%s) but %d %s given", t.name, d->nparams,
+                          d->nparams == 1 ? "" : "s", params, nargs - 1, nargs - 1 == 1 ? "was" : "were");
             break;
         }
         va_list aq;
@@ -140,11 +145,12 @@ int grc_call(const char *name, int nargs, va_list ap, gr_err *e) {
         /* The server's announced limits catch an oversized call before it is sent. */
         for (uint32_t i = 0; i < d->nparams && !rc; i++)
             if (d->params[i].rank > 0 && call->ext[i].sent_bytes > c->server.max_array)
-                rc = gr_seterr(e, GRID_ERR_LIMIT,
-                               "argument '%s' of %s has %llu bytes; the server at %s:%d accepts at most %llu per "
-                               "array",
-                               d->params[i].name, t.name, (unsigned long long)call->ext[i].sent_bytes, t.host,
-                               t.port, (unsigned long long)c->server.max_array);
+                rc = gr_seterr(
+                    e, GRID_ERR_LIMIT,
+                    "argument '%s' of %s has %llu bytes; the server at %s:%d accepts at most %llu per "
+                    "array",
+                    d->params[i].name, t.name, (unsigned long long)call->ext[i].sent_bytes, t.host, t.port,
+                    (unsigned long long)c->server.max_array);
         if (rc) {
             grc_conn_put(c, 0);
             break;
@@ -154,7 +160,8 @@ int grc_call(const char *name, int nargs, va_list ap, gr_err *e) {
         int broken = 0;
         rc = exchange(c, &t, call, &broken, e);
         if (rc == GRID_ERR_TIMEOUT)
-            gr_seterr(e, GRID_ERR_TIMEOUT, "no reply within %g s (GRIDRPC_TIMEOUT); the call may still be running",
+            gr_seterr(e, GRID_ERR_TIMEOUT,
+                      "no reply within %g s (GRIDRPC_TIMEOUT); the call may still be running",
                       cfg.call_timeout);
         grc_conn_put(c, broken || rc == GRID_ERR_TIMEOUT);
         if (rc == GRID_ERR_STALE && attempt == 0) {

@@ -40,7 +40,8 @@ static int parse_seconds(const char *s, double *out) {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    while (*end == ' ' || *end == '\t') end++;
+    while (*end == ' ' || *end == '\t')
+        end++;
     if (end != s && *end == 's') end++;
     if (errno || end == s || *end || v < 0) return -1;
     *out = v;
@@ -52,8 +53,8 @@ static void load_file(const char *path, int required) {
     if (!f) {
         if (required) {
             load_error = GRID_ERR_CONFIG;
-            snprintf(load_msg, sizeof load_msg, "cannot read the configuration file '%s' (GRIDRPC_CONFIG): %s", path,
-                     strerror(errno));
+            snprintf(load_msg, sizeof load_msg,
+                     "cannot read the configuration file '%s' (GRIDRPC_CONFIG): %s", path, strerror(errno));
         }
         return;
     }
@@ -69,7 +70,8 @@ static void load_file(const char *path, int required) {
         if (n <= 0) continue;
         char *v = value;
         size_t vl = strlen(v);
-        while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r')) v[--vl] = '\0';
+        while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r'))
+            v[--vl] = '\0';
         if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"') {
             v[vl - 1] = '\0';
             v++;
@@ -110,7 +112,8 @@ static void load(void) {
     if (s && *s) {
         if (split_hostport(s, config.server_host, sizeof config.server_host, &config.server_port)) {
             load_error = GRID_ERR_CONFIG;
-            snprintf(load_msg, sizeof load_msg, "GRIDRPC_SERVER='%s' is not HOST:PORT (for example 127.0.0.1:7000)", s);
+            snprintf(load_msg, sizeof load_msg,
+                     "GRIDRPC_SERVER='%s' is not HOST:PORT (for example 127.0.0.1:7000)", s);
             config.server_host[0] = '\0';
         } else {
             snprintf(config.source, sizeof config.source, "GRIDRPC_SERVER");

@@ -42,7 +42,9 @@ static int hello(grc_conn *c, const grc_config *cfg, gr_err *e) {
         char *msg = NULL;
         rc = grw_read_u32(&c->rd, &code, e);
         if (!rc) rc = grw_read_string(&c->rd, 4095, &msg, e);
-        if (!rc) rc = gr_seterr(e, (int)code ? (int)code : GRID_ERR_PROTOCOL, "the server refused the connection: %s", msg);
+        if (!rc)
+            rc = gr_seterr(e, (int)code ? (int)code : GRID_ERR_PROTOCOL,
+                           "the server refused the connection: %s", msg);
         free(msg);
         return rc;
     }

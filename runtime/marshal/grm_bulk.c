@@ -21,13 +21,17 @@ static int copy_run(uint64_t off, uint64_t cnt, void *arg) {
     struct copy_ctx *c = arg;
     size_t n = (size_t)cnt * c->elem;
     uint8_t *a = c->array + (size_t)off * c->elem;
-    if (c->gather) memcpy(c->packed + c->pos, a, n);
-    else memcpy(a, c->packed + c->pos, n);
+    if (c->gather)
+        memcpy(c->packed + c->pos, a, n);
+    else
+        memcpy(a, c->packed + c->pos, n);
     c->pos += n;
     return 0;
 }
 
-static int is_bulk(const grd_param *p) { return p->rank > 0 && !grm_is_text(p->type); }
+static int is_bulk(const grd_param *p) {
+    return p->rank > 0 && !grm_is_text(p->type);
+}
 
 int grm_write_bulk(grw_writer *w, const grm_call *c, int dir, gr_err *e) {
     const grd_desc *d = c->desc;
@@ -65,10 +69,12 @@ static int server_allocate(grm_call *c, gr_err *e) {
                 c->ptr[i] = NULL;
                 continue;
             }
-            void *b = calloc(1, bytes);
+            /* An array that arrives whole is overwritten at once: no need to zero it. */
+            int arrives_whole = grm_travels(p, GRM_TO_SERVER) && c->ext[i].whole && !grm_is_text(p->type);
+            void *b = arrives_whole ? malloc(bytes) : calloc(1, bytes);
             if (!b)
-                return gr_seterr(e, GRID_ERR_NOMEM, "%s/%s: the server cannot allocate %zu bytes for '%s'", d->module,
-                                 d->name, bytes, p->name);
+                return gr_seterr(e, GRID_ERR_NOMEM, "%s/%s: the server cannot allocate %zu bytes for '%s'",
+                                 d->module, d->name, bytes, p->name);
             c->ptr[i] = b;
             c->own_buf[i] = 1;
         } else if (p->rank == 0 && p->type == GRD_FILENAME && p->mode == GRD_OUT) {
@@ -76,7 +82,9 @@ static int server_allocate(grm_call *c, gr_err *e) {
             char path[4096];
             snprintf(path, sizeof path, "%s/gridrpc-file-XXXXXX", dir && *dir ? dir : "/tmp");
             int fd = mkstemp(path);
-            if (fd < 0) return gr_seterr(e, GRID_ERR_IO, "the server cannot create a temporary file for '%s'", p->name);
+            if (fd < 0)
+                return gr_seterr(e, GRID_ERR_IO, "the server cannot create a temporary file for '%s'",
+                                 p->name);
             close(fd);
             c->tmpfile[i] = strdup(path);
             if (!c->tmpfile[i]) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");

@@ -11,8 +11,8 @@ void grm_init(grm_call *c, const grd_desc *d, int side) {
     memset(c, 0, sizeof *c);
     c->desc = d;
     c->side = side;
-    for (uint32_t i = 0; i < d->nparams; i++) c->ptr[i] = grm_is_text(d->params[i].type) ? (void *)&c->val[i].str
-                                                                                          : (void *)&c->val[i];
+    for (uint32_t i = 0; i < d->nparams; i++)
+        c->ptr[i] = grm_is_text(d->params[i].type) ? (void *)&c->val[i].str : (void *)&c->val[i];
 }
 
 int grm_travels(const grd_param *p, int dir) {
@@ -75,8 +75,8 @@ int grm_prepare(grm_call *c, const grw_limits *lim, gr_err *e) {
 
 /* Names the Nth argument for messages: "argument 2 (A, IN double array)". */
 static const char *arg_name(const grd_param *p, uint32_t i, char *buf, size_t n) {
-    snprintf(buf, n, "argument %u ('%s', %s %s%s)", i + 2, p->name, grd_mode_name(p->mode), grd_type_name(p->type),
-             p->rank ? " array" : "");
+    snprintf(buf, n, "argument %u ('%s', %s %s%s)", i + 2, p->name, grd_mode_name(p->mode),
+             grd_type_name(p->type), p->rank ? " array" : "");
     return buf;
 }
 
@@ -93,15 +93,15 @@ int grm_from_va(grm_call *c, const grd_desc *d, va_list ap, const grw_limits *li
         if (p->type == GRD_FILENAME) {
             v->str = va_arg(ap, char *);
             if (!v->str)
-                return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL: pass the path of a local file", d->module,
-                                 d->name, arg_name(p, i, nm, sizeof nm));
+                return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL: pass the path of a local file",
+                                 d->module, d->name, arg_name(p, i, nm, sizeof nm));
             continue;
         }
         if (p->mode != GRD_IN) {
             c->ptr[i] = va_arg(ap, void *);
             if (!c->ptr[i])
-                return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL: pass a pointer to your variable", d->module,
-                                 d->name, arg_name(p, i, nm, sizeof nm));
+                return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL: pass a pointer to your variable",
+                                 d->module, d->name, arg_name(p, i, nm, sizeof nm));
             continue;
         }
         /* IN scalars arrive through '...' with the C default promotions. */
@@ -123,8 +123,8 @@ int grm_from_va(grm_call *c, const grd_desc *d, va_list ap, const grw_limits *li
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
         if (p->rank > 0 && p->mode != GRD_WORK && !c->ptr[i] && c->ext[i].elems > 0)
-            return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL but must hold %llu elements", d->module, d->name,
-                             arg_name(p, i, nm, sizeof nm), (unsigned long long)c->ext[i].elems);
+            return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL but must hold %llu elements", d->module,
+                             d->name, arg_name(p, i, nm, sizeof nm), (unsigned long long)c->ext[i].elems);
     }
     return GRID_OK;
 }
@@ -135,7 +135,8 @@ void grm_release(grm_call *c) {
         /* Only what arrived from the peer is freed: a body may store literals or its
          * own strings in OUT and INOUT parameters (COMPAT.md). */
         if (c->own_strv[i]) {
-            for (uint64_t k = 0; k < c->ext[i].sent; k++) free(c->own_strv[i][k]);
+            for (uint64_t k = 0; k < c->ext[i].sent; k++)
+                free(c->own_strv[i][k]);
             free(c->own_strv[i]);
         }
         if (c->own_buf[i]) free(c->ptr[i]);
@@ -156,12 +157,15 @@ int grm_for_each_run(const grd_extent *ext, grm_run_fn fn, void *arg) {
     if (r == 0 || ext->sent == 0) return 0;
     uint64_t stride[GRD_MAX_RANK], idx[GRD_MAX_RANK];
     stride[r - 1] = 1;
-    for (uint32_t k = r - 1; k > 0; k--) stride[k - 1] = stride[k] * (uint64_t)ext->size[k];
-    for (uint32_t k = 0; k < r; k++) idx[k] = 0;
+    for (uint32_t k = r - 1; k > 0; k--)
+        stride[k - 1] = stride[k] * (uint64_t)ext->size[k];
+    for (uint32_t k = 0; k < r; k++)
+        idx[k] = 0;
     int contiguous = ext->step[r - 1] == 1;
     for (;;) {
         uint64_t base = 0;
-        for (uint32_t k = 0; k + 1 < r; k++) base += ((uint64_t)ext->start[k] + idx[k] * (uint64_t)ext->step[k]) * stride[k];
+        for (uint32_t k = 0; k + 1 < r; k++)
+            base += ((uint64_t)ext->start[k] + idx[k] * (uint64_t)ext->step[k]) * stride[k];
         uint64_t first = base + (uint64_t)ext->start[r - 1];
         if (contiguous) {
             int rc = fn(first, ext->count[r - 1], arg);

@@ -14,7 +14,9 @@
 
 #include "grm_internal.h"
 
-static int numeric_scalar(const grd_param *p) { return p->rank == 0 && !grm_is_text(p->type); }
+static int numeric_scalar(const grd_param *p) {
+    return p->rank == 0 && !grm_is_text(p->type);
+}
 
 /* Encodes (or decodes, or sizes: x_op of X) the numeric scalar at V. */
 static bool_t xdr_scalar(XDR *x, uint32_t type, void *v) {
@@ -47,7 +49,9 @@ static bool_t xdr_scalar(XDR *x, uint32_t type, void *v) {
     return FALSE;
 }
 
-static size_t pad4(size_t n) { return (n + 3) & ~(size_t)3; }
+static size_t pad4(size_t n) {
+    return (n + 3) & ~(size_t)3;
+}
 
 /* Collects the elements of a string array that are sent, in order. */
 struct strv_walk {
@@ -57,7 +61,8 @@ struct strv_walk {
 };
 static int collect_run(uint64_t off, uint64_t cnt, void *arg) {
     struct strv_walk *w = arg;
-    for (uint64_t k = 0; k < cnt; k++) w->out[w->n++] = w->v ? w->v[off + k] : NULL;
+    for (uint64_t k = 0; k < cnt; k++)
+        w->out[w->n++] = w->v ? w->v[off + k] : NULL;
     return 0;
 }
 struct strv_store {
@@ -67,7 +72,8 @@ struct strv_store {
 };
 static int store_run(uint64_t off, uint64_t cnt, void *arg) {
     struct strv_store *w = arg;
-    for (uint64_t k = 0; k < cnt; k++) w->v[off + k] = w->in[w->n++];
+    for (uint64_t k = 0; k < cnt; k++)
+        w->v[off + k] = w->in[w->n++];
     return 0;
 }
 
@@ -99,7 +105,8 @@ static int read_file(const char *path, uint32_t max, uint8_t **out, uint32_t *le
     return GRID_OK;
 }
 
-static int write_file_at(const char *path, const uint8_t *p, uint32_t n, int create_tmp, char **tmp_out, gr_err *e) {
+static int write_file_at(const char *path, const uint8_t *p, uint32_t n, int create_tmp, char **tmp_out,
+                         gr_err *e) {
     int fd;
     char *tmp = NULL;
     if (create_tmp) {
@@ -130,7 +137,8 @@ static int write_file_at(const char *path, const uint8_t *p, uint32_t n, int cre
                 unlink(tmp);
                 free(tmp);
             }
-            return gr_seterr(e, GRID_ERR_IO, "cannot write file '%s': %s (is the disk full?)", path, strerror(err));
+            return gr_seterr(e, GRID_ERR_IO, "cannot write file '%s': %s (is the disk full?)", path,
+                             strerror(err));
         }
         done += (size_t)k;
     }
@@ -153,7 +161,9 @@ int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *
         const grd_param *p = &d->params[i];
         if (!grm_travels(p, dir) || !numeric_scalar(p)) continue;
         size += (p->type == GRD_LONG || p->type == GRD_LONGLONG || p->type == GRD_DOUBLE) ? 8
-                : p->type == GRD_DCOMPLEX ? 16 : p->type == GRD_SCOMPLEX ? 8 : 4;
+                : p->type == GRD_DCOMPLEX                                                 ? 16
+                : p->type == GRD_SCOMPLEX                                                 ? 8
+                                                                                          : 4;
     }
     for (uint32_t i = 0; i < d->nparams && !rc; i++) {
         const grd_param *p = &d->params[i];
@@ -174,14 +184,16 @@ int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *
             }
             struct strv_walk wk = {c->ptr[i], strv[i], 0};
             grm_for_each_run(&c->ext[i], collect_run, &wk);
-            for (size_t k = 0; k < n; k++) size += 4 + (strv[i][k] ? 4 + pad4(strlen(strv[i][k])) : 0);
+            for (size_t k = 0; k < n; k++)
+                size += 4 + (strv[i][k] ? 4 + pad4(strlen(strv[i][k])) : 0);
         }
         if (size > max_head)
-            rc = gr_seterr(e, GRID_ERR_LIMIT, "strings and files of the call take more than the limit of %u bytes",
-                           max_head);
+            rc = gr_seterr(e, GRID_ERR_LIMIT,
+                           "strings and files of the call take more than the limit of %u bytes", max_head);
     }
     if (!rc && size > max_head)
-        rc = gr_seterr(e, GRID_ERR_LIMIT, "the call's scalars take more than the limit of %u bytes", max_head);
+        rc =
+            gr_seterr(e, GRID_ERR_LIMIT, "the call's scalars take more than the limit of %u bytes", max_head);
 
     /* Pass 2: encode with libtirpc. */
     uint8_t *buf = NULL;
@@ -217,7 +229,8 @@ int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *
                 }
             }
         }
-        if (!ok || xdr_getpos(&x) != size) rc = gr_seterr(e, GRID_ERR_INTERNAL, "encoding the arguments failed");
+        if (!ok || xdr_getpos(&x) != size)
+            rc = gr_seterr(e, GRID_ERR_INTERNAL, "encoding the arguments failed");
         xdr_destroy(&x);
     }
     if (!rc) rc = grw_write_opaque(w, buf, (uint32_t)size, e);
@@ -260,7 +273,8 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
             u_int fl = 0;
             if (!xdr_bool(&x, &present) || (present && !xdr_bytes(&x, &fp, &fl, len))) {
                 free(fp);
-                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: file '%s' is truncated", d->module, d->name, p->name);
+                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: file '%s' is truncated", d->module, d->name,
+                               p->name);
                 break;
             }
             if (!present) {
@@ -278,7 +292,8 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
             char *s = NULL;
             if (!xdr_bool(&x, &present) || (present && !xdr_string(&x, &s, len))) {
                 free(s);
-                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: string '%s' is truncated", d->module, d->name, p->name);
+                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: string '%s' is truncated", d->module, d->name,
+                               p->name);
                 break;
             }
             *(char **)c->ptr[i] = s;
@@ -296,16 +311,18 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
                 if (!xdr_bool(&x, &present) || (present && !xdr_string(&x, &in[k], len))) break;
             }
             if (k < n) {
-                for (size_t j = 0; j <= k && j < n; j++) free(in[j]);
+                for (size_t j = 0; j <= k && j < n; j++)
+                    free(in[j]);
                 free(in);
-                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: string array '%s' is truncated", d->module, d->name,
-                               p->name);
+                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: string array '%s' is truncated", d->module,
+                               d->name, p->name);
                 break;
             }
             if (c->side == GRM_SERVER_SIDE) {
                 char **v = calloc(c->ext[i].elems ? c->ext[i].elems : 1, sizeof(char *));
                 if (!v) {
-                    for (size_t j = 0; j < n; j++) free(in[j]);
+                    for (size_t j = 0; j < n; j++)
+                        free(in[j]);
                     free(in);
                     rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
                     break;
@@ -315,13 +332,15 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
             }
             struct strv_store st = {c->ptr[i], in, 0};
             grm_for_each_run(&c->ext[i], store_run, &st);
-            if (c->side == GRM_SERVER_SIDE) c->own_strv[i] = in;
-            else free(in);
+            if (c->side == GRM_SERVER_SIDE)
+                c->own_strv[i] = in;
+            else
+                free(in);
         }
     }
     if (!rc && xdr_getpos(&x) != len)
-        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: %u unexpected bytes after the arguments", d->module, d->name,
-                       len - xdr_getpos(&x));
+        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: %u unexpected bytes after the arguments", d->module,
+                       d->name, len - xdr_getpos(&x));
 out:
     xdr_destroy(&x);
     free(buf);

@@ -11,6 +11,8 @@ typedef int (*grm_run_fn)(uint64_t offset, uint64_t count, void *arg);
 int grm_for_each_run(const grd_extent *ext, grm_run_fn fn, void *arg);
 
 /* 1 for string and filename types. */
-static inline int grm_is_text(uint32_t type) { return type == GRD_STRING || type == GRD_FILENAME; }
+static inline int grm_is_text(uint32_t type) {
+    return type == GRD_STRING || type == GRD_FILENAME;
+}
 
 #endif /* GRM_INTERNAL_H */

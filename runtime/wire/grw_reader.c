@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "grw_internal.h"
@@ -26,30 +27,25 @@ void grw_reader_init(grw_reader *r, int fd, uint64_t max_message) {
     r->max_message = max_message;
 }
 
-/* Reads at least 1 and at most N bytes from the socket. */
+/* Reads at least 1 and at most N bytes from the socket. With a deadline the read is
+ * tried first without blocking and poll() runs only when no data is ready, so a bulk
+ * transfer costs one system call per chunk rather than two. */
 static int sock_read(grw_reader *r, void *dst, size_t n, size_t *got, gr_err *e) {
     for (;;) {
-        if (r->deadline_ns) {
-            struct pollfd p = {r->fd, POLLIN, 0};
-            int rc = poll(&p, 1, grw_poll_ms(r->deadline_ns));
-            if (rc == 0) return gr_seterr(e, GRID_ERR_TIMEOUT, "timed out waiting for the peer");
-            if (rc < 0 && errno != EINTR)
-                return gr_seterr(e, GRID_ERR_CONN_LOST, "waiting for the peer: %s", strerror(errno));
-            if (rc < 0) continue;
-        }
-        ssize_t k = read(r->fd, dst, n);
+        ssize_t k = recv(r->fd, dst, n, r->deadline_ns ? MSG_DONTWAIT : 0);
         if (k > 0) {
             *got = (size_t)k;
             return GRID_OK;
         }
         if (k == 0) return gr_seterr(e, GRID_ERR_CONN_LOST, "the peer closed the connection");
         if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            struct pollfd p = {r->fd, POLLIN, 0};
-            poll(&p, 1, grw_poll_ms(r->deadline_ns));
-            continue;
-        }
-        return gr_seterr(e, GRID_ERR_CONN_LOST, "reading from the peer: %s", strerror(errno));
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return gr_seterr(e, GRID_ERR_CONN_LOST, "reading from the peer: %s", strerror(errno));
+        struct pollfd p = {r->fd, POLLIN, 0};
+        int rc = poll(&p, 1, grw_poll_ms(r->deadline_ns));
+        if (rc == 0) return gr_seterr(e, GRID_ERR_TIMEOUT, "timed out waiting for the peer");
+        if (rc < 0 && errno != EINTR)
+            return gr_seterr(e, GRID_ERR_CONN_LOST, "waiting for the peer: %s", strerror(errno));
     }
 }
 
@@ -148,7 +144,8 @@ int grw_read_header(grw_reader *r, grw_header *h, gr_err *e) {
     h->flags = grw_get32(b + 12);
     h->request_id = (uint64_t)grw_get32(b + 16) << 32 | grw_get32(b + 20);
     if (h->magic != GRW_MAGIC)
-        return gr_seterr(e, GRID_ERR_PROTOCOL, "not a GridRPC message (magic 0x%08x): is the peer speaking GridRPC?", h->magic);
+        return gr_seterr(e, GRID_ERR_PROTOCOL,
+                         "not a GridRPC message (magic 0x%08x): is the peer speaking GridRPC?", h->magic);
     if (h->version != GRW_VERSION)
         return gr_seterr(e, GRID_ERR_PROTOCOL, "protocol version %u is not supported (this side speaks %u)",
                          h->version, GRW_VERSION);
@@ -250,7 +247,9 @@ int grw_skip(grw_reader *r, gr_err *e) {
     return GRID_OK;
 }
 
-int grw_has_buffered(const grw_reader *r) { return r->len > r->pos; }
+int grw_has_buffered(const grw_reader *r) {
+    return r->len > r->pos;
+}
 
 int grw_read_words(grw_reader *r, void *dst, size_t n, unsigned word, gr_err *e) {
     size_t bytes = n * word;

@@ -79,8 +79,8 @@ int grw_connect(const char *host, int port, double timeout, gr_err *e) {
     }
     freeaddrinfo(res);
     if (last == ETIMEDOUT)
-        gr_seterr(e, GRID_ERR_TIMEOUT, "cannot connect to %s:%d: no answer within %g s; is the host up?", host, port,
-                  timeout);
+        gr_seterr(e, GRID_ERR_TIMEOUT, "cannot connect to %s:%d: no answer within %g s; is the host up?",
+                  host, port, timeout);
     else
         gr_seterr(e, GRID_ERR_CONNECT, "cannot connect to %s:%d: %s; is gridrpcd running there?", host, port,
                   strerror(last));

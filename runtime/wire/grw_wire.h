@@ -69,11 +69,11 @@ typedef struct grw_reader {
     int fd;
     long long deadline_ns; /* absolute gr_now_ns() deadline, 0: none */
     uint64_t max_message;
-    uint64_t consumed;     /* body bytes consumed in this message */
-    uint32_t frag_left;    /* bytes left in the current fragment */
-    int last_frag;         /* the current fragment is the record's last */
+    uint64_t consumed;  /* body bytes consumed in this message */
+    uint32_t frag_left; /* bytes left in the current fragment */
+    int last_frag;      /* the current fragment is the record's last */
     int in_message;
-    size_t pos, len;       /* buffered bytes buf[pos..len) */
+    size_t pos, len; /* buffered bytes buf[pos..len) */
     uint8_t buf[65536];
 } grw_reader;
 
@@ -131,6 +131,8 @@ int grw_read_words(grw_reader *r, void *dst, size_t n, unsigned word, gr_err *e)
 
 /* Converts N words of WORD bytes between big-endian and host order in place. */
 void grw_swap_words(void *p, size_t n, unsigned word);
+/* The same from SRC into DST (one pass instead of a copy and a swap). */
+void grw_copy_swap(void *dst, const void *src, size_t n, unsigned word);
 
 /* A whole small message in one call: header + body, last fragment. */
 int grw_send_error(int fd, uint64_t request_id, int code, const char *msg, long long deadline_ns, gr_err *e);

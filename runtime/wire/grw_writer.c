@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -18,21 +19,21 @@ void grw_writer_init(grw_writer *w, int fd) {
     w->len = 0;
 }
 
-/* Writes every byte of IOV (modified in place). */
+/* Writes every byte of IOV (modified in place). Like the reader, tries first without
+ * blocking and polls only when the socket buffer is full. */
 static int sock_writev(grw_writer *w, struct iovec *iov, int cnt, gr_err *e) {
     while (cnt > 0) {
-        if (w->deadline_ns) {
-            struct pollfd p = {w->fd, POLLOUT, 0};
-            int rc = poll(&p, 1, grw_poll_ms(w->deadline_ns));
-            if (rc == 0) return gr_seterr(e, GRID_ERR_TIMEOUT, "timed out sending to the peer");
-            if (rc < 0 && errno == EINTR) continue;
-        }
-        ssize_t k = writev(w->fd, iov, cnt);
+        struct msghdr mh;
+        memset(&mh, 0, sizeof mh);
+        mh.msg_iov = iov;
+        mh.msg_iovlen = (size_t)cnt;
+        ssize_t k = sendmsg(w->fd, &mh, MSG_NOSIGNAL | (w->deadline_ns ? MSG_DONTWAIT : 0));
         if (k < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 struct pollfd p = {w->fd, POLLOUT, 0};
-                poll(&p, 1, grw_poll_ms(w->deadline_ns));
+                int rc = poll(&p, 1, grw_poll_ms(w->deadline_ns));
+                if (rc == 0) return gr_seterr(e, GRID_ERR_TIMEOUT, "timed out sending to the peer");
                 continue;
             }
             return gr_seterr(e, GRID_ERR_CONN_LOST, "sending to the peer: %s", strerror(errno));
@@ -106,7 +107,9 @@ int grw_write_u32(grw_writer *w, uint32_t v, gr_err *e) {
     return grw_write(w, b, 4, e);
 }
 
-int grw_write_i32(grw_writer *w, int32_t v, gr_err *e) { return grw_write_u32(w, (uint32_t)v, e); }
+int grw_write_i32(grw_writer *w, int32_t v, gr_err *e) {
+    return grw_write_u32(w, (uint32_t)v, e);
+}
 
 int grw_write_u64(grw_writer *w, uint64_t v, gr_err *e) {
     uint8_t b[8];
@@ -152,15 +155,13 @@ int grw_write_words(grw_writer *w, const void *src, size_t n, unsigned word, gr_
         while (left > 0 && rc == GRID_OK) {
             size_t k = left < chunk ? left : chunk;
             if (stage) {
-                memcpy(stage, s, k);
-                grw_swap_words(stage, k / word, word);
+                grw_copy_swap(stage, s, k / word, word);
                 rc = grw_write(w, stage, k, e);
             } else {
                 /* Small arrays: convert straight into the message buffer. */
                 if (w->len + k > GRW_BUF_CAP) rc = flush_fragment(w, NULL, 0, 0, e);
                 if (rc) break;
-                memcpy(w->buf + 4 + w->len, s, k);
-                grw_swap_words(w->buf + 4 + w->len, k / word, word);
+                grw_copy_swap(w->buf + 4 + w->len, s, k / word, word);
                 w->len += k;
             }
             s += k;
@@ -173,7 +174,38 @@ int grw_write_words(grw_writer *w, const void *src, size_t n, unsigned word, gr_
     return rc;
 }
 
-int grw_finish(grw_writer *w, gr_err *e) { return flush_fragment(w, NULL, 0, 1, e); }
+int grw_finish(grw_writer *w, gr_err *e) {
+    return flush_fragment(w, NULL, 0, 1, e);
+}
+
+void grw_copy_swap(void *dst, const void *src, size_t n, unsigned word) {
+    uint8_t *d = dst;
+    const uint8_t *s = src;
+    if (word == 8) {
+        for (size_t i = 0; i < n; i++) {
+            uint64_t v;
+            memcpy(&v, s + 8 * i, 8);
+            v = __builtin_bswap64(v);
+            memcpy(d + 8 * i, &v, 8);
+        }
+    } else if (word == 4) {
+        for (size_t i = 0; i < n; i++) {
+            uint32_t v;
+            memcpy(&v, s + 4 * i, 4);
+            v = __builtin_bswap32(v);
+            memcpy(d + 4 * i, &v, 4);
+        }
+    } else if (word == 2) {
+        for (size_t i = 0; i < n; i++) {
+            uint16_t v;
+            memcpy(&v, s + 2 * i, 2);
+            v = __builtin_bswap16(v);
+            memcpy(d + 2 * i, &v, 2);
+        }
+    } else {
+        memcpy(d, s, n * word);
+    }
+}
 
 void grw_swap_words(void *p, size_t n, unsigned word) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__

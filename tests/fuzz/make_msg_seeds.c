@@ -62,7 +62,8 @@ static void seed(const char *dir, const char *file, const char *fn, int result, 
     snprintf(path, sizeof path, "%s/%s", dir, file);
     FILE *f = fopen(path, "wb");
     ssize_t k;
-    while ((k = read(sv[1], buf, sizeof buf)) > 0) fwrite(buf, 1, (size_t)k, f);
+    while ((k = read(sv[1], buf, sizeof buf)) > 0)
+        fwrite(buf, 1, (size_t)k, f);
     fclose(f);
     close(sv[1]);
     free(w);
@@ -82,7 +83,8 @@ int main(int argc, char **argv) {
     const char *s3[3] = {"alpha", "", "gamma"};
     char *o3[3];
     double a[4 * 5];
-    for (int i = 0; i < 20; i++) a[i] = i;
+    for (int i = 0; i < 20; i++)
+        a[i] = i;
     seed(argv[1], "call-echo-double", "echo_double", 0, 1, 5, x, y);
     seed(argv[1], "call-echo-strings", "echo_strings", 0, 2, 3, s3, o3);
     seed(argv[1], "call-block2d", "block2d", 0, 3, 4, 5, 1, 3, 2, 4, a);
@@ -103,8 +105,8 @@ int main(int argc, char **argv) {
     scomplex sco;
     dcomplex dco;
     unsigned uo;
-    seed(argv[1], "call-echo-scalars", "echo_scalars", 0, 6, 'c', 2, 3, 4L, 5LL, 6.0, 7.0, sc, dc, 8u, &co, &so,
-         &io, &lo, &llo, &fo, &dout, &sco, &dco, &uo);
+    seed(argv[1], "call-echo-scalars", "echo_scalars", 0, 6, 'c', 2, 3, 4L, 5LL, 6.0, 7.0, sc, dc, 8u, &co,
+         &so, &io, &lo, &llo, &fo, &dout, &sco, &dco, &uo);
     seed(argv[1], "result-echo-double", "echo_double", 1, 8, 5, x, x);
     char *r3[3] = {"x", "yy", "zzz"};
     seed(argv[1], "result-echo-strings", "echo_strings", 1, 9, 3, s3, r3);

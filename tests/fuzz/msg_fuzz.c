@@ -84,7 +84,8 @@ static int client_result(grw_reader *r, const grw_limits *lim, int which) {
     if (!rc) rc = grm_read_head(r, c, GRM_TO_CLIENT, lim, &e);
     if (!rc) rc = grm_read_bulk(r, c, GRM_TO_CLIENT, &e);
     if (!rc) rc = grw_end(r, &e);
-    for (int i = 0; i < 3; i++) free(sout[i]);
+    for (int i = 0; i < 3; i++)
+        free(sout[i]);
     free(c);
     return rc;
 }
@@ -116,9 +117,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         gr_err e;
         if (grw_read_header(r, &h, &e)) break;
         int rc;
-        if (h.type == GRW_CALL) rc = server_call(r, &lim);
-        else if (h.type == GRW_RESULT) rc = client_result(r, &lim, (int)(h.request_id & 1));
-        else rc = grw_skip(r, &e);
+        if (h.type == GRW_CALL)
+            rc = server_call(r, &lim);
+        else if (h.type == GRW_RESULT)
+            rc = client_result(r, &lim, (int)(h.request_id & 1));
+        else
+            rc = grw_skip(r, &e);
         if (rc) break;
     }
     free(r);

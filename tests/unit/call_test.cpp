@@ -39,7 +39,7 @@ class Call : public ::testing::Test {
 
 TEST_F(Call, NullCall) {
     ASSERT_EQ(GRID_OK, grid_call("test/null_call")) << grid_last_error();
-    ASSERT_EQ(GRID_OK, grid_call("null_call")) << grid_last_error();  // plain name, unique on the server
+    ASSERT_EQ(GRID_OK, grid_call("null_call")) << grid_last_error(); // plain name, unique on the server
     EXPECT_STREQ("", grid_last_error());
 }
 
@@ -55,8 +55,8 @@ TEST_F(Call, EveryScalarTypeRoundTrips) {
     dcomplex dc = {3.25, -4.75}, dco = {0, 0};
     unsigned int uo = 0;
     ASSERT_EQ(GRID_OK, grid_call("test/echo_scalars", 'x', (short)-1234, -123456789, -1234567890123L,
-                                 -987654321098765LL, 3.5f, -2.0e300, sc, dc, 4000000000u, &co, &so, &io, &lo, &llo,
-                                 &fo, &dout, &sco, &dco, &uo))
+                                 -987654321098765LL, 3.5f, -2.0e300, sc, dc, 4000000000u, &co, &so, &io, &lo,
+                                 &llo, &fo, &dout, &sco, &dco, &uo))
         << grid_last_error();
     EXPECT_EQ('x', co);
     EXPECT_EQ(-1234, so);
@@ -74,9 +74,11 @@ TEST_F(Call, EveryScalarTypeRoundTrips) {
 
 template <typename T> void echo(const char *fn, int n, T (*gen)(int)) {
     std::vector<T> in(n), out(n);
-    for (int i = 0; i < n; i++) in[i] = gen(i);
+    for (int i = 0; i < n; i++)
+        in[i] = gen(i);
     ASSERT_EQ(GRID_OK, grid_call(fn, n, in.data(), out.data())) << fn << ": " << grid_last_error();
-    for (int i = 0; i < n; i++) ASSERT_EQ(0, memcmp(&in[i], &out[i], sizeof(T))) << fn << " element " << i;
+    for (int i = 0; i < n; i++)
+        ASSERT_EQ(0, memcmp(&in[i], &out[i], sizeof(T))) << fn << " element " << i;
 }
 
 TEST_F(Call, EveryArrayTypeRoundTrips) {
@@ -90,7 +92,8 @@ TEST_F(Call, EveryArrayTypeRoundTrips) {
         echo<double>("test/echo_double", n, [](int i) { return std::sin(i) * 1e10; });
         echo<scomplex>("test/echo_scomplex", n, [](int i) { return scomplex{1.0f * i, -0.5f * i}; });
         echo<dcomplex>("test/echo_dcomplex", n, [](int i) { return dcomplex{1.0 / (i + 1), -2.0 * i}; });
-        echo<unsigned int>("test/echo_unsigned", n, [](int i) { return 4000000000u - static_cast<unsigned>(i); });
+        echo<unsigned int>("test/echo_unsigned", n,
+                           [](int i) { return 4000000000u - static_cast<unsigned>(i); });
     }
 }
 
@@ -110,7 +113,7 @@ TEST_F(Call, StringsInAndOut) {
     out = nullptr;
     ASSERT_EQ(GRID_OK, grid_call("test/echo_string", "", &out)) << grid_last_error();
     ASSERT_NE(nullptr, out);
-    EXPECT_STREQ("", out);  // "" is a real string
+    EXPECT_STREQ("", out); // "" is a real string
     free(out);
     std::string big(200000, 'z');
     ASSERT_EQ(GRID_OK, grid_call("test/echo_string", big.c_str(), &out)) << grid_last_error();
@@ -153,22 +156,27 @@ TEST_F(Call, WorkArraysStayOnTheServer) {
 
 TEST_F(Call, SubRangeKeepsElementsOutsideIt) {
     std::vector<double> x(10);
-    for (int i = 0; i < 10; i++) x[i] = i;
+    for (int i = 0; i < 10; i++)
+        x[i] = i;
     ASSERT_EQ(GRID_OK, grid_call("test/subrange", 10, 3, 7, x.data())) << grid_last_error();
-    for (int i = 0; i < 10; i++) EXPECT_EQ(i >= 3 && i < 7 ? i + 1.0 : i, x[i]) << i;
+    for (int i = 0; i < 10; i++)
+        EXPECT_EQ(i >= 3 && i < 7 ? i + 1.0 : i, x[i]) << i;
 }
 
 TEST_F(Call, TwoDimensionalBlockAndStride) {
     const int m = 5, n = 6;
     std::vector<double> a(m * n);
-    for (int i = 0; i < m * n; i++) a[i] = 100 + i;
+    for (int i = 0; i < m * n; i++)
+        a[i] = 100 + i;
     ASSERT_EQ(GRID_OK, grid_call("test/block2d", m, n, 1, 4, 2, 5, a.data())) << grid_last_error();
     for (int i = 0; i < m; i++)
         for (int j = 0; j < n; j++)
-            EXPECT_EQ(100 + i * n + j + ((i >= 1 && i < 4 && j >= 2 && j < 5) ? 1.0 : 0.0), a[i * n + j]) << i << "," << j;
+            EXPECT_EQ(100 + i * n + j + ((i >= 1 && i < 4 && j >= 2 && j < 5) ? 1.0 : 0.0), a[i * n + j])
+                << i << "," << j;
     std::vector<double> x(10, 1.0);
     ASSERT_EQ(GRID_OK, grid_call("test/strided", 10, 3, x.data())) << grid_last_error();
-    for (int i = 0; i < 10; i++) EXPECT_EQ(i % 3 == 0 ? 2.0 : 1.0, x[i]) << i;
+    for (int i = 0; i < 10; i++)
+        EXPECT_EQ(i % 3 == 0 ? 2.0 : 1.0, x[i]) << i;
 }
 
 TEST_F(Call, FilesTravel) {
@@ -200,15 +208,18 @@ TEST_F(Call, CallsStubOnOpenBlas) {
     ASSERT_EQ(GRID_OK, grid_call("linalg/dmmul", n, A.data(), B.data(), C.data())) << grid_last_error();
     for (int i = 0; i < n; i++)
         for (int k = 0; k < n; k++)
-            for (int j = 0; j < n; j++) R[i * n + j] += A[i * n + k] * B[k * n + j];
-    for (int i = 0; i < n * n; i++) ASSERT_NEAR(R[i], C[i], 1e-9) << i;
+            for (int j = 0; j < n; j++)
+                R[i * n + j] += A[i * n + k] * B[k * n + j];
+    for (int i = 0; i < n * n; i++)
+        ASSERT_NEAR(R[i], C[i], 1e-9) << i;
 }
 
 TEST_F(Call, DescriptorIsFetchedOncePerFunction) {
     grid_reset_np();
     grid_stats_np before, after;
     grid_get_stats_np(&before);
-    for (int i = 0; i < 50; i++) ASSERT_EQ(GRID_OK, grid_call("test/null_call")) << grid_last_error();
+    for (int i = 0; i < 50; i++)
+        ASSERT_EQ(GRID_OK, grid_call("test/null_call")) << grid_last_error();
     grid_get_stats_np(&after);
     EXPECT_EQ(1, after.descriptor_fetches - before.descriptor_fetches);
     EXPECT_EQ(1, after.connections_opened - before.connections_opened);
@@ -238,12 +249,16 @@ TEST_F(Call, ConcurrentClients) {
         ts.emplace_back([t, &failures] {
             std::vector<double> in(257), out(257);
             for (int i = 0; i < calls; i++) {
-                for (int k = 0; k < 257; k++) in[k] = t * 1000000 + i * 1000 + k;
-                if (grid_call("test/echo_double", 257, in.data(), out.data()) != GRID_OK || in != out) failures[t]++;
+                for (int k = 0; k < 257; k++)
+                    in[k] = t * 1000000 + i * 1000 + k;
+                if (grid_call("test/echo_double", 257, in.data(), out.data()) != GRID_OK || in != out)
+                    failures[t]++;
             }
         });
-    for (auto &t : ts) t.join();
-    for (int t = 0; t < threads; t++) EXPECT_EQ(0, failures[t]) << "thread " << t;
+    for (auto &t : ts)
+        t.join();
+    for (int t = 0; t < threads; t++)
+        EXPECT_EQ(0, failures[t]) << "thread " << t;
 }
 
 // ---- errors: each is a code plus a message that says what to do
@@ -256,7 +271,8 @@ TEST_F(Call, UnknownFunction) {
 TEST_F(Call, WrongArgumentCount) {
     double a[1], b[1];
     EXPECT_EQ(GRID_ERR_ARGS, grid_call("test/echo_double", 1, a));
-    EXPECT_NE(nullptr, strstr(grid_last_error(), "takes 3 arguments (n, in, out) but 2 were given")) << grid_last_error();
+    EXPECT_NE(nullptr, strstr(grid_last_error(), "takes 3 arguments (n, in, out) but 2 were given"))
+        << grid_last_error();
     EXPECT_EQ(GRID_ERR_ARGS, grid_call("test/echo_double", 1, a, b, b));
 }
 
@@ -327,7 +343,7 @@ TEST_F(Call, Timeout) {
     EXPECT_EQ(GRID_ERR_TIMEOUT, grid_call("test/sleep", 2.0));
     EXPECT_NE(nullptr, strstr(grid_last_error(), "no reply within 0.3 s")) << grid_last_error();
     ASSERT_EQ(GRID_OK, grid_set_timeouts_np(10, 0));
-    EXPECT_EQ(GRID_OK, grid_call("test/null_call")) << grid_last_error();  // a fresh connection works
+    EXPECT_EQ(GRID_OK, grid_call("test/null_call")) << grid_last_error(); // a fresh connection works
 }
 
 TEST_F(Call, LimitExceeded) {
@@ -350,7 +366,8 @@ TEST_F(Call, ServerDiesMidCall) {
     EXPECT_EQ(GRID_ERR_CONN_LOST, grid_call(url.c_str(), 10.0));
     killer.join();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
-    EXPECT_NE(nullptr, strstr(grid_last_error(), "closed the connection during the call")) << grid_last_error();
+    EXPECT_NE(nullptr, strstr(grid_last_error(), "closed the connection during the call"))
+        << grid_last_error();
 }
 
 TEST_F(Call, ErrorNamesAndStrings) {
@@ -359,4 +376,4 @@ TEST_F(Call, ErrorNamesAndStrings) {
     EXPECT_STREQ("unknown error code", grid_error_string(999));
 }
 
-}  // namespace
+} // namespace

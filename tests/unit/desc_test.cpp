@@ -21,22 +21,23 @@ using DescPtr = std::unique_ptr<grd_desc, decltype(&grd_free)>;
 
 // ---- building descriptors by hand (malloc'd, so grd_free can free them) ----
 
-char *Dup(const std::string &s)
-{
+char *Dup(const std::string &s) {
     char *p = static_cast<char *>(std::malloc(s.size() + 1));
     std::memcpy(p, s.c_str(), s.size() + 1);
     return p;
 }
 
-grd_insn I(grd_op op, int64_t operand = 0)
-{
+grd_insn I(grd_op op, int64_t operand = 0) {
     return grd_insn{static_cast<uint32_t>(op), operand};
 }
-grd_insn K(int64_t k) { return I(GRD_OP_CONST, k); }
-grd_insn Pm(int64_t i) { return I(GRD_OP_PARAM, i); }
+grd_insn K(int64_t k) {
+    return I(GRD_OP_CONST, k);
+}
+grd_insn Pm(int64_t i) {
+    return I(GRD_OP_PARAM, i);
+}
 
-grd_expr Prog(std::initializer_list<grd_insn> code)
-{
+grd_expr Prog(std::initializer_list<grd_insn> code) {
     grd_expr e{static_cast<uint32_t>(code.size()), nullptr};
     if (e.len) {
         e.code = static_cast<grd_insn *>(std::malloc(e.len * sizeof(grd_insn)));
@@ -45,8 +46,7 @@ grd_expr Prog(std::initializer_list<grd_insn> code)
     return e;
 }
 
-grd_expr ProgV(const std::vector<grd_insn> &code)
-{
+grd_expr ProgV(const std::vector<grd_insn> &code) {
     grd_expr e{static_cast<uint32_t>(code.size()), nullptr};
     if (e.len) {
         e.code = static_cast<grd_insn *>(std::malloc(e.len * sizeof(grd_insn)));
@@ -55,9 +55,7 @@ grd_expr ProgV(const std::vector<grd_insn> &code)
     return e;
 }
 
-DescPtr NewDesc(uint32_t nparams, const std::string &module = "linalg",
-                const std::string &name = "f")
-{
+DescPtr NewDesc(uint32_t nparams, const std::string &module = "linalg", const std::string &name = "f") {
     auto *d = static_cast<grd_desc *>(std::calloc(1, sizeof(grd_desc)));
     d->version = GRD_FORMAT_VERSION;
     d->module = Dup(module);
@@ -69,9 +67,8 @@ DescPtr NewDesc(uint32_t nparams, const std::string &module = "linalg",
     return DescPtr(d, grd_free);
 }
 
-grd_param *SetParam(grd_desc *d, uint32_t i, const std::string &name, grd_type type,
-                    grd_mode mode, uint32_t rank = 0, uint32_t flags = 0)
-{
+grd_param *SetParam(grd_desc *d, uint32_t i, const std::string &name, grd_type type, grd_mode mode,
+                    uint32_t rank = 0, uint32_t flags = 0) {
     grd_param *p = &d->params[i];
     p->name = Dup(name);
     p->type = type;
@@ -84,8 +81,7 @@ grd_param *SetParam(grd_desc *d, uint32_t i, const std::string &name, grd_type t
 
 // linalg/dmmul(IN int n, IN double A[n][n], IN double B[n][n], OUT double C[n][n]),
 // cost 2*n^3.
-DescPtr Dmmul()
-{
+DescPtr Dmmul() {
     DescPtr d = NewDesc(4, "linalg", "dmmul");
     std::free(d->description);
     d->description = Dup("double precision matrix multiply");
@@ -102,8 +98,7 @@ DescPtr Dmmul()
 
 // Scalars n, m, s (IN int, INOUT long, IN short); x float[n : 1, n-1, 2];
 // y double[m][n] OUT; r OUT double *; u IN unsigned char.
-DescPtr Mixed()
-{
+DescPtr Mixed() {
     DescPtr d = NewDesc(7, "sample", "mixed");
     std::free(d->description);
     d->description = Dup("say \"hi\"\\\n\x01\xff");
@@ -125,8 +120,7 @@ DescPtr Mixed()
     return d;
 }
 
-Bytes Encode(grd_desc *d)
-{
+Bytes Encode(grd_desc *d) {
     uint8_t *buf = nullptr;
     size_t len = 0;
     grd_error err{};
@@ -143,8 +137,7 @@ struct Decoded {
     std::string msg;
 };
 
-Decoded Decode(const Bytes &b)
-{
+Decoded Decode(const Bytes &b) {
     Decoded r;
     grd_desc *d = reinterpret_cast<grd_desc *>(1);
     grd_error err{};
@@ -158,8 +151,7 @@ Decoded Decode(const Bytes &b)
     return r;
 }
 
-std::string Dump(const grd_desc *d)
-{
+std::string Dump(const grd_desc *d) {
     char *s = grd_dump(d);
     std::string out = s ? s : "<null>";
     std::free(s);
@@ -170,52 +162,42 @@ std::string Dump(const grd_desc *d)
 
 struct W {
     Bytes b;
-    W &u32(uint32_t v)
-    {
+    W &u32(uint32_t v) {
         for (int s = 24; s >= 0; s -= 8)
             b.push_back(static_cast<uint8_t>(v >> s));
         return *this;
     }
-    W &i64(int64_t v)
-    {
+    W &i64(int64_t v) {
         u32(static_cast<uint32_t>(static_cast<uint64_t>(v) >> 32));
         return u32(static_cast<uint32_t>(v));
     }
-    W &str(const std::string &s)
-    {
+    W &str(const std::string &s) {
         u32(static_cast<uint32_t>(s.size()));
         b.insert(b.end(), s.begin(), s.end());
         while (b.size() % 4)
             b.push_back(0);
         return *this;
     }
-    W &prog(std::initializer_list<grd_insn> code)
-    {
+    W &prog(std::initializer_list<grd_insn> code) {
         u32(static_cast<uint32_t>(code.size()));
         for (const grd_insn &in : code)
             u32(in.op).i64(in.operand);
         return *this;
     }
     // The function part of a body: module m, name f, no description, C, no cost.
-    W &head(uint32_t nparams)
-    {
-        return str("m").str("f").str("").u32(0).u32(GRD_LANG_C).u32(0).u32(nparams);
-    }
-    W &scalar(const std::string &name, grd_type t, grd_mode m, uint32_t flags = 0)
-    {
+    W &head(uint32_t nparams) { return str("m").str("f").str("").u32(0).u32(GRD_LANG_C).u32(0).u32(nparams); }
+    W &scalar(const std::string &name, grd_type t, grd_mode m, uint32_t flags = 0) {
         return str(name).u32(t).u32(m).u32(flags).u32(0);
     }
 };
 
-void Put32(Bytes &b, size_t at, uint32_t v)
-{
+void Put32(Bytes &b, size_t at, uint32_t v) {
     for (int i = 0; i < 4; i++)
         b[at + i] = static_cast<uint8_t>(v >> (24 - 8 * i));
 }
 
 // Header + BODY with a correct body_length and hash.
-Bytes Wrap(const Bytes &body)
-{
+Bytes Wrap(const Bytes &body) {
     W w;
     uint64_t h = grd_fnv1a64(body.data(), body.size());
     w.u32(GRD_MAGIC).u32(GRD_FORMAT_VERSION).u32(static_cast<uint32_t>(h >> 32));
@@ -225,16 +207,14 @@ Bytes Wrap(const Bytes &body)
 }
 
 // Makes the header of B agree with its body again after an edit.
-void Rehash(Bytes &b)
-{
+void Rehash(Bytes &b) {
     Bytes body(b.begin() + 20, b.end());
     b = Wrap(body);
 }
 
 // ---- basics ----
 
-TEST(Basics, Names)
-{
+TEST(Basics, Names) {
     EXPECT_STREQ(grd_type_name(GRD_CHAR), "char");
     EXPECT_STREQ(grd_type_name(GRD_DOUBLE), "double");
     EXPECT_STREQ(grd_type_name(GRD_FILENAME), "filename");
@@ -247,8 +227,7 @@ TEST(Basics, Names)
     EXPECT_STREQ(grd_mode_name(5), "?");
 }
 
-TEST(Basics, TypeSizes)
-{
+TEST(Basics, TypeSizes) {
     EXPECT_EQ(grd_type_size(GRD_CHAR), 1u);
     EXPECT_EQ(grd_type_size(GRD_SHORT), sizeof(short));
     EXPECT_EQ(grd_type_size(GRD_INT), sizeof(int));
@@ -264,15 +243,13 @@ TEST(Basics, TypeSizes)
     EXPECT_EQ(grd_type_size(99), 0u);
 }
 
-TEST(Basics, Fnv1a64KnownValues)
-{
+TEST(Basics, Fnv1a64KnownValues) {
     EXPECT_EQ(grd_fnv1a64(nullptr, 0), 0xcbf29ce484222325ull);
     EXPECT_EQ(grd_fnv1a64(reinterpret_cast<const uint8_t *>("a"), 1), 0xaf63dc4c8601ec8cull);
     EXPECT_EQ(grd_fnv1a64(reinterpret_cast<const uint8_t *>("foobar"), 6), 0x85944171f73967e8ull);
 }
 
-TEST(Basics, FindParamAndFreeNull)
-{
+TEST(Basics, FindParamAndFreeNull) {
     DescPtr d = Dmmul();
     EXPECT_EQ(grd_find_param(d.get(), "n"), 0);
     EXPECT_EQ(grd_find_param(d.get(), "C"), 3);
@@ -285,8 +262,7 @@ TEST(Basics, FindParamAndFreeNull)
 
 // ---- encode / decode ----
 
-void ExpectSameExpr(const grd_expr &a, const grd_expr &b)
-{
+void ExpectSameExpr(const grd_expr &a, const grd_expr &b) {
     ASSERT_EQ(a.len, b.len);
     for (uint32_t i = 0; i < a.len; i++) {
         EXPECT_EQ(a.code[i].op, b.code[i].op);
@@ -294,8 +270,7 @@ void ExpectSameExpr(const grd_expr &a, const grd_expr &b)
     }
 }
 
-void ExpectSameDesc(const grd_desc *a, const grd_desc *b)
-{
+void ExpectSameDesc(const grd_desc *a, const grd_desc *b) {
     EXPECT_EQ(a->version, b->version);
     EXPECT_EQ(a->hash, b->hash);
     EXPECT_STREQ(a->module, b->module);
@@ -321,8 +296,7 @@ void ExpectSameDesc(const grd_desc *a, const grd_desc *b)
     }
 }
 
-TEST(Codec, RoundTripDmmul)
-{
+TEST(Codec, RoundTripDmmul) {
     DescPtr d = Dmmul();
     Bytes b = Encode(d.get());
     ASSERT_GE(b.size(), 20u);
@@ -335,8 +309,7 @@ TEST(Codec, RoundTripDmmul)
     EXPECT_EQ(Encode(r.desc.get()), b);
 }
 
-TEST(Codec, RoundTripMixedAndEmpty)
-{
+TEST(Codec, RoundTripMixedAndEmpty) {
     DescPtr d = Mixed();
     Bytes b = Encode(d.get());
     Decoded r = Decode(b);
@@ -354,26 +327,16 @@ TEST(Codec, RoundTripMixedAndEmpty)
     EXPECT_EQ(er.desc->nparams, 0u);
 }
 
-TEST(Codec, ExactBytesOfASmallDescriptor)
-{
+TEST(Codec, ExactBytesOfASmallDescriptor) {
     DescPtr d = NewDesc(1, "mod", "fn");
     SetParam(d.get(), 0, "n", GRD_INT, GRD_IN);
     d->cost = Prog({Pm(0)});
-    Bytes body = W()
-                     .str("mod")
-                     .str("fn")
-                     .str("")
-                     .u32(0)
-                     .u32(1)
-                     .prog({Pm(0)})
-                     .u32(1)
-                     .scalar("n", GRD_INT, GRD_IN)
-                     .b;
+    Bytes body =
+        W().str("mod").str("fn").str("").u32(0).u32(1).prog({Pm(0)}).u32(1).scalar("n", GRD_INT, GRD_IN).b;
     EXPECT_EQ(Encode(d.get()), Wrap(body));
 }
 
-TEST(Codec, EncodeRejectsInvalidAndArguments)
-{
+TEST(Codec, EncodeRejectsInvalidAndArguments) {
     DescPtr d = Dmmul();
     d->params[1].type = 42;
     uint8_t *buf = reinterpret_cast<uint8_t *>(1);
@@ -390,8 +353,7 @@ TEST(Codec, EncodeRejectsInvalidAndArguments)
     EXPECT_EQ(grd_encode(d.get(), &buf, &len, &err), GRD_E_VERSION);
 }
 
-TEST(Codec, EncodeRefusesMoreThanOneMiB)
-{
+TEST(Codec, EncodeRefusesMoreThanOneMiB) {
     // 64 parameters of rank 8 with 255-instruction programs: about 6 MB.
     std::vector<grd_insn> big{K(1)};
     while (big.size() + 2 <= GRD_MAX_PROGRAM) {
@@ -400,8 +362,7 @@ TEST(Codec, EncodeRefusesMoreThanOneMiB)
     }
     DescPtr d = NewDesc(GRD_MAX_PARAMS);
     for (uint32_t i = 0; i < GRD_MAX_PARAMS; i++) {
-        grd_param *p = SetParam(d.get(), i, "p" + std::to_string(i), GRD_DOUBLE, GRD_IN,
-                                GRD_MAX_RANK);
+        grd_param *p = SetParam(d.get(), i, "p" + std::to_string(i), GRD_DOUBLE, GRD_IN, GRD_MAX_RANK);
         for (uint32_t k = 0; k < GRD_MAX_RANK; k++)
             p->dims[k].size = ProgV(big);
     }
@@ -415,23 +376,20 @@ TEST(Codec, EncodeRefusesMoreThanOneMiB)
 
 // ---- validation (shared by encode and decode) ----
 
-void ExpectInvalid(grd_desc *d, int code, const std::string &part)
-{
+void ExpectInvalid(grd_desc *d, int code, const std::string &part) {
     grd_error err{};
     EXPECT_EQ(grd_validate(d, &err), code) << err.msg;
     EXPECT_NE(std::string(err.msg).find(part), std::string::npos) << "message: " << err.msg;
 }
 
-TEST(Validate, GoodDescriptorsPass)
-{
+TEST(Validate, GoodDescriptorsPass) {
     grd_error err{};
     EXPECT_EQ(grd_validate(Dmmul().get(), &err), GRD_OK) << err.msg;
     EXPECT_EQ(grd_validate(Mixed().get(), &err), GRD_OK) << err.msg;
     EXPECT_EQ(grd_validate(nullptr, &err), GRD_E_ARG);
 }
 
-TEST(Validate, Names)
-{
+TEST(Validate, Names) {
     {
         DescPtr d = Dmmul();
         std::free(d->module);
@@ -487,8 +445,7 @@ TEST(Validate, Names)
     }
 }
 
-TEST(Validate, EnumsFlagsAndLimits)
-{
+TEST(Validate, EnumsFlagsAndLimits) {
     {
         DescPtr d = Dmmul();
         d->language = 4;
@@ -538,13 +495,11 @@ TEST(Validate, EnumsFlagsAndLimits)
         std::free(e.code);
         e.code = nullptr;
         e.len = 0;
-        ExpectInvalid(d.get(), GRD_E_INVALID,
-                      "parameter 1 ('A') dimension 0: the size program is empty");
+        ExpectInvalid(d.get(), GRD_E_INVALID, "parameter 1 ('A') dimension 0: the size program is empty");
     }
 }
 
-TEST(Validate, ProgramRules)
-{
+TEST(Validate, ProgramRules) {
     auto with_cost = [](std::initializer_list<grd_insn> code) {
         DescPtr d = Mixed();
         d->cost = Prog(code);
@@ -554,13 +509,11 @@ TEST(Validate, ProgramRules)
                   "cost: instruction 0: PARAM 4 ('y') is not an integer IN or INOUT scalar");
     ExpectInvalid(with_cost({Pm(5)}).get(), GRD_E_INVALID, "PARAM 5 ('r')"); // OUT double *
     ExpectInvalid(with_cost({Pm(3)}).get(), GRD_E_INVALID, "PARAM 3 ('x')"); // float array
-    ExpectInvalid(with_cost({Pm(7)}).get(), GRD_E_INVALID,
-                  "PARAM 7 is out of range (7 parameters)");
+    ExpectInvalid(with_cost({Pm(7)}).get(), GRD_E_INVALID, "PARAM 7 is out of range (7 parameters)");
     ExpectInvalid(with_cost({Pm(-1)}).get(), GRD_E_INVALID, "PARAM -1 is out of range");
     ExpectInvalid(with_cost({K(1), I(GRD_OP_ADD)}).get(), GRD_E_INVALID,
                   "cost: instruction 1: stack underflow");
-    ExpectInvalid(with_cost({K(1), K(2)}).get(), GRD_E_INVALID,
-                  "program leaves 2 values instead of one");
+    ExpectInvalid(with_cost({K(1), K(2)}).get(), GRD_E_INVALID, "program leaves 2 values instead of one");
     ExpectInvalid(with_cost({K(1), I(static_cast<grd_op>(22))}).get(), GRD_E_INVALID,
                   "instruction 1: unknown opcode 22");
     ExpectInvalid(with_cost({I(static_cast<grd_op>(0))}).get(), GRD_E_INVALID, "unknown opcode 0");
@@ -568,8 +521,7 @@ TEST(Validate, ProgramRules)
                   "instruction 1: operand 5 on an op that takes none");
     // PARAM on an INOUT integer scalar and on an unsigned char scalar is fine.
     grd_error err{};
-    EXPECT_EQ(grd_validate(with_cost({Pm(1), Pm(6), I(GRD_OP_ADD)}).get(), &err), GRD_OK)
-        << err.msg;
+    EXPECT_EQ(grd_validate(with_cost({Pm(1), Pm(6), I(GRD_OP_ADD)}).get(), &err), GRD_OK) << err.msg;
 
     std::vector<grd_insn> deep;
     for (int i = 0; i < 33; i++)
@@ -602,8 +554,7 @@ TEST(Validate, ProgramRules)
 
 // ---- dump ----
 
-TEST(Dump, Dmmul)
-{
+TEST(Dump, Dmmul) {
     DescPtr d = Dmmul();
     Bytes b = Encode(d.get());
     char hash[32];
@@ -618,8 +569,7 @@ TEST(Dump, Dmmul)
                                  "  param 3 C: OUT double [n][n]\n");
 }
 
-TEST(Dump, MixedSubRangesFlagsAndEscapes)
-{
+TEST(Dump, MixedSubRangesFlagsAndEscapes) {
     DescPtr d = Mixed();
     grd_param *y = &d->params[4];
     y->dims[1].step = Prog({K(3)}); // start and end absent: printed as their defaults
@@ -638,8 +588,7 @@ TEST(Dump, MixedSubRangesFlagsAndEscapes)
 }
 
 // The text of cost program CODE over parameters n and m.
-std::string CostText(std::initializer_list<grd_insn> code)
-{
+std::string CostText(std::initializer_list<grd_insn> code) {
     DescPtr d = NewDesc(2);
     SetParam(d.get(), 0, "n", GRD_INT, GRD_IN);
     SetParam(d.get(), 1, "m", GRD_INT, GRD_IN);
@@ -649,8 +598,7 @@ std::string CostText(std::initializer_list<grd_insn> code)
     return s.substr(at + 7, s.find('\n', at) - at - 7);
 }
 
-TEST(Dump, InfixPrecedenceAndAssociativity)
-{
+TEST(Dump, InfixPrecedenceAndAssociativity) {
     const grd_insn n = Pm(0), m = Pm(1);
     auto op = [](grd_op o) { return I(o); };
     EXPECT_EQ(CostText({n, m, K(2), op(GRD_OP_MUL), op(GRD_OP_ADD)}), "n + m*2");
@@ -674,19 +622,15 @@ TEST(Dump, InfixPrecedenceAndAssociativity)
     EXPECT_EQ(CostText({n, m, op(GRD_OP_MUL), op(GRD_OP_NEG)}), "-(n*m)");
     EXPECT_EQ(CostText({n, m, op(GRD_OP_LT), op(GRD_OP_NOT)}), "!(n < m)");
     EXPECT_EQ(CostText({n, op(GRD_OP_NOT), op(GRD_OP_NOT)}), "!!n");
-    EXPECT_EQ(CostText({n, m, op(GRD_OP_AND), n, op(GRD_OP_NOT), op(GRD_OP_OR)}),
-              "n && m || !n");
+    EXPECT_EQ(CostText({n, m, op(GRD_OP_AND), n, op(GRD_OP_NOT), op(GRD_OP_OR)}), "n && m || !n");
     EXPECT_EQ(CostText({n, m, n, op(GRD_OP_OR), op(GRD_OP_AND)}), "n && (m || n)");
     EXPECT_EQ(CostText({n, m, K(1), op(GRD_OP_LT), op(GRD_OP_EQ)}), "n == m < 1");
     EXPECT_EQ(CostText({n, m, op(GRD_OP_EQ), K(1), op(GRD_OP_LT)}), "(n == m) < 1");
     EXPECT_EQ(CostText({n, m, op(GRD_OP_NE), K(0), op(GRD_OP_NE)}), "n != m != 0");
-    EXPECT_EQ(CostText({n, m, op(GRD_OP_LE), n, m, op(GRD_OP_GE), op(GRD_OP_AND)}),
-              "n <= m && n >= m");
+    EXPECT_EQ(CostText({n, m, op(GRD_OP_LE), n, m, op(GRD_OP_GE), op(GRD_OP_AND)}), "n <= m && n >= m");
     EXPECT_EQ(CostText({n, m, op(GRD_OP_GT), m, n, op(GRD_OP_COND)}), "n > m ? m : n");
-    EXPECT_EQ(CostText({n, m, K(1), op(GRD_OP_COND), K(2), K(3), op(GRD_OP_COND)}),
-              "(n ? m : 1) ? 2 : 3");
-    EXPECT_EQ(CostText({n, m, K(1), K(2), K(3), op(GRD_OP_COND), op(GRD_OP_COND)}),
-              "n ? m : 1 ? 2 : 3");
+    EXPECT_EQ(CostText({n, m, K(1), op(GRD_OP_COND), K(2), K(3), op(GRD_OP_COND)}), "(n ? m : 1) ? 2 : 3");
+    EXPECT_EQ(CostText({n, m, K(1), K(2), K(3), op(GRD_OP_COND), op(GRD_OP_COND)}), "n ? m : 1 ? 2 : 3");
     EXPECT_EQ(CostText({n, m, n, op(GRD_OP_OR), K(1), op(GRD_OP_COND)}), "n ? m || n : 1");
     EXPECT_EQ(CostText({n, K(1), op(GRD_OP_ADD), m, K(2), op(GRD_OP_MAX), op(GRD_OP_MIN)}),
               "min(n + 1, max(m, 2))");
@@ -706,28 +650,25 @@ struct EvalResult {
     std::string msg;
 };
 
-EvalResult Eval(std::initializer_list<grd_insn> code, std::vector<int64_t> scalars = {})
-{
+EvalResult Eval(std::initializer_list<grd_insn> code, std::vector<int64_t> scalars = {}) {
     grd_expr e = Prog(code);
     EvalResult r{};
     grd_error err{};
     r.value = -12345;
-    r.code = grd_eval(&e, scalars.empty() ? nullptr : scalars.data(),
-                      static_cast<uint32_t>(scalars.size()), &r.value, &err);
+    r.code = grd_eval(&e, scalars.empty() ? nullptr : scalars.data(), static_cast<uint32_t>(scalars.size()),
+                      &r.value, &err);
     r.msg = err.msg;
     std::free(e.code);
     return r;
 }
 
-int64_t EvalOk(std::initializer_list<grd_insn> code, std::vector<int64_t> scalars = {})
-{
+int64_t EvalOk(std::initializer_list<grd_insn> code, std::vector<int64_t> scalars = {}) {
     EvalResult r = Eval(code, scalars);
     EXPECT_EQ(r.code, GRD_OK) << r.msg;
     return r.value;
 }
 
-TEST(Eval, EveryOpcode)
-{
+TEST(Eval, EveryOpcode) {
     auto bin = [](int64_t a, int64_t b, grd_op o) { return EvalOk({K(a), K(b), I(o)}); };
     EXPECT_EQ(EvalOk({K(-7)}), -7);
     EXPECT_EQ(EvalOk({Pm(1)}, {10, 20, 30}), 20);
@@ -774,22 +715,20 @@ TEST(Eval, EveryOpcode)
     EXPECT_EQ(bin(-4, 9, GRD_OP_MAX), 9);
 }
 
-TEST(Eval, PostfixNeedsNoPrecedence)
-{
+TEST(Eval, PostfixNeedsNoPrecedence) {
     // (n + 1) * (m - 2) ^ 2 with n = 3, m = 7: 4 * 25
-    EXPECT_EQ(EvalOk({Pm(0), K(1), I(GRD_OP_ADD), Pm(1), K(2), I(GRD_OP_SUB), K(2),
-                      I(GRD_OP_POW), I(GRD_OP_MUL)},
-                     {3, 7}),
-              100);
+    EXPECT_EQ(
+        EvalOk({Pm(0), K(1), I(GRD_OP_ADD), Pm(1), K(2), I(GRD_OP_SUB), K(2), I(GRD_OP_POW), I(GRD_OP_MUL)},
+               {3, 7}),
+        100);
     // n > 2 ? min(n, m) * 2 : -1
-    EXPECT_EQ(EvalOk({Pm(0), K(2), I(GRD_OP_GT), Pm(0), Pm(1), I(GRD_OP_MIN), K(2), I(GRD_OP_MUL),
-                      K(-1), I(GRD_OP_COND)},
+    EXPECT_EQ(EvalOk({Pm(0), K(2), I(GRD_OP_GT), Pm(0), Pm(1), I(GRD_OP_MIN), K(2), I(GRD_OP_MUL), K(-1),
+                      I(GRD_OP_COND)},
                      {3, 7}),
               6);
 }
 
-TEST(Eval, ArithmeticErrors)
-{
+TEST(Eval, ArithmeticErrors) {
     auto bin = [](int64_t a, int64_t b, grd_op o) { return Eval({K(a), K(b), I(o)}); };
     EvalResult r = bin(INT64_MAX, 1, GRD_OP_ADD);
     EXPECT_EQ(r.code, GRD_E_OVERFLOW);
@@ -822,11 +761,10 @@ TEST(Eval, ArithmeticErrors)
     EXPECT_NE(r.msg.find("instruction 3"), std::string::npos) << r.msg;
 }
 
-TEST(Eval, UntakenBranchesDoNotFail)
-{
+TEST(Eval, UntakenBranchesDoNotFail) {
     // n > 0 ? m / n : 0 with n = 0
-    const std::initializer_list<grd_insn> guarded = {
-        Pm(0), K(0), I(GRD_OP_GT), Pm(1), Pm(0), I(GRD_OP_DIV), K(0), I(GRD_OP_COND)};
+    const std::initializer_list<grd_insn> guarded = {Pm(0), K(0),          I(GRD_OP_GT), Pm(1),
+                                                     Pm(0), I(GRD_OP_DIV), K(0),         I(GRD_OP_COND)};
     EXPECT_EQ(EvalOk(guarded, {0, 5}), 0);
     EXPECT_EQ(EvalOk(guarded, {2, 5}), 2);
     // The taken branch's error is reported.
@@ -835,14 +773,14 @@ TEST(Eval, UntakenBranchesDoNotFail)
     r = Eval({K(1), I(GRD_OP_NEG), K(0), I(GRD_OP_DIV), K(1), K(2), I(GRD_OP_COND)});
     EXPECT_EQ(r.code, GRD_E_DIVZERO); // a failing condition fails
     // n != 0 && m / n > 1; n == 0 || m / n > 1
-    EXPECT_EQ(EvalOk({Pm(0), K(0), I(GRD_OP_NE), Pm(1), Pm(0), I(GRD_OP_DIV), K(1), I(GRD_OP_GT),
-                      I(GRD_OP_AND)},
-                     {0, 5}),
-              0);
-    EXPECT_EQ(EvalOk({Pm(0), K(0), I(GRD_OP_EQ), Pm(1), Pm(0), I(GRD_OP_DIV), K(1), I(GRD_OP_GT),
-                      I(GRD_OP_OR)},
-                     {0, 5}),
-              1);
+    EXPECT_EQ(
+        EvalOk({Pm(0), K(0), I(GRD_OP_NE), Pm(1), Pm(0), I(GRD_OP_DIV), K(1), I(GRD_OP_GT), I(GRD_OP_AND)},
+               {0, 5}),
+        0);
+    EXPECT_EQ(
+        EvalOk({Pm(0), K(0), I(GRD_OP_EQ), Pm(1), Pm(0), I(GRD_OP_DIV), K(1), I(GRD_OP_GT), I(GRD_OP_OR)},
+               {0, 5}),
+        1);
     EXPECT_EQ(Eval({K(1), K(1), K(0), I(GRD_OP_DIV), I(GRD_OP_AND)}).code, GRD_E_DIVZERO);
     EXPECT_EQ(Eval({K(0), K(1), K(0), I(GRD_OP_DIV), I(GRD_OP_OR)}).code, GRD_E_DIVZERO);
     // Errors flow through every other operator.
@@ -852,8 +790,7 @@ TEST(Eval, UntakenBranchesDoNotFail)
     EXPECT_EQ(Eval({K(3), K(1), K(0), I(GRD_OP_DIV), I(GRD_OP_MAX)}).code, GRD_E_DIVZERO);
 }
 
-TEST(Eval, MalformedProgramsAndArguments)
-{
+TEST(Eval, MalformedProgramsAndArguments) {
     EvalResult r = Eval({K(1), I(GRD_OP_ADD)});
     EXPECT_EQ(r.code, GRD_E_INVALID);
     EXPECT_EQ(r.msg, "instruction 1: stack underflow");
@@ -897,8 +834,7 @@ struct Ext {
     std::string msg;
 };
 
-Ext Extent(const grd_desc *d, uint32_t i, std::vector<int64_t> scalars, uint64_t max = 0)
-{
+Ext Extent(const grd_desc *d, uint32_t i, std::vector<int64_t> scalars, uint64_t max = 0) {
     Ext r{};
     grd_error err{};
     r.code = grd_extent_of(d, i, scalars.data(), max, &r.e, &err);
@@ -907,8 +843,7 @@ Ext Extent(const grd_desc *d, uint32_t i, std::vector<int64_t> scalars, uint64_t
 }
 
 // f(IN int a, IN int b, IN int c, IN int d, X double[a][b : c?..]) built per test.
-DescPtr ArrayDesc(grd_type type, uint32_t rank)
-{
+DescPtr ArrayDesc(grd_type type, uint32_t rank) {
     DescPtr d = NewDesc(5);
     SetParam(d.get(), 0, "a", GRD_INT, GRD_IN);
     SetParam(d.get(), 1, "b", GRD_INT, GRD_IN);
@@ -920,8 +855,7 @@ DescPtr ArrayDesc(grd_type type, uint32_t rank)
     return d;
 }
 
-TEST(Extent, WholeArray)
-{
+TEST(Extent, WholeArray) {
     DescPtr d = Dmmul();
     Ext r = Extent(d.get(), 1, {100, 0, 0, 0});
     ASSERT_EQ(r.code, GRD_OK) << r.msg;
@@ -939,8 +873,7 @@ TEST(Extent, WholeArray)
     EXPECT_EQ(r.e.whole, 1);
 }
 
-TEST(Extent, Scalars)
-{
+TEST(Extent, Scalars) {
     DescPtr d = Mixed();
     Ext r = Extent(d.get(), 0, {1, 2, 3, 0, 0, 0, 0});
     ASSERT_EQ(r.code, GRD_OK) << r.msg;
@@ -957,8 +890,7 @@ TEST(Extent, Scalars)
     EXPECT_EQ(r.code, GRD_E_OVERFLOW);
 }
 
-TEST(Extent, SubRange)
-{
+TEST(Extent, SubRange) {
     DescPtr d = Mixed(); // x float[n : 1, n - 1, 2]
     struct {
         int64_t n;
@@ -983,8 +915,7 @@ TEST(Extent, SubRange)
     EXPECT_EQ(r.msg, "parameter 'x' dimension 0: sub-range 1..0 is outside 0..1");
 }
 
-TEST(Extent, SubRangeInTwoDimensions)
-{
+TEST(Extent, SubRangeInTwoDimensions) {
     DescPtr d = ArrayDesc(GRD_DCOMPLEX, 2); // A[a][b]
     grd_dim &d1 = d->params[4].dims[1];
     d1.start = Prog({Pm(2)});
@@ -1028,8 +959,7 @@ TEST(Extent, SubRangeInTwoDimensions)
     EXPECT_EQ(r.e.count[1], 1u);
 }
 
-TEST(Extent, ZeroLengthAndNegativeSizes)
-{
+TEST(Extent, ZeroLengthAndNegativeSizes) {
     DescPtr d = ArrayDesc(GRD_DOUBLE, 3); // A[a][b][c]
     Ext r = Extent(d.get(), 4, {0, 5, 5, 0, 0});
     ASSERT_EQ(r.code, GRD_OK) << r.msg;
@@ -1046,8 +976,7 @@ TEST(Extent, ZeroLengthAndNegativeSizes)
     EXPECT_EQ(r.msg, "parameter 'A' dimension 1: size -3 is negative");
 }
 
-TEST(Extent, OverflowAndLimits)
-{
+TEST(Extent, OverflowAndLimits) {
     DescPtr d = ArrayDesc(GRD_DOUBLE, 3);
     Ext r = Extent(d.get(), 4, {1 << 22, 1 << 22, 1 << 22, 0, 0}); // 2^66 elements
     EXPECT_EQ(r.code, GRD_E_OVERFLOW);
@@ -1062,15 +991,13 @@ TEST(Extent, OverflowAndLimits)
     EXPECT_EQ(r.e.bytes, 8000u);
     r = Extent(d.get(), 4, {10, 10, 10, 0, 0}, 7999);
     EXPECT_EQ(r.code, GRD_E_OVERFLOW);
-    EXPECT_NE(r.msg.find("1000 elements of 8 bytes exceed the limit of 7999 bytes"),
-              std::string::npos)
+    EXPECT_NE(r.msg.find("1000 elements of 8 bytes exceed the limit of 7999 bytes"), std::string::npos)
         << r.msg;
     r = Extent(d.get(), 4, {10, 10, 10, 0, 0}, 999); // the element count alone is over
     EXPECT_EQ(r.code, GRD_E_OVERFLOW);
 }
 
-TEST(Extent, EvaluationErrorsNameTheField)
-{
+TEST(Extent, EvaluationErrorsNameTheField) {
     DescPtr d = ArrayDesc(GRD_INT, 2);
     grd_dim &d1 = d->params[4].dims[1];
     std::free(d1.size.code);
@@ -1090,8 +1017,7 @@ TEST(Extent, EvaluationErrorsNameTheField)
     EXPECT_EQ(grd_extent_of(nullptr, 0, nullptr, 0, &e, &err), GRD_E_ARG);
 }
 
-TEST(Cost, Values)
-{
+TEST(Cost, Values) {
     DescPtr d = Dmmul();
     int64_t s[] = {10, 0, 0, 0};
     double flops = -1;
@@ -1110,8 +1036,7 @@ TEST(Cost, Values)
 
 // ---- hostile input ----
 
-TEST(Hostile, EveryTruncationIsRejected)
-{
+TEST(Hostile, EveryTruncationIsRejected) {
     DescPtr d = Mixed();
     d->cost = Prog({Pm(0), K(2), I(GRD_OP_POW)});
     Bytes b = Encode(d.get());
@@ -1124,14 +1049,12 @@ TEST(Hostile, EveryTruncationIsRejected)
         // With a consistent header, the parser itself must find the end.
         if (n >= 20 && n % 4 == 0) {
             Rehash(prefix);
-            EXPECT_EQ(grd_decode(prefix.data(), n, &out, &err), GRD_E_TRUNCATED)
-                << n << ": " << err.msg;
+            EXPECT_EQ(grd_decode(prefix.data(), n, &out, &err), GRD_E_TRUNCATED) << n << ": " << err.msg;
         }
     }
 }
 
-TEST(Hostile, EverySingleByteCorruption)
-{
+TEST(Hostile, EverySingleByteCorruption) {
     DescPtr d = Mixed();
     d->cost = Prog({Pm(0), Pm(1), I(GRD_OP_MAX), K(3), I(GRD_OP_MUL)});
     const Bytes good = Encode(d.get());
@@ -1142,8 +1065,7 @@ TEST(Hostile, EverySingleByteCorruption)
             b[i] ^= x;
             for (int pass = 0; pass < 2; pass++) {
                 if (pass == 1) {
-                    if (i < 20)
-                        break;
+                    if (i < 20) break;
                     Rehash(b); // past the hash check, into the parser
                 }
                 grd_desc *out = nullptr;
@@ -1170,8 +1092,7 @@ TEST(Hostile, EverySingleByteCorruption)
     EXPECT_GT(accepted, 0);
 }
 
-TEST(Hostile, HeaderErrors)
-{
+TEST(Hostile, HeaderErrors) {
     const Bytes good = Encode(Dmmul().get());
     Decoded r;
     Bytes b = good;
@@ -1235,8 +1156,7 @@ TEST(Hostile, HeaderErrors)
     EXPECT_EQ(grd_decode(nullptr, 0, &out, nullptr), GRD_E_TRUNCATED);
 }
 
-TEST(Hostile, HugeCountsAreRejectedBeforeAllocating)
-{
+TEST(Hostile, HugeCountsAreRejectedBeforeAllocating) {
     Decoded r = Decode(Wrap(W().head(0xffffffffu).b));
     EXPECT_EQ(r.code, GRD_E_LIMIT);
     EXPECT_EQ(r.msg, "4294967295 parameters exceed the limit of 64");
@@ -1270,19 +1190,24 @@ TEST(Hostile, HugeCountsAreRejectedBeforeAllocating)
     EXPECT_EQ(r.code, GRD_E_LIMIT);
     r = Decode(Wrap(W().head(1).str("A").u32(GRD_DOUBLE).u32(GRD_IN).u32(0).u32(8).b));
     EXPECT_EQ(r.code, GRD_E_TRUNCATED);
-    r = Decode(Wrap(
-        W().head(1).str("A").u32(GRD_DOUBLE).u32(GRD_IN).u32(0).u32(1).u32(0x7fffffffu).u32(0)
-            .u32(0).u32(0).b));
+    r = Decode(Wrap(W().head(1)
+                        .str("A")
+                        .u32(GRD_DOUBLE)
+                        .u32(GRD_IN)
+                        .u32(0)
+                        .u32(1)
+                        .u32(0x7fffffffu)
+                        .u32(0)
+                        .u32(0)
+                        .u32(0)
+                        .b));
     EXPECT_EQ(r.code, GRD_E_LIMIT);
-    EXPECT_EQ(r.msg,
-              "parameter 0 ('A') dimension 0 size: program of 2147483647 instructions exceeds "
-              "the limit of 256");
+    EXPECT_EQ(r.msg, "parameter 0 ('A') dimension 0 size: program of 2147483647 instructions exceeds "
+                     "the limit of 256");
 }
 
-TEST(Hostile, StringContents)
-{
-    Decoded r = Decode(Wrap(W().str(std::string("a\0b", 3)).str("f").str("").u32(0).u32(1).u32(0)
-                                .u32(0).b));
+TEST(Hostile, StringContents) {
+    Decoded r = Decode(Wrap(W().str(std::string("a\0b", 3)).str("f").str("").u32(0).u32(1).u32(0).u32(0).b));
     EXPECT_EQ(r.code, GRD_E_INVALID);
     EXPECT_NE(r.msg.find("NUL"), std::string::npos);
     Bytes body = W().head(0).b;
@@ -1301,8 +1226,7 @@ TEST(Hostile, StringContents)
 
 // One descriptor with a cost program and scalars n (IN int), o (OUT int), d (IN double),
 // A (IN int[n]), io (INOUT longlong): the cost is CODE.
-Bytes CostBody(std::initializer_list<grd_insn> code)
-{
+Bytes CostBody(std::initializer_list<grd_insn> code) {
     W w;
     w.str("m").str("f").str("").u32(0).u32(GRD_LANG_C).prog(code).u32(5);
     w.scalar("n", GRD_INT, GRD_IN).scalar("o", GRD_INT, GRD_OUT).scalar("d", GRD_DOUBLE, GRD_IN);
@@ -1311,8 +1235,7 @@ Bytes CostBody(std::initializer_list<grd_insn> code)
     return Wrap(w.b);
 }
 
-TEST(Hostile, BadProgramsAreRejectedByDecode)
-{
+TEST(Hostile, BadProgramsAreRejectedByDecode) {
     EXPECT_EQ(Decode(CostBody({Pm(0), Pm(4), I(GRD_OP_MUL)})).code, GRD_OK);
     Decoded r = Decode(CostBody({Pm(1)}));
     EXPECT_EQ(r.code, GRD_E_INVALID);
@@ -1341,15 +1264,11 @@ TEST(Hostile, BadProgramsAreRejectedByDecode)
     EXPECT_EQ(r.code, GRD_E_INVALID);
     EXPECT_NE(r.msg.find("size program is empty"), std::string::npos);
     // Unknown enums and flags.
-    EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", static_cast<grd_type>(12), GRD_IN).b)).code,
-              GRD_E_INVALID);
-    EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", GRD_INT, static_cast<grd_mode>(5)).b)).code,
-              GRD_E_INVALID);
+    EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", static_cast<grd_type>(12), GRD_IN).b)).code, GRD_E_INVALID);
+    EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", GRD_INT, static_cast<grd_mode>(5)).b)).code, GRD_E_INVALID);
     EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", GRD_INT, GRD_IN, 8).b)).code, GRD_E_INVALID);
-    EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(2).u32(1).u32(0).u32(0).b)).code,
-              GRD_E_INVALID);
-    EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(0).u32(0).u32(0).u32(0).b)).code,
-              GRD_E_INVALID);
+    EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(2).u32(1).u32(0).u32(0).b)).code, GRD_E_INVALID);
+    EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(0).u32(0).u32(0).u32(0).b)).code, GRD_E_INVALID);
 }
 
 // ---- bundles ----
@@ -1360,8 +1279,7 @@ struct Split {
     std::string msg;
 };
 
-Split DoSplit(const Bytes &b)
-{
+Split DoSplit(const Bytes &b) {
     Split s{};
     uint32_t n = 99;
     size_t *offs = reinterpret_cast<size_t *>(1), *lens = reinterpret_cast<size_t *>(1);
@@ -1382,8 +1300,7 @@ Split DoSplit(const Bytes &b)
     return s;
 }
 
-Bytes Bundle(const std::vector<Bytes> &descs)
-{
+Bytes Bundle(const std::vector<Bytes> &descs) {
     std::vector<const uint8_t *> ptrs;
     std::vector<size_t> lens;
     for (const Bytes &d : descs) {
@@ -1393,17 +1310,16 @@ Bytes Bundle(const std::vector<Bytes> &descs)
     uint8_t *out = nullptr;
     size_t len = 0;
     grd_error err{};
-    EXPECT_EQ(grd_bundle_encode(ptrs.data(), lens.data(), static_cast<uint32_t>(descs.size()),
-                                &out, &len, &err),
-              GRD_OK)
+    EXPECT_EQ(
+        grd_bundle_encode(ptrs.data(), lens.data(), static_cast<uint32_t>(descs.size()), &out, &len, &err),
+        GRD_OK)
         << err.msg;
     Bytes b(out, out + len);
     std::free(out);
     return b;
 }
 
-TEST(BundleTest, RoundTrip)
-{
+TEST(BundleTest, RoundTrip) {
     std::vector<Bytes> descs = {Encode(Dmmul().get()), Encode(Mixed().get()),
                                 Encode(NewDesc(0, "m", "g").get())};
     Bytes b = Bundle(descs);
@@ -1412,8 +1328,7 @@ TEST(BundleTest, RoundTrip)
     ASSERT_EQ(s.code, GRD_OK) << s.msg;
     ASSERT_EQ(s.parts.size(), 3u);
     for (size_t i = 0; i < 3; i++) {
-        Bytes part(b.begin() + s.parts[i].first,
-                   b.begin() + s.parts[i].first + s.parts[i].second);
+        Bytes part(b.begin() + s.parts[i].first, b.begin() + s.parts[i].first + s.parts[i].second);
         EXPECT_EQ(part, descs[i]);
         EXPECT_EQ(Decode(part).code, GRD_OK);
     }
@@ -1422,8 +1337,7 @@ TEST(BundleTest, RoundTrip)
     EXPECT_TRUE(e.parts.empty());
 }
 
-TEST(BundleTest, UnalignedElementsArePadded)
-{
+TEST(BundleTest, UnalignedElementsArePadded) {
     Bytes odd = {1, 2, 3, 4, 5};
     Bytes b = Bundle({odd, Bytes{}, Bytes{9}});
     EXPECT_EQ(b.size(), 12u + 4 + 8 + 4 + 4 + 4);
@@ -1439,8 +1353,7 @@ TEST(BundleTest, UnalignedElementsArePadded)
     EXPECT_NE(bad.msg.find("padding"), std::string::npos);
 }
 
-TEST(BundleTest, HostileBundles)
-{
+TEST(BundleTest, HostileBundles) {
     Bytes good = Bundle({Encode(Dmmul().get()), Encode(Mixed().get())});
     for (size_t n = 0; n < good.size(); n++) {
         Bytes prefix(good.begin(), good.begin() + n);
@@ -1476,8 +1389,7 @@ TEST(BundleTest, HostileBundles)
     EXPECT_EQ(Decode(Bytes{1, 2, 3}).code, GRD_E_TRUNCATED);
 }
 
-TEST(BundleTest, EncodeLimits)
-{
+TEST(BundleTest, EncodeLimits) {
     uint8_t *out = nullptr;
     size_t len = 0;
     grd_error err{};

@@ -27,7 +27,8 @@ class TestServer {
     explicit TestServer(std::vector<std::string> extra = {}, bool modules = true) {
         const char *prog = getenv("GRIDRPCD");
         const char *mods = getenv("GRIDRPC_TEST_MODULES");
-        if (!prog || !mods) throw std::runtime_error("GRIDRPCD and GRIDRPC_TEST_MODULES must be set (make check)");
+        if (!prog || !mods)
+            throw std::runtime_error("GRIDRPCD and GRIDRPC_TEST_MODULES must be set (make check)");
         std::vector<std::string> args = {prog, "--host", "127.0.0.1", "--port", "0", "--log-level", "warn"};
         if (modules) {
             for (const char *m : {"test", "linalg", "nas", "lsq"}) {
@@ -35,9 +36,11 @@ class TestServer {
                 args.push_back(std::string(mods) + "/" + m + ".so");
             }
         }
-        for (auto &a : extra) args.push_back(a);
+        for (auto &a : extra)
+            args.push_back(a);
         std::vector<char *> argv;
-        for (auto &a : args) argv.push_back(a.data());
+        for (auto &a : args)
+            argv.push_back(a.data());
         argv.push_back(nullptr);
         int fds[2];
         if (pipe(fds) != 0) throw std::runtime_error("pipe");
@@ -54,7 +57,8 @@ class TestServer {
         std::string line;
         auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
         while (line.find('\n') == std::string::npos) {
-            if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("gridrpcd did not start");
+            if (std::chrono::steady_clock::now() > deadline)
+                throw std::runtime_error("gridrpcd did not start");
             struct pollfd p = {out_, POLLIN, 0};
             if (poll(&p, 1, 100) <= 0) continue;
             char c[256];

@@ -13,15 +13,17 @@ extern const gridrpc_stub_module gridrpc_module_stubtest;
 
 /* The Calls "C" target of stubtest/scale. */
 void stubtest_scale_out(double x, double *y);
-void stubtest_scale_out(double x, double *y) { *y = -x; }
+void stubtest_scale_out(double x, double *y) {
+    *y = -x;
+}
 
 static int failures;
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            printf("not ok: %s:%d: %s\n", __FILE__, __LINE__, #cond);                 \
-            failures++;                                                               \
-        }                                                                             \
+#define CHECK(cond)                                                                                          \
+    do {                                                                                                     \
+        if (!(cond)) {                                                                                       \
+            printf("not ok: %s:%d: %s\n", __FILE__, __LINE__, #cond);                                        \
+            failures++;                                                                                      \
+        }                                                                                                    \
     } while (0)
 
 static const gridrpc_stub_function *find(const char *name) {
