@@ -87,7 +87,8 @@ TEST_F(Call, EveryArrayTypeRoundTrips) {
         echo<short>("test/echo_short", n, [](int i) { return static_cast<short>(i * 31 - 5000); });
         echo<int>("test/echo_int", n, [](int i) { return i * 1000003 - 7; });
         echo<long>("test/echo_long", n, [](int i) { return static_cast<long>(i) * 123456789012L - 5; });
-        echo<long long>("test/echo_longlong", n, [](int i) { return -static_cast<long long>(i) << 33; });
+        echo<long long>("test/echo_longlong", n,
+                        [](int i) { return static_cast<long long>(i) * -8589934592LL; });
         echo<float>("test/echo_float", n, [](int i) { return static_cast<float>(i) / 3.0f; });
         echo<double>("test/echo_double", n, [](int i) { return std::sin(i) * 1e10; });
         echo<scomplex>("test/echo_scomplex", n, [](int i) { return scomplex{1.0f * i, -0.5f * i}; });
