@@ -103,6 +103,103 @@ typedef struct grid_stats_np {
 } grid_stats_np;
 void grid_get_stats_np(grid_stats_np *out);
 
+/* ---- Asynchronous calls
+ *
+ * grid_call_async starts a call and returns at once with its id (> 0), or a negative
+ * error code (-GRID_ERR_*) when the call could not be started (grid_last_error says
+ * why). Many calls may be in flight at once; calls to one server share one connection
+ * (pipelined). The caller's buffers must stay valid until the call is waited on. A
+ * call's record stays queryable (grid_call_error_np) after it is waited on, until
+ * grid_forget_np or grid_reset_np. All of these are MT-safe. */
+
+#define GRID_ID_NONE 0
+
+#define grid_call_async(...) grid_call_async_counted_np(GRID_NARGS_NP_(__VA_ARGS__), __VA_ARGS__)
+int grid_call_async_counted_np(int nargs, const char *name, ...);
+/* The argument-vector form (see grid_call_argv_np). */
+int grid_call_async_argv_np(const char *name, int nargs, void *const *argv);
+
+/* Waits for call ID; returns its result code (GRID_ERR_ARGS for an unknown id). */
+int grid_wait(int id);
+/* Waits for every call not yet waited on; GRID_OK, or the first failure's code. */
+int grid_wait_all(void);
+/* Waits for any call not yet waited on and stores its id in *ID; returns its code.
+ * With none outstanding: *ID = GRID_ID_NONE and GRID_OK. */
+int grid_wait_any(int *id);
+/* Waits for all N calls of IDS; GRID_OK, or the first failure's code. */
+int grid_wait_and(const int *ids, int n);
+/* Waits for any of the N calls of IDS; stores it in *DONE and returns its code. */
+int grid_wait_or(const int *ids, int n, int *done);
+/* 1 when call ID has finished, 0 while it runs, -GRID_ERR_ARGS for an unknown id.
+ * Replies are collected in the background: polling needs no other call. */
+int grid_probe(int id);
+/* Cancels call ID: a queued call is dropped by the server, a running one is flagged
+ * (long-running functions may poll grpc_is_canceled_np). When grid_cancel returns, the
+ * call will never write into the caller's buffers, and waiting on it returns
+ * GRID_ERR_CANCELED. Cancelling a finished call changes nothing and returns GRID_OK. */
+int grid_cancel(int id);
+/* The result code of call ID (GRID_OK while it runs; GRID_ERR_ARGS if unknown). */
+int grid_call_error_np(int id);
+/* The detailed message of call ID's failure ("" if none), valid until it is forgotten. */
+const char *grid_call_message_np(int id);
+/* 1 if call ID has been waited on (by any grid_wait* call), else 0. */
+int grid_call_waited_np(int id);
+/* Forgets the record of finished call ID. */
+void grid_forget_np(int id);
+
+/* ---- For language bindings (Fortran, Python): the interface and an argument vector */
+
+enum grid_type_np {
+    GRID_TYPE_CHAR = 1,
+    GRID_TYPE_SHORT = 2,
+    GRID_TYPE_INT = 3,
+    GRID_TYPE_LONG = 4,
+    GRID_TYPE_LONGLONG = 5,
+    GRID_TYPE_FLOAT = 6,
+    GRID_TYPE_DOUBLE = 7,
+    GRID_TYPE_SCOMPLEX = 8,
+    GRID_TYPE_DCOMPLEX = 9,
+    GRID_TYPE_STRING = 10,
+    GRID_TYPE_FILENAME = 11
+};
+enum grid_mode_np { GRID_MODE_IN = 1, GRID_MODE_OUT = 2, GRID_MODE_INOUT = 3, GRID_MODE_WORK = 4 };
+
+#define GRID_MAX_PARAMS_NP 64
+#define GRID_MAX_RANK_NP 8
+
+typedef struct grid_param_np {
+    char name[256];
+    int type;        /* enum grid_type_np */
+    int mode;        /* enum grid_mode_np */
+    int rank;        /* 0 for a scalar; dimensions are in C order */
+    int is_unsigned; /* an unsigned integer type */
+} grid_param_np;
+
+typedef struct grid_function_np {
+    char module[256];
+    char name[256];
+    char description[4097];
+    int nparams;
+    grid_param_np params[GRID_MAX_PARAMS_NP];
+} grid_function_np;
+
+/* Fills OUT with the interface of NAME (fetching its descriptor once, as grid_call
+ * does). */
+int grid_describe_np(const char *name, grid_function_np *out);
+
+/* grid_call with the arguments as a vector of NARGS pointers, one per parameter:
+ * ARGV[i] points at the argument's storage for every kind of parameter: a scalar's
+ * variable (IN: read, OUT and INOUT: written), a string's or filename's char *
+ * variable (an OUT string receives a malloc'd copy), an array's first element (NULL
+ * when empty; WORK arrays NULL). */
+int grid_call_argv_np(const char *name, int nargs, void *const *argv);
+
+/* The declared size of each dimension of array parameter PARAM (0-based) of NAME, for
+ * the scalar arguments in ARGV (laid out as for grid_call_argv_np; only the IN and INOUT
+ * integer scalars are read): DIMS receives rank entries, C order. Bindings use it to
+ * check or allocate arrays before a call. */
+int grid_array_shape_np(const char *name, void *const *argv, int param, long long *dims);
+
 /* Counts 1 to 64 arguments (standard C99: never called with none). */
 #define GRID_NARGS_NP_(...)                                                                                  \
     GRID_NARGS_PICK_NP_(__VA_ARGS__, 64, 63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, \

@@ -18,11 +18,15 @@ void grid_get_stats_np(grid_stats_np *out) {
     out->calls = __atomic_load_n(&grc_stat_calls, __ATOMIC_RELAXED);
 }
 
-static void report(const gr_err *e) {
-    if (e->code == GRID_OK)
+void grc_report(int code, const char *msg) {
+    if (code == GRID_OK)
         last_error[0] = '\0';
     else
-        snprintf(last_error, sizeof last_error, "%s", e->msg[0] ? e->msg : grid_error_string(e->code));
+        snprintf(last_error, sizeof last_error, "%s", msg && msg[0] ? msg : grid_error_string(code));
+}
+
+static void report(const gr_err *e) {
+    grc_report(e->code, e->msg);
 }
 
 const char *grid_last_error(void) {
@@ -112,7 +116,24 @@ static int exchange(grc_conn *c, const grc_target *t, const grm_call *call, int 
     return rc;
 }
 
-int grc_call(const char *name, int nargs, va_list ap, gr_err *e) {
+int grc_fill(grm_call *call, const grd_desc *d, const grc_target *t, const grc_args *args, gr_err *e) {
+    if (args->nargs >= 0 && (uint32_t)args->nargs != d->nparams) {
+        char params[512];
+        param_list(d, params, sizeof params);
+        return gr_seterr(e, GRID_ERR_ARGS, "%s takes %u argument%s (%s) but %d %s given", t->name, d->nparams,
+                         d->nparams == 1 ? "" : "s", params, args->nargs, args->nargs == 1 ? "was" : "were");
+    }
+    grw_limits lim;
+    grw_limits_default(&lim);
+    if (!args->ap) return grm_from_argv(call, d, args->argv, &lim, e);
+    va_list aq;
+    va_copy(aq, *args->ap);
+    int rc = grm_from_va(call, d, aq, &lim, e);
+    va_end(aq);
+    return rc;
+}
+
+int grc_call(const char *name, const grc_args *args, gr_err *e) {
     grc_config cfg;
     grc_target t;
     int rc = grc_config_get(&cfg, e);
@@ -124,20 +145,7 @@ int grc_call(const char *name, int nargs, va_list ap, gr_err *e) {
         const grd_desc *d;
         rc = grc_descriptor(&t, &cfg, &d, e);
         if (rc) break;
-        if (nargs >= 0 && (uint32_t)(nargs - 1) != d->nparams) {
-            char params[512];
-            param_list(d, params, sizeof params);
-            rc =
-                gr_seterr(e, GRID_ERR_ARGS, "%s takes %u argument%s (%s) but %d %s given", t.name, d->nparams,
-                          d->nparams == 1 ? "" : "s", params, nargs - 1, nargs - 1 == 1 ? "was" : "were");
-            break;
-        }
-        va_list aq;
-        va_copy(aq, ap);
-        grw_limits lim;
-        grw_limits_default(&lim);
-        rc = grm_from_va(call, d, aq, &lim, e);
-        va_end(aq);
+        rc = grc_fill(call, d, &t, args, e);
         if (rc) break;
         grc_conn *c;
         rc = grc_conn_get(t.host, t.port, &cfg, &c, e);
@@ -181,7 +189,8 @@ int grid_call_counted_np(int nargs, const char *name, ...) {
     gr_clearerr(&e);
     va_list ap;
     va_start(ap, name);
-    int rc = grc_call(name, nargs, ap, &e);
+    grc_args args = {&ap, NULL, nargs - 1};
+    int rc = grc_call(name, &args, &e);
     va_end(ap);
     e.code = rc;
     report(&e);
@@ -193,8 +202,86 @@ int grid_call_uncounted_np(const char *name, ...) {
     gr_clearerr(&e);
     va_list ap;
     va_start(ap, name);
-    int rc = grc_call(name, -1, ap, &e);
+    grc_args args = {&ap, NULL, -1};
+    int rc = grc_call(name, &args, &e);
     va_end(ap);
+    e.code = rc;
+    report(&e);
+    return rc;
+}
+
+int grid_call_argv_np(const char *name, int nargs, void *const *argv) {
+    gr_err e;
+    gr_clearerr(&e);
+    grc_args args = {NULL, argv, nargs};
+    int rc = argv || nargs == 0
+                 ? grc_call(name, &args, &e)
+                 : gr_seterr(&e, GRID_ERR_ARGS, "grid_call_argv_np: the argument vector is NULL");
+    e.code = rc;
+    report(&e);
+    return rc;
+}
+
+/* Resolves NAME and gets its descriptor, for the introspection calls. */
+static int lookup(const char *name, const grd_desc **d, gr_err *e) {
+    grc_config cfg;
+    grc_target t;
+    int rc = grc_config_get(&cfg, e);
+    if (!rc) rc = grc_resolve(name, &cfg, &t, e);
+    if (!rc) rc = grc_descriptor(&t, &cfg, d, e);
+    if (rc && t.name[0]) gr_prefixerr(e, "%s on %s:%d: ", t.name, t.host, t.port);
+    return rc;
+}
+
+int grid_describe_np(const char *name, grid_function_np *out) {
+    gr_err e;
+    gr_clearerr(&e);
+    const grd_desc *d;
+    int rc = out ? lookup(name, &d, &e) : gr_seterr(&e, GRID_ERR_ARGS, "grid_describe_np: OUT is NULL");
+    if (!rc) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->module, sizeof out->module, "%s", d->module);
+        snprintf(out->name, sizeof out->name, "%s", d->name);
+        snprintf(out->description, sizeof out->description, "%s", d->description ? d->description : "");
+        out->nparams = (int)d->nparams;
+        for (uint32_t i = 0; i < d->nparams; i++) {
+            const grd_param *p = &d->params[i];
+            snprintf(out->params[i].name, sizeof out->params[i].name, "%s", p->name);
+            out->params[i].type = (int)p->type;
+            out->params[i].mode = (int)p->mode;
+            out->params[i].rank = (int)p->rank;
+            out->params[i].is_unsigned = (p->flags & GRD_PF_UNSIGNED) != 0;
+        }
+    }
+    e.code = rc;
+    report(&e);
+    return rc;
+}
+
+int grid_array_shape_np(const char *name, void *const *argv, int param, long long *dims) {
+    gr_err e;
+    gr_clearerr(&e);
+    const grd_desc *d;
+    int rc = lookup(name, &d, &e);
+    if (!rc && (param < 0 || (uint32_t)param >= d->nparams || !argv || !dims))
+        rc = gr_seterr(&e, GRID_ERR_ARGS,
+                       "grid_array_shape_np: parameter %d is out of range (0..%u) or a pointer is NULL",
+                       param, d->nparams - 1);
+    if (!rc) {
+        grm_call *c = malloc(sizeof *c);
+        if (!c) {
+            rc = gr_seterr(&e, GRID_ERR_NOMEM, "out of memory");
+        } else {
+            grm_init(c, d, GRM_CLIENT_SIDE);
+            for (uint32_t i = 0; i < d->nparams; i++)
+                c->ptr[i] = argv[i];
+            rc = grm_prepare(c, NULL, &e);
+            if (!rc)
+                for (uint32_t k = 0; k < c->ext[param].rank; k++)
+                    dims[k] = c->ext[param].size[k];
+            free(c);
+        }
+    }
     e.code = rc;
     report(&e);
     return rc;
@@ -211,6 +298,7 @@ int grid_set_timeouts_np(double connect_seconds, double call_seconds) {
 }
 
 void grid_reset_np(void) {
+    grc_async_reset();
     grc_pool_reset();
     grc_cache_reset();
     grc_config_reset();

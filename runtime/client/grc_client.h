@@ -8,6 +8,7 @@
 
 #include "gr_error.h"
 #include "grd_desc.h"
+#include "grm_marshal.h"
 #include "grw_wire.h"
 
 #ifdef __cplusplus
@@ -72,8 +73,35 @@ void grc_cache_reset(void);
 /* Counters behind grid_get_stats_np (atomic). */
 extern long grc_stat_fetches, grc_stat_connections, grc_stat_calls;
 
-/* One synchronous call with arguments AP; NARGS (-1: unknown) counts them. */
-int grc_call(const char *name, int nargs, va_list ap, gr_err *e);
+/* Where a call's arguments come from: grid_call's variadic list or an argument vector. */
+typedef struct grc_args {
+    va_list *ap;       /* or NULL */
+    void *const *argv; /* when ap is NULL */
+    int nargs;         /* arguments after the name; -1: unknown (not checked) */
+} grc_args;
+
+/* Fills CALL for descriptor D from ARGS (checking their count). */
+int grc_fill(grm_call *call, const grd_desc *d, const grc_target *t, const grc_args *args, gr_err *e);
+
+/* One synchronous call. */
+int grc_call(const char *name, const grc_args *args, gr_err *e);
+
+/* Sets the calling thread's last error (grid_last_error). */
+void grc_report(int code, const char *msg);
+
+/* ---- asynchronous calls (grc_async.c) */
+/* Starts a call; returns its id (> 0) or -code with E set. */
+int grc_call_async(const char *name, const grc_args *args, gr_err *e);
+/* Waits for call ID; returns its code and points *MSG at its message. */
+int grc_wait(int id, const char **msg);
+/* Waits for any of IDS (N of them), or any outstanding call when IDS is NULL. */
+int grc_wait_any(const int *ids, int n, int *done, const char **msg);
+int grc_probe(int id);
+int grc_cancel(int id);
+/* The code of call ID (GRID_OK while running), -1 if unknown. */
+int grc_session_error(int id, const char **msg, int *waited);
+void grc_forget(int id);
+void grc_async_reset(void);
 
 #ifdef __cplusplus
 }

@@ -80,6 +80,21 @@ static const char *arg_name(const grd_param *p, uint32_t i, char *buf, size_t n)
     return buf;
 }
 
+/* Sizes every array and checks that each array that must hold elements is not NULL. */
+static int check_args(grm_call *c, const grw_limits *lim, gr_err *e) {
+    const grd_desc *d = c->desc;
+    char nm[256];
+    int rc = grm_prepare(c, lim, e);
+    if (rc) return rc;
+    for (uint32_t i = 0; i < d->nparams; i++) {
+        const grd_param *p = &d->params[i];
+        if (p->rank > 0 && p->mode != GRD_WORK && !c->ptr[i] && c->ext[i].elems > 0)
+            return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL but must hold %llu elements", d->module,
+                             d->name, arg_name(p, i, nm, sizeof nm), (unsigned long long)c->ext[i].elems);
+    }
+    return GRID_OK;
+}
+
 int grm_from_va(grm_call *c, const grd_desc *d, va_list ap, const grw_limits *lim, gr_err *e) {
     grm_init(c, d, GRM_CLIENT_SIDE);
     char nm[256];
@@ -118,15 +133,23 @@ int grm_from_va(grm_call *c, const grd_desc *d, va_list ap, const grw_limits *li
         case GRD_STRING: v->str = va_arg(ap, char *); break;
         }
     }
-    int rc = grm_prepare(c, lim, e);
-    if (rc) return rc;
+    return check_args(c, lim, e);
+}
+
+int grm_from_argv(grm_call *c, const grd_desc *d, void *const *argv, const grw_limits *lim, gr_err *e) {
+    grm_init(c, d, GRM_CLIENT_SIDE);
+    char nm[256];
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
-        if (p->rank > 0 && p->mode != GRD_WORK && !c->ptr[i] && c->ext[i].elems > 0)
-            return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL but must hold %llu elements", d->module,
-                             d->name, arg_name(p, i, nm, sizeof nm), (unsigned long long)c->ext[i].elems);
+        c->ptr[i] = argv[i];
+        if (p->rank == 0 && !argv[i])
+            return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL: pass the address of its variable",
+                             d->module, d->name, arg_name(p, i, nm, sizeof nm));
+        if (p->rank == 0 && p->type == GRD_FILENAME && !*(char *const *)argv[i])
+            return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL: pass the path of a local file", d->module,
+                             d->name, arg_name(p, i, nm, sizeof nm));
     }
-    return GRID_OK;
+    return check_args(c, lim, e);
 }
 
 void grm_release(grm_call *c) {

@@ -68,6 +68,10 @@ unsigned grm_word_size(uint32_t type);
  * then computes every extent (grm_prepare). */
 int grm_from_va(grm_call *c, const grd_desc *d, va_list ap, const grw_limits *lim, gr_err *e);
 
+/* Client: fills C from an argument vector (grid_call_argv_np: ARGV[i] points at each
+ * parameter's storage), then computes every extent. */
+int grm_from_argv(grm_call *c, const grd_desc *d, void *const *argv, const grw_limits *lim, gr_err *e);
+
 /* Computes ival and every array's extent from the current scalars, checking each
  * array against LIM->max_array. Names the parameter in errors (GRID_ERR_ARGS for a bad
  * size, GRID_ERR_LIMIT for a limit). */

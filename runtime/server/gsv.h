@@ -120,6 +120,7 @@ typedef struct gsv_sched {
     int stopping;
     pthread_t *pool;
     unsigned npool;
+    struct gsv_job *running_list; /* jobs being invoked: CANCEL flags them */
 } gsv_sched;
 
 /* ---------------------------------------------------------------- server */
@@ -207,7 +208,9 @@ typedef struct gsv_job {
     uint64_t seq;                  /* arrival order */
     long long t_queued, t_started; /* read whole and queued; invoke began */
     uint64_t bytes_in;
-    grm_call call; /* arguments: buffers the job owns */
+    atomic_int canceled;           /* CANCEL arrived while it ran (grpc_is_canceled_np) */
+    struct gsv_job *rprev, *rnext; /* sched.running_list, under sched.lock, while invoked */
+    grm_call call;                 /* arguments: buffers the job owns */
 } gsv_job;
 
 /* Runs JOB on the current thread: sets the BLAS threads, invokes the function, sends
@@ -228,8 +231,12 @@ int gsv_sched_start(gsv_server *s, gr_err *e);
  * thread could be made. */
 int gsv_sched_submit(gsv_server *s, gsv_job *job, gr_err *e);
 /* Removes the queued call REQUEST_ID of CONN; returns it (the caller answers it), or
- * NULL when it is not queued (running, done or unknown). */
+ * NULL when it is not queued. A call being invoked is flagged instead, for
+ * grpc_is_canceled_np; it finishes and is answered as usual. */
 gsv_job *gsv_sched_cancel(gsv_server *s, gsv_conn *conn, uint64_t request_id);
+/* Marks JOB as being invoked (cancelable by flag) or no longer. */
+void gsv_sched_invoking(gsv_server *s, gsv_job *job, int on);
+
 /* Stops taking calls: every queued one is answered ERROR GRID_ERR_SHUTDOWN. */
 void gsv_sched_stop(gsv_server *s);
 /* Waits until no call runs, or DEADLINE_NS; returns the number still running. */

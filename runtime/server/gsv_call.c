@@ -70,13 +70,29 @@ static int send_result(gsv_server *s, gsv_job *job, long long queue_ns, long lon
     return rc;
 }
 
+/* The job the current worker thread is invoking, for grpc_is_canceled_np. */
+static __thread gsv_job *current_job;
+
+/* Called by long-running functions (Ninf-G's cooperative cancel, grpc_executable.h):
+ * 1 when the client canceled the call being run on this thread. Exported from gridrpcd
+ * for the modules it loads. */
+int grpc_is_canceled_np(int *error);
+int grpc_is_canceled_np(int *error) {
+    if (error) *error = 0;
+    return current_job && atomic_load(&current_job->canceled) ? 1 : 0;
+}
+
 void gsv_call_run(gsv_server *s, gsv_job *job) {
     gr_err e;
     gr_clearerr(&e);
     job->t_started = gr_now_ns();
     long long queue_ns = job->t_started - job->t_queued;
     share_blas_threads(s);
+    gsv_sched_invoking(s, job, 1);
+    current_job = job;
     job->fn->stub->invoke(job->call.ptr);
+    current_job = NULL;
+    gsv_sched_invoking(s, job, 0);
     long long run_ns = gr_now_ns() - job->t_started;
     uint64_t bytes = result_bytes(&job->call);
     int rc = send_result(s, job, queue_ns, run_ns, bytes, &e);

@@ -180,8 +180,30 @@ gsv_job *gsv_sched_cancel(gsv_server *s, gsv_conn *conn, uint64_t request_id) {
             break;
         }
     }
+    if (!found)
+        for (gsv_job *j = s->sched.running_list; j; j = j->rnext)
+            if (j->conn == conn && j->request_id == request_id) atomic_store(&j->canceled, 1);
     pthread_mutex_unlock(&s->sched.lock);
     return found;
+}
+
+void gsv_sched_invoking(gsv_server *s, gsv_job *job, int on) {
+    gsv_sched *q = &s->sched;
+    pthread_mutex_lock(&q->lock);
+    if (on) {
+        job->rprev = NULL;
+        job->rnext = q->running_list;
+        if (q->running_list) q->running_list->rprev = job;
+        q->running_list = job;
+    } else {
+        if (job->rprev)
+            job->rprev->rnext = job->rnext;
+        else
+            q->running_list = job->rnext;
+        if (job->rnext) job->rnext->rprev = job->rprev;
+        job->rprev = job->rnext = NULL;
+    }
+    pthread_mutex_unlock(&q->lock);
 }
 
 void gsv_sched_stop(gsv_server *s) {

@@ -178,6 +178,7 @@ int grw_finish(grw_writer *w, gr_err *e) {
     return flush_fragment(w, NULL, 0, 1, e);
 }
 
+/* Each word is loaded whole before it is stored, so DST may equal SRC (in place). */
 void grw_copy_swap(void *dst, const void *src, size_t n, unsigned word) {
     uint8_t *d = dst;
     const uint8_t *s = src;
@@ -202,7 +203,7 @@ void grw_copy_swap(void *dst, const void *src, size_t n, unsigned word) {
             v = __builtin_bswap16(v);
             memcpy(d + 2 * i, &v, 2);
         }
-    } else {
+    } else if (d != s) {
         memcpy(d, s, n * word);
     }
 }
@@ -213,31 +214,7 @@ void grw_swap_words(void *p, size_t n, unsigned word) {
     (void)n;
     (void)word;
 #else
-    if (word == 8) {
-        uint64_t *q = p;
-        for (size_t i = 0; i < n; i++) {
-            uint64_t v;
-            memcpy(&v, q + i, 8);
-            v = __builtin_bswap64(v);
-            memcpy(q + i, &v, 8);
-        }
-    } else if (word == 4) {
-        uint32_t *q = p;
-        for (size_t i = 0; i < n; i++) {
-            uint32_t v;
-            memcpy(&v, q + i, 4);
-            v = __builtin_bswap32(v);
-            memcpy(q + i, &v, 4);
-        }
-    } else if (word == 2) {
-        uint16_t *q = p;
-        for (size_t i = 0; i < n; i++) {
-            uint16_t v;
-            memcpy(&v, q + i, 2);
-            v = __builtin_bswap16(v);
-            memcpy(q + i, &v, 2);
-        }
-    }
+    grw_copy_swap(p, p, n, word);
 #endif
 }
 

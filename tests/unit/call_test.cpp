@@ -262,6 +262,42 @@ TEST_F(Call, ConcurrentClients) {
         EXPECT_EQ(0, failures[t]) << "thread " << t;
 }
 
+// ---- the binding interface: argument vectors, introspection, shapes
+
+TEST_F(Call, ArgvCallAndDescribe) {
+    int n = 3;
+    double in[3] = {1, 2, 3}, out[3] = {0, 0, 0};
+    void *argv[] = {&n, in, out};
+    ASSERT_EQ(GRID_OK, grid_call_argv_np("test/echo_double", 3, argv)) << grid_last_error();
+    EXPECT_EQ(3.0, out[2]);
+    EXPECT_EQ(GRID_ERR_ARGS, grid_call_argv_np("test/echo_double", 2, argv));
+    const char *s = "argv";
+    char *r = nullptr;
+    void *sargv[] = {&s, &r};
+    ASSERT_EQ(GRID_OK, grid_call_argv_np("test/echo_string", 2, sargv)) << grid_last_error();
+    EXPECT_STREQ("argv", r);
+    free(r);
+
+    grid_function_np f;
+    ASSERT_EQ(GRID_OK, grid_describe_np("linalg/dmmul", &f)) << grid_last_error();
+    EXPECT_STREQ("linalg", f.module);
+    EXPECT_STREQ("dmmul", f.name);
+    ASSERT_EQ(4, f.nparams);
+    EXPECT_STREQ("C", f.params[3].name);
+    EXPECT_EQ(GRID_TYPE_DOUBLE, f.params[3].type);
+    EXPECT_EQ(GRID_MODE_OUT, f.params[3].mode);
+    EXPECT_EQ(2, f.params[3].rank);
+    EXPECT_EQ(GRID_ERR_NOT_FOUND, grid_describe_np("linalg/nothing", &f));
+
+    int m = 7;
+    void *margv[] = {&m, nullptr, nullptr, nullptr};
+    long long dims[8];
+    ASSERT_EQ(GRID_OK, grid_array_shape_np("linalg/dmmul", margv, 1, dims)) << grid_last_error();
+    EXPECT_EQ(7, dims[0]);
+    EXPECT_EQ(7, dims[1]);
+    EXPECT_EQ(GRID_ERR_ARGS, grid_array_shape_np("linalg/dmmul", margv, 9, dims));
+}
+
 // ---- errors: each is a code plus a message that says what to do
 
 TEST_F(Call, UnknownFunction) {

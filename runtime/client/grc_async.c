@@ -1,0 +1,509 @@
+/* grc_async.c: asynchronous calls. Calls to one server share one connection (a
+ * "pipe"): the caller's thread marshals and sends its CALL under the pipe's write lock
+ * and returns at once; a reader thread per pipe collects replies in the background and
+ * stores each into its caller's buffers, so many calls are in flight on one connection
+ * and grid_probe sees completions without making any call itself.
+ *
+ * Locking: one lock (alock) guards every session and the pipe list; a pipe's wlock
+ * orders whole messages on its socket. alock is never held while writing to a socket
+ * or while a reply body is read. A session whose reply is being read is marked
+ * "reading"; grid_cancel waits for that to end, which is how "after grid_cancel
+ * returns, nothing is written into the caller's buffers" holds. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "grc_client.h"
+
+typedef struct grc_pipe {
+    grc_conn *conn;
+    pthread_mutex_t wlock;
+    pthread_t reader;
+    int dead;
+    struct grc_pipe *next;
+} grc_pipe;
+
+typedef struct grc_session {
+    int id;
+    int done, cancelled, reading, waited;
+    int code;
+    char *msg;
+    long long deadline_ns;
+    grc_pipe *pipe;
+    grm_call *call;
+    grc_target target;
+    struct grc_session *hnext;         /* hash chain */
+    struct grc_session *oprev, *onext; /* outstanding (not waited) list */
+} grc_session;
+
+#define NBUCKETS 4096
+
+static pthread_mutex_t alock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t acond = PTHREAD_COND_INITIALIZER;
+static grc_session *buckets[NBUCKETS];
+static grc_session *outstanding_head, *outstanding_tail;
+static grc_pipe *pipes;
+static int next_id = 1;
+
+/* ---- the session table (alock held) */
+
+static grc_session *find(int id) {
+    for (grc_session *s = buckets[(unsigned)id % NBUCKETS]; s; s = s->hnext)
+        if (s->id == id) return s;
+    return NULL;
+}
+
+static void insert(grc_session *s) {
+    unsigned b = (unsigned)s->id % NBUCKETS;
+    s->hnext = buckets[b];
+    buckets[b] = s;
+    s->oprev = outstanding_tail;
+    s->onext = NULL;
+    if (outstanding_tail)
+        outstanding_tail->onext = s;
+    else
+        outstanding_head = s;
+    outstanding_tail = s;
+}
+
+static void unlist(grc_session *s) {
+    if (s->waited) return;
+    s->waited = 1;
+    if (s->oprev)
+        s->oprev->onext = s->onext;
+    else
+        outstanding_head = s->onext;
+    if (s->onext)
+        s->onext->oprev = s->oprev;
+    else
+        outstanding_tail = s->oprev;
+    s->oprev = s->onext = NULL;
+}
+
+static void finish(grc_session *s, int code, const char *msg) {
+    s->done = 1;
+    s->code = code;
+    free(s->msg);
+    s->msg = code && msg ? strdup(msg) : NULL;
+    free(s->call);
+    s->call = NULL;
+    pthread_cond_broadcast(&acond);
+}
+
+/* ---- the reader thread of a pipe */
+
+static void fail_pipe(grc_pipe *p, const char *why) {
+    pthread_mutex_lock(&alock);
+    p->dead = 1;
+    for (unsigned b = 0; b < NBUCKETS; b++)
+        for (grc_session *s = buckets[b]; s; s = s->hnext)
+            if (s->pipe == p && !s->done) finish(s, GRID_ERR_CONN_LOST, why);
+    pthread_mutex_unlock(&alock);
+}
+
+static void *reader_main(void *arg) {
+    grc_pipe *p = arg;
+    grc_conn *c = p->conn;
+    gr_err e;
+    grw_limits mine;
+    grw_limits_default(&mine);
+    mine.max_array = (uint64_t)-1 >> 1; /* the caller's buffers, sized by the caller */
+    mine.max_head = 0xffffffffu;
+    for (;;) {
+        grw_header h;
+        c->rd.deadline_ns = 0;
+        int rc = grw_read_header(&c->rd, &h, &e);
+        if (rc) {
+            fail_pipe(p,
+                      "the server closed the connection during the call: it may have crashed or been stopped "
+                      "(check its log)");
+            break;
+        }
+        pthread_mutex_lock(&alock);
+        grc_session *s = h.request_id <= 0x7fffffff ? find((int)h.request_id) : NULL;
+        int discard = !s || s->done;
+        if (!discard) s->reading = 1;
+        pthread_mutex_unlock(&alock);
+
+        int code = GRID_OK;
+        char msg[sizeof e.msg] = "";
+        if (discard) {
+            rc = grw_skip(&c->rd, &e);
+        } else if (h.type == GRW_RESULT) {
+            uint64_t q, t;
+            rc = grw_read_u64(&c->rd, &q, &e);
+            if (!rc) rc = grw_read_u64(&c->rd, &t, &e);
+            if (!rc) rc = grm_read_head(&c->rd, s->call, GRM_TO_CLIENT, &mine, &e);
+            if (!rc) rc = grm_read_bulk(&c->rd, s->call, GRM_TO_CLIENT, &e);
+            if (!rc) rc = grw_end(&c->rd, &e);
+        } else if (h.type == GRW_ERROR) {
+            uint32_t v;
+            char *m = NULL;
+            rc = grw_read_u32(&c->rd, &v, &e);
+            if (!rc) rc = grw_read_string(&c->rd, 4095, &m, &e);
+            if (!rc) rc = grw_end(&c->rd, &e);
+            if (!rc) {
+                code = (int)v > 0 && (int)v < GRID_ERROR_COUNT_NP ? (int)v : GRID_ERR_FAILED;
+                snprintf(msg, sizeof msg, "%s", m);
+            }
+            free(m);
+        } else {
+            rc = gr_seterr(&e, GRID_ERR_PROTOCOL, "the server answered CALL with %s", grw_type_name(h.type));
+        }
+
+        pthread_mutex_lock(&alock);
+        if (!discard) {
+            s->reading = 0;
+            if (rc) {
+                finish(s, rc, e.msg);
+            } else {
+                if (code == GRID_ERR_STALE) grc_cache_forget(&s->target);
+                finish(s, code, msg);
+            }
+        }
+        pthread_mutex_unlock(&alock);
+        if (rc) {
+            fail_pipe(p, e.msg[0] ? e.msg : "the connection to the server failed");
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* Returns a live pipe to HOST:PORT, opening one (with its reader) if needed. */
+static int get_pipe(const grc_target *t, const grc_config *cfg, grc_pipe **out, gr_err *e) {
+    pthread_mutex_lock(&alock);
+    for (grc_pipe *p = pipes; p; p = p->next)
+        if (!p->dead && p->conn->port == t->port && strcmp(p->conn->host, t->host) == 0) {
+            *out = p;
+            pthread_mutex_unlock(&alock);
+            return GRID_OK;
+        }
+    pthread_mutex_unlock(&alock);
+    grc_conn *c;
+    int rc = grc_conn_get(t->host, t->port, cfg, &c, e);
+    if (rc) return rc;
+    grc_pipe *p = calloc(1, sizeof *p);
+    if (!p) {
+        grc_conn_put(c, 1);
+        return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+    }
+    p->conn = c;
+    c->wr.deadline_ns = 0;
+    pthread_mutex_init(&p->wlock, NULL);
+    pthread_mutex_lock(&alock);
+    /* Another thread may have opened one meanwhile: use it, drop ours. */
+    for (grc_pipe *q = pipes; q; q = q->next)
+        if (!q->dead && q->conn->port == t->port && strcmp(q->conn->host, t->host) == 0) {
+            pthread_mutex_unlock(&alock);
+            pthread_mutex_destroy(&p->wlock);
+            grc_conn_put(c, 0);
+            free(p);
+            *out = q;
+            return GRID_OK;
+        }
+    if (pthread_create(&p->reader, NULL, reader_main, p) != 0) {
+        pthread_mutex_unlock(&alock);
+        pthread_mutex_destroy(&p->wlock);
+        grc_conn_put(c, 1);
+        free(p);
+        return gr_seterr(e, GRID_ERR_INTERNAL, "cannot start a reader thread: %s", strerror(errno));
+    }
+    p->next = pipes;
+    pipes = p;
+    pthread_mutex_unlock(&alock);
+    *out = p;
+    return GRID_OK;
+}
+
+/* ---- starting a call */
+
+int grc_call_async(const char *name, const grc_args *args, gr_err *e) {
+    grc_config cfg;
+    grc_target t;
+    memset(&t, 0, sizeof t);
+    const grd_desc *d;
+    int rc = grc_config_get(&cfg, e);
+    if (!rc) rc = grc_resolve(name, &cfg, &t, e);
+    if (rc) return -rc;
+    rc = grc_descriptor(&t, &cfg, &d, e);
+    grc_session *s = rc ? NULL : calloc(1, sizeof *s);
+    grm_call *call = s ? malloc(sizeof *call) : NULL;
+    if (!rc && (!s || !call)) rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+    if (!rc) rc = grc_fill(call, d, &t, args, e);
+    grc_pipe *p = NULL;
+    if (!rc) rc = get_pipe(&t, &cfg, &p, e);
+    if (!rc)
+        for (uint32_t i = 0; i < d->nparams && !rc; i++)
+            if (d->params[i].rank > 0 && call->ext[i].sent_bytes > p->conn->server.max_array)
+                rc = gr_seterr(e, GRID_ERR_LIMIT,
+                               "argument '%s' of %s has %llu bytes; the server at %s:%d accepts "
+                               "at most %llu per array",
+                               d->params[i].name, t.name, (unsigned long long)call->ext[i].sent_bytes, t.host,
+                               t.port, (unsigned long long)p->conn->server.max_array);
+    if (rc) {
+        free(call);
+        free(s);
+        if (t.name[0]) gr_prefixerr(e, "%s on %s:%d: ", t.name, t.host, t.port);
+        return -rc;
+    }
+    s->call = call;
+    s->pipe = p;
+    s->target = t;
+    s->deadline_ns = cfg.call_timeout > 0 ? gr_now_ns() + (long long)(cfg.call_timeout * 1e9) : 0;
+
+    pthread_mutex_lock(&alock);
+    if (next_id == 0x7fffffff) next_id = 1;
+    while (find(next_id))
+        next_id++;
+    s->id = next_id++;
+    insert(s);
+    pthread_mutex_unlock(&alock);
+
+    /* Registered before it is sent, so the reply always finds its session. */
+    grc_conn *c = p->conn;
+    pthread_mutex_lock(&p->wlock);
+    rc = grw_begin(&c->wr, GRW_CALL, 0, (uint64_t)s->id, e);
+    if (!rc) rc = grw_write_string(&c->wr, t.name, e);
+    if (!rc) rc = grw_write_u64(&c->wr, d->hash, e);
+    if (!rc) rc = grm_write_head(&c->wr, call, GRM_TO_SERVER, &c->server, e);
+    if (!rc) rc = grm_write_bulk(&c->wr, call, GRM_TO_SERVER, e);
+    if (!rc) rc = grw_finish(&c->wr, e);
+    pthread_mutex_unlock(&p->wlock);
+    if (rc) {
+        /* The stream may hold half a message: this connection is finished. */
+        shutdown(c->fd, SHUT_RDWR);
+        gr_prefixerr(e, "%s on %s:%d: ", t.name, t.host, t.port);
+        pthread_mutex_lock(&alock);
+        if (!s->done) finish(s, rc, e->msg);
+        pthread_mutex_unlock(&alock);
+    }
+    return s->id;
+}
+
+/* ---- waiting */
+
+static void send_cancel(grc_session *s) {
+    grc_pipe *p = s->pipe;
+    gr_err e;
+    if (!p || p->dead) return;
+    pthread_mutex_lock(&p->wlock);
+    if (!grw_begin(&p->conn->wr, GRW_CANCEL, 0, (uint64_t)s->id, &e)) grw_finish(&p->conn->wr, &e);
+    pthread_mutex_unlock(&p->wlock);
+}
+
+/* Waits (alock held) until S is done or its deadline passes; 1 if it timed out. */
+static int wait_done(grc_session *s) {
+    while (!s->done) {
+        if (s->deadline_ns) {
+            long long left = s->deadline_ns - gr_now_ns();
+            if (left <= 0 && !s->reading) {
+                s->cancelled = 1;
+                finish(s, GRID_ERR_TIMEOUT,
+                       "no reply within the call timeout (GRIDRPC_TIMEOUT); the call was "
+                       "canceled");
+                return 1;
+            }
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            long long ns = (long long)ts.tv_nsec + (left > 0 ? left : 1000000);
+            ts.tv_sec += (time_t)(ns / 1000000000LL);
+            ts.tv_nsec = (long)(ns % 1000000000LL);
+            pthread_cond_timedwait(&acond, &alock, &ts);
+        } else {
+            pthread_cond_wait(&acond, &alock);
+        }
+    }
+    return 0;
+}
+
+static __thread char last_msg[1024];
+
+static int unknown(int id) {
+    snprintf(last_msg, sizeof last_msg, "unknown call id %d: it was never started, or was forgotten", id);
+    return GRID_ERR_ARGS;
+}
+
+int grc_wait(int id, const char **msg) {
+    pthread_mutex_lock(&alock);
+    grc_session *s = find(id);
+    if (!s) {
+        pthread_mutex_unlock(&alock);
+        *msg = last_msg;
+        return unknown(id);
+    }
+    int timed_out = wait_done(s);
+    unlist(s);
+    int code = s->code;
+    snprintf(last_msg, sizeof last_msg, "%s", s->msg ? s->msg : "");
+    pthread_mutex_unlock(&alock);
+    if (timed_out) send_cancel(s);
+    *msg = last_msg;
+    return code;
+}
+
+int grc_wait_any(const int *ids, int n, int *done, const char **msg) {
+    *msg = last_msg;
+    pthread_mutex_lock(&alock);
+    for (;;) {
+        grc_session *pick = NULL;
+        int any = 0;
+        long long soonest = 0;
+        if (ids) {
+            for (int k = 0; k < n; k++) {
+                grc_session *s = find(ids[k]);
+                if (!s) {
+                    pthread_mutex_unlock(&alock);
+                    *done = ids[k];
+                    return unknown(ids[k]);
+                }
+                any = 1;
+                if (s->done) {
+                    pick = s;
+                    break;
+                }
+                if (s->deadline_ns && (!soonest || s->deadline_ns < soonest)) soonest = s->deadline_ns;
+            }
+        } else {
+            for (grc_session *s = outstanding_head; s; s = s->onext) {
+                any = 1;
+                if (s->done) {
+                    pick = s;
+                    break;
+                }
+                if (s->deadline_ns && (!soonest || s->deadline_ns < soonest)) soonest = s->deadline_ns;
+            }
+        }
+        if (!any) {
+            pthread_mutex_unlock(&alock);
+            *done = GRID_ID_NONE;
+            last_msg[0] = '\0';
+            return GRID_OK;
+        }
+        if (pick) {
+            unlist(pick);
+            *done = pick->id;
+            snprintf(last_msg, sizeof last_msg, "%s", pick->msg ? pick->msg : "");
+            int code = pick->code;
+            pthread_mutex_unlock(&alock);
+            return code;
+        }
+        /* Expire calls past their deadline, then sleep until something changes. */
+        if (soonest && soonest <= gr_now_ns()) {
+            grc_session *list = ids ? NULL : outstanding_head;
+            for (int k = 0; ids ? k < n : list != NULL; k++) {
+                grc_session *s = ids ? find(ids[k]) : list;
+                if (!ids) list = list->onext;
+                if (s && !s->done && !s->reading && s->deadline_ns && s->deadline_ns <= gr_now_ns()) {
+                    s->cancelled = 1;
+                    finish(s, GRID_ERR_TIMEOUT, "no reply within the call timeout (GRIDRPC_TIMEOUT)");
+                }
+            }
+            continue;
+        }
+        if (soonest) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            long long ns = ts.tv_nsec + (soonest - gr_now_ns());
+            ts.tv_sec += (time_t)(ns / 1000000000LL);
+            ts.tv_nsec = (long)(ns % 1000000000LL);
+            pthread_cond_timedwait(&acond, &alock, &ts);
+        } else {
+            pthread_cond_wait(&acond, &alock);
+        }
+    }
+}
+
+int grc_probe(int id) {
+    pthread_mutex_lock(&alock);
+    grc_session *s = find(id);
+    int r = s ? s->done : -GRID_ERR_ARGS;
+    pthread_mutex_unlock(&alock);
+    if (!s) unknown(id);
+    return r;
+}
+
+int grc_cancel(int id) {
+    pthread_mutex_lock(&alock);
+    grc_session *s = find(id);
+    if (!s) {
+        pthread_mutex_unlock(&alock);
+        return unknown(id);
+    }
+    /* A reply being stored right now completes the call: wait for it. */
+    while (s->reading)
+        pthread_cond_wait(&acond, &alock);
+    int was_done = s->done;
+    if (!was_done) {
+        s->cancelled = 1;
+        finish(s, GRID_ERR_CANCELED, "the call was canceled (grid_cancel)");
+    }
+    pthread_mutex_unlock(&alock);
+    if (!was_done) send_cancel(s);
+    last_msg[0] = '\0';
+    return GRID_OK;
+}
+
+int grc_session_error(int id, const char **msg, int *waited) {
+    pthread_mutex_lock(&alock);
+    grc_session *s = find(id);
+    int code = s ? (s->done ? s->code : GRID_OK) : -1;
+    if (s) {
+        *msg = s->done && s->msg ? s->msg : "";
+        *waited = s->waited;
+    }
+    pthread_mutex_unlock(&alock);
+    return code;
+}
+
+void grc_forget(int id) {
+    pthread_mutex_lock(&alock);
+    grc_session *s = find(id);
+    if (s && s->done) {
+        unlist(s);
+        grc_session **pp = &buckets[(unsigned)id % NBUCKETS];
+        while (*pp != s)
+            pp = &(*pp)->hnext;
+        *pp = s->hnext;
+        free(s->msg);
+        free(s);
+    }
+    pthread_mutex_unlock(&alock);
+}
+
+void grc_async_reset(void) {
+    /* Fail what is in flight, stop every reader, free everything. */
+    pthread_mutex_lock(&alock);
+    grc_pipe *list = pipes;
+    pipes = NULL;
+    pthread_mutex_unlock(&alock);
+    for (grc_pipe *p = list; p; p = p->next)
+        shutdown(p->conn->fd, SHUT_RDWR);
+    for (grc_pipe *p = list; p;) {
+        grc_pipe *n = p->next;
+        pthread_join(p->reader, NULL);
+        grc_conn_put(p->conn, 1);
+        pthread_mutex_destroy(&p->wlock);
+        free(p);
+        p = n;
+    }
+    pthread_mutex_lock(&alock);
+    for (unsigned b = 0; b < NBUCKETS; b++) {
+        grc_session *s = buckets[b];
+        while (s) {
+            grc_session *n = s->hnext;
+            free(s->call);
+            free(s->msg);
+            free(s);
+            s = n;
+        }
+        buckets[b] = NULL;
+    }
+    outstanding_head = outstanding_tail = NULL;
+    pthread_mutex_unlock(&alock);
+}
