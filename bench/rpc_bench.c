@@ -1,11 +1,12 @@
 /* rpc_bench.c: GridRPC against its baselines, measured in the same run (BENCH.md):
  *   null    sync null call round trip vs a raw TCP ping-pong (64 bytes, TCP_NODELAY)
+ *   async   pipelined asynchronous null calls per second from one client (vs sync)
  *   bulk    a 64 MiB double array to the server and back vs raw TCP 64 MiB each way
  *   dmmul   remote linalg/dmmul vs local OpenBLAS dgemm, n = 500 .. 3000
  *   linpack remote linalg/linpack vs local LAPACK dgesv, n = 600 .. 4000 (Mflops)
  * The raw TCP peer is a forked echo process, like gridrpcd a process of its own.
  * Baseline and measured runs alternate, several rounds; medians with min and max.
- * Usage: rpc_bench [--quick] [--csv FILE] null|bulk|dmmul|linpack...
+ * Usage: rpc_bench [--quick] [--csv FILE] null|async|bulk|dmmul|linpack...
  * GRIDRPC_SERVER names a gridrpcd that serves the test and linalg modules. */
 #include <cblas.h>
 #include <errno.h>
@@ -189,6 +190,44 @@ static void bench_null(void) {
     free(rpc);
 }
 
+/* ---- pipelined asynchronous null calls from one client */
+
+static void bench_async(void) {
+    int rounds = quick ? 3 : 5, calls = quick ? 20000 : 100000, window = 1000;
+    int *ids = malloc(sizeof(int) * (size_t)window);
+    double rate[16], sync_rate[16];
+    check(grid_call("test/null_call"), "warm-up null call");
+    for (int r = 0; r < rounds; r++) {
+        progress("async round");
+        double t = now();
+        for (int i = 0; i < calls; i += window) {
+            for (int k = 0; k < window; k++) {
+                ids[k] = grid_call_async("test/null_call");
+                if (ids[k] <= 0) check(-ids[k], "async null call");
+            }
+            check(grid_wait_all(), "grid_wait_all");
+            for (int k = 0; k < window; k++)
+                grid_forget_np(ids[k]);
+        }
+        rate[r] = calls / (now() - t);
+        int n = calls / 10;
+        t = now();
+        for (int i = 0; i < n; i++)
+            check(grid_call("test/null_call"), "null call");
+        sync_rate[r] = n / (now() - t);
+    }
+    stats a = summarize(rate, rounds), b = summarize(sync_rate, rounds);
+    printf("\n(e) pipelined async null calls, one client, windows of %d in flight, %d rounds x %d calls\n\n",
+           window, rounds, calls);
+    printf("| %-30s | %12s | %12s | %12s |\n", "", "median/s", "min/s", "max/s");
+    printf("|--------------------------------|--------------|--------------|--------------|\n");
+    printf("| %-30s | %12.0f | %12.0f | %12.0f |\n", "sync grid_call, one at a time", b.median, b.min, b.max);
+    printf("| %-30s | %12.0f | %12.0f | %12.0f |\n", "async, pipelined", a.median, a.min, a.max);
+    printf("\npipelined / sync: %.1fx; target >= 100,000 calls/s\n", a.median / b.median);
+    if (csv) fprintf(csv, "async,rate,%.0f\nasync,sync_rate,%.0f\n", a.median, b.median);
+    free(ids);
+}
+
 /* ---- 64 MiB there and back */
 
 static void bench_bulk(void) {
@@ -332,7 +371,7 @@ int main(int argc, char **argv) {
                 return 1;
             }
         } else if (strcmp(argv[i], "--help") == 0) {
-            printf("Usage: rpc_bench [--quick] [--csv FILE] null|bulk|dmmul|linpack...\n"
+            printf("Usage: rpc_bench [--quick] [--csv FILE] null|async|bulk|dmmul|linpack...\n"
                    "Measures GridRPC against raw TCP and local OpenBLAS in the same run.\n"
                    "GRIDRPC_SERVER must name a gridrpcd serving the test and linalg modules.\n");
             return 0;
@@ -344,6 +383,8 @@ int main(int argc, char **argv) {
             bench_null(), ran++;
         else if (strcmp(argv[i], "bulk") == 0)
             bench_bulk(), ran++;
+        else if (strcmp(argv[i], "async") == 0)
+            bench_async(), ran++;
         else if (strcmp(argv[i], "dmmul") == 0)
             bench_dmmul(), ran++;
         else if (strcmp(argv[i], "linpack") == 0)
@@ -353,7 +394,7 @@ int main(int argc, char **argv) {
     waitpid(raw_pid, NULL, 0);
     if (csv) fclose(csv);
     if (!ran) {
-        fprintf(stderr, "rpc_bench: name at least one of null bulk dmmul linpack (see --help)\n");
+        fprintf(stderr, "rpc_bench: name at least one of null async bulk dmmul linpack (see --help)\n");
         return 2;
     }
     return 0;

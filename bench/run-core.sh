@@ -10,7 +10,7 @@ build=${BUILD_DIR:-build}
 quick=
 [ "${1:-}" = "--quick" ] && { quick=--quick; shift; }
 which=("$@")
-[ ${#which[@]} -gt 0 ] || which=(null bulk dmmul linpack)
+[ ${#which[@]} -gt 0 ] || which=(null async bulk dmmul linpack)
 make -C "$build" -s bench/rpc_bench >/dev/null
 mkdir -p bench/results
 out=$(mktemp)

@@ -8,11 +8,19 @@
 #include "grm_internal.h"
 
 void grm_init(grm_call *c, const grd_desc *d, int side) {
-    memset(c, 0, sizeof *c);
+    /* Only the slots of D's parameters: the table has room for GRD_MAX_PARAMS, and
+     * clearing all of it would dominate a small call. */
     c->desc = d;
     c->side = side;
-    for (uint32_t i = 0; i < d->nparams; i++)
+    for (uint32_t i = 0; i < d->nparams; i++) {
+        memset(&c->val[i], 0, sizeof c->val[i]);
         c->ptr[i] = grm_is_text(d->params[i].type) ? (void *)&c->val[i].str : (void *)&c->val[i];
+        c->ival[i] = 0;
+        c->own_buf[i] = 0;
+        c->own_ptr[i] = NULL;
+        c->own_strv[i] = NULL;
+        c->tmpfile[i] = NULL;
+    }
 }
 
 int grm_travels(const grd_param *p, int dir) {

@@ -96,7 +96,8 @@ int grm_read_bulk(grw_reader *r, grm_call *c, int dir, gr_err *e);
 /* Server: frees what the call allocated and removes its temp files. */
 void grm_release(grm_call *c);
 
-/* Initialises an empty call for DESC on SIDE (scalars point at val[]). */
+/* Initialises an empty call for DESC on SIDE (scalars point at val[]). Only the slots
+ * of DESC's parameters are set; everything else in the struct is left as it was. */
 void grm_init(grm_call *c, const grd_desc *d, int side);
 
 #ifdef __cplusplus
