@@ -175,12 +175,16 @@ typedef struct grid_param_np {
     int is_unsigned; /* an unsigned integer type */
 } grid_param_np;
 
+enum grid_lang_np { GRID_LANG_C_NP = 1, GRID_LANG_CXX_NP = 2, GRID_LANG_FORTRAN_NP = 3 };
+#define GRID_HAVE_LANGUAGE_NP 1
+
 typedef struct grid_function_np {
     char module[256];
     char name[256];
     char description[4097];
     int nparams;
     grid_param_np params[GRID_MAX_PARAMS_NP];
+    int language; /* enum grid_lang_np: what the function is written in */
 } grid_function_np;
 
 /* Fills OUT with the interface of NAME (fetching its descriptor once, as grid_call

@@ -244,6 +244,7 @@ int grid_describe_np(const char *name, grid_function_np *out) {
         snprintf(out->name, sizeof out->name, "%s", d->name);
         snprintf(out->description, sizeof out->description, "%s", d->description ? d->description : "");
         out->nparams = (int)d->nparams;
+        out->language = (int)d->language;
         for (uint32_t i = 0; i < d->nparams; i++) {
             const grd_param *p = &d->params[i];
             snprintf(out->params[i].name, sizeof out->params[i].name, "%s", p->name);

@@ -1,0 +1,163 @@
+! gridrpc.f90: the Fortran binding of GridRPC (module gridrpc).
+!
+! An existing Fortran program calls a remote function as it calls the local one:
+!
+!     use gridrpc
+!     call grid_call('linalg/dmmul', n, a, b, c)          ! c = matmul(a, b)
+!     call grid_call('linalg/dmmul', n, a, b, c, ierr=ierr) ! ierr /= 0: failed
+!
+! with no glue written per function: the arguments follow the function's IDL, and each
+! one travels as a C descriptor (assumed-type, assumed-rank dummies) to gridrpc_f.c,
+! which checks it against the function's interface, fetched from the server. Rules
+! (docs/fortran.md):
+!   - types: IDL int is the default integer, double is real(8), float real(4),
+!     long and longlong integer(8), short integer(2), char character(len=1) or
+!     integer(1), scomplex complex(4), dcomplex complex(8), string and filename
+!     character(len=*) (trailing blanks trimmed; OUT strings come back blank-padded);
+!   - arrays: a Fortran array of the IDL rank is matched index by index, a(i,j) being
+!     the IDL's a[i][j] (rank >= 2 is transposed through a C-order copy); other ranks
+!     are taken flat in array element order;
+!   - errors: without ierr a failed call stops the program with the reason (ERROR
+!     STOP); with ierr it is 0 or a GRID_ERR_* code and grid_last_error_f() says why.
+!
+! The interfaces are bind(C) with no Fortran procedure in between on purpose: gfortran
+! 12 drops the length of character arguments forwarded through a non-bind(C) type(*)
+! dummy.
+module gridrpc
+  use, intrinsic :: iso_c_binding, only: c_int, c_char
+  implicit none
+  private
+
+  public :: grid_call, grid_call_async, grid_wait, grid_wait_all, grid_wait_any
+  public :: grid_probe, grid_cancel, grid_last_error_f
+
+  ! The error codes of gridrpc.h (ierr values).
+  integer, parameter, public :: GRID_OK = 0
+  integer, parameter, public :: GRID_ERR_CONNECT = 1
+  integer, parameter, public :: GRID_ERR_NOT_FOUND = 2
+  integer, parameter, public :: GRID_ERR_ARGS = 3
+  integer, parameter, public :: GRID_ERR_LIMIT = 4
+  integer, parameter, public :: GRID_ERR_PROTOCOL = 5
+  integer, parameter, public :: GRID_ERR_CONN_LOST = 6
+  integer, parameter, public :: GRID_ERR_TIMEOUT = 7
+  integer, parameter, public :: GRID_ERR_SHUTDOWN = 8
+  integer, parameter, public :: GRID_ERR_CONFIG = 9
+  integer, parameter, public :: GRID_ERR_NOMEM = 10
+  integer, parameter, public :: GRID_ERR_CANCELED = 11
+  integer, parameter, public :: GRID_ERR_STALE = 12
+  integer, parameter, public :: GRID_ERR_FAILED = 13
+  integer, parameter, public :: GRID_ERR_BUSY = 14
+  integer, parameter, public :: GRID_ERR_IO = 15
+  integer, parameter, public :: GRID_ERR_INTERNAL = 16
+
+  !> The most arguments after the name that grid_call passes.
+  integer, parameter, public :: GRID_MAX_ARGS_F = 32
+
+  interface
+    !> Calls the remote function NAME with its arguments; blocks until the results are
+    !> in the arguments. ierr (optional, keyword): 0 or a GRID_ERR_* code.
+    subroutine grid_call(name, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, &
+      a14, a15, a16, a17, a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, &
+      a30, a31, a32, ierr) &
+        bind(C, name='gridrpc_f_call')
+      import :: c_int, c_char
+      character(kind=c_char, len=*), intent(in) :: name
+      type(*), dimension(..), optional :: a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, &
+        a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, &
+        a28, a29, a30, a31, a32
+      integer(c_int), optional, intent(out) :: ierr
+    end subroutine grid_call
+
+    !> Starts the call and returns its id at once. The arguments must stay in place
+    !> (declare them asynchronous) until grid_wait, grid_wait_any or grid_wait_all,
+    !> which copy the results into them.
+    subroutine grid_call_async(id, name, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, &
+      a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, &
+      a28, a29, a30, a31, a32, ierr) &
+        bind(C, name='gridrpc_f_call_async')
+      import :: c_int, c_char
+      integer(c_int), intent(out) :: id
+      character(kind=c_char, len=*), intent(in) :: name
+      type(*), dimension(..), optional, asynchronous :: a1, a2, a3, a4, a5, a6, a7, a8, &
+        a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22, a23, a24, &
+        a25, a26, a27, a28, a29, a30, a31, a32
+      integer(c_int), optional, intent(out) :: ierr
+    end subroutine grid_call_async
+
+    !> Waits for call ID and copies its results into its arguments.
+    subroutine grid_wait(id, ierr) bind(C, name='gridrpc_f_wait')
+      import :: c_int
+      integer(c_int), value :: id
+      integer(c_int), optional, intent(out) :: ierr
+    end subroutine grid_wait
+
+    !> Waits for every call not yet waited on; ierr: 0 or the first failure's code.
+    subroutine grid_wait_all(ierr) bind(C, name='gridrpc_f_wait_all')
+      import :: c_int
+      integer(c_int), optional, intent(out) :: ierr
+    end subroutine grid_wait_all
+
+    !> Waits for any call not yet waited on; id receives it (0 when none was left).
+    subroutine grid_wait_any(id, ierr) bind(C, name='gridrpc_f_wait_any')
+      import :: c_int
+      integer(c_int), intent(out) :: id
+      integer(c_int), optional, intent(out) :: ierr
+    end subroutine grid_wait_any
+
+    !> Cancels call ID; it must still be waited on, and then ends with GRID_ERR_CANCELED.
+    subroutine grid_cancel(id, ierr) bind(C, name='gridrpc_f_cancel')
+      import :: c_int
+      integer(c_int), value :: id
+      integer(c_int), optional, intent(out) :: ierr
+    end subroutine grid_cancel
+
+    function gridrpc_f_probe(id, ierr) result(done) bind(C, name='gridrpc_f_probe')
+      import :: c_int
+      integer(c_int), value :: id
+      integer(c_int), optional, intent(out) :: ierr
+      integer(c_int) :: done
+    end function gridrpc_f_probe
+
+    function gridrpc_f_last_error(buf, len) result(n) bind(C, name='gridrpc_f_last_error')
+      import :: c_int, c_char
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_int), value :: len
+      integer(c_int) :: n
+    end function gridrpc_f_last_error
+  end interface
+
+contains
+
+  !> .true. when call ID has finished (its results still need grid_wait).
+  logical function grid_probe(id, ierr)
+    integer, intent(in) :: id
+    integer, optional, intent(out) :: ierr
+    grid_probe = gridrpc_f_probe(id, ierr) /= 0
+  end function grid_probe
+
+  !> Why this thread's last call failed ('' after a success).
+  function grid_last_error_f() result(msg)
+    character(len=:), allocatable :: msg
+    character(kind=c_char) :: buf(1200)
+    integer :: n, i
+    n = gridrpc_f_last_error(buf, size(buf))
+    allocate (character(len=n) :: msg)
+    do i = 1, n
+      msg(i:i) = buf(i)
+    end do
+  end function grid_last_error_f
+
+  ! Called from C when a call fails and the caller passed no ierr: stopping from Fortran
+  ! flushes the Fortran units and exits with a failure status, as a failed statement does.
+  subroutine gridrpc_f_stop(msg, len) bind(C, name='gridrpc_f_stop')
+    character(kind=c_char), intent(in) :: msg(*)
+    integer(c_int), value :: len
+    character(len=len) :: text
+    integer :: i
+    do i = 1, len
+      text(i:i) = msg(i)
+    end do
+    error stop text
+  end subroutine gridrpc_f_stop
+
+end module gridrpc

@@ -1,0 +1,801 @@
+/* gridrpc_f.c: the C half of the Fortran binding (module gridrpc, gridrpc.f90).
+ *
+ * The Fortran interfaces grid_call and grid_call_async are bind(C) with up to
+ * GRF_MAX_ARGS optional assumed-type, assumed-rank dummies, so every argument arrives
+ * here as a C descriptor (ISO_Fortran_binding.h) that says its type, kind, rank, shape
+ * and strides, and an absent one as NULL. There is deliberately no Fortran procedure in
+ * between: gfortran 12 loses the length and type of character actual arguments when a
+ * non-bind(C) procedure forwards type(*) dummies (literals arrive as integer(1)).
+ *
+ * From the function's interface (grid_describe_np) each argument is checked against its
+ * parameter and turned into the argument vector of grid_call_argv_np:
+ *   - numeric scalars by reference (an IN integer of another kind is converted);
+ *   - strings: trailing blanks trimmed into a C string; OUT strings copied back
+ *     blank-padded;
+ *   - arrays whose Fortran rank equals the IDL rank (>= 2) are transposed: the Fortran
+ *     element a(i,j) is the IDL element a[i][j], so a Fortran program gets
+ *     c = matmul(a, b) from linalg/dmmul with its own arrays. Any other rank is taken
+ *     flat, in array element order; non-contiguous sections are gathered and scattered.
+ * Asynchronous calls keep their temporaries in a table until grid_wait* copies the
+ * results back into the Fortran arrays.
+ */
+#include <ISO_Fortran_binding.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gridrpc.h"
+
+#define GRF_MAX_ARGS 32
+
+/* How an argument reached the argument vector. */
+enum grf_how {
+    GRF_DIRECT,    /* the Fortran object itself */
+    GRF_VALUE,     /* a converted or captured scalar value (val) */
+    GRF_STRING,    /* a C string (str) */
+    GRF_STRINGS,   /* an array of C strings (strv) */
+    GRF_TRANSPOSE, /* a C-order temporary (tmp) */
+    GRF_GATHER,    /* a contiguous temporary of a non-contiguous section (tmp) */
+    GRF_NONE       /* a WORK array: nothing is passed */
+};
+
+typedef struct grf_arg {
+    CFI_cdesc_t *fd;                 /* the Fortran argument; a private copy in asynchronous calls */
+    int own_fd;                      /* fd is our copy */
+    int how;                         /* enum grf_how */
+    int mode;                        /* the parameter's mode */
+    size_t elem;                     /* bytes per element in the temporary */
+    size_t count;                    /* elements in the temporary (GRF_GATHER, GRF_STRINGS) */
+    long long ext[GRID_MAX_RANK_NP]; /* GRF_TRANSPOSE: the extents used, Fortran order */
+    ptrdiff_t cs[GRID_MAX_RANK_NP];  /* and their strides in the temporary, in bytes */
+    union {
+        long long ll;
+        double d;
+        char bytes[16];
+    } val;
+    char *str, *str_orig; /* GRF_STRING: the string passed, and the one we allocated */
+    char **strv, **strv_orig;
+    void *tmp;
+} grf_arg;
+
+typedef struct grf_call {
+    int id;
+    int nargs;
+    struct grf_call *next;
+    void *argv[GRF_MAX_ARGS];
+    grf_arg a[GRF_MAX_ARGS];
+} grf_call;
+
+/* The message of this thread's last failed Fortran call ("" after a success): ours for
+ * argument errors found here, else a copy of the library's. */
+static __thread char grf_error[1200];
+/* The interface of the function being called: too big for the stack of every thread. */
+static __thread grid_function_np grf_fn;
+
+/* Calls waiting for grid_wait*: their temporaries and copy-backs. */
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static grf_call *pending;
+
+/* Implemented in Fortran (gridrpc.f90): ERROR STOP with MSG, which flushes the Fortran
+ * units and exits with a failure status, as a failed Fortran statement would. */
+void gridrpc_f_stop(const char *msg, int len);
+
+/* The entry points the Fortran interfaces bind to. */
+/* clang-format off */
+#define GRF_DESCS(X) \
+    X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) \
+    X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32)
+/* clang-format on */
+#define GRF_PARAM(k) CFI_cdesc_t *a##k,
+#define GRF_ELEM(k) a##k,
+void gridrpc_f_call(CFI_cdesc_t *name, GRF_DESCS(GRF_PARAM) int *ierr);
+void gridrpc_f_call_async(int *id, CFI_cdesc_t *name, GRF_DESCS(GRF_PARAM) int *ierr);
+void gridrpc_f_wait(int id, int *ierr);
+void gridrpc_f_wait_all(int *ierr);
+void gridrpc_f_wait_any(int *id, int *ierr);
+int gridrpc_f_probe(int id, int *ierr);
+void gridrpc_f_cancel(int id, int *ierr);
+int gridrpc_f_last_error(char *buf, int len);
+/* For the tests: 1 when calls know whether a function is implemented in Fortran. */
+int gridrpc_f_knows_language(void);
+
+static int seterr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int seterr(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(grf_error, sizeof grf_error, fmt, ap);
+    va_end(ap);
+    return GRID_ERR_ARGS;
+}
+
+/* Ends a Fortran entry point: stores RC in *IERR, or stops the program when the caller
+ * did not ask for it (a Fortran statement that fails stops too). */
+static void finish(int rc, int *ierr, const char *what) {
+    if (rc == GRID_OK) grf_error[0] = '\0';
+    if (ierr) {
+        *ierr = rc;
+        return;
+    }
+    if (rc == GRID_OK) return;
+    char msg[1400];
+    int n = snprintf(msg, sizeof msg, "%s: %s (%s)", what, grf_error[0] ? grf_error : grid_error_string(rc),
+                     grid_error_name(rc));
+    gridrpc_f_stop(msg, n < (int)sizeof msg ? n : (int)sizeof msg - 1);
+}
+
+/* ---- Fortran types */
+
+/* The Fortran spelling of descriptor D's type, for messages. */
+static const char *ftype(const CFI_cdesc_t *d, char *buf, size_t n) {
+    CFI_type_t t = d->type;
+    if (t == CFI_type_char)
+        snprintf(buf, n, "character(len=%zu)", d->elem_len);
+    else if (t == CFI_type_int8_t || t == CFI_type_int16_t || t == CFI_type_int32_t || t == CFI_type_int64_t)
+        snprintf(buf, n, "integer(%zu)", d->elem_len);
+    else if (t == CFI_type_float || t == CFI_type_double)
+        snprintf(buf, n, "real(%zu)", d->elem_len);
+    else if (t == CFI_type_float_Complex || t == CFI_type_double_Complex)
+        snprintf(buf, n, "complex(%zu)", d->elem_len / 2);
+#ifdef CFI_type_Logical
+    else if ((t & CFI_type_mask) == CFI_type_Logical)
+        snprintf(buf, n, "logical(%zu)", d->elem_len);
+#endif
+    else
+        snprintf(buf, n, "a type with no IDL counterpart (%zu-byte elements)", d->elem_len);
+    return buf;
+}
+
+/* The Fortran type a parameter of IDL type T takes. */
+static const char *wanted(int t) {
+    switch (t) {
+    case GRID_TYPE_CHAR: return "character(len=1) or integer(1) (c_signed_char)";
+    case GRID_TYPE_SHORT: return "integer(2) (c_short)";
+    case GRID_TYPE_INT: return "integer(4), the default integer (c_int)";
+    case GRID_TYPE_LONG: return "integer(8) (c_long)";
+    case GRID_TYPE_LONGLONG: return "integer(8) (c_long_long)";
+    case GRID_TYPE_FLOAT: return "real(4) (c_float)";
+    case GRID_TYPE_DOUBLE: return "real(8), double precision (c_double)";
+    case GRID_TYPE_SCOMPLEX: return "complex(4) (c_float_complex)";
+    case GRID_TYPE_DCOMPLEX: return "complex(8) (c_double_complex)";
+    default: return "character(len=*)";
+    }
+}
+
+/* The C size of one element of IDL type T (0 for strings). */
+static size_t csize(int t) {
+    switch (t) {
+    case GRID_TYPE_CHAR: return 1;
+    case GRID_TYPE_SHORT: return sizeof(short);
+    case GRID_TYPE_INT: return sizeof(int);
+    case GRID_TYPE_LONG: return sizeof(long);
+    case GRID_TYPE_LONGLONG: return sizeof(long long);
+    case GRID_TYPE_FLOAT: return sizeof(float);
+    case GRID_TYPE_DOUBLE: return sizeof(double);
+    case GRID_TYPE_SCOMPLEX: return 2 * sizeof(float);
+    case GRID_TYPE_DCOMPLEX: return 2 * sizeof(double);
+    default: return 0;
+    }
+}
+
+static int is_fint(const CFI_cdesc_t *d) {
+    CFI_type_t t = d->type;
+    return t == CFI_type_int8_t || t == CFI_type_int16_t || t == CFI_type_int32_t || t == CFI_type_int64_t;
+}
+
+/* Whether Fortran argument D has exactly the representation of IDL type T. */
+static int type_matches(const CFI_cdesc_t *d, int t) {
+    CFI_type_t f = d->type;
+    switch (t) {
+    case GRID_TYPE_CHAR: return f == CFI_type_signed_char || f == CFI_type_char;
+    case GRID_TYPE_SHORT: return f == CFI_type_short;
+    case GRID_TYPE_INT: return f == CFI_type_int;
+    case GRID_TYPE_LONG: return f == CFI_type_long;
+    case GRID_TYPE_LONGLONG: return f == CFI_type_long_long;
+    case GRID_TYPE_FLOAT: return f == CFI_type_float;
+    case GRID_TYPE_DOUBLE: return f == CFI_type_double;
+    case GRID_TYPE_SCOMPLEX: return f == CFI_type_float_Complex;
+    case GRID_TYPE_DCOMPLEX: return f == CFI_type_double_Complex;
+    default: return f == CFI_type_char;
+    }
+}
+
+/* ---- Array element walks */
+
+static size_t nelems(const CFI_cdesc_t *d) {
+    size_t n = 1;
+    for (int k = 0; k < d->rank; k++)
+        n *= d->dim[k].extent > 0 ? (size_t)d->dim[k].extent : 0;
+    return n;
+}
+
+/* The address of element K (0-based, array element order) of D. */
+static char *elem_at(const CFI_cdesc_t *d, size_t k) {
+    char *p = d->base_addr;
+    for (int r = 0; r < d->rank; r++) {
+        size_t e = (size_t)d->dim[r].extent;
+        p += (ptrdiff_t)(k % e) * d->dim[r].sm;
+        k /= e;
+    }
+    return p;
+}
+
+/* Copies the first N elements of D (array element order) to or from the dense buffer
+ * BUF (one element is d->elem_len bytes). */
+static void gather(const CFI_cdesc_t *d, char *buf, size_t n, int to_buf) {
+    size_t es = d->elem_len;
+    CFI_index_t idx[CFI_MAX_RANK] = {0};
+    size_t done = 0;
+    if (d->rank == 0) {
+        if (n) to_buf ? memcpy(buf, d->base_addr, es) : memcpy(d->base_addr, buf, es);
+        return;
+    }
+    while (done < n) {
+        char *p = d->base_addr;
+        for (int r = 1; r < d->rank; r++)
+            p += idx[r] * d->dim[r].sm;
+        /* The first dimension in one run. */
+        for (CFI_index_t i = 0; i < d->dim[0].extent && done < n; i++, done++, p += d->dim[0].sm)
+            to_buf ? memcpy(buf + done * es, p, es) : memcpy(p, buf + done * es, es);
+        int r = 1;
+        for (; r < d->rank; r++) {
+            if (++idx[r] < d->dim[r].extent) break;
+            idx[r] = 0;
+        }
+        if (r == d->rank) break;
+    }
+}
+
+/* Moves one element of ES bytes; the usual sizes compile to one load and store. */
+static inline void move_elem(char *to, const char *from, size_t es) {
+    switch (es) {
+    case 4: memcpy(to, from, 4); break;
+    case 8: memcpy(to, from, 8); break;
+    case 16: memcpy(to, from, 16); break;
+    default: memcpy(to, from, es);
+    }
+}
+
+/* Copies between Fortran array D and the dense array C: the Fortran element with
+ * 0-based indexes (i1, ..., ir) is at byte offset sum(ik * CS[k]) of C, for ik below
+ * EXT[k] (D may be larger: its leading block is used). C-order strides make a(i,j) the
+ * IDL's a[i][j]. The two fast dimensions (Fortran's first, C's last) are walked in
+ * tiles so that neither side strides through all of memory. */
+static void copy_dense(const CFI_cdesc_t *d, char *c, const long long *ext, const ptrdiff_t *cs, int to_c) {
+    enum { TILE = 32 };
+    int r = d->rank;
+    size_t es = d->elem_len;
+    for (int k = 0; k < r; k++)
+        if (ext[k] == 0) return;
+    long long idx[CFI_MAX_RANK] = {0};
+    long long n0 = ext[0], nl = ext[r - 1];
+    ptrdiff_t f0 = d->dim[0].sm, fl = d->dim[r - 1].sm, c0 = cs[0], cl = cs[r - 1];
+    for (;;) {
+        char *fb = d->base_addr, *cb = c;
+        for (int k = 1; k < r - 1; k++) {
+            fb += idx[k] * d->dim[k].sm;
+            cb += idx[k] * cs[k];
+        }
+        for (long long ii = 0; ii < n0; ii += TILE)
+            for (long long jj = 0; jj < nl; jj += TILE) {
+                long long ie = ii + TILE < n0 ? ii + TILE : n0, je = jj + TILE < nl ? jj + TILE : nl;
+                for (long long i = ii; i < ie; i++)
+                    for (long long j = jj; j < je; j++) {
+                        char *fp = fb + i * f0 + j * fl, *cp = cb + i * c0 + j * cl;
+                        to_c ? move_elem(cp, fp, es) : move_elem(fp, cp, es);
+                    }
+            }
+        int k = 1;
+        for (; k < r - 1; k++) {
+            if (++idx[k] < ext[k]) break;
+            idx[k] = 0;
+        }
+        if (k >= r - 1) break;
+    }
+}
+
+/* ---- Strings */
+
+/* A C copy of the Fortran string at P of LEN characters: trailing blanks are not part
+ * of a Fortran string's value, and an explicit NUL (s // c_null_char) ends it early. */
+static char *cstring(const char *p, size_t len) {
+    const char *nul = memchr(p, '\0', len);
+    if (nul) len = (size_t)(nul - p);
+    while (len > 0 && p[len - 1] == ' ')
+        len--;
+    char *s = malloc(len + 1);
+    if (s) {
+        memcpy(s, p, len);
+        s[len] = '\0';
+    }
+    return s;
+}
+
+/* Stores C string S into the Fortran string at P of LEN characters: blank-padded, or
+ * cut at LEN, as a Fortran assignment does. */
+static void fstring(char *p, size_t len, const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    if (n > len) n = len;
+    memcpy(p, s ? s : "", n);
+    memset(p + n, ' ', len - n);
+}
+
+/* ---- One call */
+
+/* Frees what ARG holds; with OK, first copies the results back into the Fortran
+ * argument. */
+static void arg_done(grf_arg *g, int ok) {
+    int out = g->mode == GRID_MODE_OUT || g->mode == GRID_MODE_INOUT;
+    switch (g->how) {
+    case GRF_STRING:
+        if (ok && out) fstring(g->fd->base_addr, g->fd->elem_len, g->str);
+        /* The library replaces an OUT or INOUT string with a malloc'd copy. */
+        if (g->str != g->str_orig) free(g->str);
+        free(g->str_orig);
+        break;
+    case GRF_STRINGS:
+        for (size_t k = 0; k < g->count; k++) {
+            if (ok && out) fstring(elem_at(g->fd, k), g->fd->elem_len, g->strv[k]);
+            if (g->strv[k] != g->strv_orig[k]) free(g->strv[k]);
+            free(g->strv_orig[k]);
+        }
+        free(g->strv);
+        free(g->strv_orig);
+        break;
+    case GRF_TRANSPOSE:
+        if (ok && out) copy_dense(g->fd, g->tmp, g->ext, g->cs, 0);
+        free(g->tmp);
+        break;
+    case GRF_GATHER:
+        if (ok && out) gather(g->fd, g->tmp, g->count, 0);
+        free(g->tmp);
+        break;
+    default: break;
+    }
+    if (g->own_fd) free(g->fd);
+    g->how = GRF_NONE;
+    g->own_fd = 0;
+}
+
+static void call_done(grf_call *c, int ok) {
+    for (int i = 0; i < c->nargs; i++)
+        arg_done(&c->a[i], ok);
+}
+
+/* "argument 3 ('A', IN double array)" for messages: argument 1 is the name. */
+static const char *argname(const grid_param_np *p, int i, char *buf, size_t n) {
+    static const char *const modes[] = {"?", "IN", "OUT", "INOUT", "WORK"};
+    static const char *const types[] = {"?",     "char",   "short",    "int",      "long",   "longlong",
+                                        "float", "double", "scomplex", "dcomplex", "string", "filename"};
+    int m = p->mode >= 1 && p->mode <= 4 ? p->mode : 0, t = p->type >= 1 && p->type <= 11 ? p->type : 0;
+    snprintf(buf, n, "argument %d ('%s', %s %s%s%s)", i + 2, p->name, modes[m],
+             p->is_unsigned ? "unsigned " : "", types[t], p->rank ? " array" : "");
+    return buf;
+}
+
+/* Converts the Fortran integer at D to the IN integer parameter of type T in G->val. */
+static int convert_int(const CFI_cdesc_t *d, int t, grf_arg *g, const char *fname, const char *an) {
+    long long v;
+    switch (d->elem_len) {
+    case 1: v = *(const int8_t *)d->base_addr; break;
+    case 2: v = *(const int16_t *)d->base_addr; break;
+    case 4: v = *(const int32_t *)d->base_addr; break;
+    default: v = *(const int64_t *)d->base_addr; break;
+    }
+    long long lo = LLONG_MIN, hi = LLONG_MAX;
+    switch (t) {
+    case GRID_TYPE_CHAR: lo = SCHAR_MIN, hi = UCHAR_MAX; break;
+    case GRID_TYPE_SHORT: lo = SHRT_MIN, hi = USHRT_MAX; break;
+    case GRID_TYPE_INT: lo = INT_MIN, hi = UINT_MAX; break;
+    default: break;
+    }
+    if (v < lo || v > hi)
+        return seterr("grid_call('%s'): %s: the value %lld does not fit the parameter's type", fname, an, v);
+    switch (t) {
+    case GRID_TYPE_CHAR: *(signed char *)g->val.bytes = (signed char)v; break;
+    case GRID_TYPE_SHORT: *(short *)g->val.bytes = (short)v; break;
+    case GRID_TYPE_INT: *(int *)g->val.bytes = (int)v; break;
+    case GRID_TYPE_LONG: *(long *)g->val.bytes = (long)v; break;
+    default: g->val.ll = v; break;
+    }
+    return GRID_OK;
+}
+
+/* Whether the function being called is implemented in Fortran (Calls "Fortran"), as
+ * its descriptor says when the library reports it. */
+static int is_fortran_impl(void) {
+#ifdef GRID_HAVE_LANGUAGE_NP
+    return grf_fn.language == GRID_LANG_FORTRAN_NP;
+#else
+    return 0;
+#endif
+}
+
+int gridrpc_f_knows_language(void) {
+#ifdef GRID_HAVE_LANGUAGE_NP
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* Makes FD survive the Fortran statement that passed it (asynchronous calls). */
+static int keep_desc(grf_arg *g) {
+    size_t n = sizeof(CFI_cdesc_t) + (size_t)g->fd->rank * sizeof(CFI_dim_t);
+    CFI_cdesc_t *copy = malloc(n);
+    if (!copy) return seterr("out of memory");
+    memcpy(copy, g->fd, n);
+    g->fd = copy;
+    g->own_fd = 1;
+    return GRID_OK;
+}
+
+/* Scalars and strings, which the shapes of arrays may depend on. */
+static int prepare_scalar(grf_call *c, int i, const grid_param_np *p, int async, const char *fname) {
+    grf_arg *g = &c->a[i];
+    CFI_cdesc_t *d = g->fd;
+    char an[400], ft[96];
+    argname(p, i, an, sizeof an);
+    if (p->type == GRID_TYPE_STRING || p->type == GRID_TYPE_FILENAME) {
+        if (d->type != CFI_type_char || d->rank != 0)
+            return seterr("grid_call('%s'): %s is %s%s; pass a character(len=*) scalar", fname, an,
+                          ftype(d, ft, sizeof ft), d->rank ? " array" : "");
+        /* A filename is always a local path we send; only its file is OUT. */
+        int in = p->type == GRID_TYPE_FILENAME || p->mode != GRID_MODE_OUT;
+        g->str_orig = in ? cstring(d->base_addr, d->elem_len) : NULL;
+        if (in && !g->str_orig) return seterr("out of memory");
+        g->str = g->str_orig;
+        g->how = GRF_STRING;
+        if (p->type == GRID_TYPE_FILENAME) g->mode = GRID_MODE_IN;
+        c->argv[i] = &g->str;
+        return (async && g->mode != GRID_MODE_IN) ? keep_desc(g) : GRID_OK;
+    }
+    if (d->rank != 0)
+        return seterr("grid_call('%s'): %s is a scalar but a rank-%d array was passed", fname, an,
+                      (int)d->rank);
+    if (!type_matches(d, p->type) || (p->type == GRID_TYPE_CHAR && d->elem_len != 1)) {
+        /* An IN integer of another kind is converted: literals are default integers. */
+        if (p->mode == GRID_MODE_IN && is_fint(d) && p->type >= GRID_TYPE_CHAR &&
+            p->type <= GRID_TYPE_LONGLONG) {
+            g->how = GRF_VALUE;
+            c->argv[i] = g->val.bytes;
+            return convert_int(d, p->type, g, fname, an);
+        }
+        return seterr(
+            "grid_call('%s'): %s is %s; pass %s%s", fname, an, ftype(d, ft, sizeof ft), wanted(p->type),
+            (p->type == GRID_TYPE_DOUBLE || p->type == GRID_TYPE_DCOMPLEX) && d->type == CFI_type_float
+                ? " (write 1.0d0 or real(x, 8) for a double precision value)"
+                : "");
+    }
+    if (async && p->mode == GRID_MODE_IN) {
+        /* An IN value may be an expression whose storage ends with the statement. */
+        memcpy(g->val.bytes, d->base_addr, csize(p->type));
+        g->how = GRF_VALUE;
+        c->argv[i] = g->val.bytes;
+    } else {
+        g->how = GRF_DIRECT;
+        c->argv[i] = d->base_addr;
+    }
+    return GRID_OK;
+}
+
+/* Arrays, sized from the scalars already in ARGV. */
+static int prepare_array(grf_call *c, int i, const grid_param_np *p, int async, const char *fname) {
+    grf_arg *g = &c->a[i];
+    CFI_cdesc_t *d = g->fd;
+    char an[400], ft[96];
+    argname(p, i, an, sizeof an);
+    if (p->mode == GRID_MODE_WORK) {
+        /* Scratch space lives on the server: whatever was passed only holds the place. */
+        g->how = GRF_NONE;
+        c->argv[i] = NULL;
+        return GRID_OK;
+    }
+    int is_str = p->type == GRID_TYPE_STRING || p->type == GRID_TYPE_FILENAME;
+    if (!type_matches(d, p->type))
+        return seterr("grid_call('%s'): %s is %s; pass %s", fname, an, ftype(d, ft, sizeof ft),
+                      wanted(p->type));
+    long long dims[GRID_MAX_RANK_NP];
+    int rc = grid_array_shape_np(fname, c->argv, i, dims);
+    if (rc) return snprintf(grf_error, sizeof grf_error, "%s", grid_last_error()), rc;
+    unsigned long long need = 1;
+    for (int k = 0; k < p->rank; k++)
+        need *= (unsigned long long)dims[k];
+    size_t have = nelems(d);
+    if (have > 0 && !d->base_addr)
+        return seterr("grid_call('%s'): %s is not allocated or not associated", fname, an);
+    g->elem = is_str ? sizeof(char *) : csize(p->type);
+
+    if (is_str) {
+        if (have < need)
+            return seterr("grid_call('%s'): %s has %zu elements but needs %llu", fname, an, have, need);
+        g->count = (size_t)need;
+        g->strv = calloc(need ? need : 1, sizeof(char *));
+        g->strv_orig = calloc(need ? need : 1, sizeof(char *));
+        g->how = GRF_STRINGS;
+        if (!g->strv || !g->strv_orig) return seterr("out of memory");
+        if (p->mode != GRID_MODE_OUT)
+            for (size_t k = 0; k < g->count; k++) {
+                g->strv[k] = g->strv_orig[k] = cstring(elem_at(d, k), d->elem_len);
+                if (!g->strv[k]) return seterr("out of memory");
+            }
+        c->argv[i] = g->strv;
+        return async && p->mode != GRID_MODE_IN ? keep_desc(g) : GRID_OK;
+    }
+
+    int copy_in = p->mode != GRID_MODE_OUT, out = p->mode != GRID_MODE_IN;
+    if (d->rank == p->rank && p->rank >= 2) {
+        /* Same rank: a(i,j) is a[i][j] for a function written in C, so the array is
+         * copied in C order. A function written in Fortran declares its dimensions in
+         * reverse (docs/idl.md), and gets the Fortran array as it is. Each Fortran
+         * extent must cover the declared one; a larger array passes its leading block,
+         * as a(1:n,1:n) would. */
+        int r = p->rank, fortran = is_fortran_impl();
+        for (int k = 0; k < r; k++)
+            g->ext[k] = fortran ? dims[r - 1 - k] : dims[k];
+        for (int k = 0; k < r; k++)
+            if ((long long)d->dim[k].extent < g->ext[k]) {
+                char fs[200], ds[200];
+                size_t a = 0, b = 0;
+                for (int q = 0; q < r; q++) {
+                    a += (size_t)snprintf(fs + a, sizeof fs - a, "%s%lld", q ? "," : "",
+                                          (long long)d->dim[q].extent);
+                    b += (size_t)snprintf(ds + b, sizeof ds - b, "%s%lld", q ? "," : "", g->ext[q]);
+                }
+                return seterr("grid_call('%s'): %s has shape (%s) but the call needs (%s)", fname, an, fs,
+                              ds);
+            }
+        if (d->elem_len != g->elem)
+            return seterr(
+                "grid_call('%s'): %s: a rank-%d array of %s cannot be matched element by element; pass "
+                "character(len=1) or integer(1)",
+                fname, an, r, ftype(d, ft, sizeof ft));
+        int whole = 1;
+        for (int k = 0; k < r; k++)
+            whole = whole && (long long)d->dim[k].extent == g->ext[k];
+        if (fortran && whole && CFI_is_contiguous(d)) {
+            g->how = GRF_DIRECT;
+            c->argv[i] = need ? d->base_addr : NULL;
+            return GRID_OK;
+        }
+        if (fortran) {
+            g->cs[0] = (ptrdiff_t)g->elem;
+            for (int k = 1; k < r; k++)
+                g->cs[k] = g->cs[k - 1] * (ptrdiff_t)g->ext[k - 1];
+        } else {
+            g->cs[r - 1] = (ptrdiff_t)g->elem;
+            for (int k = r - 1; k > 0; k--)
+                g->cs[k - 1] = g->cs[k] * (ptrdiff_t)g->ext[k];
+        }
+        g->how = GRF_TRANSPOSE;
+        g->tmp = malloc(need ? (size_t)need * g->elem : 1);
+        if (!g->tmp) return seterr("grid_call('%s'): out of memory for a copy of %s", fname, an);
+        if (copy_in) copy_dense(d, g->tmp, g->ext, g->cs, 1);
+        c->argv[i] = g->tmp;
+        return async && out ? keep_desc(g) : GRID_OK;
+    }
+    /* Any other rank: the elements in array element order, flat. A character(len=n)
+     * argument for a char array counts its characters. */
+    if ((unsigned long long)have * d->elem_len < need * g->elem)
+        return seterr("grid_call('%s'): %s has %zu elements but the call needs %llu", fname, an,
+                      have * d->elem_len / g->elem, need);
+    if (CFI_is_contiguous(d) || d->rank == 0) {
+        g->how = GRF_DIRECT;
+        c->argv[i] = need ? d->base_addr : NULL;
+        return GRID_OK;
+    }
+    /* A section with gaps: gather the elements the call uses. */
+    g->count = (size_t)((need * g->elem + d->elem_len - 1) / d->elem_len);
+    g->how = GRF_GATHER;
+    g->tmp = malloc(g->count ? g->count * d->elem_len : 1);
+    if (!g->tmp) return seterr("grid_call('%s'): out of memory for a copy of %s", fname, an);
+    if (copy_in) gather(d, g->tmp, g->count, 1);
+    c->argv[i] = g->tmp;
+    return async && out ? keep_desc(g) : GRID_OK;
+}
+
+/* Checks the arguments against the interface of FNAME and fills C. */
+static int prepare(grf_call *c, const char *fname, CFI_cdesc_t *const *descs, int async) {
+    int rc = grid_describe_np(fname, &grf_fn);
+    if (rc) return snprintf(grf_error, sizeof grf_error, "%s", grid_last_error()), rc;
+    int n = 0;
+    for (int i = 0; i < GRF_MAX_ARGS; i++)
+        if (descs[i]) n = i + 1;
+    for (int i = 0; i < n; i++)
+        if (!descs[i])
+            return seterr(
+                "grid_call('%s'): argument %d is missing: pass the arguments in order, without gaps", fname,
+                i + 2);
+    if (n != grf_fn.nparams) {
+        char list[600];
+        size_t used = 0;
+        list[0] = '\0';
+        for (int i = 0; i < grf_fn.nparams && used < sizeof list; i++)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
+                                     grf_fn.params[i].name);
+        if (grf_fn.nparams > GRF_MAX_ARGS)
+            return seterr(
+                "grid_call('%s'): the function has %d parameters; the Fortran binding passes at most %d",
+                fname, grf_fn.nparams, GRF_MAX_ARGS);
+        return seterr("grid_call('%s'): the function takes %d argument%s after its name (%s) but %d %s given",
+                      fname, grf_fn.nparams, grf_fn.nparams == 1 ? "" : "s", list, n,
+                      n == 1 ? "was" : "were");
+    }
+    c->nargs = n;
+    for (int i = 0; i < n; i++) {
+        memset(&c->a[i], 0, sizeof c->a[i]);
+        c->a[i].fd = descs[i];
+        c->a[i].mode = grf_fn.params[i].mode;
+        c->a[i].how = GRF_NONE;
+        c->argv[i] = NULL;
+    }
+    for (int i = 0; i < n; i++)
+        if (grf_fn.params[i].rank == 0 &&
+            (rc = prepare_scalar(c, i, &grf_fn.params[i], async, fname)) != GRID_OK)
+            return rc;
+    for (int i = 0; i < n; i++)
+        if (grf_fn.params[i].rank > 0 &&
+            (rc = prepare_array(c, i, &grf_fn.params[i], async, fname)) != GRID_OK)
+            return rc;
+    return GRID_OK;
+}
+
+/* The function name as a C string (trailing blanks trimmed). */
+static int cname(const CFI_cdesc_t *name, char *buf, size_t n) {
+    if (!name || name->type != CFI_type_char || name->rank != 0)
+        return seterr("grid_call: the first argument must be the function's name, a character string");
+    char *s = cstring(name->base_addr, name->elem_len);
+    if (!s) return seterr("out of memory");
+    int rc = strlen(s) < n ? GRID_OK : seterr("grid_call: the function name '%.40s...' is too long", s);
+    if (!rc) memcpy(buf, s, strlen(s) + 1);
+    free(s);
+    return rc;
+}
+
+void gridrpc_f_call(CFI_cdesc_t *name, GRF_DESCS(GRF_PARAM) int *ierr) {
+    CFI_cdesc_t *descs[GRF_MAX_ARGS] = {GRF_DESCS(GRF_ELEM)};
+    char fname[1024] = "", what[1100];
+    grf_call c;
+    c.nargs = 0;
+    int rc = cname(name, fname, sizeof fname);
+    if (!rc) rc = prepare(&c, fname, descs, 0);
+    if (!rc) {
+        rc = grid_call_argv_np(fname, c.nargs, c.argv);
+        if (rc) snprintf(grf_error, sizeof grf_error, "%s", grid_last_error());
+    }
+    call_done(&c, rc == GRID_OK);
+    snprintf(what, sizeof what, "grid_call('%s')", fname);
+    finish(rc, ierr, what);
+}
+
+void gridrpc_f_call_async(int *id, CFI_cdesc_t *name, GRF_DESCS(GRF_PARAM) int *ierr) {
+    CFI_cdesc_t *descs[GRF_MAX_ARGS] = {GRF_DESCS(GRF_ELEM)};
+    char fname[1024] = "", what[1100];
+    grf_call *c = calloc(1, sizeof *c);
+    *id = GRID_ID_NONE;
+    int rc = c ? cname(name, fname, sizeof fname) : seterr("out of memory");
+    if (!rc) rc = prepare(c, fname, descs, 1);
+    if (!rc) {
+        int r = grid_call_async_argv_np(fname, c->nargs, c->argv);
+        if (r > 0) {
+            c->id = *id = r;
+            pthread_mutex_lock(&pending_lock);
+            c->next = pending;
+            pending = c;
+            pthread_mutex_unlock(&pending_lock);
+            finish(GRID_OK, ierr, "");
+            return;
+        }
+        rc = r < 0 ? -r : GRID_ERR_INTERNAL;
+        snprintf(grf_error, sizeof grf_error, "%s", grid_last_error());
+    }
+    if (c) {
+        call_done(c, 0);
+        free(c);
+    }
+    snprintf(what, sizeof what, "grid_call_async('%s')", fname);
+    finish(rc, ierr, what);
+}
+
+/* Takes the record of call ID out of the table (NULL if the call was not ours). */
+static grf_call *take(int id) {
+    pthread_mutex_lock(&pending_lock);
+    grf_call **pp = &pending, *c = NULL;
+    while (*pp && (*pp)->id != id)
+        pp = &(*pp)->next;
+    if (*pp) {
+        c = *pp;
+        *pp = c->next;
+    }
+    pthread_mutex_unlock(&pending_lock);
+    return c;
+}
+
+/* Completes waited call ID, whose result is RC: copies its results into the Fortran
+ * arguments and forgets it (a Fortran program has no handle to forget it with). */
+static void complete(int id, int rc) {
+    grf_call *c = take(id);
+    if (rc && !grf_error[0]) {
+        const char *m = grid_call_message_np(id);
+        snprintf(grf_error, sizeof grf_error, "%s", m && m[0] ? m : grid_last_error());
+    }
+    if (c) {
+        call_done(c, rc == GRID_OK);
+        free(c);
+    }
+    grid_forget_np(id);
+}
+
+void gridrpc_f_wait(int id, int *ierr) {
+    grf_error[0] = '\0';
+    int rc = grid_wait(id);
+    if (rc) snprintf(grf_error, sizeof grf_error, "%s", grid_last_error());
+    complete(id, rc);
+    char what[64];
+    snprintf(what, sizeof what, "grid_wait(%d)", id);
+    finish(rc, ierr, what);
+}
+
+void gridrpc_f_wait_all(int *ierr) {
+    grf_error[0] = '\0';
+    int rc = grid_wait_all();
+    char first[sizeof grf_error];
+    snprintf(first, sizeof first, "%s", rc ? grid_last_error() : "");
+    /* Every call of ours that has now been waited on; calls other threads started
+     * since are left for their own wait. */
+    for (;;) {
+        int id = GRID_ID_NONE;
+        pthread_mutex_lock(&pending_lock);
+        for (grf_call *c = pending; c; c = c->next)
+            if (grid_call_waited_np(c->id) == 1) {
+                id = c->id;
+                break;
+            }
+        pthread_mutex_unlock(&pending_lock);
+        if (id == GRID_ID_NONE) break;
+        int r = grid_call_error_np(id);
+        grf_error[0] = '\0';
+        complete(id, r);
+    }
+    snprintf(grf_error, sizeof grf_error, "%s", first);
+    finish(rc, ierr, "grid_wait_all");
+}
+
+void gridrpc_f_wait_any(int *id, int *ierr) {
+    grf_error[0] = '\0';
+    *id = GRID_ID_NONE;
+    int rc = grid_wait_any(id);
+    if (rc) snprintf(grf_error, sizeof grf_error, "%s", grid_last_error());
+    if (*id != GRID_ID_NONE) complete(*id, rc);
+    finish(rc, ierr, "grid_wait_any");
+}
+
+int gridrpc_f_probe(int id, int *ierr) {
+    grf_error[0] = '\0';
+    int r = grid_probe(id);
+    char what[64];
+    if (r < 0) snprintf(grf_error, sizeof grf_error, "%s", grid_last_error());
+    snprintf(what, sizeof what, "grid_probe(%d)", id);
+    finish(r < 0 ? -r : GRID_OK, ierr, what);
+    return r == 1;
+}
+
+void gridrpc_f_cancel(int id, int *ierr) {
+    grf_error[0] = '\0';
+    /* The record stays: the call must still be waited on, which frees its copies. */
+    int rc = grid_cancel(id);
+    char what[64];
+    if (rc) snprintf(grf_error, sizeof grf_error, "%s", grid_last_error());
+    snprintf(what, sizeof what, "grid_cancel(%d)", id);
+    finish(rc, ierr, what);
+}
+
+int gridrpc_f_last_error(char *buf, int len) {
+    int n = (int)strlen(grf_error);
+    if (n > len) n = len;
+    memcpy(buf, grf_error, (size_t)n);
+    return n;
+}
