@@ -220,4 +220,7 @@ int grid_array_shape_np(const char *name, void *const *argv, int param, long lon
 }
 #endif
 
+/* The OGF GridRPC standard API (grpc_*) over the same core. */
+#include "grpc_api.h"
+
 #endif /* GRIDRPC_H */

@@ -1,0 +1,110 @@
+/* gox.h: the internals of the OGF GridRPC API (grpc_*, include/grpc_api.h): the
+ * configuration read by grpc_initialize, the mapping of the core's codes, and the
+ * argument vectors built for the core. Private to the library (prefix gox_), so
+ * nothing here is exported next to Google gRPC's own grpc_ names. */
+#ifndef GOX_H
+#define GOX_H
+
+#include <stdarg.h>
+
+#include "gridrpc.h"
+#include "grpc_api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GOX_DEFAULT_PORT 7000 /* gridrpcd's default, for hosts named without a port */
+#define GOX_MAX_HOST 256
+#define GOX_MAX_FUNC 512
+
+/* ---- Configuration (gox_config.c) */
+
+typedef struct gox_server {
+    char host[GOX_MAX_HOST];
+    char tag[GOX_MAX_HOST]; /* "" when none */
+    int port;               /* 0: not given (SERVER_DEFAULT's port, else 7000) */
+} gox_server;
+
+typedef struct gox_funcinfo {
+    char host[GOX_MAX_HOST]; /* a hostname or tag of a <SERVER> */
+    char func[GOX_MAX_FUNC];
+} gox_funcinfo;
+
+typedef struct gox_config {
+    gox_server *servers; /* in file order: the first is the default */
+    int nservers;
+    gox_funcinfo *funcs;
+    int nfuncs;
+    int default_port;       /* <SERVER_DEFAULT> port, 0 when not given */
+    double call_timeout;    /* -1: not set in the file */
+    double connect_timeout; /* -1: not set in the file */
+} gox_config;
+
+/* Reads PATH (both formats) into CFG, which must be zeroed. Returns GRPC_NO_ERROR,
+ * GRPC_CONFIGFILE_NOT_FOUND or GRPC_CONFIGFILE_ERROR with a message in MSG. Warns on
+ * stderr about what it ignores. */
+int gox_config_read(const char *path, gox_config *cfg, char *msg, size_t msgsize);
+void gox_config_free(gox_config *cfg);
+/* The host and port for SERVER (a tag, a hostname, "host:port" or a plain host). */
+void gox_config_server(const gox_config *cfg, const char *server, char *host, size_t hostsize, int *port);
+/* The server <FUNCTION_INFO> assigns to FUNC, or NULL. */
+const char *gox_config_function_host(const gox_config *cfg, const char *func);
+/* Splits "host:port" ("[v6]:port"); returns 0 when S has that form. */
+int gox_split_hostport(const char *s, char *host, size_t hostsize, int *port);
+/* Parses seconds with an optional unit (s, m, h, d); returns 0 on success. */
+int gox_parse_time(const char *s, double *out);
+
+/* ---- Codes (gox_error.c) */
+
+/* The GRPC code for a core GRID_* code of a call that ran or was started. */
+grpc_error_t gox_map(int grid_code);
+/* Records the calling thread's last result (and message, printf-style; NULL: the
+ * code's text). Returns CODE. */
+grpc_error_t gox_result(grpc_error_t code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Records CODE with the core's last message (grid_last_error). */
+grpc_error_t gox_result_core(grpc_error_t code);
+
+/* ---- Argument vectors (gox_args.c) */
+
+/* An argument vector for grid_call_argv_np and the storage of the IN scalars it points
+ * into. Big (the storage is per parameter): callers allocate it. */
+typedef union gox_scalar {
+    int i;
+    long l;
+    long long ll;
+    char c;
+    short s;
+    float f;
+    double d;
+    scomplex sc;
+    dcomplex dc;
+    char *str;
+} gox_scalar;
+
+typedef struct gox_argv {
+    grid_function_np fn; /* the interface (grid_describe_np) */
+    char url[GOX_MAX_HOST + GOX_MAX_FUNC + 32];
+    int nargs;
+    void *argv[GRID_MAX_PARAMS_NP];
+    gox_scalar slot[GRID_MAX_PARAMS_NP];
+} gox_argv;
+
+/* Describes HANDLE's function into A and fills a->url. Returns a GRPC code (recorded). */
+grpc_error_t gox_argv_describe(const grpc_function_handle_t *handle, gox_argv *a);
+/* Takes the arguments from AP, as the C default promotions deliver them; GIVEN is the
+ * number the caller passed (-1: unknown, trust the interface). */
+grpc_error_t gox_argv_from_va(gox_argv *a, int given, va_list ap);
+/* Takes the arguments from an argument stack. */
+grpc_error_t gox_argv_from_stack(gox_argv *a, const grpc_arg_stack_t *stack);
+
+/* ---- Shared state (gox_api.c) */
+
+/* GRPC_NOT_INITIALIZED (recorded) unless grpc_initialize succeeded. */
+grpc_error_t gox_check_initialized(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GOX_H */

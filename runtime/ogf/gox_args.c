@@ -1,0 +1,159 @@
+/* gox_args.c: turns grpc_call's variadic arguments, or an argument stack, into the
+ * argument vector of the core (grid_call_argv_np). The vector points at each argument's
+ * storage, so IN scalars that arrive by value through '...' are copied into slots that
+ * live as long as the vector; the interface (grid_describe_np, cached by the core) says
+ * how many arguments there are and which type each has. Also the argument stacks, under
+ * both spellings found in the wild. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gox.h"
+
+struct grpc_arg_stack_s {
+    int max;
+    int n;
+    void **items;
+};
+
+grpc_error_t gox_argv_describe(const grpc_function_handle_t *h, gox_argv *a) {
+    /* An IPv6 address needs brackets in the URL. */
+    int v6 = strchr(h->host_np, ':') != NULL;
+    snprintf(a->url, sizeof a->url, "gridrpc://%s%s%s:%d/%s", v6 ? "[" : "", h->host_np, v6 ? "]" : "",
+             h->port_np, h->function_np);
+    int rc = grid_describe_np(a->url, &a->fn);
+    return rc ? gox_result_core(gox_map(rc)) : GRPC_NO_ERROR;
+}
+
+static grpc_error_t count_error(const gox_argv *a, int given) {
+    char params[1024];
+    size_t used = 0;
+    params[0] = '\0';
+    for (int i = 0; i < a->fn.nparams && used < sizeof params; i++)
+        used += (size_t)snprintf(params + used, sizeof params - used, "%s%s", i ? ", " : "",
+                                 a->fn.params[i].name);
+    return gox_result(GRPC_OTHER_ERROR_CODE, "%s/%s takes %d argument%s (%s) but %d %s given", a->fn.module,
+                      a->fn.name, a->fn.nparams, a->fn.nparams == 1 ? "" : "s", params, given,
+                      given == 1 ? "was" : "were");
+}
+
+grpc_error_t gox_argv_from_va(gox_argv *a, int given, va_list ap) {
+    const grid_function_np *fn = &a->fn;
+    /* A wrong count is caught before any va_arg: reading past the real arguments is
+     * undefined behaviour. */
+    if (given >= 0 && given != fn->nparams) return count_error(a, given);
+    a->nargs = fn->nparams;
+    for (int i = 0; i < fn->nparams; i++) {
+        const grid_param_np *p = &fn->params[i];
+        gox_scalar *v = &a->slot[i];
+        a->argv[i] = v;
+        if (p->rank > 0) {
+            a->argv[i] = va_arg(ap, void *);
+        } else if (p->type == GRID_TYPE_FILENAME) {
+            v->str = va_arg(ap, char *); /* a path, whatever the mode */
+        } else if (p->mode != GRID_MODE_IN) {
+            a->argv[i] = va_arg(ap, void *);
+        } else {
+            /* IN scalars arrive with the C default promotions. */
+            switch (p->type) {
+            case GRID_TYPE_CHAR: v->c = (char)va_arg(ap, int); break;
+            case GRID_TYPE_SHORT: v->s = (short)va_arg(ap, int); break;
+            case GRID_TYPE_INT: v->i = va_arg(ap, int); break;
+            case GRID_TYPE_LONG: v->l = va_arg(ap, long); break;
+            case GRID_TYPE_LONGLONG: v->ll = va_arg(ap, long long); break;
+            case GRID_TYPE_FLOAT: v->f = (float)va_arg(ap, double); break;
+            case GRID_TYPE_DOUBLE: v->d = va_arg(ap, double); break;
+            case GRID_TYPE_SCOMPLEX: v->sc = va_arg(ap, scomplex); break;
+            case GRID_TYPE_DCOMPLEX: v->dc = va_arg(ap, dcomplex); break;
+            case GRID_TYPE_STRING: v->str = va_arg(ap, char *); break;
+            default:
+                return gox_result(GRPC_OTHER_ERROR_CODE,
+                                  "%s/%s: parameter %s has a type (%d) this client does not know", fn->module,
+                                  fn->name, p->name, p->type);
+            }
+        }
+    }
+    return GRPC_NO_ERROR;
+}
+
+grpc_error_t gox_argv_from_stack(gox_argv *a, const grpc_arg_stack_t *st) {
+    const grid_function_np *fn = &a->fn;
+    if (st->n != fn->nparams) return count_error(a, st->n);
+    a->nargs = fn->nparams;
+    for (int i = 0; i < fn->nparams; i++) {
+        const grid_param_np *p = &fn->params[i];
+        /* Strings are pushed as themselves (as grpc_call takes them); the core wants the
+         * address of a char * variable. */
+        if (p->rank == 0 &&
+            (p->type == GRID_TYPE_FILENAME || (p->type == GRID_TYPE_STRING && p->mode == GRID_MODE_IN))) {
+            a->slot[i].str = st->items[i];
+            a->argv[i] = &a->slot[i].str;
+        } else {
+            a->argv[i] = st->items[i];
+        }
+    }
+    return GRPC_NO_ERROR;
+}
+
+/* ---- Argument stacks (the owner thread's; no locking) */
+
+static grpc_arg_stack_t *stack_new(long maxsize) {
+    if (gox_check_initialized()) return NULL;
+    if (maxsize < 0 || maxsize > GRID_MAX_PARAMS_NP) {
+        gox_result(GRPC_OTHER_ERROR_CODE, "an argument stack holds 0 to %d arguments, not %ld",
+                   GRID_MAX_PARAMS_NP, maxsize);
+        return NULL;
+    }
+    grpc_arg_stack_t *s = calloc(1, sizeof *s);
+    if (s) s->items = calloc((size_t)maxsize + 1, sizeof *s->items);
+    if (!s || !s->items) {
+        free(s);
+        gox_result(GRPC_OTHER_ERROR_CODE, "out of memory");
+        return NULL;
+    }
+    s->max = (int)maxsize;
+    gox_result(GRPC_NO_ERROR, NULL);
+    return s;
+}
+
+grpc_arg_stack_t *grpc_arg_stack_new(int maxsize) {
+    return stack_new(maxsize);
+}
+
+grpc_arg_stack_t *grpc_stack_create(size_t maxsize) {
+    return stack_new(maxsize > (size_t)GRID_MAX_PARAMS_NP ? -1L : (long)maxsize);
+}
+
+grpc_error_t grpc_arg_stack_push_arg(grpc_arg_stack_t *s, void *arg) {
+    if (!s) return gox_result(GRPC_OTHER_ERROR_CODE, "the argument stack is NULL");
+    if (s->n == s->max)
+        return gox_result(GRPC_OTHER_ERROR_CODE, "the argument stack is full (%d arguments)", s->max);
+    s->items[s->n++] = arg;
+    return gox_result(GRPC_NO_ERROR, NULL);
+}
+
+grpc_error_t grpc_stack_push(grpc_arg_stack_t *s, void *arg) {
+    return grpc_arg_stack_push_arg(s, arg);
+}
+
+void *grpc_arg_stack_pop_arg(grpc_arg_stack_t *s) {
+    if (!s || s->n == 0) return NULL;
+    return s->items[--s->n];
+}
+
+grpc_error_t grpc_stack_pop(grpc_arg_stack_t *s, void **arg) {
+    if (!s || !arg) return gox_result(GRPC_OTHER_ERROR_CODE, "the argument stack or ARG is NULL");
+    *arg = grpc_arg_stack_pop_arg(s);
+    return gox_result(GRPC_NO_ERROR, NULL);
+}
+
+grpc_error_t grpc_arg_stack_destruct(grpc_arg_stack_t *s) {
+    if (!s) return gox_result(GRPC_OTHER_ERROR_CODE, "the argument stack is NULL");
+    free(s->items);
+    free(s);
+    return gox_result(GRPC_NO_ERROR, NULL);
+}
+
+grpc_error_t grpc_stack_destruct(grpc_arg_stack_t *s) {
+    return grpc_arg_stack_destruct(s);
+}

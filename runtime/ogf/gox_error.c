@@ -1,0 +1,89 @@
+/* gox_error.c: the GRPC_* codes: their strings, the mapping from the core's GRID_*
+ * codes, and the calling thread's last result (Ninf-G's grpc_get_last_error_np, and a
+ * message that says what to do, as grid_last_error does for the core). */
+#include <stdio.h>
+#include <string.h>
+
+#include "gox.h"
+
+static __thread grpc_error_t last_code;
+static __thread char last_msg[1024];
+
+static const char *const texts[] = {
+#define GOX_TEXT_(name, value, text) [value] = text,
+    GRPC_ERROR_MAP(GOX_TEXT_)
+#undef GOX_TEXT_
+};
+
+static const char *const names[] = {
+#define GOX_NAME_(name, value, text) [value] = "GRPC_" #name,
+    GRPC_ERROR_MAP(GOX_NAME_)
+#undef GOX_NAME_
+};
+
+char *grpc_error_string(grpc_error_t code) {
+    /* The standard's prototype returns char *: the strings are static, never written. */
+    if (code < 0 || code >= GRPC_LAST_ERROR_CODE) return (char *)texts[GRPC_UNKNOWN_ERROR_CODE];
+    return (char *)texts[code];
+}
+
+const char *grpc_error_name_np(grpc_error_t code) {
+    if (code < 0 || code >= GRPC_LAST_ERROR_CODE) return names[GRPC_UNKNOWN_ERROR_CODE];
+    return names[code];
+}
+
+grpc_error_t gox_map(int grid_code) {
+    switch (grid_code) {
+    case GRID_OK: return GRPC_NO_ERROR;
+    case GRID_ERR_CONNECT: return GRPC_SERVER_NOT_FOUND;
+    case GRID_ERR_NOT_FOUND: return GRPC_FUNCTION_NOT_FOUND;
+    case GRID_ERR_PROTOCOL:
+    case GRID_ERR_CONN_LOST: return GRPC_COMMUNICATION_FAILED;
+    case GRID_ERR_TIMEOUT: return GRPC_TIMEOUT_NP;
+    /* The server would not take the call: shutting down, overloaded, over its limits. */
+    case GRID_ERR_SHUTDOWN:
+    case GRID_ERR_BUSY:
+    case GRID_ERR_LIMIT: return GRPC_RPC_REFUSED;
+    case GRID_ERR_CONFIG: return GRPC_CONFIGFILE_ERROR;
+    case GRID_ERR_CANCELED: return GRPC_CANCELED_NP;
+    case GRID_ERR_FAILED: return GRPC_SESSION_FAILED;
+    /* Wrong arguments, local files, memory, a twice-changed interface, our own bugs. */
+    default: return GRPC_OTHER_ERROR_CODE;
+    }
+}
+
+grpc_error_t gox_result(grpc_error_t code, const char *fmt, ...) {
+    last_code = code;
+    if (code == GRPC_NO_ERROR) {
+        last_msg[0] = '\0';
+    } else if (!fmt) {
+        snprintf(last_msg, sizeof last_msg, "%s", grpc_error_string(code));
+    } else {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+grpc_error_t gox_result_core(grpc_error_t code) {
+    const char *m = grid_last_error();
+    return m && *m ? gox_result(code, "%s", m) : gox_result(code, NULL);
+}
+
+grpc_error_t grpc_get_last_error_np(void) {
+    return last_code;
+}
+
+const char *grpc_last_error_np(void) {
+    return last_msg;
+}
+
+void grpc_perror_np(const char *prefix) {
+    const char *m = last_msg[0] ? last_msg : grpc_error_string(last_code);
+    if (prefix && *prefix)
+        fprintf(stderr, "%s: %s\n", prefix, m);
+    else
+        fprintf(stderr, "%s\n", m);
+}
