@@ -51,15 +51,15 @@ if [ ! -f "$jar" ]; then
   rm -rf "$tmp"
 fi
 
-# Python: the bindings, tests and benchmark plots use these.
+# Python: the binding (built offline with setuptools), its tests and the plots use these.
 py=${PYTHON:-python3}
-if ! "$py" -c 'import numpy, pytest, matplotlib' >/dev/null 2>&1; then
-  echo "setup: installing Python packages (numpy, pytest, matplotlib)"
+if ! "$py" -c 'import numpy, pytest, matplotlib, setuptools, wheel' >/dev/null 2>&1; then
+  echo "setup: installing Python packages (numpy, pytest, matplotlib, setuptools, wheel)"
   pip_flags=(-q --disable-pip-version-check)
   "$py" -m pip install "${pip_flags[@]}" --help 2>/dev/null | grep -q break-system-packages &&
     [ -f "$("$py" -c 'import sys, sysconfig; print(sysconfig.get_path("stdlib"))')/EXTERNALLY-MANAGED" ] &&
     pip_flags+=(--break-system-packages)
-  quiet "$py" -m pip install "${pip_flags[@]}" numpy pytest matplotlib
+  quiet "$py" -m pip install "${pip_flags[@]}" numpy pytest matplotlib setuptools wheel
 fi
 
 # Bootstrap, configure and build.

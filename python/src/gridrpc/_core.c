@@ -1,0 +1,1149 @@
+/* _core.c: the C extension behind the gridrpc Python package.
+ *
+ * It turns a Python call gridrpc.call(name, *args) into one grid_call_argv_np: the
+ * function's interface (grid_describe_np, cached per name here) says how to convert
+ * each argument: Python numbers and strings become the C scalars, arrays are taken
+ * through the buffer protocol (numpy arrays, array.array, memoryview: C-contiguous,
+ * the right element type and size, checked with grid_array_shape_np before anything is
+ * sent), OUT scalars and strings come back as Python values. The GIL is released while
+ * the call is on the network, so other Python threads run (and may call too: the C
+ * library is MT-safe).
+ *
+ * Asynchronous calls (start) keep the same conversion state on the heap, inside a
+ * Pending object, until the call completes: the buffers stay exported (a numpy array
+ * cannot be resized meanwhile) and converted strings stay referenced. The Python layer
+ * (__init__.py) waits for completions in one background thread (wait_any) and turns
+ * them into futures.
+ *
+ * Errors are raised through a factory the package registers (_set_error_factory), so
+ * they are gridrpc.GridError subclasses carrying the code and the library's message.
+ * Entry points use METH_FASTCALL: the per-call overhead is what bench/python_overhead.py
+ * measures.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gridrpc.h"
+
+#define MAXP GRID_MAX_PARAMS_NP
+
+/* Kinds of argument errors, passed to the factory: it picks the exception class. */
+enum { KIND_GRID = 0, KIND_TYPE = 1, KIND_VALUE = 2 };
+
+static PyObject *error_factory; /* callable(code, message, kind) -> exception */
+static PyObject *fn_cache;      /* dict: name -> capsule holding a grid_function_np */
+static long sync_in_flight;     /* synchronous calls on the network now (under the GIL) */
+
+/* ------------------------------------------------------------------ errors */
+
+/* Raises the exception the factory makes for CODE and MESSAGE (a Python str, stolen). */
+static void raise_obj(int code, int kind, PyObject *message) {
+    if (!message) return;
+    if (!error_factory) {
+        PyErr_SetObject(kind == KIND_TYPE    ? PyExc_TypeError
+                        : kind == KIND_VALUE ? PyExc_ValueError
+                                             : PyExc_RuntimeError,
+                        message);
+        Py_DECREF(message);
+        return;
+    }
+    PyObject *exc = PyObject_CallFunction(error_factory, "iOi", code, message, kind);
+    Py_DECREF(message);
+    if (exc) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+}
+
+/* Raises a library error: CODE with MSG (the library's text, maybe not valid UTF-8). */
+static void raise_grid(int code, const char *msg) {
+    if (!msg || !*msg) msg = grid_error_string(code);
+    raise_obj(code, KIND_GRID, PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace"));
+}
+
+/* Raises an argument error (GRID_ERR_ARGS) of KIND with a printf-style message
+ * (PyUnicode_FromFormat's conversions). Returns -1. */
+static int arg_error(int kind, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
+    va_end(ap);
+    raise_obj(GRID_ERR_ARGS, kind, msg);
+    return -1;
+}
+
+/* ------------------------------------------------------------------ names */
+
+static const char *type_name(int t) {
+    static const char *const names[] = {"?",     "char",   "short",    "int",      "long",   "longlong",
+                                        "float", "double", "scomplex", "dcomplex", "string", "filename"};
+    return t >= 1 && t <= GRID_TYPE_FILENAME ? names[t] : "?";
+}
+
+static const char *mode_name(int m) {
+    static const char *const names[] = {"?", "IN", "OUT", "INOUT", "WORK"};
+    return m >= 1 && m <= GRID_MODE_WORK ? names[m] : "?";
+}
+
+/* The numpy dtype that matches a parameter's element type (for messages). */
+static const char *dtype_name(const grid_param_np *p) {
+    int u = p->is_unsigned;
+    switch (p->type) {
+    case GRID_TYPE_CHAR: return "int8 or uint8";
+    case GRID_TYPE_SHORT: return u ? "uint16" : "int16";
+    case GRID_TYPE_INT: return u ? "uint32" : "int32";
+    case GRID_TYPE_LONG: return sizeof(long) == 8 ? (u ? "uint64" : "int64") : (u ? "uint32" : "int32");
+    case GRID_TYPE_LONGLONG: return u ? "uint64" : "int64";
+    case GRID_TYPE_FLOAT: return "float32";
+    case GRID_TYPE_DOUBLE: return "float64";
+    case GRID_TYPE_SCOMPLEX: return "complex64";
+    case GRID_TYPE_DCOMPLEX: return "complex128";
+    default: return "?";
+    }
+}
+
+/* Element size of a numeric type. */
+static Py_ssize_t type_size(int t) {
+    switch (t) {
+    case GRID_TYPE_CHAR: return 1;
+    case GRID_TYPE_SHORT: return sizeof(short);
+    case GRID_TYPE_INT: return sizeof(int);
+    case GRID_TYPE_LONG: return sizeof(long);
+    case GRID_TYPE_LONGLONG: return sizeof(long long);
+    case GRID_TYPE_FLOAT: return sizeof(float);
+    case GRID_TYPE_DOUBLE: return sizeof(double);
+    case GRID_TYPE_SCOMPLEX: return sizeof(scomplex);
+    case GRID_TYPE_DCOMPLEX: return sizeof(dcomplex);
+    default: return 0;
+    }
+}
+
+/* "(3, 4)" into BUF. */
+static const char *shape_str(const long long *dims, int rank, char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = '\0';
+    k += (size_t)snprintf(buf + k, n - k, "(");
+    for (int d = 0; d < rank && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%lld", d ? ", " : "", dims[d]);
+    if (k < n) k += (size_t)snprintf(buf + k, n - k, rank == 1 ? ",)" : ")");
+    return buf;
+}
+
+/* ------------------------------------------------------------------ call state */
+
+/* A function's interface, cached per name, with the array shapes of its last call: a
+ * loop calling with the same sizes skips grid_array_shape_np (shapes depend only on
+ * the IN and INOUT integer scalars). Used under the GIL only. */
+typedef struct fninfo {
+    grid_function_np f;
+    int memo_valid;
+    long long memo_key[MAXP];
+    long long memo_dims[MAXP][GRID_MAX_RANK_NP];
+} fninfo;
+
+typedef union value {
+    char c;
+    short s;
+    int i;
+    long l;
+    long long ll;
+    float f;
+    double d;
+    scomplex sc;
+    dcomplex dc;
+    char *str;
+} value;
+
+/* Everything one call needs alive until it completes. Only the first n entries of
+ * each array are initialised. */
+typedef struct callstate {
+    PyObject *name; /* the function's name (owned) */
+    const char *cname;
+    PyObject *fnobj; /* capsule of the function's interface (owned) */
+    fninfo *info;
+    const grid_function_np *fn;
+    int memo_hit; /* the array shapes are those of the last call */
+    int n;
+    void *argv[MAXP];
+    value val[MAXP];
+    char *orig[MAXP];      /* an INOUT string: the pointer passed (a reply replaces it) */
+    PyObject *keep[MAXP];  /* owned: an object whose memory argv[i] points into */
+    char **strv[MAXP];     /* a string array: the vector passed */
+    char **strv0[MAXP];    /* its pointers before the call (OUT, INOUT) */
+    Py_ssize_t strn[MAXP]; /* its length */
+    unsigned char has_view[MAXP];
+    Py_buffer view[MAXP];
+} callstate;
+
+static void cs_init(callstate *cs) {
+    cs->name = NULL;
+    cs->cname = NULL;
+    cs->fnobj = NULL;
+    cs->info = NULL;
+    cs->fn = NULL;
+    cs->n = 0;
+    cs->memo_hit = 0;
+}
+
+/* Frees the strings the library allocated for OUT and INOUT strings (a pointer that
+ * differs from the one passed is a reply's malloc'd copy). */
+static void cs_free_outputs(callstate *cs) {
+    for (int i = 0; i < cs->n; i++) {
+        const grid_param_np *p = &cs->fn->params[i];
+        if (p->type != GRID_TYPE_STRING || (p->mode != GRID_MODE_OUT && p->mode != GRID_MODE_INOUT)) continue;
+        if (p->rank == 0) {
+            if (cs->val[i].str != cs->orig[i]) free(cs->val[i].str);
+            cs->val[i].str = cs->orig[i];
+        } else if (cs->strv[i]) {
+            for (Py_ssize_t k = 0; k < cs->strn[i]; k++) {
+                if (cs->strv[i][k] != cs->strv0[i][k]) free(cs->strv[i][k]);
+                cs->strv[i][k] = cs->strv0[i][k];
+            }
+        }
+    }
+}
+
+/* Releases buffers and references (needs the GIL). */
+static void cs_release(callstate *cs) {
+    for (int i = 0; i < cs->n; i++) {
+        if (cs->has_view[i]) PyBuffer_Release(&cs->view[i]);
+        cs->has_view[i] = 0;
+        Py_CLEAR(cs->keep[i]);
+        PyMem_Free(cs->strv[i]);
+        PyMem_Free(cs->strv0[i]);
+        cs->strv[i] = cs->strv0[i] = NULL;
+    }
+    cs->n = 0;
+    Py_CLEAR(cs->fnobj);
+    Py_CLEAR(cs->name);
+    cs->fn = NULL;
+}
+
+/* Forgets the cached interface of the call's function (after a failure: the function
+ * may have changed on the server, or the name may now resolve elsewhere). */
+static void cs_forget_fn(callstate *cs) {
+    if (!cs->name) return;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (PyDict_DelItem(fn_cache, cs->name) < 0) PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+}
+
+static void fn_capsule_free(PyObject *cap) {
+    PyMem_Free(PyCapsule_GetPointer(cap, "gridrpc._core.function"));
+}
+
+/* The interface of NAME: from the cache, else from grid_describe_np. New reference. */
+static PyObject *get_fn(PyObject *name, const char *cname) {
+    PyObject *cap = PyDict_GetItemWithError(fn_cache, name);
+    if (cap) {
+        Py_INCREF(cap);
+        return cap;
+    }
+    if (PyErr_Occurred()) return NULL;
+    fninfo *info = PyMem_Malloc(sizeof *info);
+    if (!info) return PyErr_NoMemory();
+    info->memo_valid = 0;
+    grid_function_np *f = &info->f;
+    int rc;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    rc = grid_describe_np(cname, f);
+    PyEval_RestoreThread(ts);
+    if (rc != GRID_OK) {
+        raise_grid(rc, grid_last_error());
+        PyMem_Free(info);
+        return NULL;
+    }
+    if (f->nparams < 0 || f->nparams > MAXP) {
+        PyMem_Free(info);
+        raise_grid(GRID_ERR_LIMIT, "the function has more parameters than the binding supports");
+        return NULL;
+    }
+    cap = PyCapsule_New(info, "gridrpc._core.function", fn_capsule_free);
+    if (!cap) {
+        PyMem_Free(info);
+        return NULL;
+    }
+    if (PyDict_SetItem(fn_cache, name, cap) < 0) {
+        Py_DECREF(cap);
+        return NULL;
+    }
+    return cap;
+}
+
+/* "linalg/dmmul: argument 3 ('A', IN double array)": the prefix of argument errors. */
+#define ARG_FMT "%s/%s: argument %d ('%s', %s %s%s)"
+#define ARG_ARGS(cs, i)                                                                                      \
+    (cs)->fn->module, (cs)->fn->name, (i) + 2, (cs)->fn->params[i].name,                                     \
+        mode_name((cs)->fn->params[i].mode), type_name((cs)->fn->params[i].type),                            \
+        (cs)->fn->params[i].rank ? " array" : ""
+
+static int is_integer_type(int t) {
+    return t == GRID_TYPE_CHAR || t == GRID_TYPE_SHORT || t == GRID_TYPE_INT || t == GRID_TYPE_LONG ||
+           t == GRID_TYPE_LONGLONG;
+}
+
+/* Converts Python integer O for integer parameter I, range-checked. */
+static int to_integer(callstate *cs, int i, PyObject *o) {
+    const grid_param_np *p = &cs->fn->params[i];
+    value *v = &cs->val[i];
+    PyObject *ix = PyLong_CheckExact(o) ? (Py_INCREF(o), o) : PyNumber_Index(o);
+    if (!ix) {
+        PyErr_Clear();
+        return arg_error(KIND_TYPE, ARG_FMT ": expects an int, got %s", ARG_ARGS(cs, i), Py_TYPE(o)->tp_name);
+    }
+    long long lo, hi;
+    unsigned long long uhi;
+    switch (p->type) {
+    case GRID_TYPE_SHORT: lo = SHRT_MIN, hi = SHRT_MAX, uhi = USHRT_MAX; break;
+    case GRID_TYPE_INT: lo = INT_MIN, hi = INT_MAX, uhi = UINT_MAX; break;
+    case GRID_TYPE_LONG: lo = LONG_MIN, hi = LONG_MAX, uhi = ULONG_MAX; break;
+    default: lo = LLONG_MIN, hi = LLONG_MAX, uhi = ULLONG_MAX; break;
+    }
+    int overflow = 0;
+    long long sv = PyLong_AsLongLongAndOverflow(ix, &overflow);
+    unsigned long long uv = 0;
+    int bad = 0;
+    if (sv == -1 && PyErr_Occurred()) {
+        Py_DECREF(ix);
+        return -1;
+    }
+    if (p->is_unsigned) {
+        if (overflow < 0 || (!overflow && sv < 0))
+            bad = 1;
+        else if (overflow > 0) {
+            uv = PyLong_AsUnsignedLongLong(ix);
+            if (uv == (unsigned long long)-1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                bad = 1;
+            }
+        } else
+            uv = (unsigned long long)sv;
+        if (uv > uhi) bad = 1;
+    } else if (overflow || sv < lo || sv > hi)
+        bad = 1;
+    Py_DECREF(ix);
+    if (bad) {
+        if (p->is_unsigned)
+            return arg_error(KIND_VALUE, ARG_FMT ": %R is out of range for unsigned %s (0 .. %llu)",
+                             ARG_ARGS(cs, i), o, type_name(p->type), uhi);
+        return arg_error(KIND_VALUE, ARG_FMT ": %R is out of range for %s (%lld .. %lld)", ARG_ARGS(cs, i), o,
+                         type_name(p->type), lo, hi);
+    }
+    switch (p->type) {
+    case GRID_TYPE_SHORT: v->s = p->is_unsigned ? (short)(unsigned short)uv : (short)sv; break;
+    case GRID_TYPE_INT: v->i = p->is_unsigned ? (int)(unsigned)uv : (int)sv; break;
+    case GRID_TYPE_LONG: v->l = p->is_unsigned ? (long)(unsigned long)uv : (long)sv; break;
+    default: v->ll = p->is_unsigned ? (long long)uv : sv; break;
+    }
+    return 0;
+}
+
+/* Converts O for scalar parameter I (IN or INOUT: its value; OUT: ignored). */
+static int to_scalar(callstate *cs, int i, PyObject *o) {
+    const grid_param_np *p = &cs->fn->params[i];
+    value *v = &cs->val[i];
+    cs->argv[i] = v;
+    memset(v, 0, sizeof *v);
+    if (p->mode == GRID_MODE_OUT && p->type != GRID_TYPE_FILENAME) return 0;
+    switch (p->type) {
+    case GRID_TYPE_CHAR: {
+        long c = -1;
+        if (PyUnicode_Check(o) && PyUnicode_GET_LENGTH(o) == 1) {
+            c = (long)PyUnicode_READ_CHAR(o, 0);
+            if (c > 255) c = -1000;
+        } else if (PyBytes_Check(o) && PyBytes_GET_SIZE(o) == 1) {
+            c = (unsigned char)PyBytes_AS_STRING(o)[0];
+        } else if (PyIndex_Check(o)) {
+            c = PyLong_AsLong(o);
+            if (c == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                c = -1000;
+            }
+            if (c < -128 || c > 255) c = -1000;
+        } else {
+            return arg_error(KIND_TYPE, ARG_FMT ": expects a 1-character str or bytes, or an int, got %s",
+                             ARG_ARGS(cs, i), Py_TYPE(o)->tp_name);
+        }
+        if (c == -1000)
+            return arg_error(KIND_VALUE,
+                             ARG_FMT ": %R does not fit in a char (-128 .. 255, or one Latin-1 character)",
+                             ARG_ARGS(cs, i), o);
+        v->c = (char)c;
+        return 0;
+    }
+    case GRID_TYPE_SHORT:
+    case GRID_TYPE_INT:
+    case GRID_TYPE_LONG:
+    case GRID_TYPE_LONGLONG: return to_integer(cs, i, o);
+    case GRID_TYPE_FLOAT:
+    case GRID_TYPE_DOUBLE: {
+        double d = PyFloat_CheckExact(o) ? PyFloat_AS_DOUBLE(o) : PyFloat_AsDouble(o);
+        if (d == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return arg_error(KIND_TYPE, ARG_FMT ": expects a float, got %s", ARG_ARGS(cs, i),
+                             Py_TYPE(o)->tp_name);
+        }
+        if (p->type == GRID_TYPE_FLOAT)
+            v->f = (float)d;
+        else
+            v->d = d;
+        return 0;
+    }
+    case GRID_TYPE_SCOMPLEX:
+    case GRID_TYPE_DCOMPLEX: {
+        Py_complex z = PyComplex_AsCComplex(o);
+        if (z.real == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return arg_error(KIND_TYPE, ARG_FMT ": expects a complex, got %s", ARG_ARGS(cs, i),
+                             Py_TYPE(o)->tp_name);
+        }
+        if (p->type == GRID_TYPE_SCOMPLEX) {
+            v->sc.r = (float)z.real;
+            v->sc.i = (float)z.imag;
+        } else {
+            v->dc.r = z.real;
+            v->dc.i = z.imag;
+        }
+        return 0;
+    }
+    case GRID_TYPE_STRING: {
+        const char *s;
+        Py_ssize_t len;
+        if (o == Py_None && p->mode == GRID_MODE_INOUT) {
+            cs->orig[i] = NULL;
+            return 0;
+        }
+        if (PyUnicode_Check(o)) {
+            s = PyUnicode_AsUTF8AndSize(o, &len);
+            if (!s) return -1;
+        } else if (PyBytes_Check(o)) {
+            s = PyBytes_AS_STRING(o);
+            len = PyBytes_GET_SIZE(o);
+        } else {
+            return arg_error(KIND_TYPE, ARG_FMT ": expects a str or bytes, got %s", ARG_ARGS(cs, i),
+                             Py_TYPE(o)->tp_name);
+        }
+        if ((size_t)len != strlen(s))
+            return arg_error(KIND_VALUE, ARG_FMT ": the string contains a NUL character", ARG_ARGS(cs, i));
+        Py_INCREF(o);
+        cs->keep[i] = o;
+        v->str = (char *)s;
+        cs->orig[i] = v->str;
+        return 0;
+    }
+    case GRID_TYPE_FILENAME: {
+        PyObject *b = NULL;
+        if (!PyUnicode_Check(o) && !PyBytes_Check(o) && !PyObject_HasAttrString(o, "__fspath__"))
+            return arg_error(KIND_TYPE, ARG_FMT ": expects a path (str, bytes or os.PathLike), got %s",
+                             ARG_ARGS(cs, i), Py_TYPE(o)->tp_name);
+        if (!PyUnicode_FSConverter(o, &b)) {
+            PyErr_Clear();
+            return arg_error(KIND_VALUE, ARG_FMT ": %R is not a usable path", ARG_ARGS(cs, i), o);
+        }
+        cs->keep[i] = b;
+        v->str = PyBytes_AS_STRING(b);
+        return 0;
+    }
+    default: return arg_error(KIND_TYPE, ARG_FMT ": unsupported parameter type %d", ARG_ARGS(cs, i), p->type);
+    }
+}
+
+/* The kind of a buffer format's element: 'i' signed, 'u' unsigned, 'f' float,
+ * 'c' complex, 'S' bytes, 'b' bool; 0 when not a native simple element. */
+static char format_kind(const char *f) {
+    if (!f) return 'u'; /* no format: unsigned bytes */
+    if (*f == '@' || *f == '=') f++;
+#if PY_LITTLE_ENDIAN
+    else if (*f == '<')
+        f++;
+#else
+    else if (*f == '>' || *f == '!')
+        f++;
+#endif
+    if (f[0] == 'Z' && f[1] && !f[2]) return strchr("fdg", f[1]) ? 'c' : 0;
+    if (f[0] == '1' && f[1] == 's' && !f[2]) return 'S';
+    if (!f[0] || f[1]) return 0;
+    if (strchr("bhilqn", f[0])) return 'i';
+    if (strchr("BHILQN", f[0])) return 'u';
+    if (strchr("efdg", f[0])) return 'f';
+    if (strchr("cs", f[0])) return 'S';
+    if (f[0] == '?') return 'b';
+    return 0;
+}
+
+/* A string array parameter I: a sequence of str or bytes (IN, INOUT), or anything
+ * (OUT: the strings come back in the result). */
+static int to_string_array(callstate *cs, int i, PyObject *o, long long count) {
+    const grid_param_np *p = &cs->fn->params[i];
+    Py_ssize_t n = (Py_ssize_t)count;
+    cs->strn[i] = n;
+    cs->strv[i] = PyMem_Calloc((size_t)(n ? n : 1), sizeof(char *));
+    if (!cs->strv[i]) return PyErr_NoMemory(), -1;
+    cs->argv[i] = cs->strv[i];
+    if (p->mode != GRID_MODE_IN) {
+        cs->strv0[i] = PyMem_Calloc((size_t)(n ? n : 1), sizeof(char *));
+        if (!cs->strv0[i]) return PyErr_NoMemory(), -1;
+    }
+    if (p->mode == GRID_MODE_OUT) return 0;
+    if (PyUnicode_Check(o) || PyBytes_Check(o) || !PySequence_Check(o))
+        return arg_error(KIND_TYPE, ARG_FMT ": expects a sequence of %lld str, got %s", ARG_ARGS(cs, i),
+                         count, Py_TYPE(o)->tp_name);
+    PyObject *t = PySequence_Tuple(o); /* a private copy: the list may change meanwhile */
+    if (!t) return -1;
+    cs->keep[i] = t;
+    if (PyTuple_GET_SIZE(t) != n)
+        return arg_error(KIND_VALUE, ARG_FMT ": expects %lld strings, got %zd", ARG_ARGS(cs, i), count,
+                         PyTuple_GET_SIZE(t));
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *it = PyTuple_GET_ITEM(t, k);
+        const char *s;
+        Py_ssize_t len;
+        if (PyUnicode_Check(it)) {
+            s = PyUnicode_AsUTF8AndSize(it, &len);
+            if (!s) return -1;
+        } else if (PyBytes_Check(it)) {
+            s = PyBytes_AS_STRING(it);
+            len = PyBytes_GET_SIZE(it);
+        } else {
+            return arg_error(KIND_TYPE, ARG_FMT ": element %zd is a %s, not a str", ARG_ARGS(cs, i), k,
+                             Py_TYPE(it)->tp_name);
+        }
+        if ((size_t)len != strlen(s))
+            return arg_error(KIND_VALUE, ARG_FMT ": element %zd contains a NUL character", ARG_ARGS(cs, i),
+                             k);
+        cs->strv[i][k] = (char *)s;
+        if (cs->strv0[i]) cs->strv0[i][k] = (char *)s;
+    }
+    return 0;
+}
+
+/* Converts array argument O for parameter I: its size comes from the scalars already
+ * converted (grid_array_shape_np). */
+static int to_array(callstate *cs, int i, PyObject *o) {
+    const grid_param_np *p = &cs->fn->params[i];
+    char shp[160];
+    cs->argv[i] = NULL;
+    if (p->mode == GRID_MODE_WORK) {
+        if (o != Py_None)
+            return arg_error(KIND_TYPE, ARG_FMT ": is a WORK array: pass None (the server allocates it)",
+                             ARG_ARGS(cs, i));
+        return 0;
+    }
+    long long *dims = cs->info->memo_dims[i];
+    int rank = p->rank < GRID_MAX_RANK_NP ? p->rank : GRID_MAX_RANK_NP;
+    if (!cs->memo_hit) {
+        int rc = grid_array_shape_np(cs->cname, cs->argv, i, dims);
+        if (rc != GRID_OK) {
+            raise_grid(rc, grid_last_error());
+            return -1;
+        }
+    }
+    long long count = 1;
+    for (int d = 0; d < rank; d++)
+        if (dims[d] < 0 || __builtin_mul_overflow(count, dims[d], &count) || count > PY_SSIZE_T_MAX)
+            return arg_error(KIND_VALUE, ARG_FMT ": its size %s is out of range", ARG_ARGS(cs, i),
+                             shape_str(dims, rank, shp, sizeof shp));
+    if (p->type == GRID_TYPE_STRING) return to_string_array(cs, i, o, count);
+    if (p->type == GRID_TYPE_FILENAME)
+        return arg_error(KIND_TYPE, ARG_FMT ": arrays of file names are not supported by the Python binding",
+                         ARG_ARGS(cs, i));
+    const char *dt = dtype_name(p);
+    shape_str(dims, rank, shp, sizeof shp);
+    if (o == Py_None) {
+        if (count == 0) return 0;
+        return arg_error(KIND_TYPE,
+                         ARG_FMT ": is None but must hold %lld elements: pass a numpy array of dtype %s "
+                                 "and shape %s",
+                         ARG_ARGS(cs, i), count, dt, shp);
+    }
+    int writable = p->mode != GRID_MODE_IN;
+    if (!PyObject_CheckBuffer(o))
+        return arg_error(KIND_TYPE,
+                         ARG_FMT ": expects a %sC-contiguous numpy array of dtype %s and shape %s, got %s",
+                         ARG_ARGS(cs, i), writable ? "writable " : "", dt, shp, Py_TYPE(o)->tp_name);
+    Py_buffer *vw = &cs->view[i];
+    if (PyObject_GetBuffer(o, vw, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *why = ev ? PyObject_Str(ev) : NULL;
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(tb);
+        if (!why) PyErr_Clear();
+        int r = arg_error(KIND_VALUE,
+                          ARG_FMT ": %S: pass a %sC-contiguous array of dtype %s and shape %s "
+                                  "(numpy.ascontiguousarray makes one)",
+                          ARG_ARGS(cs, i), why ? why : Py_None, writable ? "writable " : "", dt, shp);
+        Py_XDECREF(why);
+        return r;
+    }
+    cs->has_view[i] = 1;
+    char k = format_kind(vw->format);
+    char want = p->type == GRID_TYPE_FLOAT || p->type == GRID_TYPE_DOUBLE        ? 'f'
+                : p->type == GRID_TYPE_SCOMPLEX || p->type == GRID_TYPE_DCOMPLEX ? 'c'
+                : p->is_unsigned                                                 ? 'u'
+                                                                                 : 'i';
+    int ok = vw->itemsize == type_size(p->type) &&
+             (k == want || (p->type == GRID_TYPE_CHAR && (k == 'i' || k == 'u' || k == 'S')));
+    if (!ok)
+        return arg_error(KIND_TYPE, ARG_FMT ": expects dtype %s, got an array of format '%s' (itemsize %zd)",
+                         ARG_ARGS(cs, i), dt, vw->format ? vw->format : "B", vw->itemsize);
+    long long have = vw->len / vw->itemsize;
+    int same_shape = vw->ndim == rank && vw->shape;
+    for (int d = 0; same_shape && d < rank; d++)
+        if (vw->shape[d] != dims[d]) same_shape = 0;
+    if (have != count || (vw->ndim == rank && !same_shape)) {
+        char got[160];
+        long long gd[GRID_MAX_RANK_NP];
+        int gr = vw->ndim < GRID_MAX_RANK_NP ? vw->ndim : GRID_MAX_RANK_NP;
+        for (int d = 0; d < gr; d++)
+            gd[d] = vw->shape ? vw->shape[d] : have;
+        return arg_error(KIND_VALUE,
+                         ARG_FMT ": expects shape %s (%lld elements of %s), got shape %s (%lld elements)",
+                         ARG_ARGS(cs, i), shp, count, dt, shape_str(gd, gr, got, sizeof got), have);
+    }
+    cs->argv[i] = count ? vw->buf : NULL;
+    return 0;
+}
+
+/* Fills CS from ARGS (the name, then one argument per parameter). On failure an
+ * exception is set; CS is left for cs_release. */
+static int prepare(callstate *cs, PyObject *const *args, Py_ssize_t nargs) {
+    cs_init(cs);
+    if (nargs < 1 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "the first argument must be the function's name (a str)");
+        return -1;
+    }
+    Py_ssize_t len;
+    cs->cname = PyUnicode_AsUTF8AndSize(args[0], &len);
+    if (!cs->cname) return -1;
+    if ((size_t)len != strlen(cs->cname)) {
+        PyErr_SetString(PyExc_ValueError, "the function's name contains a NUL character");
+        return -1;
+    }
+    Py_INCREF(args[0]);
+    cs->name = args[0];
+    cs->fnobj = get_fn(args[0], cs->cname);
+    if (!cs->fnobj) return -1;
+    cs->info = PyCapsule_GetPointer(cs->fnobj, "gridrpc._core.function");
+    cs->fn = &cs->info->f;
+    const grid_function_np *fn = cs->fn;
+    int n = fn->nparams;
+    for (int i = 0; i < n; i++) {
+        cs->argv[i] = NULL;
+        cs->orig[i] = NULL;
+        cs->keep[i] = NULL;
+        cs->strv[i] = cs->strv0[i] = NULL;
+        cs->strn[i] = 0;
+        cs->has_view[i] = 0;
+    }
+    cs->n = n;
+    if (nargs - 1 != n) {
+        char names[1024];
+        size_t k = 0;
+        names[0] = '\0';
+        for (int i = 0; i < n && k < sizeof names; i++)
+            k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", fn->params[i].name);
+        return arg_error(KIND_TYPE, "%s/%s takes %d argument%s (%s) but %zd %s given", fn->module, fn->name,
+                         n, n == 1 ? "" : "s", names, nargs - 1, nargs - 1 == 1 ? "was" : "were");
+    }
+    for (int i = 0; i < n; i++)
+        if (fn->params[i].rank == 0 && to_scalar(cs, i, args[i + 1]) < 0) return -1;
+    /* The shapes of the last call hold if the integer scalars they depend on are the same
+     * (each is zero-extended in val[i]: see to_scalar). */
+    fninfo *info = cs->info;
+    int hit = info->memo_valid;
+    for (int i = 0; i < n; i++) {
+        const grid_param_np *p = &fn->params[i];
+        if (p->rank == 0 && is_integer_type(p->type) && p->mode != GRID_MODE_OUT &&
+            info->memo_key[i] != cs->val[i].ll)
+            hit = 0;
+    }
+    cs->memo_hit = hit;
+    if (!hit) info->memo_valid = 0;
+    for (int i = 0; i < n; i++)
+        if (fn->params[i].rank > 0 && to_array(cs, i, args[i + 1]) < 0) return -1;
+    if (!hit) {
+        for (int i = 0; i < n; i++)
+            info->memo_key[i] = fn->params[i].rank == 0 ? cs->val[i].ll : 0;
+        info->memo_valid = 1;
+    }
+    return 0;
+}
+
+static PyObject *str_value(const char *s) {
+    if (!s) Py_RETURN_NONE;
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "surrogateescape");
+}
+
+static PyObject *scalar_value(const grid_param_np *p, const value *v) {
+    int u = p->is_unsigned;
+    switch (p->type) {
+    case GRID_TYPE_CHAR: return PyUnicode_FromOrdinal((unsigned char)v->c);
+    case GRID_TYPE_SHORT: return PyLong_FromLong(u ? (long)(unsigned short)v->s : (long)v->s);
+    case GRID_TYPE_INT: return u ? PyLong_FromUnsignedLong((unsigned)v->i) : PyLong_FromLong(v->i);
+    case GRID_TYPE_LONG: return u ? PyLong_FromUnsignedLong((unsigned long)v->l) : PyLong_FromLong(v->l);
+    case GRID_TYPE_LONGLONG:
+        return u ? PyLong_FromUnsignedLongLong((unsigned long long)v->ll) : PyLong_FromLongLong(v->ll);
+    case GRID_TYPE_FLOAT: return PyFloat_FromDouble(v->f);
+    case GRID_TYPE_DOUBLE: return PyFloat_FromDouble(v->d);
+    case GRID_TYPE_SCOMPLEX: return PyComplex_FromDoubles(v->sc.r, v->sc.i);
+    case GRID_TYPE_DCOMPLEX: return PyComplex_FromDoubles(v->dc.r, v->dc.i);
+    case GRID_TYPE_STRING: return str_value(v->str);
+    default: Py_RETURN_NONE;
+    }
+}
+
+/* The call's results: OUT and INOUT scalars and strings, and OUT/INOUT string arrays
+ * (as lists), in parameter order: None, the one value, or a tuple. */
+static PyObject *results(callstate *cs) {
+    PyObject *items[MAXP];
+    int m = 0;
+    for (int i = 0; i < cs->n; i++) {
+        const grid_param_np *p = &cs->fn->params[i];
+        PyObject *it;
+        if (p->mode != GRID_MODE_OUT && p->mode != GRID_MODE_INOUT) continue;
+        if (p->type == GRID_TYPE_FILENAME) continue;
+        if (p->rank == 0) {
+            it = scalar_value(p, &cs->val[i]);
+        } else if (p->type == GRID_TYPE_STRING) {
+            it = PyList_New(cs->strn[i]);
+            for (Py_ssize_t k = 0; it && k < cs->strn[i]; k++) {
+                PyObject *s = str_value(cs->strv[i][k]);
+                if (!s)
+                    Py_CLEAR(it);
+                else
+                    PyList_SET_ITEM(it, k, s);
+            }
+        } else {
+            continue;
+        }
+        if (!it) {
+            while (m > 0)
+                Py_DECREF(items[--m]);
+            return NULL;
+        }
+        items[m++] = it;
+    }
+    if (m == 0) Py_RETURN_NONE;
+    if (m == 1) return items[0];
+    PyObject *t = PyTuple_New(m);
+    if (!t) {
+        while (m > 0)
+            Py_DECREF(items[--m]);
+        return NULL;
+    }
+    for (int k = 0; k < m; k++)
+        PyTuple_SET_ITEM(t, k, items[k]);
+    return t;
+}
+
+/* ------------------------------------------------------------------ sync call */
+
+PyDoc_STRVAR(call_doc, "call(name, *args)\n--\n\n"
+                       "Calls the remote function NAME with one argument per IDL parameter and returns its\n"
+                       "OUT/INOUT scalars and strings (None, one value or a tuple). OUT arrays are filled.");
+
+static PyObject *core_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    callstate cs;
+    if (prepare(&cs, args, nargs) < 0) {
+        cs_release(&cs);
+        return NULL;
+    }
+    int rc;
+    sync_in_flight++;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    rc = grid_call_argv_np(cs.cname, cs.n, cs.argv);
+    PyEval_RestoreThread(ts);
+    sync_in_flight--;
+    PyObject *res = NULL;
+    if (rc == GRID_OK) {
+        res = results(&cs);
+    } else {
+        raise_grid(rc, grid_last_error());
+        cs_forget_fn(&cs);
+    }
+    cs_free_outputs(&cs);
+    cs_release(&cs);
+    return res;
+}
+
+PyDoc_STRVAR(convert_doc,
+             "_convert(name, *args)\n--\n\n"
+             "Converts and checks the arguments as call does, without calling: the binding's own\n"
+             "cost per call (bench/python_overhead.py).");
+
+static PyObject *core_convert(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    callstate cs;
+    int rc = prepare(&cs, args, nargs);
+    cs_release(&cs);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ async calls */
+
+typedef struct {
+    PyObject ob_base; /* PyObject_HEAD */
+    callstate *cs;    /* NULL once finished */
+    int id;
+    int in_flight; /* not yet waited on */
+} PendingObject;
+
+static void pending_drop(PendingObject *self) {
+    callstate *cs = self->cs;
+    if (!cs) return;
+    self->cs = NULL;
+    cs_free_outputs(cs);
+    cs_release(cs);
+    PyMem_Free(cs);
+    grid_forget_np(self->id);
+}
+
+static void pending_dealloc(PendingObject *self) {
+    if (self->cs && self->in_flight) {
+        /* Dropped while running: the library must never touch the buffers again. */
+        int id = self->id;
+        PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+        grid_cancel(id);
+        grid_wait(id);
+        PyEval_RestoreThread(ts);
+        self->in_flight = 0;
+    }
+    pending_drop(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+PyDoc_STRVAR(finish_doc,
+             "finish(rc)\n--\n\n"
+             "Completes the call after a wait returned RC: returns its results or raises its error,\n"
+             "then releases the buffers and forgets the call.");
+
+static PyObject *pending_finish(PendingObject *self, PyObject *arg) {
+    long rc = PyLong_AsLong(arg);
+    if (rc == -1 && PyErr_Occurred()) return NULL;
+    if (!self->cs) {
+        PyErr_SetString(PyExc_RuntimeError, "this call was already finished");
+        return NULL;
+    }
+    self->in_flight = 0;
+    PyObject *res = NULL;
+    if (rc == GRID_OK) {
+        res = results(self->cs);
+    } else {
+        raise_grid((int)rc, grid_call_message_np(self->id));
+        cs_forget_fn(self->cs);
+    }
+    pending_drop(self);
+    return res;
+}
+
+PyDoc_STRVAR(discard_doc, "discard()\n--\n\nReleases a waited-on call's buffers without results.");
+
+static PyObject *pending_discard(PendingObject *self, PyObject *unused) {
+    (void)unused;
+    if (self->cs && self->in_flight) {
+        PyErr_SetString(PyExc_RuntimeError, "the call is still in flight: wait for it first");
+        return NULL;
+    }
+    pending_drop(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *pending_get_name(PendingObject *self, void *unused) {
+    (void)unused;
+    if (!self->cs || !self->cs->name) Py_RETURN_NONE;
+    Py_INCREF(self->cs->name);
+    return self->cs->name;
+}
+
+static PyMethodDef pending_methods[] = {
+    {"finish", (PyCFunction)pending_finish, METH_O, finish_doc},
+    {"discard", (PyCFunction)pending_discard, METH_NOARGS, discard_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef pending_members[] = {
+    {"id", T_INT, offsetof(PendingObject, id), READONLY, "the call's id (grid_call_async)"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef pending_getset[] = {
+    {"name", (getter)pending_get_name, NULL, "the function's name (None once finished)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject PendingType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gridrpc._core.Pending",
+    .tp_basicsize = sizeof(PendingObject),
+    .tp_dealloc = (destructor)pending_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An asynchronous call in flight, holding its arguments' buffers until it completes.",
+    .tp_methods = pending_methods,
+    .tp_members = pending_members,
+    .tp_getset = pending_getset,
+};
+
+PyDoc_STRVAR(start_doc, "start(name, *args)\n--\n\n"
+                        "Starts an asynchronous call (arguments as for call) and returns a Pending object.");
+
+static PyObject *core_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    callstate *cs = PyMem_Malloc(sizeof *cs);
+    if (!cs) return PyErr_NoMemory();
+    if (prepare(cs, args, nargs) < 0) {
+        cs_release(cs);
+        PyMem_Free(cs);
+        return NULL;
+    }
+    PendingObject *po = PyObject_New(PendingObject, &PendingType);
+    if (!po) {
+        cs_release(cs);
+        PyMem_Free(cs);
+        return NULL;
+    }
+    po->cs = NULL;
+    po->id = 0;
+    po->in_flight = 0;
+    int id;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    id = grid_call_async_argv_np(cs->cname, cs->n, cs->argv);
+    PyEval_RestoreThread(ts);
+    if (id <= 0) {
+        raise_grid(id < 0 ? -id : GRID_ERR_INTERNAL, grid_last_error());
+        cs_forget_fn(cs);
+        cs_free_outputs(cs);
+        cs_release(cs);
+        PyMem_Free(cs);
+        Py_DECREF(po);
+        return NULL;
+    }
+    po->cs = cs;
+    po->id = id;
+    po->in_flight = 1;
+    return (PyObject *)po;
+}
+
+/* Reads one int argument of a fastcall function. */
+static int int_arg(PyObject *const *args, Py_ssize_t nargs, const char *fname, int *out) {
+    if (nargs != 1) {
+        PyErr_Format(PyExc_TypeError, "%s() takes exactly one argument (%zd given)", fname, nargs);
+        return -1;
+    }
+    long v = PyLong_AsLong(args[0]);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (v < INT_MIN || v > INT_MAX) {
+        PyErr_Format(PyExc_OverflowError, "%s(): call id out of range", fname);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static PyObject *core_wait(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    int id, rc;
+    if (int_arg(args, nargs, "wait", &id) < 0) return NULL;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    rc = grid_wait(id);
+    PyEval_RestoreThread(ts);
+    return PyLong_FromLong(rc);
+}
+
+static PyObject *core_wait_any(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    int id = GRID_ID_NONE, rc;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    rc = grid_wait_any(&id);
+    PyEval_RestoreThread(ts);
+    return Py_BuildValue("(ii)", rc, id);
+}
+
+static PyObject *core_probe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    int id;
+    if (int_arg(args, nargs, "probe", &id) < 0) return NULL;
+    return PyLong_FromLong(grid_probe(id));
+}
+
+static PyObject *core_cancel(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    int id, rc;
+    if (int_arg(args, nargs, "cancel", &id) < 0) return NULL;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    rc = grid_cancel(id);
+    PyEval_RestoreThread(ts);
+    return PyLong_FromLong(rc);
+}
+
+static PyObject *core_call_error(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    int id;
+    if (int_arg(args, nargs, "call_error", &id) < 0) return NULL;
+    return PyLong_FromLong(grid_call_error_np(id));
+}
+
+static PyObject *core_call_waited(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    int id;
+    if (int_arg(args, nargs, "call_waited", &id) < 0) return NULL;
+    return PyBool_FromLong(grid_call_waited_np(id));
+}
+
+/* ------------------------------------------------------------------ introspection, settings */
+
+static PyObject *core_describe(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 1 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "describe() takes the function's name (a str)");
+        return NULL;
+    }
+    const char *cname = PyUnicode_AsUTF8(args[0]);
+    if (!cname) return NULL;
+    PyObject *cap = get_fn(args[0], cname);
+    if (!cap) return NULL;
+    const grid_function_np *f = PyCapsule_GetPointer(cap, "gridrpc._core.function");
+    PyObject *params = PyTuple_New(f->nparams), *res = NULL;
+    for (int i = 0; params && i < f->nparams; i++) {
+        const grid_param_np *p = &f->params[i];
+        PyObject *t = Py_BuildValue("(sssiN)", p->name, type_name(p->type), mode_name(p->mode), p->rank,
+                                    PyBool_FromLong(p->is_unsigned));
+        if (!t)
+            Py_CLEAR(params);
+        else
+            PyTuple_SET_ITEM(params, i, t);
+    }
+    if (params) res = Py_BuildValue("(sssN)", f->module, f->name, f->description, params);
+    Py_DECREF(cap);
+    return res;
+}
+
+static PyObject *core_set_timeouts(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "set_timeouts(connect, call) takes two numbers of seconds");
+        return NULL;
+    }
+    double c = PyFloat_AsDouble(args[0]);
+    if (c == -1.0 && PyErr_Occurred()) return NULL;
+    double t = PyFloat_AsDouble(args[1]);
+    if (t == -1.0 && PyErr_Occurred()) return NULL;
+    int rc = grid_set_timeouts_np(c, t);
+    if (rc != GRID_OK) {
+        raise_obj(rc, KIND_VALUE, PyUnicode_FromString(grid_last_error()));
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *core_reset(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    if (sync_in_flight > 0) {
+        PyErr_SetString(PyExc_RuntimeError, "reset() while a call is in flight in another thread");
+        return NULL;
+    }
+    PyDict_Clear(fn_cache);
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    grid_reset_np();
+    PyEval_RestoreThread(ts);
+    Py_RETURN_NONE;
+}
+
+static PyObject *core_stats(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    grid_stats_np s;
+    grid_get_stats_np(&s);
+    return Py_BuildValue("{slslsl}", "descriptor_fetches", s.descriptor_fetches, "connections_opened",
+                         s.connections_opened, "calls", s.calls);
+}
+
+static PyObject *core_error_name(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    int code;
+    if (int_arg(args, nargs, "error_name", &code) < 0) return NULL;
+    return Py_BuildValue("(ss)", grid_error_name(code), grid_error_string(code));
+}
+
+static PyObject *core_set_error_factory(PyObject *self, PyObject *f) {
+    (void)self;
+    if (!PyCallable_Check(f)) {
+        PyErr_SetString(PyExc_TypeError, "the error factory must be callable");
+        return NULL;
+    }
+    Py_INCREF(f);
+    Py_XSETREF(error_factory, f);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef core_methods[] = {
+    {"call", (PyCFunction)(void (*)(void))core_call, METH_FASTCALL, call_doc},
+    {"start", (PyCFunction)(void (*)(void))core_start, METH_FASTCALL, start_doc},
+    {"_convert", (PyCFunction)(void (*)(void))core_convert, METH_FASTCALL, convert_doc},
+    {"wait", (PyCFunction)(void (*)(void))core_wait, METH_FASTCALL, "wait(id) -> rc: waits for one call"},
+    {"wait_any", core_wait_any, METH_NOARGS, "wait_any() -> (rc, id): waits for any call not yet waited on"},
+    {"probe", (PyCFunction)(void (*)(void))core_probe, METH_FASTCALL, "probe(id) -> 1 done, 0 running"},
+    {"cancel", (PyCFunction)(void (*)(void))core_cancel, METH_FASTCALL, "cancel(id) -> rc"},
+    {"call_error", (PyCFunction)(void (*)(void))core_call_error, METH_FASTCALL, "call_error(id) -> rc"},
+    {"call_waited", (PyCFunction)(void (*)(void))core_call_waited, METH_FASTCALL,
+     "call_waited(id) -> whether a wait returned it"},
+    {"describe", (PyCFunction)(void (*)(void))core_describe, METH_FASTCALL,
+     "describe(name) -> (module, name, description, ((param, type, mode, rank, unsigned), ...))"},
+    {"set_timeouts", (PyCFunction)(void (*)(void))core_set_timeouts, METH_FASTCALL,
+     "set_timeouts(connect, call): seconds, 0 for none"},
+    {"reset", core_reset, METH_NOARGS, "closes connections, forgets descriptors and settings"},
+    {"stats", core_stats, METH_NOARGS, "the client's counters"},
+    {"error_name", (PyCFunction)(void (*)(void))core_error_name, METH_FASTCALL,
+     "error_name(code) -> (name, description)"},
+    {"_set_error_factory", core_set_error_factory, METH_O, "registers factory(code, message, kind)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT,
+    "gridrpc._core",
+    "The C core of the gridrpc package (see gridrpc).",
+    -1,
+    core_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC PyInit__core(void);
+PyMODINIT_FUNC PyInit__core(void) {
+    if (PyType_Ready(&PendingType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&core_module);
+    if (!m) return NULL;
+    fn_cache = PyDict_New();
+    if (!fn_cache) goto fail;
+    Py_INCREF(&PendingType);
+    if (PyModule_AddObject(m, "Pending", (PyObject *)&PendingType) < 0) {
+        Py_DECREF(&PendingType);
+        goto fail;
+    }
+    if (PyModule_AddStringConstant(m, "library_version", gridrpc_version()) < 0) goto fail;
+#define ADD_CODE_(name, value, text)                                                                         \
+    if (PyModule_AddIntConstant(m, "GRID_" #name, value) < 0) goto fail;
+    GRID_ERROR_MAP(ADD_CODE_)
+#undef ADD_CODE_
+    if (PyModule_AddIntConstant(m, "KIND_GRID", KIND_GRID) < 0 ||
+        PyModule_AddIntConstant(m, "KIND_TYPE", KIND_TYPE) < 0 ||
+        PyModule_AddIntConstant(m, "KIND_VALUE", KIND_VALUE) < 0)
+        goto fail;
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}

@@ -1,0 +1,107 @@
+"""_errors.py: the exceptions of the gridrpc package.
+
+Every failure is a GridError carrying the C library's error code (.code), its name
+(.name, "GRID_ERR_CONNECT") and the library's message (.message, also str(e)), which
+says what happened and what to do. Important codes have subclasses; argument errors
+found before anything is sent are also TypeError or ValueError, as Python expects.
+"""
+
+from __future__ import annotations
+
+from . import _core
+
+KIND_GRID = _core.KIND_GRID
+KIND_TYPE = _core.KIND_TYPE
+KIND_VALUE = _core.KIND_VALUE
+
+
+class GridError(Exception):
+    """A GridRPC call or setting failed (code, name and the library's message)."""
+
+    code: int
+    name: str
+    message: str
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.name = _core.error_name(code)[0]
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name}, {self.message!r})"
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (type(self), (self.code, self.message))
+
+
+class ConnectError(GridError):
+    """GRID_ERR_CONNECT: the server cannot be reached (refused, unknown host)."""
+
+
+class ConnectionLostError(GridError):
+    """GRID_ERR_CONN_LOST: the connection closed during the call."""
+
+
+class NotFoundError(GridError, LookupError):
+    """GRID_ERR_NOT_FOUND: no such function on the server."""
+
+
+class ArgumentError(GridError):
+    """GRID_ERR_ARGS: wrong arguments (count, types, sizes)."""
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument of the wrong type or dtype, or a wrong number of arguments."""
+
+
+class ArgumentValueError(ArgumentError, ValueError):
+    """An argument of the wrong shape or size, out of range, or not C-contiguous."""
+
+
+class LimitError(GridError):
+    """GRID_ERR_LIMIT: a size limit of the client or the server was exceeded."""
+
+
+class CallTimeoutError(GridError):
+    """GRID_ERR_TIMEOUT: no answer in time (set_timeouts, GRIDRPC_TIMEOUT)."""
+
+
+class CanceledError(GridError):
+    """GRID_ERR_CANCELED: the call was canceled."""
+
+
+class ConfigError(GridError):
+    """GRID_ERR_CONFIG: no server configured, or a bad configuration file."""
+
+
+class RemoteError(GridError):
+    """GRID_ERR_FAILED: the remote function failed."""
+
+
+_BY_CODE: dict[int, type[GridError]] = {
+    _core.GRID_ERR_CONNECT: ConnectError,
+    _core.GRID_ERR_CONN_LOST: ConnectionLostError,
+    _core.GRID_ERR_NOT_FOUND: NotFoundError,
+    _core.GRID_ERR_ARGS: ArgumentError,
+    _core.GRID_ERR_LIMIT: LimitError,
+    _core.GRID_ERR_TIMEOUT: CallTimeoutError,
+    _core.GRID_ERR_CANCELED: CanceledError,
+    _core.GRID_ERR_CONFIG: ConfigError,
+    _core.GRID_ERR_FAILED: RemoteError,
+}
+
+
+def make_error(code: int, message: str, kind: int = KIND_GRID) -> GridError:
+    """The exception for CODE and MESSAGE (KIND: an argument error's Python kind)."""
+    if kind == KIND_TYPE:
+        return ArgumentTypeError(code, message)
+    if kind == KIND_VALUE:
+        return ArgumentValueError(code, message)
+    return _BY_CODE.get(code, GridError)(code, message)
+
+
+_core._set_error_factory(make_error)
