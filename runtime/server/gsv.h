@@ -46,6 +46,7 @@ typedef struct gsv_options {
     unsigned threads;  /* 0: one per core */
     int mode;          /* GSV_MODE_* */
     int queue;         /* GSV_QUEUE_* */
+    int isolate;       /* run each call in a child process: a crash costs the call only */
     const char *token; /* NULL: no token required */
     grw_limits limits;
     double io_timeout;       /* seconds; 0: none */

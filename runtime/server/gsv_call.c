@@ -1,9 +1,12 @@
 /* gsv_call.c: running one call on a worker thread: give it its share of the BLAS
  * threads, invoke the stub, send RESULT (or ERROR) on the caller's connection, log it,
  * and free everything the call owned so that nothing of it outlives the answer. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "gsv.h"
 
@@ -82,12 +85,85 @@ int grpc_is_canceled_np(int *error) {
     return current_job && atomic_load(&current_job->canceled) ? 1 : 0;
 }
 
+/* Runs JOB in a child process that answers the client itself, so a function that
+ * crashes or calls exit() takes down only that child. The connection's write lock is
+ * held until the child is gone, so no other reply interleaves with its RESULT. A pipe
+ * tells the parent whether the child began writing: if it died before, the parent can
+ * still answer ERROR cleanly; if it died while writing, the stream is lost and the
+ * connection ends. Returns GRID_OK or the error already reported to the client. */
+static int run_isolated(gsv_server *s, gsv_job *job, long long queue_ns, long long *run_ns, gr_err *e) {
+    gsv_conn *c = job->conn;
+    int started[2];
+    if (pipe(started) != 0)
+        return gr_seterr(e, GRID_ERR_BUSY, "the server cannot isolate the call: %s", strerror(errno));
+    pthread_mutex_lock(&c->wlock);
+    long long t0 = gr_now_ns();
+    pid_t pid = c->broken ? -1 : fork();
+    if (pid == 0) {
+        close(started[0]);
+        job->fn->stub->invoke(job->call.ptr);
+        long long rn = gr_now_ns() - t0;
+        char one = 1;
+        if (write(started[1], &one, 1) != 1) _exit(3);
+        grw_writer *w = &c->w;
+        gr_err ce;
+        grw_writer_init(w, c->fd);
+        w->deadline_ns = gsv_io_deadline(s, result_bytes(&job->call));
+        int rc = grw_begin(w, GRW_RESULT, 0, job->request_id, &ce);
+        if (!rc) rc = grw_write_u64(w, (uint64_t)queue_ns, &ce);
+        if (!rc) rc = grw_write_u64(w, (uint64_t)rn, &ce);
+        if (!rc) rc = grm_write_head(w, &job->call, GRM_TO_CLIENT, &s->opt.limits, &ce);
+        if (!rc) rc = grm_write_bulk(w, &job->call, GRM_TO_CLIENT, &ce);
+        if (!rc) rc = grw_finish(w, &ce);
+        _exit(rc ? 2 : 0);
+    }
+    close(started[1]);
+    int rc = GRID_OK, status = 0;
+    if (pid < 0) {
+        rc = gr_seterr(e, c->broken ? GRID_ERR_CONN_LOST : GRID_ERR_BUSY,
+                       c->broken ? "the connection was lost before the call ran"
+                                 : "the server cannot start a process for the call: retry later");
+    } else {
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        char b;
+        int began = read(started[0], &b, 1) == 1;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            char why[64];
+            if (WIFSIGNALED(status))
+                snprintf(why, sizeof why, "crashed (signal %d, %s)", WTERMSIG(status),
+                         strsignal(WTERMSIG(status)));
+            else
+                snprintf(why, sizeof why, "exited with status %d", WEXITSTATUS(status));
+            rc = gr_seterr(e, began ? GRID_ERR_CONN_LOST : GRID_ERR_FAILED, "%s %s%s", job->fn->qualified,
+                           why, began ? " while sending its result" : ": the server is still up");
+            if (began) c->broken = 1;
+        }
+    }
+    close(started[0]);
+    *run_ns = gr_now_ns() - t0;
+    pthread_mutex_unlock(&c->wlock);
+    if (rc == GRID_ERR_CONN_LOST)
+        gsv_conn_abort(c);
+    else if (rc)
+        gsv_conn_send_error(c, job->request_id, rc, e->msg);
+    return rc;
+}
+
 void gsv_call_run(gsv_server *s, gsv_job *job) {
     gr_err e;
     gr_clearerr(&e);
     job->t_started = gr_now_ns();
     long long queue_ns = job->t_started - job->t_queued;
     share_blas_threads(s);
+    if (s->opt.isolate) {
+        long long run_ns = 0;
+        int rc = run_isolated(s, job, queue_ns, &run_ns, &e);
+        gsv_call_log(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in,
+                     rc ? 0 : result_bytes(&job->call), queue_ns, run_ns, rc, e.msg);
+        gsv_job_free(job);
+        return;
+    }
     gsv_sched_invoking(s, job, 1);
     current_job = job;
     job->fn->stub->invoke(job->call.ptr);

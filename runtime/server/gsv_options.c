@@ -42,6 +42,8 @@ static const char help_text[] =
     "                           per call (kept for comparison)\n"
     "      --queue fcfs|sjf     order of queued calls: first come first served (default), or\n"
     "                           shortest predicted job first (from the IDL Complexity)\n"
+    "      --isolate            run each call in a child process, so a function that crashes or\n"
+    "                           calls exit() fails only its call (costs a fork per call)\n"
     "\n"
     "Limits and timeouts (BYTES may end in K, M or G: KiB, MiB, GiB):\n"
     "      --max-message BYTES  largest message accepted (default 1G)\n"
@@ -212,6 +214,8 @@ static int apply(gsv_options *o, const char *name, const char *v) {
             return usage_error("%s: '%s' is not error, warn, info or debug", name, v);
     } else if (strcmp(name, "--quiet") == 0) {
         o->log_level = GSV_LOG_ERROR;
+    } else if (strcmp(name, "--isolate") == 0) {
+        o->isolate = 1;
     } else {
         return usage_error("unknown option '%s'", name);
     }

@@ -407,6 +407,24 @@ TEST_F(Call, ServerDiesMidCall) {
         << grid_last_error();
 }
 
+TEST_F(Call, IsolatedServerSurvivesCrashingFunctions) {
+    TestServer iso({"--isolate"});
+    std::string crash = iso.url("test/crash"), echo = iso.url("test/echo_double"),
+                null = iso.url("test/null_call");
+    EXPECT_EQ(GRID_ERR_FAILED, grid_call(crash.c_str(), 1));
+    EXPECT_NE(nullptr, strstr(grid_last_error(), "the server is still up")) << grid_last_error();
+    EXPECT_EQ(GRID_ERR_FAILED, grid_call(crash.c_str(), 2));
+    EXPECT_NE(nullptr, strstr(grid_last_error(), "exited with status 3")) << grid_last_error();
+    EXPECT_EQ(GRID_ERR_FAILED, grid_call(crash.c_str(), 3));
+    EXPECT_EQ(GRID_OK, grid_call(null.c_str())) << grid_last_error();
+    std::vector<double> in(1000), out(1000);
+    for (int i = 0; i < 1000; i++)
+        in[i] = i * 0.5;
+    ASSERT_EQ(GRID_OK, grid_call(echo.c_str(), 1000, in.data(), out.data())) << grid_last_error();
+    EXPECT_EQ(in, out);
+    EXPECT_EQ(GRID_OK, grid_call(crash.c_str(), 0)) << grid_last_error(); // behaves: fine
+}
+
 TEST_F(Call, ErrorNamesAndStrings) {
     EXPECT_STREQ("GRID_ERR_CONNECT", grid_error_name(GRID_ERR_CONNECT));
     EXPECT_STREQ("cannot connect to the server", grid_error_string(GRID_ERR_CONNECT));
