@@ -187,6 +187,10 @@ typedef struct grid_function_np {
     int language; /* enum grid_lang_np: what the function is written in */
 } grid_function_np;
 
+/* Bytes of one element of TYPE (enum grid_type_np) in memory; 0 for strings,
+ * filenames and unknown types. */
+unsigned long grid_type_size_np(int type);
+
 /* Fills OUT with the interface of NAME (fetching its descriptor once, as grid_call
  * does). */
 int grid_describe_np(const char *name, grid_function_np *out);

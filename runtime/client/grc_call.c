@@ -233,6 +233,11 @@ static int lookup(const char *name, const grd_desc **d, gr_err *e) {
     return rc;
 }
 
+unsigned long grid_type_size_np(int type) {
+    if (type == GRD_STRING || type == GRD_FILENAME) return 0;
+    return (unsigned long)grd_type_size((uint32_t)type);
+}
+
 int grid_describe_np(const char *name, grid_function_np *out) {
     gr_err e;
     gr_clearerr(&e);

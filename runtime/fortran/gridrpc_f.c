@@ -165,20 +165,9 @@ static const char *wanted(int t) {
     }
 }
 
-/* The C size of one element of IDL type T (0 for strings). */
+/* The C size of one element of IDL type T (0 for strings), from the library's table. */
 static size_t csize(int t) {
-    switch (t) {
-    case GRID_TYPE_CHAR: return 1;
-    case GRID_TYPE_SHORT: return sizeof(short);
-    case GRID_TYPE_INT: return sizeof(int);
-    case GRID_TYPE_LONG: return sizeof(long);
-    case GRID_TYPE_LONGLONG: return sizeof(long long);
-    case GRID_TYPE_FLOAT: return sizeof(float);
-    case GRID_TYPE_DOUBLE: return sizeof(double);
-    case GRID_TYPE_SCOMPLEX: return 2 * sizeof(float);
-    case GRID_TYPE_DCOMPLEX: return 2 * sizeof(double);
-    default: return 0;
-    }
+    return (size_t)grid_type_size_np(t);
 }
 
 static int is_fint(const CFI_cdesc_t *d) {

@@ -33,29 +33,46 @@ static int is_bulk(const grd_param *p) {
     return p->rank > 0 && !grm_is_text(p->type);
 }
 
-int grm_write_bulk(grw_writer *w, const grm_call *c, int dir, gr_err *e) {
+/* Moves the bulk section of direction DIR: to W (gathering each array's sent elements)
+ * when W is given, else from R (scattering them into place). Whole arrays go straight
+ * between their buffer and the socket. */
+static int move_bulk(grm_call *c, int dir, grw_writer *w, grw_reader *r, gr_err *e) {
     const grd_desc *d = c->desc;
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
-        if (!grm_travels(p, dir) || !is_bulk(p)) continue;
         const grd_extent *x = &c->ext[i];
+        if (!grm_travels(p, dir) || !is_bulk(p) || x->sent == 0) continue;
         unsigned word = grm_word_size(p->type);
         size_t words = (size_t)x->sent_bytes / word;
         int rc;
-        if (x->sent == 0) continue;
         if (x->whole) {
-            rc = grw_write_words(w, c->ptr[i], words, word, e);
+            rc = w ? grw_write_words(w, c->ptr[i], words, word, e)
+                   : grw_read_words(r, c->ptr[i], words, word, e);
         } else {
             uint8_t *packed = malloc((size_t)x->sent_bytes);
-            if (!packed) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory packing '%s'", p->name);
-            struct copy_ctx cc = {c->ptr[i], packed, grd_type_size(p->type), 0, 1};
-            grm_for_each_run(x, copy_run, &cc);
-            rc = grw_write_words(w, packed, words, word, e);
+            if (!packed)
+                return gr_seterr(e, GRID_ERR_NOMEM, "out of memory for the sub-range of '%s'", p->name);
+            struct copy_ctx cc = {c->ptr[i], packed, grd_type_size(p->type), 0, w != NULL};
+            if (w) {
+                grm_for_each_run(x, copy_run, &cc);
+                rc = grw_write_words(w, packed, words, word, e);
+            } else {
+                rc = grw_read_words(r, packed, words, word, e);
+                if (!rc) grm_for_each_run(x, copy_run, &cc);
+            }
             free(packed);
         }
-        if (rc) return rc;
+        if (rc) {
+            gr_prefixerr(e, "%s/%s: array '%s': ", d->module, d->name, p->name);
+            return rc;
+        }
     }
     return GRID_OK;
+}
+
+int grm_write_bulk(grw_writer *w, const grm_call *c, int dir, gr_err *e) {
+    /* move_bulk only reads the call when writing. */
+    return move_bulk((grm_call *)c, dir, w, NULL, e);
 }
 
 /* Server: gives every array and out-only text parameter its storage before the call. */
@@ -95,35 +112,9 @@ static int server_allocate(grm_call *c, gr_err *e) {
 }
 
 int grm_read_bulk(grw_reader *r, grm_call *c, int dir, gr_err *e) {
-    const grd_desc *d = c->desc;
     if (c->side == GRM_SERVER_SIDE && dir == GRM_TO_SERVER) {
         int rc = server_allocate(c, e);
         if (rc) return rc;
     }
-    for (uint32_t i = 0; i < d->nparams; i++) {
-        const grd_param *p = &d->params[i];
-        if (!grm_travels(p, dir) || !is_bulk(p)) continue;
-        const grd_extent *x = &c->ext[i];
-        unsigned word = grm_word_size(p->type);
-        size_t words = (size_t)x->sent_bytes / word;
-        int rc;
-        if (x->sent == 0) continue;
-        if (x->whole) {
-            rc = grw_read_words(r, c->ptr[i], words, word, e);
-        } else {
-            uint8_t *packed = malloc((size_t)x->sent_bytes);
-            if (!packed) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory unpacking '%s'", p->name);
-            rc = grw_read_words(r, packed, words, word, e);
-            if (!rc) {
-                struct copy_ctx cc = {c->ptr[i], packed, grd_type_size(p->type), 0, 0};
-                grm_for_each_run(x, copy_run, &cc);
-            }
-            free(packed);
-        }
-        if (rc) {
-            gr_prefixerr(e, "%s/%s: array '%s': ", d->module, d->name, p->name);
-            return rc;
-        }
-    }
-    return GRID_OK;
+    return move_bulk(c, dir, NULL, r, e);
 }

@@ -107,20 +107,9 @@ static const char *dtype_name(const grid_param_np *p) {
     }
 }
 
-/* Element size of a numeric type. */
+/* Element size of a numeric type (0 for strings), from the library's own table. */
 static Py_ssize_t type_size(int t) {
-    switch (t) {
-    case GRID_TYPE_CHAR: return 1;
-    case GRID_TYPE_SHORT: return sizeof(short);
-    case GRID_TYPE_INT: return sizeof(int);
-    case GRID_TYPE_LONG: return sizeof(long);
-    case GRID_TYPE_LONGLONG: return sizeof(long long);
-    case GRID_TYPE_FLOAT: return sizeof(float);
-    case GRID_TYPE_DOUBLE: return sizeof(double);
-    case GRID_TYPE_SCOMPLEX: return sizeof(scomplex);
-    case GRID_TYPE_DCOMPLEX: return sizeof(dcomplex);
-    default: return 0;
-    }
+    return (Py_ssize_t)grid_type_size_np(t);
 }
 
 /* "(3, 4)" into BUF. */
