@@ -193,7 +193,7 @@ static void bench_null(void) {
 /* ---- pipelined asynchronous null calls from one client */
 
 static void bench_async(void) {
-    int rounds = quick ? 3 : 5, calls = quick ? 20000 : 100000, window = 1000;
+    int rounds = quick ? 3 : 5, calls = quick ? 20000 : 100000, window = 5000;
     int *ids = malloc(sizeof(int) * (size_t)window);
     double rate[16], sync_rate[16];
     check(grid_call("test/null_call"), "warm-up null call");
