@@ -142,15 +142,8 @@ static void linger(gsv_conn *c) {
     }
 }
 
-static void *reader_main(void *arg) {
-    gsv_conn *c = arg;
-    gsv_server *s = c->srv;
-    int rc;
-    while ((rc = serve_one(c)) == GSV_KEEP) {
-    }
-    if (rc == GSV_REFUSE && !atomic_load(&s->stopping)) linger(c);
-    gsv_log(GSV_LOG_DEBUG, "%s: connection closed", c->peer);
-
+/* Takes C off the server's list and drops the reader's reference. */
+static void forget_conn(gsv_server *s, gsv_conn *c) {
     pthread_mutex_lock(&s->lock);
     if (c->prev)
         c->prev->next = c->next;
@@ -160,6 +153,18 @@ static void *reader_main(void *arg) {
     s->nreaders--;
     pthread_mutex_unlock(&s->lock);
     gsv_conn_unref(c);
+}
+
+static void *reader_main(void *arg) {
+    gsv_conn *c = arg;
+    gsv_server *s = c->srv;
+    int rc;
+    while ((rc = serve_one(c)) == GSV_KEEP) {
+    }
+    if (rc == GSV_REFUSE && !atomic_load(&s->stopping)) linger(c);
+    gsv_log(GSV_LOG_DEBUG, "%s: connection closed", c->peer);
+
+    forget_conn(s, c);
     return NULL;
 }
 
@@ -195,15 +200,7 @@ int gsv_conn_start(gsv_server *s, int fd, const char *peer) {
     if (rc) {
         gsv_log(GSV_LOG_ERROR, "cannot start a thread for the connection from %s: %s", peer, strerror(rc));
         gsv_conn_send_error(c, 0, GRID_ERR_BUSY, "the server cannot take more connections now: retry later");
-        pthread_mutex_lock(&s->lock);
-        if (c->prev)
-            c->prev->next = c->next;
-        else
-            s->conns = c->next;
-        if (c->next) c->next->prev = c->prev;
-        s->nreaders--;
-        pthread_mutex_unlock(&s->lock);
-        gsv_conn_unref(c);
+        forget_conn(s, c);
         return GRID_ERR_BUSY;
     }
     gsv_log(GSV_LOG_DEBUG, "%s: connected", peer);
