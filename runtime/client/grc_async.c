@@ -233,19 +233,19 @@ int grc_call_async(const char *name, const grc_args *args, gr_err *e) {
     if (rc) return -rc;
     rc = grc_descriptor(&t, &cfg, &d, e);
     grc_session *s = rc ? NULL : calloc(1, sizeof *s);
-    grm_call *call = s ? malloc(sizeof *call) : NULL;
+    grm_call *call = s ? malloc(grm_call_size(d->nparams)) : NULL;
     if (!rc && (!s || !call)) rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
     if (!rc) rc = grc_fill(call, d, &t, args, e);
     grc_pipe *p = NULL;
     if (!rc) rc = get_pipe(&t, &cfg, &p, e);
     if (!rc)
         for (uint32_t i = 0; i < d->nparams && !rc; i++)
-            if (d->params[i].rank > 0 && call->ext[i].sent_bytes > p->conn->server.max_array)
+            if (d->params[i].rank > 0 && call->sl[i].ext.sent_bytes > p->conn->server.max_array)
                 rc = gr_seterr(e, GRID_ERR_LIMIT,
                                "argument '%s' of %s has %llu bytes; the server at %s:%d accepts "
                                "at most %llu per array",
-                               d->params[i].name, t.name, (unsigned long long)call->ext[i].sent_bytes, t.host,
-                               t.port, (unsigned long long)p->conn->server.max_array);
+                               d->params[i].name, t.name, (unsigned long long)call->sl[i].ext.sent_bytes,
+                               t.host, t.port, (unsigned long long)p->conn->server.max_array);
     if (rc) {
         free(call);
         free(s);

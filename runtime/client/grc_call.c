@@ -139,7 +139,8 @@ int grc_call(const char *name, const grc_args *args, gr_err *e) {
     int rc = grc_config_get(&cfg, e);
     if (!rc) rc = grc_resolve(name, &cfg, &t, e);
     if (rc) return rc;
-    grm_call *call = malloc(sizeof *call);
+    /* The descriptor (and its parameter count) may change on a retry: room for any. */
+    grm_call *call = malloc(grm_call_size(GRD_MAX_PARAMS));
     if (!call) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
     for (int attempt = 0; attempt < 2; attempt++) {
         const grd_desc *d;
@@ -152,12 +153,12 @@ int grc_call(const char *name, const grc_args *args, gr_err *e) {
         if (rc) break;
         /* The server's announced limits catch an oversized call before it is sent. */
         for (uint32_t i = 0; i < d->nparams && !rc; i++)
-            if (d->params[i].rank > 0 && call->ext[i].sent_bytes > c->server.max_array)
+            if (d->params[i].rank > 0 && call->sl[i].ext.sent_bytes > c->server.max_array)
                 rc = gr_seterr(
                     e, GRID_ERR_LIMIT,
                     "argument '%s' of %s has %llu bytes; the server at %s:%d accepts at most %llu per "
                     "array",
-                    d->params[i].name, t.name, (unsigned long long)call->ext[i].sent_bytes, t.host, t.port,
+                    d->params[i].name, t.name, (unsigned long long)call->sl[i].ext.sent_bytes, t.host, t.port,
                     (unsigned long long)c->server.max_array);
         if (rc) {
             grc_conn_put(c, 0);
@@ -274,7 +275,7 @@ int grid_array_shape_np(const char *name, void *const *argv, int param, long lon
                        "grid_array_shape_np: parameter %d is out of range (0..%u) or a pointer is NULL",
                        param, d->nparams - 1);
     if (!rc) {
-        grm_call *c = malloc(sizeof *c);
+        grm_call *c = malloc(grm_call_size(d->nparams));
         if (!c) {
             rc = gr_seterr(&e, GRID_ERR_NOMEM, "out of memory");
         } else {
@@ -283,8 +284,8 @@ int grid_array_shape_np(const char *name, void *const *argv, int param, long lon
                 c->ptr[i] = argv[i];
             rc = grm_prepare(c, NULL, &e);
             if (!rc)
-                for (uint32_t k = 0; k < c->ext[param].rank; k++)
-                    dims[k] = c->ext[param].size[k];
+                for (uint32_t k = 0; k < c->sl[param].ext.rank; k++)
+                    dims[k] = c->sl[param].ext.size[k];
             free(c);
         }
     }

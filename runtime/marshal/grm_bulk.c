@@ -40,7 +40,7 @@ static int move_bulk(grm_call *c, int dir, grw_writer *w, grw_reader *r, gr_err 
     const grd_desc *d = c->desc;
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
-        const grd_extent *x = &c->ext[i];
+        const grd_extent *x = &c->sl[i].ext;
         if (!grm_travels(p, dir) || !is_bulk(p) || x->sent == 0) continue;
         unsigned word = grm_word_size(p->type);
         size_t words = (size_t)x->sent_bytes / word;
@@ -80,20 +80,20 @@ static int server_allocate(grm_call *c, gr_err *e) {
     const grd_desc *d = c->desc;
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
-        if (p->rank > 0 && !c->own_buf[i]) {
-            size_t bytes = (size_t)c->ext[i].bytes;
+        if (p->rank > 0 && !c->sl[i].own_buf) {
+            size_t bytes = (size_t)c->sl[i].ext.bytes;
             if (bytes == 0) {
                 c->ptr[i] = NULL;
                 continue;
             }
             /* An array that arrives whole is overwritten at once: no need to zero it. */
-            int arrives_whole = grm_travels(p, GRM_TO_SERVER) && c->ext[i].whole && !grm_is_text(p->type);
+            int arrives_whole = grm_travels(p, GRM_TO_SERVER) && c->sl[i].ext.whole && !grm_is_text(p->type);
             void *b = arrives_whole ? malloc(bytes) : calloc(1, bytes);
             if (!b)
                 return gr_seterr(e, GRID_ERR_NOMEM, "%s/%s: the server cannot allocate %zu bytes for '%s'",
                                  d->module, d->name, bytes, p->name);
             c->ptr[i] = b;
-            c->own_buf[i] = 1;
+            c->sl[i].own_buf = 1;
         } else if (p->rank == 0 && p->type == GRD_FILENAME && p->mode == GRD_OUT) {
             const char *dir = getenv("TMPDIR");
             char path[4096];
@@ -103,9 +103,9 @@ static int server_allocate(grm_call *c, gr_err *e) {
                 return gr_seterr(e, GRID_ERR_IO, "the server cannot create a temporary file for '%s'",
                                  p->name);
             close(fd);
-            c->tmpfile[i] = strdup(path);
-            if (!c->tmpfile[i]) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
-            c->val[i].str = c->tmpfile[i];
+            c->sl[i].tmpfile = strdup(path);
+            if (!c->sl[i].tmpfile) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+            c->sl[i].val.str = c->sl[i].tmpfile;
         }
     }
     return GRID_OK;

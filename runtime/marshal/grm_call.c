@@ -13,13 +13,13 @@ void grm_init(grm_call *c, const grd_desc *d, int side) {
     c->desc = d;
     c->side = side;
     for (uint32_t i = 0; i < d->nparams; i++) {
-        memset(&c->val[i], 0, sizeof c->val[i]);
-        c->ptr[i] = grm_is_text(d->params[i].type) ? (void *)&c->val[i].str : (void *)&c->val[i];
+        memset(&c->sl[i].val, 0, sizeof c->sl[i].val);
+        c->ptr[i] = grm_is_text(d->params[i].type) ? (void *)&c->sl[i].val.str : (void *)&c->sl[i].val;
         c->ival[i] = 0;
-        c->own_buf[i] = 0;
-        c->own_ptr[i] = NULL;
-        c->own_strv[i] = NULL;
-        c->tmpfile[i] = NULL;
+        c->sl[i].own_buf = 0;
+        c->sl[i].own_ptr = NULL;
+        c->sl[i].own_strv = NULL;
+        c->sl[i].tmpfile = NULL;
     }
 }
 
@@ -73,7 +73,7 @@ int grm_prepare(grm_call *c, const grw_limits *lim, gr_err *e) {
     }
     for (uint32_t i = 0; i < d->nparams; i++) {
         grd_error ge;
-        if (grd_extent_of(d, i, c->ival, lim ? lim->max_array : 0, &c->ext[i], &ge) != GRD_OK) {
+        if (grd_extent_of(d, i, c->ival, lim ? lim->max_array : 0, &c->sl[i].ext, &ge) != GRD_OK) {
             int code = ge.code == GRD_E_OVERFLOW ? GRID_ERR_LIMIT : GRID_ERR_ARGS;
             return gr_seterr(e, code, "%s/%s: %s", d->module, d->name, ge.msg);
         }
@@ -96,9 +96,9 @@ static int check_args(grm_call *c, const grw_limits *lim, gr_err *e) {
     if (rc) return rc;
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
-        if (p->rank > 0 && p->mode != GRD_WORK && !c->ptr[i] && c->ext[i].elems > 0)
+        if (p->rank > 0 && p->mode != GRD_WORK && !c->ptr[i] && c->sl[i].ext.elems > 0)
             return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL but must hold %llu elements", d->module,
-                             d->name, arg_name(p, i, nm, sizeof nm), (unsigned long long)c->ext[i].elems);
+                             d->name, arg_name(p, i, nm, sizeof nm), (unsigned long long)c->sl[i].ext.elems);
     }
     return GRID_OK;
 }
@@ -108,7 +108,7 @@ int grm_from_va(grm_call *c, const grd_desc *d, va_list ap, const grw_limits *li
     char nm[256];
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
-        grm_value *v = &c->val[i];
+        grm_value *v = &c->sl[i].val;
         if (p->rank > 0) {
             c->ptr[i] = va_arg(ap, void *);
             continue;
@@ -165,21 +165,21 @@ void grm_release(grm_call *c) {
     for (uint32_t i = 0; i < c->desc->nparams; i++) {
         /* Only what arrived from the peer is freed: a body may store literals or its
          * own strings in OUT and INOUT parameters (COMPAT.md). */
-        if (c->own_strv[i]) {
-            for (uint64_t k = 0; k < c->ext[i].sent; k++)
-                free(c->own_strv[i][k]);
-            free(c->own_strv[i]);
+        if (c->sl[i].own_strv) {
+            for (uint64_t k = 0; k < c->sl[i].ext.sent; k++)
+                free(c->sl[i].own_strv[k]);
+            free(c->sl[i].own_strv);
         }
-        if (c->own_buf[i]) free(c->ptr[i]);
-        free(c->own_ptr[i]);
-        if (c->tmpfile[i]) {
-            unlink(c->tmpfile[i]);
-            free(c->tmpfile[i]);
+        if (c->sl[i].own_buf) free(c->ptr[i]);
+        free(c->sl[i].own_ptr);
+        if (c->sl[i].tmpfile) {
+            unlink(c->sl[i].tmpfile);
+            free(c->sl[i].tmpfile);
         }
-        c->own_buf[i] = 0;
-        c->own_ptr[i] = NULL;
-        c->own_strv[i] = NULL;
-        c->tmpfile[i] = NULL;
+        c->sl[i].own_buf = 0;
+        c->sl[i].own_ptr = NULL;
+        c->sl[i].own_strv = NULL;
+        c->sl[i].tmpfile = NULL;
     }
 }
 

@@ -176,14 +176,14 @@ int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *
             const char *s = *(char *const *)c->ptr[i];
             size += 4 + (s ? 4 + pad4(strlen(s)) : 0);
         } else {
-            size_t n = c->ext[i].sent;
+            size_t n = c->sl[i].ext.sent;
             strv[i] = calloc(n ? n : 1, sizeof(char *));
             if (!strv[i]) {
                 rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
                 break;
             }
             struct strv_walk wk = {c->ptr[i], strv[i], 0};
-            grm_for_each_run(&c->ext[i], collect_run, &wk);
+            grm_for_each_run(&c->sl[i].ext, collect_run, &wk);
             for (size_t k = 0; k < n; k++)
                 size += 4 + (strv[i][k] ? 4 + pad4(strlen(strv[i][k])) : 0);
         }
@@ -222,7 +222,7 @@ int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *
                 bool_t present = s != NULL;
                 ok = xdr_bool(&x, &present) && (!present || xdr_string(&x, &s, max_head));
             } else {
-                for (size_t k = 0; k < c->ext[i].sent && ok; k++) {
+                for (size_t k = 0; k < c->sl[i].ext.sent && ok; k++) {
                     char *s = strv[i][k];
                     bool_t present = s != NULL;
                     ok = xdr_bool(&x, &present) && (!present || xdr_string(&x, &s, max_head));
@@ -282,8 +282,8 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
                 continue;
             }
             if (c->side == GRM_SERVER_SIDE) {
-                rc = write_file_at(NULL, (uint8_t *)fp, fl, 1, &c->tmpfile[i], e);
-                if (!rc) c->val[i].str = c->tmpfile[i];
+                rc = write_file_at(NULL, (uint8_t *)fp, fl, 1, &c->sl[i].tmpfile, e);
+                if (!rc) c->sl[i].val.str = c->sl[i].tmpfile;
             } else {
                 rc = write_file_at(*(char **)c->ptr[i], (uint8_t *)fp, fl, 0, NULL, e);
             }
@@ -297,9 +297,9 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
                 break;
             }
             *(char **)c->ptr[i] = s;
-            if (c->side == GRM_SERVER_SIDE) c->own_ptr[i] = s;
+            if (c->side == GRM_SERVER_SIDE) c->sl[i].own_ptr = s;
         } else {
-            size_t n = c->ext[i].sent;
+            size_t n = c->sl[i].ext.sent;
             char **in = calloc(n ? n : 1, sizeof(char *));
             if (!in) {
                 rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
@@ -319,7 +319,7 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
                 break;
             }
             if (c->side == GRM_SERVER_SIDE) {
-                char **v = calloc(c->ext[i].elems ? c->ext[i].elems : 1, sizeof(char *));
+                char **v = calloc(c->sl[i].ext.elems ? c->sl[i].ext.elems : 1, sizeof(char *));
                 if (!v) {
                     for (size_t j = 0; j < n; j++)
                         free(in[j]);
@@ -328,12 +328,12 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
                     break;
                 }
                 c->ptr[i] = v;
-                c->own_buf[i] = 1;
+                c->sl[i].own_buf = 1;
             }
             struct strv_store st = {c->ptr[i], in, 0};
-            grm_for_each_run(&c->ext[i], store_run, &st);
+            grm_for_each_run(&c->sl[i].ext, store_run, &st);
             if (c->side == GRM_SERVER_SIDE)
-                c->own_strv[i] = in;
+                c->sl[i].own_strv = in;
             else
                 free(in);
         }

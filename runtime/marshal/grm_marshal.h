@@ -39,24 +39,34 @@ typedef union grm_value {
     char *str; /* string, filename (a path) */
 } grm_value;
 
+/* What a call keeps per parameter besides its pointer and integer value. */
+typedef struct grm_slot {
+    grm_value val;  /* the value of a scalar (ptr points here unless the caller's) */
+    grd_extent ext; /* the array's shape and the part that travels */
+    /* Server side: what this call allocated and must free (arrays, strings, temp files). */
+    unsigned char own_buf; /* ptr[i] is a buffer this call allocated */
+    char *own_ptr;         /* a received string (the body may repoint an INOUT one) */
+    char **own_strv;       /* received strings of an array (ext.sent of them) */
+    char *tmpfile;         /* a temporary file holding a filename argument */
+} grm_slot;
+
+/* A call's arguments. It is allocated with room for its function's parameters only
+ * (grm_call_size): a small call must not pay for the largest one. */
 typedef struct grm_call {
     const grd_desc *desc;
     int side;
-    /* The stub ABI argument vector (gridrpc_stub.h): scalars point at a value (val[i]
+    /* The stub ABI argument vector (gridrpc_stub.h): scalars point at a value (sl[i].val
      * for values, the caller's variable for OUT/INOUT on the client), strings at a
      * char *, arrays at their first element. */
     void *ptr[GRD_MAX_PARAMS];
-    grm_value val[GRD_MAX_PARAMS];
     /* Integer scalars as the call began: every extent is computed from these, so an
      * INOUT size changed by the function does not change the result's shape. */
     int64_t ival[GRD_MAX_PARAMS];
-    grd_extent ext[GRD_MAX_PARAMS];
-    /* Server side: what this call allocated and must free (arrays, strings, temp files). */
-    unsigned char own_buf[GRD_MAX_PARAMS]; /* ptr[i] is a buffer this call allocated */
-    char *own_ptr[GRD_MAX_PARAMS];         /* a received string (the body may repoint an INOUT one) */
-    char **own_strv[GRD_MAX_PARAMS];       /* received strings of an array (ext.sent of them) */
-    char *tmpfile[GRD_MAX_PARAMS];         /* a temporary file holding a filename argument */
+    grm_slot sl[]; /* one per parameter */
 } grm_call;
+
+/* Bytes to allocate for a grm_call of NPARAMS parameters. */
+#define grm_call_size(nparams) (sizeof(grm_call) + (size_t)(nparams) * sizeof(grm_slot))
 
 /* Returns 1 if parameter P travels in direction DIR. */
 int grm_travels(const grd_param *p, int dir);

@@ -211,7 +211,7 @@ typedef struct gsv_job {
     uint64_t bytes_in;
     atomic_int canceled;           /* CANCEL arrived while it ran (grpc_is_canceled_np) */
     struct gsv_job *rprev, *rnext; /* sched.running_list, under sched.lock, while invoked */
-    grm_call call;                 /* arguments: buffers the job owns */
+    grm_call call;                 /* arguments, buffers the job owns; last: sized for the function */
 } gsv_job;
 
 /* Runs JOB on the current thread: sets the BLAS threads, invokes the function, sends

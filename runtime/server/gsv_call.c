@@ -34,14 +34,14 @@ static uint64_t result_bytes(const grm_call *c) {
         const grd_param *p = &c->desc->params[i];
         if (!grm_travels(p, GRM_TO_CLIENT)) continue;
         if (p->type == GRD_STRING || p->type == GRD_FILENAME) {
-            uint64_t elems = p->rank ? c->ext[i].sent : 1;
+            uint64_t elems = p->rank ? c->sl[i].ext.sent : 1;
             n += 8 * elems;
             if (p->rank == 0 && p->type == GRD_STRING && c->ptr[i] && *(char **)c->ptr[i])
                 n += (strlen(*(char **)c->ptr[i]) + 3) & ~(uint64_t)3;
         } else if (p->rank == 0) {
             n += grd_type_size(p->type) > 4 ? grd_type_size(p->type) : 4;
         } else {
-            n += (c->ext[i].sent_bytes + 3) & ~(uint64_t)3;
+            n += (c->sl[i].ext.sent_bytes + 3) & ~(uint64_t)3;
         }
     }
     return n;

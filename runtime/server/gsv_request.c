@@ -174,7 +174,7 @@ static uint64_t bulk_bytes(const grm_call *call) {
     for (uint32_t i = 0; i < call->desc->nparams; i++) {
         const grd_param *p = &call->desc->params[i];
         if (p->rank && p->type != GRD_STRING && p->type != GRD_FILENAME && grm_travels(p, GRM_TO_SERVER))
-            n += call->ext[i].sent_bytes;
+            n += call->sl[i].ext.sent_bytes;
     }
     return n;
 }
@@ -207,7 +207,7 @@ static int on_call(gsv_conn *c, const grw_header *h) {
 
     /* Only the job's header is zeroed: grm_init prepares as many argument slots as the
      * function has, not the whole table (a null call stays cheap). */
-    gsv_job *job = malloc(sizeof *job);
+    gsv_job *job = malloc(offsetof(gsv_job, call) + grm_call_size(f->desc->nparams));
     if (job) memset(job, 0, offsetof(gsv_job, call));
     if (!job) {
         gr_seterr(&e, GRID_ERR_NOMEM, "the server is out of memory: retry later");

@@ -35,7 +35,7 @@ static void seed(const char *dir, const char *file, const char *fn, int result, 
     socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
     int big = 1 << 20;
     setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
-    grm_call *c = malloc(sizeof *c);
+    grm_call *c = malloc(grm_call_size(d->nparams));
     va_list ap;
     va_start(ap, id);
     gr_err e;

@@ -52,7 +52,7 @@ static int server_call(grw_reader *r, const grw_limits *lim) {
     free(name);
     if (rc) return rc;
     if (!d) return grw_skip(r, &e);
-    grm_call *c = malloc(sizeof *c);
+    grm_call *c = malloc(grm_call_size(d->nparams));
     grm_init(c, d, GRM_SERVER_SIDE);
     rc = grm_read_head(r, c, GRM_TO_SERVER, lim, &e);
     if (!rc) rc = grm_read_bulk(r, c, GRM_TO_SERVER, &e);
@@ -72,12 +72,12 @@ static int client_result(grw_reader *r, const grw_limits *lim, int which) {
     if (rc) return rc;
     const grd_desc *d = lookup(which ? "echo_strings" : "echo_double");
     if (!d) return grw_skip(r, &e);
-    grm_call *c = malloc(sizeof *c);
+    grm_call *c = malloc(grm_call_size(d->nparams));
     grm_init(c, d, GRM_CLIENT_SIDE);
     int n = which ? 3 : 5;
     double din[5] = {0}, dout[5] = {0};
     char *sin[3] = {"a", "b", "c"}, *sout[3] = {NULL, NULL, NULL};
-    c->val[0].i = n;
+    c->sl[0].val.i = n;
     c->ptr[1] = which ? (void *)sin : (void *)din;
     c->ptr[2] = which ? (void *)sout : (void *)dout;
     rc = grm_prepare(c, lim, &e);

@@ -246,9 +246,9 @@ static int good_echo(int fd, grd_desc *d, int n) {
     double *in = calloc((size_t)n, sizeof *in), *out = calloc((size_t)n, sizeof *out);
     for (int i = 0; i < n; i++)
         in[i] = i * 1.5 - 7;
-    grm_call *c = calloc(1, sizeof *c);
+    grm_call *c = calloc(1, grm_call_size(d->nparams));
     grm_init(c, d, GRM_CLIENT_SIDE);
-    c->val[0].i = n;
+    c->sl[0].val.i = n;
     c->ptr[1] = in;
     c->ptr[2] = out;
     int ok = grm_prepare(c, &lim, &e) == GRID_OK;
