@@ -53,27 +53,22 @@ static size_t pad4(size_t n) {
     return (n + 3) & ~(size_t)3;
 }
 
-/* Collects the elements of a string array that are sent, in order. */
-struct strv_walk {
+/* Moves the sent elements of a string array between the array V and the packed list
+ * PACKED, in order: gathering (V -> PACKED) to send, scattering (PACKED -> V) on receipt. */
+struct strv_move {
     char **v;
-    char **out;
+    char **packed;
     size_t n;
+    int gather;
 };
-static int collect_run(uint64_t off, uint64_t cnt, void *arg) {
-    struct strv_walk *w = arg;
-    for (uint64_t k = 0; k < cnt; k++)
-        w->out[w->n++] = w->v ? w->v[off + k] : NULL;
-    return 0;
-}
-struct strv_store {
-    char **v;
-    char **in;
-    size_t n;
-};
-static int store_run(uint64_t off, uint64_t cnt, void *arg) {
-    struct strv_store *w = arg;
-    for (uint64_t k = 0; k < cnt; k++)
-        w->v[off + k] = w->in[w->n++];
+static int strv_run(uint64_t off, uint64_t cnt, void *arg) {
+    struct strv_move *m = arg;
+    for (uint64_t k = 0; k < cnt; k++, m->n++) {
+        if (m->gather)
+            m->packed[m->n] = m->v ? m->v[off + k] : NULL;
+        else
+            m->v[off + k] = m->packed[m->n];
+    }
     return 0;
 }
 
@@ -182,8 +177,8 @@ int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *
                 rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
                 break;
             }
-            struct strv_walk wk = {c->ptr[i], strv[i], 0};
-            grm_for_each_run(&c->sl[i].ext, collect_run, &wk);
+            struct strv_move mv = {c->ptr[i], strv[i], 0, 1};
+            grm_for_each_run(&c->sl[i].ext, strv_run, &mv);
             for (size_t k = 0; k < n; k++)
                 size += 4 + (strv[i][k] ? 4 + pad4(strlen(strv[i][k])) : 0);
         }
@@ -330,8 +325,8 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
                 c->ptr[i] = v;
                 c->sl[i].own_buf = 1;
             }
-            struct strv_store st = {c->ptr[i], in, 0};
-            grm_for_each_run(&c->sl[i].ext, store_run, &st);
+            struct strv_move mv = {c->ptr[i], in, 0, 0};
+            grm_for_each_run(&c->sl[i].ext, strv_run, &mv);
             if (c->side == GRM_SERVER_SIDE)
                 c->sl[i].own_strv = in;
             else
