@@ -1,0 +1,158 @@
+/* grc_api.c: the public synchronous entry points of gridrpc.h (grid_call and its
+ * argument-vector form, introspection, timeouts, statistics, reset) over the client
+ * core, and the calling thread's last error message. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grc_client.h"
+#include "grm_marshal.h"
+
+static __thread char last_error[1024];
+
+void grid_get_stats_np(grid_stats_np *out) {
+    out->descriptor_fetches = __atomic_load_n(&grc_stat_fetches, __ATOMIC_RELAXED);
+    out->connections_opened = __atomic_load_n(&grc_stat_connections, __ATOMIC_RELAXED);
+    out->calls = __atomic_load_n(&grc_stat_calls, __ATOMIC_RELAXED);
+}
+
+void grc_report(int code, const char *msg) {
+    if (code == GRID_OK)
+        last_error[0] = '\0';
+    else
+        snprintf(last_error, sizeof last_error, "%s", msg && msg[0] ? msg : grid_error_string(code));
+}
+
+static void report(const gr_err *e) {
+    grc_report(e->code, e->msg);
+}
+
+const char *grid_last_error(void) {
+    return last_error;
+}
+
+int grid_call_counted_np(int nargs, const char *name, ...) {
+    gr_err e;
+    gr_clearerr(&e);
+    va_list ap;
+    va_start(ap, name);
+    grc_args args = {&ap, NULL, nargs - 1};
+    int rc = grc_call(name, &args, &e);
+    va_end(ap);
+    e.code = rc;
+    report(&e);
+    return rc;
+}
+
+int grid_call_uncounted_np(const char *name, ...) {
+    gr_err e;
+    gr_clearerr(&e);
+    va_list ap;
+    va_start(ap, name);
+    grc_args args = {&ap, NULL, -1};
+    int rc = grc_call(name, &args, &e);
+    va_end(ap);
+    e.code = rc;
+    report(&e);
+    return rc;
+}
+
+int grid_call_argv_np(const char *name, int nargs, void *const *argv) {
+    gr_err e;
+    gr_clearerr(&e);
+    grc_args args = {NULL, argv, nargs};
+    int rc = argv || nargs == 0
+                 ? grc_call(name, &args, &e)
+                 : gr_seterr(&e, GRID_ERR_ARGS, "grid_call_argv_np: the argument vector is NULL");
+    e.code = rc;
+    report(&e);
+    return rc;
+}
+
+/* Resolves NAME and gets its descriptor, for the introspection calls. */
+static int lookup(const char *name, const grd_desc **d, gr_err *e) {
+    grc_config cfg;
+    grc_target t;
+    int rc = grc_config_get(&cfg, e);
+    if (!rc) rc = grc_resolve(name, &cfg, &t, e);
+    if (!rc) rc = grc_descriptor(&t, &cfg, d, e);
+    if (rc && t.name[0]) gr_prefixerr(e, "%s on %s:%d: ", t.name, t.host, t.port);
+    return rc;
+}
+
+unsigned long grid_type_size_np(int type) {
+    if (type == GRD_STRING || type == GRD_FILENAME) return 0;
+    return (unsigned long)grd_type_size((uint32_t)type);
+}
+
+int grid_describe_np(const char *name, grid_function_np *out) {
+    gr_err e;
+    gr_clearerr(&e);
+    const grd_desc *d;
+    int rc = out ? lookup(name, &d, &e) : gr_seterr(&e, GRID_ERR_ARGS, "grid_describe_np: OUT is NULL");
+    if (!rc) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->module, sizeof out->module, "%s", d->module);
+        snprintf(out->name, sizeof out->name, "%s", d->name);
+        snprintf(out->description, sizeof out->description, "%s", d->description ? d->description : "");
+        out->nparams = (int)d->nparams;
+        out->language = (int)d->language;
+        for (uint32_t i = 0; i < d->nparams; i++) {
+            const grd_param *p = &d->params[i];
+            snprintf(out->params[i].name, sizeof out->params[i].name, "%s", p->name);
+            out->params[i].type = (int)p->type;
+            out->params[i].mode = (int)p->mode;
+            out->params[i].rank = (int)p->rank;
+            out->params[i].is_unsigned = (p->flags & GRD_PF_UNSIGNED) != 0;
+        }
+    }
+    e.code = rc;
+    report(&e);
+    return rc;
+}
+
+int grid_array_shape_np(const char *name, void *const *argv, int param, long long *dims) {
+    gr_err e;
+    gr_clearerr(&e);
+    const grd_desc *d;
+    int rc = lookup(name, &d, &e);
+    if (!rc && (param < 0 || (uint32_t)param >= d->nparams || !argv || !dims))
+        rc = gr_seterr(&e, GRID_ERR_ARGS,
+                       "grid_array_shape_np: parameter %d is out of range (0..%u) or a pointer is NULL",
+                       param, d->nparams - 1);
+    if (!rc) {
+        grm_call *c = malloc(grm_call_size(d->nparams));
+        if (!c) {
+            rc = gr_seterr(&e, GRID_ERR_NOMEM, "out of memory");
+        } else {
+            grm_init(c, d, GRM_CLIENT_SIDE);
+            for (uint32_t i = 0; i < d->nparams; i++)
+                c->ptr[i] = argv[i];
+            rc = grm_prepare(c, NULL, &e);
+            if (!rc)
+                for (uint32_t k = 0; k < c->sl[param].ext.rank; k++)
+                    dims[k] = c->sl[param].ext.size[k];
+            free(c);
+        }
+    }
+    e.code = rc;
+    report(&e);
+    return rc;
+}
+
+int grid_set_timeouts_np(double connect_seconds, double call_seconds) {
+    if (connect_seconds < 0 || call_seconds < 0) {
+        snprintf(last_error, sizeof last_error, "timeouts must be >= 0 seconds (0: none)");
+        return GRID_ERR_ARGS;
+    }
+    grc_config_set_timeouts(connect_seconds, call_seconds);
+    last_error[0] = '\0';
+    return GRID_OK;
+}
+
+void grid_reset_np(void) {
+    grc_async_reset();
+    grc_pool_reset();
+    grc_cache_reset();
+    grc_config_reset();
+}
