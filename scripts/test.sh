@@ -58,8 +58,8 @@ for tier in $tiers; do
   fuzz)
     # Each decoder under libFuzzer (clang, ASan + UBSan), FUZZ_SECONDS each.
     mkdir -p build-fuzz
-    inc="-Iinclude -Iruntime/desc -Iruntime/common -Iruntime/wire -Iruntime/marshal $(pkg-config --cflags libtirpc)"
-    core="runtime/desc/*.c runtime/common/*.c runtime/wire/*.c runtime/marshal/*.c"
+    inc="-Iinclude -Iruntime/desc -Iruntime/common -Iruntime/wire -Iruntime/marshal -Iruntime/proto $(pkg-config --cflags libtirpc)"
+    core="runtime/desc/*.c runtime/common/*.c runtime/wire/*.c runtime/marshal/*.c runtime/proto/*.c"
     for target in desc msg; do
       rm -rf "build-fuzz/corpus-$target"
       mkdir -p "build-fuzz/corpus-$target"

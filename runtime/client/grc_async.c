@@ -35,8 +35,7 @@ typedef struct grc_session {
     char *msg;
     long long deadline_ns;
     grc_pipe *pipe;
-    grm_call *call;
-    grc_target target;
+    grc_req req;                       /* target, descriptor and arguments; req.call is NULL once done */
     struct grc_session *hnext;         /* hash chain */
     struct grc_session *oprev, *onext; /* outstanding (not waited) list */
 } grc_session;
@@ -90,8 +89,7 @@ static void finish(grc_session *s, int code, const char *msg) {
     s->code = code;
     free(s->msg);
     s->msg = code && msg ? strdup(msg) : NULL;
-    free(s->call);
-    s->call = NULL;
+    grc_req_free(&s->req);
     pthread_cond_broadcast(&acond);
 }
 
@@ -106,22 +104,33 @@ static void fail_pipe(grc_pipe *p, const char *why) {
     pthread_mutex_unlock(&alock);
 }
 
+/* Sends session S's CALL again after GRID_ERR_STALE, with the descriptor fetched anew;
+ * runs on the reader thread while S is marked reading, so that grid_cancel waits and
+ * the caller's buffers stay in use only while the call can still complete. */
+static int resend_stale(grc_pipe *p, grc_session *s, gr_err *e) {
+    int rc = grc_req_refresh(&s->req, e);
+    if (!rc) rc = grc_req_check(&s->req, &p->conn->server, e);
+    if (rc) return rc;
+    pthread_mutex_lock(&p->wlock);
+    rc = grc_req_send(&s->req, &p->conn->wr, (uint64_t)s->id, &p->conn->server, e);
+    pthread_mutex_unlock(&p->wlock);
+    if (rc) shutdown(p->conn->fd, SHUT_RDWR); /* half a message may be on the wire */
+    return rc;
+}
+
 static void *reader_main(void *arg) {
     grc_pipe *p = arg;
     grc_conn *c = p->conn;
     gr_err e;
-    grw_limits mine;
-    grw_limits_default(&mine);
-    mine.max_array = (uint64_t)-1 >> 1; /* the caller's buffers, sized by the caller */
-    mine.max_head = 0xffffffffu;
     for (;;) {
         grw_header h;
         c->rd.deadline_ns = 0;
-        int rc = grw_read_header(&c->rd, &h, &e);
+        int rc = grp_read_header(&c->rd, &h, &e);
         if (rc) {
-            fail_pipe(p,
-                      "the server closed the connection during the call: it may have crashed or been stopped "
-                      "(check its log)");
+            fail_pipe(p, rc == GRID_ERR_CONN_LOST
+                             ? "the server closed the connection during the call: it may have "
+                               "crashed or been stopped (check its log)"
+                             : e.msg);
             break;
         }
         pthread_mutex_lock(&alock);
@@ -130,44 +139,30 @@ static void *reader_main(void *arg) {
         if (!discard) s->reading = 1;
         pthread_mutex_unlock(&alock);
 
-        int code = GRID_OK;
-        char msg[sizeof e.msg] = "";
+        int code = GRID_OK, in_step = 1, resent = 0;
+        gr_clearerr(&e);
         if (discard) {
             rc = grw_skip(&c->rd, &e);
-        } else if (h.type == GRW_RESULT) {
-            uint64_t q, t;
-            rc = grw_read_u64(&c->rd, &q, &e);
-            if (!rc) rc = grw_read_u64(&c->rd, &t, &e);
-            if (!rc) rc = grm_read_head(&c->rd, s->call, GRM_TO_CLIENT, &mine, &e);
-            if (!rc) rc = grm_read_bulk(&c->rd, s->call, GRM_TO_CLIENT, &e);
-            if (!rc) rc = grw_end(&c->rd, &e);
-        } else if (h.type == GRW_ERROR) {
-            uint32_t v;
-            char *m = NULL;
-            rc = grw_read_u32(&c->rd, &v, &e);
-            if (!rc) rc = grw_read_string(&c->rd, 4095, &m, &e);
-            if (!rc) rc = grw_end(&c->rd, &e);
-            if (!rc) {
-                code = (int)v > 0 && (int)v < GRID_ERROR_COUNT_NP ? (int)v : GRID_ERR_FAILED;
-                snprintf(msg, sizeof msg, "%s", m);
-            }
-            free(m);
+            in_step = rc == GRID_OK;
         } else {
-            rc = gr_seterr(&e, GRID_ERR_PROTOCOL, "the server answered CALL with %s", grw_type_name(h.type));
+            code = grc_req_reply(&s->req, &c->rd, &h, &in_step, &e);
+            if (code == GRID_ERR_STALE && in_step) {
+                code = resend_stale(p, s, &e);
+                resent = code == GRID_OK;
+            }
+            if (code) grc_req_blame(&s->req, &e);
         }
 
         pthread_mutex_lock(&alock);
         if (!discard) {
             s->reading = 0;
-            if (rc) {
-                finish(s, rc, e.msg);
-            } else {
-                if (code == GRID_ERR_STALE) grc_cache_forget(&s->target);
-                finish(s, code, msg);
-            }
+            if (resent)
+                pthread_cond_broadcast(&acond); /* a cancel may wait for reading to end */
+            else
+                finish(s, code, e.msg);
         }
         pthread_mutex_unlock(&alock);
-        if (rc) {
+        if (!in_step) {
             fail_pipe(p, e.msg[0] ? e.msg : "the connection to the server failed");
             break;
         }
@@ -225,65 +220,49 @@ static int get_pipe(const grc_target *t, const grc_config *cfg, grc_pipe **out, 
 
 int grc_call_async(const char *name, const grc_args *args, gr_err *e) {
     grc_config cfg;
-    grc_target t;
-    memset(&t, 0, sizeof t);
-    const grd_desc *d;
-    int rc = grc_config_get(&cfg, e);
-    if (!rc) rc = grc_resolve(name, &cfg, &t, e);
-    if (rc) return -rc;
-    rc = grc_descriptor(&t, &cfg, &d, e);
-    grc_session *s = rc ? NULL : calloc(1, sizeof *s);
-    grm_call *call = s ? malloc(grm_call_size(d->nparams)) : NULL;
-    if (!rc && (!s || !call)) rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
-    if (!rc) rc = grc_fill(call, d, &t, args, e);
-    grc_pipe *p = NULL;
-    if (!rc) rc = get_pipe(&t, &cfg, &p, e);
-    if (!rc)
-        for (uint32_t i = 0; i < d->nparams && !rc; i++)
-            if (d->params[i].rank > 0 && call->sl[i].ext.sent_bytes > p->conn->server.max_array)
-                rc = gr_seterr(e, GRID_ERR_LIMIT,
-                               "argument '%s' of %s has %llu bytes; the server at %s:%d accepts "
-                               "at most %llu per array",
-                               d->params[i].name, t.name, (unsigned long long)call->sl[i].ext.sent_bytes,
-                               t.host, t.port, (unsigned long long)p->conn->server.max_array);
+    grc_session *s = calloc(1, sizeof *s);
+    if (!s) return -gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+    int rc = grc_req_start(&s->req, name, args, &cfg, e);
     if (rc) {
-        free(call);
         free(s);
-        if (t.name[0]) gr_prefixerr(e, "%s on %s:%d: ", t.name, t.host, t.port);
         return -rc;
     }
-    s->call = call;
+    grc_pipe *p = NULL;
+    rc = get_pipe(&s->req.t, &cfg, &p, e);
+    if (!rc) rc = grc_req_check(&s->req, &p->conn->server, e);
+    if (rc) {
+        grc_req_blame(&s->req, e);
+        grc_req_free(&s->req);
+        free(s);
+        return -rc;
+    }
     s->pipe = p;
-    s->target = t;
-    s->deadline_ns = cfg.call_timeout > 0 ? gr_now_ns() + (long long)(cfg.call_timeout * 1e9) : 0;
+    s->deadline_ns = grc_req_deadline(&cfg);
 
     pthread_mutex_lock(&alock);
     if (next_id == 0x7fffffff) next_id = 1;
     while (find(next_id))
         next_id++;
     s->id = next_id++;
-    insert(s);
+    insert(s); /* registered before it is sent, so the reply always finds its session */
+    int id = s->id;
     pthread_mutex_unlock(&alock);
 
-    /* Registered before it is sent, so the reply always finds its session. */
     grc_conn *c = p->conn;
     pthread_mutex_lock(&p->wlock);
-    rc = grw_begin(&c->wr, GRW_CALL, 0, (uint64_t)s->id, e);
-    if (!rc) rc = grw_write_string(&c->wr, t.name, e);
-    if (!rc) rc = grw_write_u64(&c->wr, d->hash, e);
-    if (!rc) rc = grm_write_head(&c->wr, call, GRM_TO_SERVER, &c->server, e);
-    if (!rc) rc = grm_write_bulk(&c->wr, call, GRM_TO_SERVER, e);
-    if (!rc) rc = grw_finish(&c->wr, e);
+    rc = grc_req_send(&s->req, &c->wr, (uint64_t)s->id, &c->server, e);
     pthread_mutex_unlock(&p->wlock);
     if (rc) {
         /* The stream may hold half a message: this connection is finished. */
         shutdown(c->fd, SHUT_RDWR);
-        gr_prefixerr(e, "%s on %s:%d: ", t.name, t.host, t.port);
+        grc_req_blame(&s->req, e);
+    }
+    if (rc) {
         pthread_mutex_lock(&alock);
         if (!s->done) finish(s, rc, e->msg);
         pthread_mutex_unlock(&alock);
     }
-    return s->id;
+    return id;
 }
 
 /* ---- waiting */
@@ -497,7 +476,7 @@ void grc_async_reset(void) {
         grc_session *s = buckets[b];
         while (s) {
             grc_session *n = s->hnext;
-            free(s->call);
+            grc_req_free(&s->req);
             free(s->msg);
             free(s);
             s = n;

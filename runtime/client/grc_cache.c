@@ -36,45 +36,19 @@ static int fetch(const grc_target *t, const grc_config *cfg, grd_desc **out, gr_
     __atomic_add_fetch(&grc_stat_fetches, 1, __ATOMIC_RELAXED);
     int rc = grc_conn_get(t->host, t->port, cfg, &c, e);
     if (rc) return rc;
-    long long deadline = cfg->call_timeout > 0 ? gr_now_ns() + (long long)(cfg->call_timeout * 1e9) : 0;
-    c->rd.deadline_ns = c->wr.deadline_ns = deadline;
+    c->rd.deadline_ns = c->wr.deadline_ns = grc_req_deadline(cfg);
     grw_header h;
-    rc = grw_begin(&c->wr, GRW_GET_DESCRIPTOR, 0, c->next_id++, e);
-    if (!rc) rc = grw_write_string(&c->wr, t->name, e);
-    if (!rc) rc = grw_finish(&c->wr, e);
-    if (!rc) rc = grw_read_header(&c->rd, &h, e);
-    int broken = rc != 0;
-    if (!rc && h.type == GRW_ERROR) {
-        uint32_t code;
-        char *msg = NULL;
-        rc = grw_read_u32(&c->rd, &code, e);
-        if (!rc) rc = grw_read_string(&c->rd, 4095, &msg, e);
-        if (!rc) rc = grw_end(&c->rd, e);
-        broken = rc != 0;
-        if (!rc) rc = gr_seterr(e, code ? (int)code : GRID_ERR_PROTOCOL, "%s", msg);
-        free(msg);
-    } else if (!rc && h.type == GRW_DESCRIPTOR) {
-        char *qualified = NULL;
-        uint8_t *bytes = NULL;
-        uint32_t len = 0;
-        rc = grw_read_string(&c->rd, GRC_MAX_NAME - 1, &qualified, e);
-        if (!rc) rc = grw_read_opaque(&c->rd, GRD_MAX_ENCODED, &bytes, &len, e);
-        if (!rc) rc = grw_end(&c->rd, e);
-        broken = rc != 0;
-        if (!rc) {
-            grd_error ge;
-            if (grd_decode(bytes, len, out, &ge) != GRD_OK)
-                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the server sent a bad descriptor for '%s': %s", t->name,
-                               ge.msg);
-        }
-        free(qualified);
-        free(bytes);
-    } else if (!rc) {
-        broken = 1;
-        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the server answered GET_DESCRIPTOR with %s",
-                       grw_type_name(h.type));
+    int in_step = 0;
+    rc = grp_write_get_descriptor(&c->wr, c->next_id++, t->name, e);
+    if (!rc) rc = grp_read_header(&c->rd, &h, e);
+    if (!rc) rc = grp_expect(&c->rd, &h, GRW_DESCRIPTOR, "GET_DESCRIPTOR", &in_step, e);
+    if (!rc) {
+        char qualified[GRP_MAX_FUNCTION_NAME + 1];
+        rc = grp_read_descriptor(&c->rd, qualified, out, e);
+        /* A descriptor that does not decode was still read whole. */
+        in_step = rc == GRID_OK || (rc == GRID_ERR_PROTOCOL && !c->rd.in_message);
     }
-    grc_conn_put(c, broken);
+    grc_conn_put(c, !in_step);
     return rc;
 }
 

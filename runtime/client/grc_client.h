@@ -9,6 +9,7 @@
 #include "gr_error.h"
 #include "grd_desc.h"
 #include "grm_marshal.h"
+#include "grp_proto.h"
 #include "grw_wire.h"
 
 #ifdef __cplusplus
@@ -16,7 +17,7 @@ extern "C" {
 #endif
 
 #define GRC_MAX_HOST 256
-#define GRC_MAX_NAME 512
+#define GRC_MAX_NAME (GRP_MAX_FUNCTION_NAME + 1)
 
 /* Process-wide settings, read once from the environment and configuration file. */
 typedef struct grc_config {
@@ -80,8 +81,38 @@ typedef struct grc_args {
     int nargs;         /* arguments after the name; -1: unknown (not checked) */
 } grc_args;
 
-/* Fills CALL for descriptor D from ARGS (checking their count). */
-int grc_fill(grm_call *call, const grd_desc *d, const grc_target *t, const grc_args *args, gr_err *e);
+/* ---- the call engine (grc_engine.c): what a synchronous and an asynchronous call
+ * share, so that resolving, argument checks, limits, sending, reading the reply and the
+ * retry after GRID_ERR_STALE exist once. */
+
+/* One call on its way: where it goes, the descriptor it was marshalled with, and its
+ * arguments (sized for that descriptor). */
+typedef struct grc_req {
+    grc_target t;
+    const grd_desc *desc;
+    grm_call *call;
+    int refreshed; /* the descriptor was fetched again after GRID_ERR_STALE */
+} grc_req;
+
+/* Resolves NAME, gets its descriptor and builds the arguments from ARGS; *CFG gets the
+ * settings used. On failure E names the function and server (when known). */
+int grc_req_start(grc_req *q, const char *name, const grc_args *args, grc_config *cfg, gr_err *e);
+/* Checks the arguments against the limits the server announced (before sending). */
+int grc_req_check(const grc_req *q, const grw_limits *server, gr_err *e);
+/* Writes the CALL message with request ID (the caller holds the writer). */
+int grc_req_send(const grc_req *q, grw_writer *w, uint64_t id, const grw_limits *server, gr_err *e);
+/* Reads the reply whose header H was just read: RESULT into the caller's buffers, or
+ * ERROR. Returns its code; *in_step: the connection can carry another message. */
+int grc_req_reply(grc_req *q, grw_reader *r, const grw_header *h, int *in_step, gr_err *e);
+/* After GRID_ERR_STALE: fetches the descriptor again and rebuilds the arguments for it,
+ * once per call. GRID_OK: send again; otherwise the error that ends the call (the
+ * interface changed in a way the caller's arguments cannot follow, or a second STALE). */
+int grc_req_refresh(grc_req *q, gr_err *e);
+/* The absolute deadline of a call started now (0: none). */
+long long grc_req_deadline(const grc_config *cfg);
+void grc_req_free(grc_req *q);
+/* Prefixes E with the call's function and server ("dmmul on host:port: "). */
+void grc_req_blame(const grc_req *q, gr_err *e);
 
 /* One synchronous call. */
 int grc_call(const char *name, const grc_args *args, gr_err *e);

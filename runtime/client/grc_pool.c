@@ -28,45 +28,24 @@ static int idle_conn_dead(int fd) {
 }
 
 static int hello(grc_conn *c, const grc_config *cfg, gr_err *e) {
-    grw_header h;
-    int rc = grw_begin(&c->wr, GRW_HELLO, 0, c->next_id++, e);
-    if (!rc) rc = grw_write_string(&c->wr, "libgridrpc " PACKAGE_VERSION, e);
-    if (!rc) rc = grw_write_u32(&c->wr, GRW_VERSION, e);
-    if (!rc) rc = grw_write_u32(&c->wr, GRW_VERSION, e);
-    if (!rc) rc = grw_write_string(&c->wr, cfg->token, e);
-    if (!rc) rc = grw_finish(&c->wr, e);
-    if (!rc) rc = grw_read_header(&c->rd, &h, e);
-    if (rc) return rc;
-    if (h.type == GRW_ERROR) {
-        uint32_t code;
-        char *msg = NULL;
-        rc = grw_read_u32(&c->rd, &code, e);
-        if (!rc) rc = grw_read_string(&c->rd, 4095, &msg, e);
-        if (!rc)
-            rc = gr_seterr(e, (int)code ? (int)code : GRID_ERR_PROTOCOL,
-                           "the server refused the connection: %s", msg);
-        free(msg);
+    grp_hello m;
+    snprintf(m.client, sizeof m.client, "libgridrpc %s", PACKAGE_VERSION);
+    m.min_version = m.max_version = GRW_VERSION;
+    snprintf(m.token, sizeof m.token, "%s", cfg->token);
+    grw_header h = {0};
+    int rc = grp_write_hello(&c->wr, c->next_id++, &m, e);
+    if (!rc) rc = grp_read_header(&c->rd, &h, e);
+    int in_step;
+    if (!rc) rc = grp_expect(&c->rd, &h, GRW_HELLO_OK, "HELLO", &in_step, e);
+    if (rc) {
+        if (h.type == GRW_ERROR && rc != GRID_ERR_PROTOCOL)
+            gr_prefixerr(e, "the server refused the connection: ");
         return rc;
     }
-    if (h.type != GRW_HELLO_OK)
-        return gr_seterr(e, GRID_ERR_PROTOCOL, "the server answered HELLO with %s", grw_type_name(h.type));
-    char *server = NULL;
-    uint32_t version, max_head, workers, cores;
-    uint64_t max_message, max_array;
-    rc = grw_read_string(&c->rd, 255, &server, e);
-    if (!rc) rc = grw_read_u32(&c->rd, &version, e);
-    if (!rc) rc = grw_read_u64(&c->rd, &max_message, e);
-    if (!rc) rc = grw_read_u64(&c->rd, &max_array, e);
-    if (!rc) rc = grw_read_u32(&c->rd, &max_head, e);
-    if (!rc) rc = grw_read_u32(&c->rd, &workers, e);
-    if (!rc) rc = grw_read_u32(&c->rd, &cores, e);
-    if (!rc) rc = grw_end(&c->rd, e);
-    free(server);
-    if (rc) return rc;
-    c->server.max_message = max_message;
-    c->server.max_array = max_array;
-    c->server.max_head = max_head;
-    return GRID_OK;
+    grp_hello_ok ok;
+    rc = grp_read_hello_ok(&c->rd, &ok, e);
+    if (!rc) c->server = ok.limits;
+    return rc;
 }
 
 int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **out, gr_err *e) {

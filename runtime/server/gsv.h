@@ -108,8 +108,13 @@ void gsv_registry_free(gsv_registry *reg);
 /* ---------------------------------------------------------------- scheduler */
 
 struct gsv_job;
+struct gsv_server;
+
+/* What a worker does with a job it took off the queue: gsv_call_run in gridrpcd. */
+typedef void (*gsv_runner)(struct gsv_server *s, struct gsv_job *job);
 
 typedef struct gsv_sched {
+    gsv_runner run; /* given at start: the queue hands jobs to it and knows nothing of calls */
     pthread_mutex_t lock;
     pthread_cond_t work;   /* a job was queued, or stopping */
     pthread_cond_t idle;   /* running dropped to 0 */
@@ -180,12 +185,13 @@ int gsv_conn_send_error(gsv_conn *c, uint64_t request_id, int code, const char *
 void gsv_conn_abort(gsv_conn *c);
 /* Shutdown: aborts every connection and waits (until DEADLINE_NS) for the readers. */
 void gsv_conns_close_all(gsv_server *s, long long deadline_ns);
-/* Takes the write lock and starts a message of TYPE; NULL (lock released) when the
- * connection can no longer carry one. BYTES sizes the send deadline. */
-grw_writer *gsv_reply_begin(gsv_conn *c, uint32_t type, uint64_t id, uint64_t bytes, gr_err *e);
-/* Finishes the message begun by gsv_reply_begin (RC: how writing its body went) and
- * releases the lock. Returns 0, or -1 when the connection broke (it is aborted). */
-int gsv_reply_end(gsv_conn *c, int rc, gr_err *e);
+/* Takes the write lock and returns the connection's writer, ready for one whole message
+ * (a grp_write_* call), with a send deadline sized for BYTES; NULL (lock released)
+ * when the connection can no longer carry one. */
+grw_writer *gsv_reply_lock(gsv_conn *c, uint64_t bytes);
+/* Releases the lock taken by gsv_reply_lock; RC: how writing the message went. Returns
+ * 0, or -1 when the connection broke (it is aborted). */
+int gsv_reply_unlock(gsv_conn *c, int rc, gr_err *e);
 
 /* ---------------------------------------------------------------- requests */
 
@@ -225,8 +231,9 @@ void gsv_call_log(const char *peer, const char *function, uint64_t request_id, u
                   uint64_t bytes_out, long long queue_ns, long long run_ns, int code, const char *msg);
 void gsv_job_free(gsv_job *job);
 
-/* Starts the workers (pool mode). */
-int gsv_sched_start(gsv_server *s, gr_err *e);
+/* Starts the workers (pool mode); every job taken off the queue goes to RUN, which
+ * answers and frees it. */
+int gsv_sched_start(gsv_server *s, gsv_runner run, gr_err *e);
 /* Queues JOB (pool mode) or starts a thread for it (thread mode). Returns GRID_OK, or
  * an error code (JOB untouched, still the caller's) when the server is stopping or no
  * thread could be made. */

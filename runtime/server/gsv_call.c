@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "grp_proto.h"
 #include "gsv.h"
 
 /* One call alone gets every core for its BLAS (data parallel); N concurrent calls get
@@ -25,51 +26,14 @@ static void share_blas_threads(gsv_server *s) {
     pthread_mutex_unlock(&s->blas_lock);
 }
 
-/* The size of RESULT, for the log and the send deadline: exact for the header, the
- * numbers and the strings; a returned file counts as its length field only (the writer
- * does not count what it sends). */
-static uint64_t result_bytes(const grm_call *c) {
-    uint64_t n = GRW_HEADER_BYTES + 16 + 4;
-    for (uint32_t i = 0; i < c->desc->nparams; i++) {
-        const grd_param *p = &c->desc->params[i];
-        if (!grm_travels(p, GRM_TO_CLIENT)) continue;
-        if (p->type == GRD_STRING || p->type == GRD_FILENAME) {
-            uint64_t elems = p->rank ? c->sl[i].ext.sent : 1;
-            n += 8 * elems;
-            if (p->rank == 0 && p->type == GRD_STRING && c->ptr[i] && *(char **)c->ptr[i])
-                n += (strlen(*(char **)c->ptr[i]) + 3) & ~(uint64_t)3;
-        } else if (p->rank == 0) {
-            n += grd_type_size(p->type) > 4 ? grd_type_size(p->type) : 4;
-        } else {
-            n += (c->sl[i].ext.sent_bytes + 3) & ~(uint64_t)3;
-        }
-    }
-    return n;
-}
-
 static int send_result(gsv_server *s, gsv_job *job, long long queue_ns, long long run_ns, uint64_t bytes,
                        gr_err *e) {
-    gsv_conn *c = job->conn;
-    int rc;
-    pthread_mutex_lock(&c->wlock);
-    if (c->broken) {
-        rc = gr_seterr(e, GRID_ERR_CONN_LOST, "the connection was lost before the result could be sent");
-    } else {
-        grw_writer *w = &c->w;
-        grw_writer_init(w, c->fd);
-        w->deadline_ns = gsv_io_deadline(s, bytes);
-        rc = grw_begin(w, GRW_RESULT, 0, job->request_id, e);
-        if (!rc) rc = grw_write_u64(w, (uint64_t)queue_ns, e);
-        if (!rc) rc = grw_write_u64(w, (uint64_t)run_ns, e);
-        if (!rc) rc = grm_write_head(w, &job->call, GRM_TO_CLIENT, &s->opt.limits, e);
-        if (!rc) rc = grm_write_bulk(w, &job->call, GRM_TO_CLIENT, e);
-        if (!rc) rc = grw_finish(w, e);
-        /* Part of the message may be on the wire already: the stream cannot be
-         * resynchronised, so the connection ends (the client sees it lost). */
-        if (rc) c->broken = 1;
-    }
-    pthread_mutex_unlock(&c->wlock);
-    if (rc) gsv_conn_abort(c);
+    grw_writer *w = gsv_reply_lock(job->conn, bytes);
+    if (!w)
+        return gr_seterr(e, GRID_ERR_CONN_LOST, "the connection was lost before the result could be sent");
+    grp_result_times t = {(uint64_t)queue_ns, (uint64_t)run_ns};
+    int rc = grp_write_result(w, job->request_id, &t, &job->call, &s->opt.limits, e);
+    gsv_reply_unlock(job->conn, rc, e);
     return rc;
 }
 
@@ -108,13 +72,9 @@ static int run_isolated(gsv_server *s, gsv_job *job, long long queue_ns, long lo
         grw_writer *w = &c->w;
         gr_err ce;
         grw_writer_init(w, c->fd);
-        w->deadline_ns = gsv_io_deadline(s, result_bytes(&job->call));
-        int rc = grw_begin(w, GRW_RESULT, 0, job->request_id, &ce);
-        if (!rc) rc = grw_write_u64(w, (uint64_t)queue_ns, &ce);
-        if (!rc) rc = grw_write_u64(w, (uint64_t)rn, &ce);
-        if (!rc) rc = grm_write_head(w, &job->call, GRM_TO_CLIENT, &s->opt.limits, &ce);
-        if (!rc) rc = grm_write_bulk(w, &job->call, GRM_TO_CLIENT, &ce);
-        if (!rc) rc = grw_finish(w, &ce);
+        w->deadline_ns = gsv_io_deadline(s, grp_result_bytes(&job->call));
+        grp_result_times t = {(uint64_t)queue_ns, (uint64_t)rn};
+        int rc = grp_write_result(w, job->request_id, &t, &job->call, &s->opt.limits, &ce);
         _exit(rc ? 2 : 0);
     }
     close(started[1]);
@@ -160,7 +120,7 @@ void gsv_call_run(gsv_server *s, gsv_job *job) {
         long long run_ns = 0;
         int rc = run_isolated(s, job, queue_ns, &run_ns, &e);
         gsv_call_log(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in,
-                     rc ? 0 : result_bytes(&job->call), queue_ns, run_ns, rc, e.msg);
+                     rc ? 0 : grp_result_bytes(&job->call), queue_ns, run_ns, rc, e.msg);
         gsv_job_free(job);
         return;
     }
@@ -170,7 +130,7 @@ void gsv_call_run(gsv_server *s, gsv_job *job) {
     current_job = NULL;
     gsv_sched_invoking(s, job, 0);
     long long run_ns = gr_now_ns() - job->t_started;
-    uint64_t bytes = result_bytes(&job->call);
+    uint64_t bytes = grp_result_bytes(&job->call);
     int rc = send_result(s, job, queue_ns, run_ns, bytes, &e);
     gsv_call_log(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in, rc ? 0 : bytes,
                  queue_ns, run_ns, rc, e.msg);

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "grp_proto.h"
 #include "gsv.h"
 
 /* The slowest transfer rate tolerated on top of --io-timeout, for large messages. */
@@ -43,7 +44,7 @@ void gsv_conn_abort(gsv_conn *c) {
 
 /* ---------------------------------------------------------------- writing replies */
 
-grw_writer *gsv_reply_begin(gsv_conn *c, uint32_t type, uint64_t id, uint64_t bytes, gr_err *e) {
+grw_writer *gsv_reply_lock(gsv_conn *c, uint64_t bytes) {
     pthread_mutex_lock(&c->wlock);
     if (c->broken) {
         pthread_mutex_unlock(&c->wlock);
@@ -51,12 +52,12 @@ grw_writer *gsv_reply_begin(gsv_conn *c, uint32_t type, uint64_t id, uint64_t by
     }
     grw_writer_init(&c->w, c->fd);
     c->w.deadline_ns = gsv_io_deadline(c->srv, bytes);
-    grw_begin(&c->w, type, 0, id, e);
     return &c->w;
 }
 
-int gsv_reply_end(gsv_conn *c, int rc, gr_err *e) {
-    if (!rc) rc = grw_finish(&c->w, e);
+int gsv_reply_unlock(gsv_conn *c, int rc, gr_err *e) {
+    /* Part of the message may be on the wire already: the stream cannot be
+     * resynchronised, so the connection ends (the client sees it lost). */
     if (rc) c->broken = 1;
     pthread_mutex_unlock(&c->wlock);
     if (rc) {
@@ -69,14 +70,10 @@ int gsv_reply_end(gsv_conn *c, int rc, gr_err *e) {
 
 int gsv_conn_send_error(gsv_conn *c, uint64_t request_id, int code, const char *msg) {
     gr_err e;
-    int rc = GRID_ERR_CONN_LOST;
-    pthread_mutex_lock(&c->wlock);
-    if (!c->broken) {
-        rc = grw_send_error(c->fd, request_id, code, msg, gsv_io_deadline(c->srv, 0), &e);
-        if (rc) c->broken = 1;
-    }
-    pthread_mutex_unlock(&c->wlock);
-    if (rc) gsv_conn_abort(c);
+    grw_writer *w = gsv_reply_lock(c, 0);
+    if (!w) return GRID_ERR_CONN_LOST;
+    int rc = grp_write_error(w, request_id, code, msg, &e);
+    gsv_reply_unlock(c, rc, &e);
     return rc;
 }
 
@@ -84,6 +81,7 @@ int gsv_conn_send_error(gsv_conn *c, uint64_t request_id, int code, const char *
 static int serve_one(gsv_conn *c) {
     gsv_server *s = c->srv;
     grw_header h;
+    memset(&h, 0, sizeof h);
     gr_err e;
     gr_clearerr(&e);
     /* Idle connections may wait forever for their next request (the reader sleeps in
@@ -95,16 +93,18 @@ static int serve_one(gsv_conn *c) {
             if (errno != EINTR) return GSV_CLOSE;
     }
     c->r.deadline_ns = gsv_io_deadline(s, 0);
-    int rc = grw_read_header(&c->r, &h, &e);
+    int rc = grp_read_header(&c->r, &h, &e);
     if (rc) {
-        memset(&h, 0, sizeof h);
+        /* A well-formed header of an unknown type keeps its request id in the answer. */
+        if (rc != GRID_ERR_PROTOCOL || h.magic != GRW_MAGIC || h.version != GRW_VERSION) h.request_id = 0;
         if (rc == GRID_ERR_CONN_LOST) {
             if (e.msg[0]) gsv_log(GSV_LOG_DEBUG, "%s: %s", c->peer, e.msg);
             return GSV_CLOSE;
         }
         if (rc == GRID_ERR_TIMEOUT) return gsv_request_failed(c, &h, "message header", &e);
         gsv_log(GSV_LOG_WARN, "%s: closing the connection: %s", c->peer, e.msg);
-        gsv_conn_send_error(c, 0, rc == GRID_ERR_LIMIT ? GRID_ERR_LIMIT : GRID_ERR_PROTOCOL, e.msg);
+        gsv_conn_send_error(c, h.request_id, rc == GRID_ERR_LIMIT ? GRID_ERR_LIMIT : GRID_ERR_PROTOCOL,
+                            e.msg);
         return GSV_REFUSE;
     }
     if (!c->hello_done && h.type != GRW_HELLO) {

@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
                                 : "not managed (no OpenBLAS loaded)");
 
     gr_err e;
-    if (gsv_sched_start(s, &e) != GRID_OK || gsv_listen(s, &e) != GRID_OK) {
+    if (gsv_sched_start(s, gsv_call_run, &e) != GRID_OK || gsv_listen(s, &e) != GRID_OK) {
         fprintf(stderr, "gridrpcd: %s\n", e.msg);
         return 1;
     }

@@ -63,7 +63,7 @@ static gsv_job *heap_remove(gsv_server *s, size_t i) {
 
 /* Counts JOB as running and runs it; afterwards wakes a shutdown waiting for idle. */
 static void run_counted(gsv_server *s, gsv_job *job) {
-    gsv_call_run(s, job);
+    s->sched.run(s, job);
     pthread_mutex_lock(&s->sched.lock);
     if (--s->sched.running == 0) pthread_cond_broadcast(&s->sched.idle);
     pthread_mutex_unlock(&s->sched.lock);
@@ -98,8 +98,9 @@ static void *thread_worker(void *arg) {
     return NULL;
 }
 
-int gsv_sched_start(gsv_server *s, gr_err *e) {
+int gsv_sched_start(gsv_server *s, gsv_runner run, gr_err *e) {
     gsv_sched *q = &s->sched;
+    q->run = run;
     pthread_mutex_init(&q->lock, NULL);
     pthread_cond_init(&q->work, NULL);
     pthread_cond_init(&q->idle, NULL);

@@ -218,6 +218,26 @@ int grw_read_string(grw_reader *r, uint32_t max, char **out, gr_err *e) {
     return GRID_OK;
 }
 
+int grw_read_string_buf(grw_reader *r, char *buf, uint32_t max, gr_err *e) {
+    buf[0] = '\0';
+    uint32_t n;
+    int rc = grw_read_u32(r, &n, e);
+    if (rc) return rc;
+    if (n > max) return gr_seterr(e, GRID_ERR_LIMIT, "a string of %u bytes exceeds the limit of %u", n, max);
+    rc = grw_read(r, buf, n, e);
+    if (!rc) rc = skip_pad(r, n, e);
+    if (rc) {
+        buf[0] = '\0';
+        return rc;
+    }
+    buf[n] = '\0';
+    if (memchr(buf, 0, n)) {
+        buf[0] = '\0';
+        return gr_seterr(e, GRID_ERR_PROTOCOL, "a string holds a NUL byte");
+    }
+    return GRID_OK;
+}
+
 int grw_end(grw_reader *r, gr_err *e) {
     /* Empty fragments may still follow; next_fragment counts their headers against the
      * message limit, so a peer cannot keep us here forever. */

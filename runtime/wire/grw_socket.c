@@ -21,9 +21,9 @@ void grw_tune_socket(int fd) {
 }
 
 void grw_limits_default(grw_limits *l) {
-    l->max_message = (uint64_t)1 << 30;
-    l->max_array = (uint64_t)1 << 30;
-    l->max_head = 64u << 20;
+    l->max_message = GRP_DEFAULT_MAX_MESSAGE;
+    l->max_array = GRP_DEFAULT_MAX_ARRAY;
+    l->max_head = GRP_DEFAULT_MAX_HEAD;
 }
 
 /* Waits for a non-blocking connect to finish within TIMEOUT seconds (0: forever). */

@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 
 #include "gr_error.h"
+#include "grp_limits.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,7 +53,7 @@ typedef struct grw_limits {
     uint64_t max_array;   /* bytes of one array argument */
     uint32_t max_head;    /* bytes of a call's head section (scalars, strings, files) */
 } grw_limits;
-/* Defaults: 1 GiB per message, 1 GiB per array, 64 MiB of head. */
+/* The defaults of grp_limits.h (GRP_DEFAULT_MAX_*). */
 void grw_limits_default(grw_limits *l);
 
 /* ---- socket helpers ---- */
@@ -91,6 +92,9 @@ int grw_read_u32(grw_reader *r, uint32_t *v, gr_err *e);
 int grw_read_u64(grw_reader *r, uint64_t *v, gr_err *e);
 int grw_read_string(grw_reader *r, uint32_t max, char **out, gr_err *e);
 int grw_read_opaque(grw_reader *r, uint32_t max, uint8_t **out, uint32_t *len, gr_err *e);
+/* Reads an XDR string of at most MAX bytes into BUF (MAX + 1 bytes, NUL-terminated):
+ * no allocation for the bounded names of message bodies. */
+int grw_read_string_buf(grw_reader *r, char *buf, uint32_t max, gr_err *e);
 /* Checks that the message has no bytes left (trailing bytes are GRID_ERR_PROTOCOL). */
 int grw_end(grw_reader *r, gr_err *e);
 /* Discards the rest of the current message (after an error that leaves the stream in
@@ -133,9 +137,6 @@ int grw_read_words(grw_reader *r, void *dst, size_t n, unsigned word, gr_err *e)
 void grw_swap_words(void *p, size_t n, unsigned word);
 /* The same from SRC into DST (one pass instead of a copy and a swap). */
 void grw_copy_swap(void *dst, const void *src, size_t n, unsigned word);
-
-/* A whole small message in one call: header + body, last fragment. */
-int grw_send_error(int fd, uint64_t request_id, int code, const char *msg, long long deadline_ns, gr_err *e);
 
 #ifdef __cplusplus
 }

@@ -78,7 +78,7 @@ int grw_begin(grw_writer *w, uint32_t type, uint32_t flags, uint64_t request_id,
 
 #define GRW_BUF_CAP (sizeof(((grw_writer *)0)->buf) - 4)
 /* Fragments never exceed this, well under record marking's 2^31 - 1. */
-#define GRW_MAX_FRAGMENT ((size_t)1 << 30)
+#define GRW_MAX_FRAGMENT ((size_t)GRP_MAX_FRAGMENT)
 
 int grw_write(grw_writer *w, const void *src, size_t n, gr_err *e) {
     const uint8_t *s = src;
@@ -216,21 +216,6 @@ void grw_swap_words(void *p, size_t n, unsigned word) {
 #else
     grw_copy_swap(p, p, n, word);
 #endif
-}
-
-int grw_send_error(int fd, uint64_t request_id, int code, const char *msg, long long deadline_ns, gr_err *e) {
-    grw_writer *w = malloc(sizeof *w);
-    if (!w) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
-    grw_writer_init(w, fd);
-    w->deadline_ns = deadline_ns;
-    size_t n = strlen(msg);
-    if (n > 4095) n = 4095;
-    int rc = grw_begin(w, GRW_ERROR, 0, request_id, e);
-    if (!rc) rc = grw_write_i32(w, code, e);
-    if (!rc) rc = grw_write_opaque(w, msg, (uint32_t)n, e);
-    if (!rc) rc = grw_finish(w, e);
-    free(w);
-    return rc;
 }
 
 const char *grw_type_name(uint32_t type) {

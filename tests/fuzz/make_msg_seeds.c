@@ -12,6 +12,7 @@
 
 #include "gridrpc_stub.h"
 #include "grm_marshal.h"
+#include "grp_proto.h"
 #include "grw_wire.h"
 
 extern const gridrpc_stub_module gridrpc_module_test;
@@ -48,15 +49,16 @@ static void seed(const char *dir, const char *file, const char *fn, int result, 
     va_end(ap);
     grw_writer *w = malloc(sizeof *w);
     grw_writer_init(w, sv[0]);
-    int rc = grw_begin(w, result ? GRW_RESULT : GRW_CALL, 0, id, &e);
+    int rc;
     if (result) {
-        rc |= grw_write_u64(w, 1, &e) | grw_write_u64(w, 2, &e);
-        rc |= grm_write_head(w, c, GRM_TO_CLIENT, &lim, &e) | grm_write_bulk(w, c, GRM_TO_CLIENT, &e);
+        grp_result_times t = {1, 2};
+        rc = grp_write_result(w, id, &t, c, &lim, &e);
     } else {
-        rc |= grw_write_string(w, fn, &e) | grw_write_u64(w, d->hash, &e);
-        rc |= grm_write_head(w, c, GRM_TO_SERVER, &lim, &e) | grm_write_bulk(w, c, GRM_TO_SERVER, &e);
+        grp_call_target t;
+        snprintf(t.name, sizeof t.name, "%s", fn);
+        t.hash = d->hash;
+        rc = grp_write_call(w, id, &t, c, &lim, &e);
     }
-    rc |= grw_finish(w, &e);
     close(sv[0]);
     char path[4096], buf[1 << 16];
     snprintf(path, sizeof path, "%s/%s", dir, file);

@@ -1,8 +1,8 @@
-/* msg_fuzz.c: fuzz target for the protocol's message decoders: record-marking framing
- * (grw_reader), CALL decoding on the server side (grm_read_head / grm_read_bulk against
- * the descriptors of stubs/test.idl, so every parameter kind is reachable) and RESULT
- * decoding on the client side. The input is fed through a socket, as the server reads
- * it. Limits are small so the fuzzer explores the checks rather than the allocator. */
+/* msg_fuzz.c: fuzz target for every decoder of the protocol layer (grp_proto.h):
+ * record-marking framing (grw_reader), CALL decoding on the server side against the
+ * descriptors of stubs/test.idl (so every parameter kind is reachable), RESULT decoding
+ * on the client side, and each small message's decoder. The input is fed through a socket, as the server
+ * reads it. Limits are small so the fuzzer explores the checks rather than the allocator. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 #include "grd_desc.h"
 #include "gridrpc_stub.h"
 #include "grm_marshal.h"
+#include "grp_proto.h"
 #include "grw_wire.h"
 
 extern const gridrpc_stub_module gridrpc_module_test;
@@ -44,19 +45,15 @@ static const grd_desc *lookup(const char *name) {
 /* Decodes one CALL body as gridrpcd does. */
 static int server_call(grw_reader *r, const grw_limits *lim) {
     gr_err e;
-    char *name = NULL;
-    uint64_t hash;
-    int rc = grw_read_string(r, 511, &name, &e);
-    if (!rc) rc = grw_read_u64(r, &hash, &e);
-    const grd_desc *d = rc ? NULL : lookup(name);
-    free(name);
+    grp_call_target t;
+    int rc = grp_read_call_target(r, &t, &e);
     if (rc) return rc;
+    const grd_desc *d = lookup(t.name);
     if (!d) return grw_skip(r, &e);
     grm_call *c = malloc(grm_call_size(d->nparams));
     grm_init(c, d, GRM_SERVER_SIDE);
-    rc = grm_read_head(r, c, GRM_TO_SERVER, lim, &e);
-    if (!rc) rc = grm_read_bulk(r, c, GRM_TO_SERVER, &e);
-    if (!rc) rc = grw_end(r, &e);
+    rc = grp_read_call_head(r, c, lim, &e);
+    if (!rc) rc = grp_read_call_bulk(r, c, &e);
     grm_release(c);
     free(c);
     return rc;
@@ -66,10 +63,6 @@ static int server_call(grw_reader *r, const grw_limits *lim) {
  * test/echo_double(5, in, out). */
 static int client_result(grw_reader *r, const grw_limits *lim, int which) {
     gr_err e;
-    uint64_t q, t;
-    int rc = grw_read_u64(r, &q, &e);
-    if (!rc) rc = grw_read_u64(r, &t, &e);
-    if (rc) return rc;
     const grd_desc *d = lookup(which ? "echo_strings" : "echo_double");
     if (!d) return grw_skip(r, &e);
     grm_call *c = malloc(grm_call_size(d->nparams));
@@ -80,14 +73,57 @@ static int client_result(grw_reader *r, const grw_limits *lim, int which) {
     c->sl[0].val.i = n;
     c->ptr[1] = which ? (void *)sin : (void *)din;
     c->ptr[2] = which ? (void *)sout : (void *)dout;
-    rc = grm_prepare(c, lim, &e);
-    if (!rc) rc = grm_read_head(r, c, GRM_TO_CLIENT, lim, &e);
-    if (!rc) rc = grm_read_bulk(r, c, GRM_TO_CLIENT, &e);
-    if (!rc) rc = grw_end(r, &e);
+    grp_result_times t;
+    int rc = grm_prepare(c, lim, &e);
+    if (!rc) rc = grp_read_result(r, c, &t, &e);
     for (int i = 0; i < 3; i++)
         free(sout[i]);
     free(c);
     return rc;
+}
+
+/* Decodes the small messages with their own decoders. */
+static int small_message(grw_reader *r, uint32_t type) {
+    gr_err e;
+    switch (type) {
+    case GRW_HELLO: {
+        grp_hello m;
+        return grp_read_hello(r, &m, &e);
+    }
+    case GRW_HELLO_OK: {
+        grp_hello_ok m;
+        return grp_read_hello_ok(r, &m, &e);
+    }
+    case GRW_GET_DESCRIPTOR: {
+        char name[GRP_MAX_FUNCTION_NAME + 1];
+        return grp_read_get_descriptor(r, name, &e);
+    }
+    case GRW_DESCRIPTOR: {
+        char name[GRP_MAX_FUNCTION_NAME + 1];
+        grd_desc *d = NULL;
+        int rc = grp_read_descriptor(r, name, &d, &e);
+        grd_free(d);
+        return rc;
+    }
+    case GRW_ERROR: {
+        grp_error m;
+        int rc = grp_read_error(r, &m, &e);
+        if (!rc && (m.code <= GRID_OK || m.code >= GRID_ERROR_COUNT_NP)) abort(); /* must be validated */
+        return rc;
+    }
+    case GRW_PONG: {
+        grp_pong m;
+        return grp_read_pong(r, &m, &e);
+    }
+    case GRW_LIST_OK: {
+        char **names;
+        uint32_t n;
+        int rc = grp_read_list_ok(r, &names, &n, &e);
+        grp_free_names(names, n);
+        return rc;
+    }
+    }
+    return grp_read_empty(r, &e);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -115,14 +151,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int m = 0; m < 8; m++) {
         grw_header h;
         gr_err e;
-        if (grw_read_header(r, &h, &e)) break;
+        if (grp_read_header(r, &h, &e)) break;
         int rc;
         if (h.type == GRW_CALL)
             rc = server_call(r, &lim);
         else if (h.type == GRW_RESULT)
             rc = client_result(r, &lim, (int)(h.request_id & 1));
         else
-            rc = grw_skip(r, &e);
+            rc = small_message(r, h.type);
         if (rc) break;
     }
     free(r);

@@ -1,0 +1,25 @@
+/* grp_limits.h: every limit of the GridRPC protocol, in one place (docs/protocol.md
+ * lists the same numbers and a test checks that the two agree). The wire, marshal and
+ * protocol layers, the client, the server and the fuzzers take their bounds from here;
+ * no other file spells one of these numbers. */
+#ifndef GRP_LIMITS_H
+#define GRP_LIMITS_H
+
+/* Bytes of the strings in message bodies (XDR string<N>). */
+#define GRP_MAX_PEER_NAME 255      /* HELLO client, HELLO_OK server */
+#define GRP_MAX_TOKEN 1024         /* HELLO token */
+#define GRP_MAX_FUNCTION_NAME 511  /* GET_DESCRIPTOR, DESCRIPTOR, CALL, LIST_OK names */
+#define GRP_MAX_ERROR_MESSAGE 4095 /* ERROR message */
+#define GRP_MAX_DESCRIPTOR 1048576 /* DESCRIPTOR opaque (GRD_MAX_ENCODED) */
+#define GRP_MAX_LIST_COUNT 65536   /* LIST_OK entries */
+
+/* Defaults of the configurable limits (gridrpcd --max-message, --max-array,
+ * --max-head; the client's own reader): what one peer accepts from another. */
+#define GRP_DEFAULT_MAX_MESSAGE (1ull << 30) /* bytes in one message (record) */
+#define GRP_DEFAULT_MAX_ARRAY (1ull << 30)   /* bytes of one array argument */
+#define GRP_DEFAULT_MAX_HEAD (64u << 20)     /* bytes of a call's head section */
+
+/* Record marking: a fragment may be at most 2^31 - 1 bytes; writers stay well under. */
+#define GRP_MAX_FRAGMENT (1ull << 30)
+
+#endif /* GRP_LIMITS_H */

@@ -1,0 +1,261 @@
+/* grp_messages.c: the encoders and decoders of the protocol's small messages (HELLO,
+ * HELLO_OK, GET_DESCRIPTOR, DESCRIPTOR, ERROR, PING, PONG, LIST, LIST_OK, CANCEL) and
+ * the client's reading of a reply that may be ERROR instead. Bodies are laid out in
+ * docs/protocol.md; each field is bounded by grp_limits.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grp_proto.h"
+
+_Static_assert(GRP_MAX_DESCRIPTOR == GRD_MAX_ENCODED, "a DESCRIPTOR carries one encoded descriptor");
+_Static_assert(GRP_MAX_FUNCTION_NAME >= 2 * GRD_MAX_NAME + 1, "\"module/function\" fits a function name");
+
+int grp_known_type(uint32_t type) {
+    return type >= GRW_HELLO && type <= GRW_LIST_OK;
+}
+
+int grp_read_header(grw_reader *r, grw_header *h, gr_err *e) {
+    int rc = grw_read_header(r, h, e);
+    if (rc) return rc;
+    if (!grp_known_type(h->type))
+        return gr_seterr(e, GRID_ERR_PROTOCOL,
+                         "unknown message type %u (this side speaks protocol version %u)", h->type,
+                         GRW_VERSION);
+    return GRID_OK;
+}
+
+/* ---------------------------------------------------------------- HELLO, HELLO_OK */
+
+int grp_write_hello(grw_writer *w, uint64_t id, const grp_hello *m, gr_err *e) {
+    int rc = grw_begin(w, GRW_HELLO, 0, id, e);
+    if (!rc) rc = grw_write_string(w, m->client, e);
+    if (!rc) rc = grw_write_u32(w, m->min_version, e);
+    if (!rc) rc = grw_write_u32(w, m->max_version, e);
+    if (!rc) rc = grw_write_string(w, m->token, e);
+    if (!rc) rc = grw_finish(w, e);
+    return rc;
+}
+
+int grp_read_hello(grw_reader *r, grp_hello *m, gr_err *e) {
+    int rc = grw_read_string_buf(r, m->client, GRP_MAX_PEER_NAME, e);
+    if (!rc) rc = grw_read_u32(r, &m->min_version, e);
+    if (!rc) rc = grw_read_u32(r, &m->max_version, e);
+    if (!rc) rc = grw_read_string_buf(r, m->token, GRP_MAX_TOKEN, e);
+    if (!rc) rc = grw_end(r, e);
+    return rc;
+}
+
+int grp_write_hello_ok(grw_writer *w, uint64_t id, const grp_hello_ok *m, gr_err *e) {
+    int rc = grw_begin(w, GRW_HELLO_OK, 0, id, e);
+    if (!rc) rc = grw_write_string(w, m->server, e);
+    if (!rc) rc = grw_write_u32(w, m->version, e);
+    if (!rc) rc = grw_write_u64(w, m->limits.max_message, e);
+    if (!rc) rc = grw_write_u64(w, m->limits.max_array, e);
+    if (!rc) rc = grw_write_u32(w, m->limits.max_head, e);
+    if (!rc) rc = grw_write_u32(w, m->workers, e);
+    if (!rc) rc = grw_write_u32(w, m->cores, e);
+    if (!rc) rc = grw_finish(w, e);
+    return rc;
+}
+
+int grp_read_hello_ok(grw_reader *r, grp_hello_ok *m, gr_err *e) {
+    int rc = grw_read_string_buf(r, m->server, GRP_MAX_PEER_NAME, e);
+    if (!rc) rc = grw_read_u32(r, &m->version, e);
+    if (!rc) rc = grw_read_u64(r, &m->limits.max_message, e);
+    if (!rc) rc = grw_read_u64(r, &m->limits.max_array, e);
+    if (!rc) rc = grw_read_u32(r, &m->limits.max_head, e);
+    if (!rc) rc = grw_read_u32(r, &m->workers, e);
+    if (!rc) rc = grw_read_u32(r, &m->cores, e);
+    if (!rc) rc = grw_end(r, e);
+    if (!rc && m->version != GRW_VERSION)
+        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the server chose protocol version %u; this client speaks %u",
+                       m->version, GRW_VERSION);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- descriptors */
+
+int grp_write_get_descriptor(grw_writer *w, uint64_t id, const char *name, gr_err *e) {
+    int rc = grw_begin(w, GRW_GET_DESCRIPTOR, 0, id, e);
+    if (!rc) rc = grw_write_string(w, name, e);
+    if (!rc) rc = grw_finish(w, e);
+    return rc;
+}
+
+int grp_read_get_descriptor(grw_reader *r, char name[GRP_MAX_FUNCTION_NAME + 1], gr_err *e) {
+    int rc = grw_read_string_buf(r, name, GRP_MAX_FUNCTION_NAME, e);
+    if (!rc) rc = grw_end(r, e);
+    return rc;
+}
+
+int grp_write_descriptor(grw_writer *w, uint64_t id, const char *qualified, const void *bytes, uint32_t len,
+                         gr_err *e) {
+    int rc = grw_begin(w, GRW_DESCRIPTOR, 0, id, e);
+    if (!rc) rc = grw_write_string(w, qualified, e);
+    if (!rc) rc = grw_write_opaque(w, bytes, len, e);
+    if (!rc) rc = grw_finish(w, e);
+    return rc;
+}
+
+int grp_read_descriptor(grw_reader *r, char qualified[GRP_MAX_FUNCTION_NAME + 1], grd_desc **out, gr_err *e) {
+    *out = NULL;
+    uint8_t *bytes = NULL;
+    uint32_t len = 0;
+    int rc = grw_read_string_buf(r, qualified, GRP_MAX_FUNCTION_NAME, e);
+    if (!rc) rc = grw_read_opaque(r, GRP_MAX_DESCRIPTOR, &bytes, &len, e);
+    if (!rc) rc = grw_end(r, e);
+    if (!rc) {
+        grd_error ge;
+        if (grd_decode(bytes, len, out, &ge) != GRD_OK)
+            rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the server sent a bad descriptor for '%s': %s", qualified,
+                           ge.msg);
+    }
+    free(bytes);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- ERROR */
+
+int grp_write_error(grw_writer *w, uint64_t id, int code, const char *msg, gr_err *e) {
+    size_t n = strlen(msg);
+    if (n > GRP_MAX_ERROR_MESSAGE) n = GRP_MAX_ERROR_MESSAGE;
+    int rc = grw_begin(w, GRW_ERROR, 0, id, e);
+    if (!rc) rc = grw_write_i32(w, code, e);
+    if (!rc) rc = grw_write_opaque(w, msg, (uint32_t)n, e);
+    if (!rc) rc = grw_finish(w, e);
+    return rc;
+}
+
+int grp_read_error(grw_reader *r, grp_error *m, gr_err *e) {
+    uint32_t v;
+    m->code = GRID_ERR_PROTOCOL;
+    m->message[0] = '\0';
+    int rc = grw_read_u32(r, &v, e);
+    if (!rc) rc = grw_read_string_buf(r, m->message, GRP_MAX_ERROR_MESSAGE, e);
+    if (!rc) rc = grw_end(r, e);
+    if (rc) return rc;
+    int code = (int)v;
+    if (code > GRID_OK && code < GRID_ERROR_COUNT_NP) {
+        m->code = code;
+    } else {
+        /* Not a code of ours: keep what the peer said, but never hand the number on. */
+        char said[GRP_MAX_ERROR_MESSAGE + 1];
+        memcpy(said, m->message, sizeof said);
+        snprintf(m->message, sizeof m->message, "the peer sent an error with unknown code %d: %.3900s", code,
+                 said);
+    }
+    return GRID_OK;
+}
+
+int grp_send_error(int fd, uint64_t id, int code, const char *msg, long long deadline_ns, gr_err *e) {
+    grw_writer *w = malloc(sizeof *w);
+    if (!w) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+    grw_writer_init(w, fd);
+    w->deadline_ns = deadline_ns;
+    int rc = grp_write_error(w, id, code, msg, e);
+    free(w);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- empty bodies */
+
+int grp_write_empty(grw_writer *w, uint32_t type, uint64_t id, gr_err *e) {
+    int rc = grw_begin(w, type, 0, id, e);
+    if (!rc) rc = grw_finish(w, e);
+    return rc;
+}
+
+int grp_read_empty(grw_reader *r, gr_err *e) {
+    return grw_end(r, e);
+}
+
+/* ---------------------------------------------------------------- PONG, LIST_OK */
+
+int grp_write_pong(grw_writer *w, uint64_t id, const grp_pong *m, gr_err *e) {
+    uint64_t bits;
+    memcpy(&bits, &m->loadavg, sizeof bits); /* XDR double: IEEE 754, big-endian */
+    int rc = grw_begin(w, GRW_PONG, 0, id, e);
+    if (!rc) rc = grw_write_u32(w, m->running, e);
+    if (!rc) rc = grw_write_u32(w, m->queued, e);
+    if (!rc) rc = grw_write_u32(w, m->workers, e);
+    if (!rc) rc = grw_write_u32(w, m->cores, e);
+    if (!rc) rc = grw_write_u64(w, bits, e);
+    if (!rc) rc = grw_finish(w, e);
+    return rc;
+}
+
+int grp_read_pong(grw_reader *r, grp_pong *m, gr_err *e) {
+    uint64_t bits = 0;
+    int rc = grw_read_u32(r, &m->running, e);
+    if (!rc) rc = grw_read_u32(r, &m->queued, e);
+    if (!rc) rc = grw_read_u32(r, &m->workers, e);
+    if (!rc) rc = grw_read_u32(r, &m->cores, e);
+    if (!rc) rc = grw_read_u64(r, &bits, e);
+    if (!rc) rc = grw_end(r, e);
+    memcpy(&m->loadavg, &bits, sizeof bits);
+    return rc;
+}
+
+int grp_write_list_ok(grw_writer *w, uint64_t id, const char *const *names, uint32_t count, gr_err *e) {
+    if (count > GRP_MAX_LIST_COUNT)
+        return gr_seterr(e, GRID_ERR_LIMIT, "%u functions exceed the LIST_OK limit of %u", count,
+                         GRP_MAX_LIST_COUNT);
+    int rc = grw_begin(w, GRW_LIST_OK, 0, id, e);
+    if (!rc) rc = grw_write_u32(w, count, e);
+    for (uint32_t i = 0; i < count && !rc; i++)
+        rc = grw_write_string(w, names[i], e);
+    if (!rc) rc = grw_finish(w, e);
+    return rc;
+}
+
+void grp_free_names(char **names, uint32_t count) {
+    if (!names) return;
+    for (uint32_t i = 0; i < count; i++)
+        free(names[i]);
+    free(names);
+}
+
+int grp_read_list_ok(grw_reader *r, char ***names, uint32_t *count, gr_err *e) {
+    *names = NULL;
+    *count = 0;
+    uint32_t n;
+    int rc = grw_read_u32(r, &n, e);
+    if (rc) return rc;
+    if (n > GRP_MAX_LIST_COUNT)
+        return gr_seterr(e, GRID_ERR_LIMIT, "a list of %u functions exceeds the limit of %u", n,
+                         GRP_MAX_LIST_COUNT);
+    /* Each entry takes at least 4 bytes: a count the message cannot hold is refused
+     * before anything is allocated for it. */
+    if ((uint64_t)n * 4 > r->max_message - r->consumed)
+        return gr_seterr(e, GRID_ERR_PROTOCOL, "a list of %u functions cannot fit the message", n);
+    char **v = calloc(n ? n : 1, sizeof *v);
+    if (!v) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory for a list of %u functions", n);
+    uint32_t i = 0;
+    for (; i < n && !rc; i++)
+        rc = grw_read_string(r, GRP_MAX_FUNCTION_NAME, &v[i], e);
+    if (!rc) rc = grw_end(r, e);
+    if (rc) {
+        grp_free_names(v, i);
+        return rc;
+    }
+    *names = v;
+    *count = n;
+    return GRID_OK;
+}
+
+/* ---------------------------------------------------------------- replies */
+
+int grp_expect(grw_reader *r, const grw_header *h, uint32_t expected, const char *what, int *in_step,
+               gr_err *e) {
+    *in_step = 0;
+    if (h->type == expected) return GRID_OK;
+    if (h->type == GRW_ERROR) {
+        grp_error m;
+        int rc = grp_read_error(r, &m, e);
+        if (rc) return rc;
+        *in_step = m.code != GRID_ERR_PROTOCOL;
+        return gr_seterr(e, m.code, "%s", m.message);
+    }
+    return gr_seterr(e, GRID_ERR_PROTOCOL, "the server answered %s with %s", what, grw_type_name(h->type));
+}

@@ -1,0 +1,146 @@
+/* grp_proto.h: the GridRPC protocol's messages (docs/protocol.md): one encoder and one
+ * decoder per message type. This is the only code that writes or reads a message
+ * body; the client, gridrpcd, the metaserver and the fuzzers all go through it. The
+ * framing and the header are the wire layer's (grw_wire.h) and the arguments of CALL
+ * and RESULT are marshalled by descriptor (grm_marshal.h) from here.
+ *
+ * Decoders check every length against grp_limits.h before storing anything, validate
+ * every code they read (an error code outside gridrpc.h's range becomes
+ * GRID_ERR_PROTOCOL), and end by checking that the message has no bytes left.
+ * Encoders write a whole message, header to last fragment. Private to the library
+ * (prefix grp_). */
+#ifndef GRP_PROTO_H
+#define GRP_PROTO_H
+
+#include <stdint.h>
+
+#include "gr_error.h"
+#include "grd_desc.h"
+#include "grm_marshal.h"
+#include "grp_limits.h"
+#include "grw_wire.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- message bodies */
+
+typedef struct grp_hello {
+    char client[GRP_MAX_PEER_NAME + 1]; /* "libgridrpc 0.1.0": for logs */
+    uint32_t min_version, max_version;  /* protocol versions the client speaks */
+    char token[GRP_MAX_TOKEN + 1];      /* "" when none */
+} grp_hello;
+
+typedef struct grp_hello_ok {
+    char server[GRP_MAX_PEER_NAME + 1];
+    uint32_t version;  /* the version chosen */
+    grw_limits limits; /* what the server accepts */
+    uint32_t workers;  /* calls it runs at once */
+    uint32_t cores;
+} grp_hello_ok;
+
+typedef struct grp_error {
+    int code; /* GRID_ERR_*, validated */
+    char message[GRP_MAX_ERROR_MESSAGE + 1];
+} grp_error;
+
+typedef struct grp_pong {
+    uint32_t running, queued, workers, cores;
+    double loadavg;
+} grp_pong;
+
+typedef struct grp_call_target {
+    char name[GRP_MAX_FUNCTION_NAME + 1]; /* "function" or "module/function" */
+    uint64_t hash;                        /* of the descriptor the client marshalled with */
+} grp_call_target;
+
+typedef struct grp_result_times {
+    uint64_t queue_ns, run_ns; /* the server's queue wait and run time */
+} grp_result_times;
+
+/* Returns 1 if TYPE is a message type this version defines. */
+int grp_known_type(uint32_t type);
+
+/* Reads the next message's header (grw_read_header) and refuses a type this version
+ * does not define (GRID_ERR_PROTOCOL). */
+int grp_read_header(grw_reader *r, grw_header *h, gr_err *e);
+
+/* ---- HELLO / HELLO_OK */
+int grp_write_hello(grw_writer *w, uint64_t id, const grp_hello *m, gr_err *e);
+int grp_read_hello(grw_reader *r, grp_hello *m, gr_err *e);
+int grp_write_hello_ok(grw_writer *w, uint64_t id, const grp_hello_ok *m, gr_err *e);
+int grp_read_hello_ok(grw_reader *r, grp_hello_ok *m, gr_err *e);
+
+/* ---- GET_DESCRIPTOR / DESCRIPTOR */
+int grp_write_get_descriptor(grw_writer *w, uint64_t id, const char *name, gr_err *e);
+int grp_read_get_descriptor(grw_reader *r, char name[GRP_MAX_FUNCTION_NAME + 1], gr_err *e);
+/* BYTES is an encoded descriptor (docs/descriptor.md). */
+int grp_write_descriptor(grw_writer *w, uint64_t id, const char *qualified, const void *bytes, uint32_t len,
+                         gr_err *e);
+/* Reads and decodes the descriptor (*out: grd_free it). A descriptor that does not
+ * decode is GRID_ERR_PROTOCOL naming why. */
+int grp_read_descriptor(grw_reader *r, char qualified[GRP_MAX_FUNCTION_NAME + 1], grd_desc **out, gr_err *e);
+
+/* ---- CALL: target, then the arguments travelling to the server */
+/* Writes a whole CALL of C (client side, prepared) to function T. LIM: the server's
+ * announced limits, checked by the head encoder. */
+int grp_write_call(grw_writer *w, uint64_t id, const grp_call_target *t, const grm_call *c,
+                   const grw_limits *lim, gr_err *e);
+/* The server's side in three steps, because it must find the function (and its
+ * descriptor) after the target and may set a deadline for the bulk once the head says
+ * how many bytes follow. C is grm_init'ed for the function on the server side. */
+int grp_read_call_target(grw_reader *r, grp_call_target *t, gr_err *e);
+int grp_read_call_head(grw_reader *r, grm_call *c, const grw_limits *lim, gr_err *e);
+/* Reads the bulk section and checks the message ends there. */
+int grp_read_call_bulk(grw_reader *r, grm_call *c, gr_err *e);
+/* Bytes of the arrays a CALL of C carries, known once its head is read. */
+uint64_t grp_call_bulk_bytes(const grm_call *c);
+
+/* ---- RESULT: times, then the arguments travelling back */
+int grp_write_result(grw_writer *w, uint64_t id, const grp_result_times *t, const grm_call *c,
+                     const grw_limits *lim, gr_err *e);
+/* Reads a RESULT into the caller's buffers of C (client side). The caller's own buffers
+ * bound the arrays; LIM bounds the message and head. */
+int grp_read_result(grw_reader *r, grm_call *c, grp_result_times *t, gr_err *e);
+/* The size of a RESULT of C: exact for the header, numbers and strings; a returned
+ * file counts as its length field only. For logs and send deadlines. */
+uint64_t grp_result_bytes(const grm_call *c);
+
+/* ---- ERROR */
+/* MSG is cut to GRP_MAX_ERROR_MESSAGE bytes. */
+int grp_write_error(grw_writer *w, uint64_t id, int code, const char *msg, gr_err *e);
+/* A code outside gridrpc.h's errors becomes GRID_ERR_PROTOCOL, its message saying so. */
+int grp_read_error(grw_reader *r, grp_error *m, gr_err *e);
+/* A whole ERROR on FD without a writer of the caller's (allocates one). */
+int grp_send_error(int fd, uint64_t id, int code, const char *msg, long long deadline_ns, gr_err *e);
+
+/* ---- messages without a body: CANCEL, PING, LIST */
+int grp_write_empty(grw_writer *w, uint32_t type, uint64_t id, gr_err *e);
+/* Checks that the body is empty. */
+int grp_read_empty(grw_reader *r, gr_err *e);
+
+/* ---- PONG, LIST_OK */
+int grp_write_pong(grw_writer *w, uint64_t id, const grp_pong *m, gr_err *e);
+int grp_read_pong(grw_reader *r, grp_pong *m, gr_err *e);
+/* NAMES: COUNT function names. */
+int grp_write_list_ok(grw_writer *w, uint64_t id, const char *const *names, uint32_t count, gr_err *e);
+/* *names: a malloc'd array of *count malloc'd strings (grp_free_names). */
+int grp_read_list_ok(grw_reader *r, char ***names, uint32_t *count, gr_err *e);
+void grp_free_names(char **names, uint32_t count);
+
+/* ---- replies, as a client reads them */
+
+/* After the header H of a reply: if it is ERROR, reads it and returns its code with E
+ * holding the server's message (*in_step: 1, the connection is still usable unless the
+ * code is GRID_ERR_PROTOCOL); if it is EXPECTED returns GRID_OK to let the caller read
+ * the body; anything else is GRID_ERR_PROTOCOL ("the server answered WHAT with X"),
+ * *in_step 0. */
+int grp_expect(grw_reader *r, const grw_header *h, uint32_t expected, const char *what, int *in_step,
+               gr_err *e);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GRP_PROTO_H */
