@@ -272,7 +272,7 @@ static void send_cancel(grc_session *s) {
     gr_err e;
     if (!p || p->dead) return;
     pthread_mutex_lock(&p->wlock);
-    if (!grw_begin(&p->conn->wr, GRW_CANCEL, 0, (uint64_t)s->id, &e)) grw_finish(&p->conn->wr, &e);
+    grp_write_empty(&p->conn->wr, GRW_CANCEL, (uint64_t)s->id, &e);
     pthread_mutex_unlock(&p->wlock);
 }
 

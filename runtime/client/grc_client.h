@@ -25,7 +25,7 @@ typedef struct grc_config {
     int server_port;
     double connect_timeout; /* seconds, 0: none */
     double call_timeout;    /* seconds, 0: none */
-    char token[1024];
+    char token[GRP_MAX_TOKEN + 1];
     char source[1024]; /* where the default server came from, for messages */
 } grc_config;
 
