@@ -52,11 +52,7 @@ typedef struct grf_arg {
     size_t count;                    /* elements in the temporary (GRF_GATHER, GRF_STRINGS) */
     long long ext[GRID_MAX_RANK_NP]; /* GRF_TRANSPOSE: the extents used, Fortran order */
     ptrdiff_t cs[GRID_MAX_RANK_NP];  /* and their strides in the temporary, in bytes */
-    union {
-        long long ll;
-        double d;
-        char bytes[16];
-    } val;
+    grid_scalar_np val; /* GRF_VALUE: the library's scalar union */
     char *str, *str_orig; /* GRF_STRING: the string passed, and the one we allocated */
     char **strv, **strv_orig;
     void *tmp;
@@ -384,10 +380,10 @@ static int convert_int(const CFI_cdesc_t *d, int t, grf_arg *g, const char *fnam
     if (v < lo || v > hi)
         return seterr("grid_call('%s'): %s: the value %lld does not fit the parameter's type", fname, an, v);
     switch (t) {
-    case GRID_TYPE_CHAR: *(signed char *)g->val.bytes = (signed char)v; break;
-    case GRID_TYPE_SHORT: *(short *)g->val.bytes = (short)v; break;
-    case GRID_TYPE_INT: *(int *)g->val.bytes = (int)v; break;
-    case GRID_TYPE_LONG: *(long *)g->val.bytes = (long)v; break;
+    case GRID_TYPE_CHAR: g->val.c = (char)(signed char)v; break;
+    case GRID_TYPE_SHORT: g->val.s = (short)v; break;
+    case GRID_TYPE_INT: g->val.i = (int)v; break;
+    case GRID_TYPE_LONG: g->val.l = (long)v; break;
     default: g->val.ll = v; break;
     }
     return GRID_OK;
@@ -450,7 +446,7 @@ static int prepare_scalar(grf_call *c, int i, const grid_param_np *p, int async,
         if (p->mode == GRID_MODE_IN && is_fint(d) && p->type >= GRID_TYPE_CHAR &&
             p->type <= GRID_TYPE_LONGLONG) {
             g->how = GRF_VALUE;
-            c->argv[i] = g->val.bytes;
+            c->argv[i] = &g->val;
             return convert_int(d, p->type, g, fname, an);
         }
         return seterr(
@@ -461,9 +457,9 @@ static int prepare_scalar(grf_call *c, int i, const grid_param_np *p, int async,
     }
     if (async && p->mode == GRID_MODE_IN) {
         /* An IN value may be an expression whose storage ends with the statement. */
-        memcpy(g->val.bytes, d->base_addr, csize(p->type));
+        memcpy(&g->val, d->base_addr, csize(p->type));
         g->how = GRF_VALUE;
-        c->argv[i] = g->val.bytes;
+        c->argv[i] = &g->val;
     } else {
         g->how = GRF_DIRECT;
         c->argv[i] = d->base_addr;

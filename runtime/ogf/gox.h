@@ -69,25 +69,12 @@ grpc_error_t gox_result_core(grpc_error_t code);
 
 /* An argument vector for grid_call_argv_np and the storage of the IN scalars it points
  * into. Big (the storage is per parameter): callers allocate it. */
-typedef union gox_scalar {
-    int i;
-    long l;
-    long long ll;
-    char c;
-    short s;
-    float f;
-    double d;
-    scomplex sc;
-    dcomplex dc;
-    char *str;
-} gox_scalar;
-
 typedef struct gox_argv {
     grid_function_np fn; /* the interface (grid_describe_np) */
     char url[GOX_MAX_HOST + GOX_MAX_FUNC + 32];
     int nargs;
     void *argv[GRID_MAX_PARAMS_NP];
-    gox_scalar slot[GRID_MAX_PARAMS_NP];
+    grid_scalar_np slot[GRID_MAX_PARAMS_NP];
 } gox_argv;
 
 /* Describes HANDLE's function into A and fills a->url. Returns a GRPC code (recorded). */

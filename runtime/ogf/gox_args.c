@@ -45,7 +45,7 @@ grpc_error_t gox_argv_from_va(gox_argv *a, int given, va_list ap) {
     a->nargs = fn->nparams;
     for (int i = 0; i < fn->nparams; i++) {
         const grid_param_np *p = &fn->params[i];
-        gox_scalar *v = &a->slot[i];
+        grid_scalar_np *v = &a->slot[i];
         a->argv[i] = v;
         if (p->rank > 0) {
             a->argv[i] = va_arg(ap, void *);
