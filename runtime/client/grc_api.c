@@ -8,6 +8,44 @@
 #include "grc_client.h"
 #include "grm_marshal.h"
 
+/* The public enums and limits of gridrpc.h are the descriptor's own (grd_desc.h) under
+ * public names: grid_describe_np copies descriptor codes through unconverted, and the
+ * bindings size their tables by the public limits. gridrpc.h cannot include the private
+ * header, so each value is defined twice; these make a renumbering on either side fail
+ * to compile. (idlc's model ties itself to grd_desc.h in emit_descriptor.cpp.) */
+#define GRC_SAME_(pub, priv) _Static_assert((long long)(pub) == (long long)(priv), #pub " != " #priv)
+GRC_SAME_(GRID_TYPE_CHAR, GRD_CHAR);
+GRC_SAME_(GRID_TYPE_SHORT, GRD_SHORT);
+GRC_SAME_(GRID_TYPE_INT, GRD_INT);
+GRC_SAME_(GRID_TYPE_LONG, GRD_LONG);
+GRC_SAME_(GRID_TYPE_LONGLONG, GRD_LONGLONG);
+GRC_SAME_(GRID_TYPE_FLOAT, GRD_FLOAT);
+GRC_SAME_(GRID_TYPE_DOUBLE, GRD_DOUBLE);
+GRC_SAME_(GRID_TYPE_SCOMPLEX, GRD_SCOMPLEX);
+GRC_SAME_(GRID_TYPE_DCOMPLEX, GRD_DCOMPLEX);
+GRC_SAME_(GRID_TYPE_STRING, GRD_STRING);
+GRC_SAME_(GRID_TYPE_FILENAME, GRD_FILENAME);
+GRC_SAME_(GRID_MODE_IN, GRD_IN);
+GRC_SAME_(GRID_MODE_OUT, GRD_OUT);
+GRC_SAME_(GRID_MODE_INOUT, GRD_INOUT);
+GRC_SAME_(GRID_MODE_WORK, GRD_WORK);
+GRC_SAME_(GRID_LANG_C_NP, GRD_LANG_C);
+GRC_SAME_(GRID_LANG_CXX_NP, GRD_LANG_CXX);
+GRC_SAME_(GRID_LANG_FORTRAN_NP, GRD_LANG_FORTRAN);
+GRC_SAME_(GRID_MAX_PARAMS_NP, GRD_MAX_PARAMS);
+GRC_SAME_(GRID_MAX_RANK_NP, GRD_MAX_RANK);
+GRC_SAME_(sizeof((grid_function_np *)0)->module, GRD_MAX_NAME + 1);
+GRC_SAME_(sizeof((grid_function_np *)0)->name, GRD_MAX_NAME + 1);
+GRC_SAME_(sizeof((grid_param_np *)0)->name, GRD_MAX_NAME + 1);
+GRC_SAME_(sizeof((grid_function_np *)0)->description, GRD_MAX_DESCRIPTION + 1);
+/* The OGF layer builds gridrpc://host:port/function from a handle: the core must hold
+ * whatever a handle holds. */
+GRC_SAME_(sizeof((grpc_function_handle_t *)0)->host_np, GRC_MAX_HOST);
+GRC_SAME_(sizeof((grpc_function_handle_t *)0)->function_np, GRC_MAX_NAME);
+/* grm_value is the public scalar union. */
+_Static_assert(sizeof(grm_value) == sizeof(grid_scalar_np), "grm_value is grid_scalar_np");
+#undef GRC_SAME_
+
 static __thread char last_error[1024];
 
 void grid_get_stats_np(grid_stats_np *out) {
