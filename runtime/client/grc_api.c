@@ -1,6 +1,8 @@
 /* grc_api.c: the public synchronous entry points of gridrpc.h (grid_call and its
- * argument-vector form, introspection, timeouts, statistics, reset) over the client
- * core, and the calling thread's last error message. */
+ * argument-vector and va_list forms, introspection, settings, statistics, reset) over
+ * the client core, and the calling thread's last error message: the one per-thread
+ * error store of the library, which the OGF layer and the Fortran binding set too
+ * (grid_set_last_error_np). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +71,11 @@ const char *grid_last_error(void) {
     return last_error;
 }
 
+void grid_set_last_error_np(const char *msg) {
+    /* MSG may be grid_last_error() itself: copying it onto itself would overlap. */
+    if (msg != last_error) snprintf(last_error, sizeof last_error, "%s", msg ? msg : "");
+}
+
 int grid_call_counted_np(int nargs, const char *name, ...) {
     gr_err e;
     gr_clearerr(&e);
@@ -90,6 +97,21 @@ int grid_call_uncounted_np(const char *name, ...) {
     grc_args args = {&ap, NULL, -1};
     int rc = grc_call(name, &args, &e);
     va_end(ap);
+    e.code = rc;
+    report(&e);
+    return rc;
+}
+
+int grid_call_va_np(const char *name, int nargs, va_list ap) {
+    gr_err e;
+    gr_clearerr(&e);
+    /* A va_list parameter may have decayed to a pointer (x86-64): the core takes the
+     * address of a real va_list object, so it gets a copy. */
+    va_list aq;
+    va_copy(aq, ap);
+    grc_args args = {&aq, NULL, nargs < 0 ? -1 : nargs};
+    int rc = grc_call(name, &args, &e);
+    va_end(aq);
     e.code = rc;
     report(&e);
     return rc;
@@ -186,6 +208,43 @@ int grid_set_timeouts_np(double connect_seconds, double call_seconds) {
     grc_config_set_timeouts(connect_seconds, call_seconds);
     last_error[0] = '\0';
     return GRID_OK;
+}
+
+void grid_clear_timeouts_np(void) {
+    /* Negative: not forced (grc_config.c), so the loaded settings apply again. */
+    grc_config_set_timeouts(-1, -1);
+    last_error[0] = '\0';
+}
+
+int grid_get_timeouts_np(double *connect_seconds, double *call_seconds) {
+    gr_err e;
+    gr_clearerr(&e);
+    grc_config cfg;
+    int rc = grc_config_get(&cfg, &e);
+    if (!rc && connect_seconds) *connect_seconds = cfg.connect_timeout;
+    if (!rc && call_seconds) *call_seconds = cfg.call_timeout;
+    e.code = rc;
+    report(&e);
+    return rc;
+}
+
+int grid_get_server_np(char *host, size_t hostsize, int *port) {
+    gr_err e;
+    gr_clearerr(&e);
+    grc_config cfg;
+    int rc = host && hostsize ? grc_config_get(&cfg, &e)
+                              : gr_seterr(&e, GRID_ERR_ARGS, "grid_get_server_np: HOST is NULL or empty");
+    if (!rc && strlen(cfg.server_host) >= hostsize)
+        rc = gr_seterr(&e, GRID_ERR_ARGS,
+                       "grid_get_server_np: the server's name '%s' needs %zu bytes, not %zu", cfg.server_host,
+                       strlen(cfg.server_host) + 1, hostsize);
+    if (!rc) {
+        memcpy(host, cfg.server_host, strlen(cfg.server_host) + 1);
+        if (port) *port = cfg.server_host[0] ? cfg.server_port : 0;
+    }
+    e.code = rc;
+    report(&e);
+    return rc;
 }
 
 void grid_reset_np(void) {
