@@ -28,6 +28,9 @@
 #ifndef GRIDRPC_H
 #define GRIDRPC_H
 
+#include <stdarg.h>
+#include <stddef.h>
+
 #include "gridrpc_types.h"
 
 #ifdef __cplusplus
@@ -73,6 +76,11 @@ const char *grid_error_name(int code);
  * gridrpcd running there? (GRIDRPC_SERVER)"); "" when the last call succeeded. The
  * string stays valid until the thread's next call into the library. */
 const char *grid_last_error(void);
+/* Sets the calling thread's last error message (what grid_last_error returns; NULL or
+ * "" clears it), for layers over this API that find errors of their own: the OGF
+ * grpc_* calls and the language bindings keep their messages here, so a thread has one
+ * last error whichever API it called last. */
+void grid_set_last_error_np(const char *msg);
 
 /* Calls the remote function NAME with its arguments (see above). Blocks until the
  * results are in the caller's buffers or the call failed. Returns GRID_OK or an error
@@ -83,11 +91,29 @@ int grid_call_counted_np(int nargs, const char *name, ...);
 /* grid_call for callers that cannot count (their own variadic wrappers, bindings):
  * trusts the descriptor for the number of arguments. */
 int grid_call_uncounted_np(const char *name, ...);
+/* grid_call for layers with variadic entry points of their own (the OGF grpc_call,
+ * wrappers that forward their '...'): the arguments after the name are in AP, as
+ * grid_call takes them. NARGS is how many the caller passed, checked against the
+ * function before any is read; -1: unknown, the function's interface says how many to
+ * read. AP is read through a copy: the caller still owns it and calls va_end. */
+int grid_call_va_np(const char *name, int nargs, va_list ap);
 
 /* Timeouts in seconds for this process (0: none). connect applies to opening a
  * connection; call to a whole call (send, remote run, receive). Defaults come from
  * GRIDRPC_CONNECT_TIMEOUT (10) and GRIDRPC_TIMEOUT (0) or the configuration file. */
 int grid_set_timeouts_np(double connect_seconds, double call_seconds);
+/* Undoes grid_set_timeouts_np: the timeouts are again those of the environment or the
+ * configuration file. */
+void grid_clear_timeouts_np(void);
+/* The timeouts in effect (as grid_set_timeouts_np takes them). GRID_ERR_CONFIG when the
+ * environment or configuration file is malformed (grid_last_error says where); the
+ * outputs are then untouched. Either pointer may be NULL. */
+int grid_get_timeouts_np(double *connect_seconds, double *call_seconds);
+/* The default server (GRIDRPC_SERVER, else the configuration file's "server" line):
+ * HOST receives its name (HOSTSIZE bytes at most, "" and *PORT 0 when none is
+ * configured). GRID_ERR_CONFIG for a malformed configuration, GRID_ERR_ARGS when HOST
+ * is NULL or too small. */
+int grid_get_server_np(char *host, size_t hostsize, int *port);
 
 /* Closes every pooled connection and forgets every cached descriptor and setting, so
  * the environment is read again. Calls may be made afterwards (they reconnect); no
@@ -116,6 +142,8 @@ void grid_get_stats_np(grid_stats_np *out);
 
 #define grid_call_async(...) grid_call_async_counted_np(GRID_NARGS_NP_(__VA_ARGS__), __VA_ARGS__)
 int grid_call_async_counted_np(int nargs, const char *name, ...);
+/* The va_list form (see grid_call_va_np). */
+int grid_call_async_va_np(const char *name, int nargs, va_list ap);
 /* The argument-vector form (see grid_call_argv_np). */
 int grid_call_async_argv_np(const char *name, int nargs, void *const *argv);
 

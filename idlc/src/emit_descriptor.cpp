@@ -13,6 +13,30 @@ namespace {
 
 using model::Expr;
 
+// The model's enums are cast straight to descriptor codes below (and the public
+// grid_type_np etc. equal those, checked in runtime/client/grc_api.c): a renumbering on
+// either side must fail to compile rather than change the wire format.
+#define IDLC_SAME_(m, g) static_assert(static_cast<uint32_t>(m) == (g), #m " != " #g)
+IDLC_SAME_(model::Type::Char, GRD_CHAR);
+IDLC_SAME_(model::Type::Short, GRD_SHORT);
+IDLC_SAME_(model::Type::Int, GRD_INT);
+IDLC_SAME_(model::Type::Long, GRD_LONG);
+IDLC_SAME_(model::Type::LongLong, GRD_LONGLONG);
+IDLC_SAME_(model::Type::Float, GRD_FLOAT);
+IDLC_SAME_(model::Type::Double, GRD_DOUBLE);
+IDLC_SAME_(model::Type::SComplex, GRD_SCOMPLEX);
+IDLC_SAME_(model::Type::DComplex, GRD_DCOMPLEX);
+IDLC_SAME_(model::Type::String, GRD_STRING);
+IDLC_SAME_(model::Type::Filename, GRD_FILENAME);
+IDLC_SAME_(model::Mode::In, GRD_IN);
+IDLC_SAME_(model::Mode::Out, GRD_OUT);
+IDLC_SAME_(model::Mode::InOut, GRD_INOUT);
+IDLC_SAME_(model::Mode::Work, GRD_WORK);
+IDLC_SAME_(model::Language::C, GRD_LANG_C);
+IDLC_SAME_(model::Language::Cxx, GRD_LANG_CXX);
+IDLC_SAME_(model::Language::Fortran, GRD_LANG_FORTRAN);
+#undef IDLC_SAME_
+
 grd_op opcode(Expr::Op op) {
     switch (op) {
     case Expr::Const: return GRD_OP_CONST;

@@ -12,7 +12,8 @@
 
 namespace idlc::model {
 
-// Numbering matches grd_type and grd_mode (runtime/desc/grd_desc.h).
+// Numbering is grd_type's, grd_mode's and grd_lang's (runtime/desc/grd_desc.h): the
+// descriptor emitter casts these to descriptor codes, and static_asserts there each value.
 enum class Type { Char = 1, Short, Int, Long, LongLong, Float, Double, SComplex, DComplex, String, Filename };
 enum class Mode { In = 1, Out, InOut, Work };
 enum class Language { C = 1, Cxx = 2, Fortran = 3 };

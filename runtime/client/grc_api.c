@@ -1,12 +1,52 @@
 /* grc_api.c: the public synchronous entry points of gridrpc.h (grid_call and its
- * argument-vector form, introspection, timeouts, statistics, reset) over the client
- * core, and the calling thread's last error message. */
+ * argument-vector and va_list forms, introspection, settings, statistics, reset) over
+ * the client core, and the calling thread's last error message: the one per-thread
+ * error store of the library, which the OGF layer and the Fortran binding set too
+ * (grid_set_last_error_np). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "grc_client.h"
 #include "grm_marshal.h"
+
+/* The public enums and limits of gridrpc.h are the descriptor's own (grd_desc.h) under
+ * public names: grid_describe_np copies descriptor codes through unconverted, and the
+ * bindings size their tables by the public limits. gridrpc.h cannot include the private
+ * header, so each value is defined twice; these make a renumbering on either side fail
+ * to compile. (idlc's model ties itself to grd_desc.h in emit_descriptor.cpp.) */
+#define GRC_SAME_(pub, priv) _Static_assert((long long)(pub) == (long long)(priv), #pub " != " #priv)
+GRC_SAME_(GRID_TYPE_CHAR, GRD_CHAR);
+GRC_SAME_(GRID_TYPE_SHORT, GRD_SHORT);
+GRC_SAME_(GRID_TYPE_INT, GRD_INT);
+GRC_SAME_(GRID_TYPE_LONG, GRD_LONG);
+GRC_SAME_(GRID_TYPE_LONGLONG, GRD_LONGLONG);
+GRC_SAME_(GRID_TYPE_FLOAT, GRD_FLOAT);
+GRC_SAME_(GRID_TYPE_DOUBLE, GRD_DOUBLE);
+GRC_SAME_(GRID_TYPE_SCOMPLEX, GRD_SCOMPLEX);
+GRC_SAME_(GRID_TYPE_DCOMPLEX, GRD_DCOMPLEX);
+GRC_SAME_(GRID_TYPE_STRING, GRD_STRING);
+GRC_SAME_(GRID_TYPE_FILENAME, GRD_FILENAME);
+GRC_SAME_(GRID_MODE_IN, GRD_IN);
+GRC_SAME_(GRID_MODE_OUT, GRD_OUT);
+GRC_SAME_(GRID_MODE_INOUT, GRD_INOUT);
+GRC_SAME_(GRID_MODE_WORK, GRD_WORK);
+GRC_SAME_(GRID_LANG_C_NP, GRD_LANG_C);
+GRC_SAME_(GRID_LANG_CXX_NP, GRD_LANG_CXX);
+GRC_SAME_(GRID_LANG_FORTRAN_NP, GRD_LANG_FORTRAN);
+GRC_SAME_(GRID_MAX_PARAMS_NP, GRD_MAX_PARAMS);
+GRC_SAME_(GRID_MAX_RANK_NP, GRD_MAX_RANK);
+GRC_SAME_(sizeof((grid_function_np *)0)->module, GRD_MAX_NAME + 1);
+GRC_SAME_(sizeof((grid_function_np *)0)->name, GRD_MAX_NAME + 1);
+GRC_SAME_(sizeof((grid_param_np *)0)->name, GRD_MAX_NAME + 1);
+GRC_SAME_(sizeof((grid_function_np *)0)->description, GRD_MAX_DESCRIPTION + 1);
+/* The OGF layer builds gridrpc://host:port/function from a handle: the core must hold
+ * whatever a handle holds. */
+GRC_SAME_(sizeof((grpc_function_handle_t *)0)->host_np, GRC_MAX_HOST);
+GRC_SAME_(sizeof((grpc_function_handle_t *)0)->function_np, GRC_MAX_NAME);
+/* grm_value is the public scalar union. */
+_Static_assert(sizeof(grm_value) == sizeof(grid_scalar_np), "grm_value is grid_scalar_np");
+#undef GRC_SAME_
 
 static __thread char last_error[1024];
 
@@ -31,6 +71,11 @@ const char *grid_last_error(void) {
     return last_error;
 }
 
+void grid_set_last_error_np(const char *msg) {
+    /* MSG may be grid_last_error() itself: copying it onto itself would overlap. */
+    if (msg != last_error) snprintf(last_error, sizeof last_error, "%s", msg ? msg : "");
+}
+
 int grid_call_counted_np(int nargs, const char *name, ...) {
     gr_err e;
     gr_clearerr(&e);
@@ -52,6 +97,21 @@ int grid_call_uncounted_np(const char *name, ...) {
     grc_args args = {&ap, NULL, -1};
     int rc = grc_call(name, &args, &e);
     va_end(ap);
+    e.code = rc;
+    report(&e);
+    return rc;
+}
+
+int grid_call_va_np(const char *name, int nargs, va_list ap) {
+    gr_err e;
+    gr_clearerr(&e);
+    /* A va_list parameter may have decayed to a pointer (x86-64): the core takes the
+     * address of a real va_list object, so it gets a copy. */
+    va_list aq;
+    va_copy(aq, ap);
+    grc_args args = {&aq, NULL, nargs < 0 ? -1 : nargs};
+    int rc = grc_call(name, &args, &e);
+    va_end(aq);
     e.code = rc;
     report(&e);
     return rc;
@@ -148,6 +208,43 @@ int grid_set_timeouts_np(double connect_seconds, double call_seconds) {
     grc_config_set_timeouts(connect_seconds, call_seconds);
     last_error[0] = '\0';
     return GRID_OK;
+}
+
+void grid_clear_timeouts_np(void) {
+    /* Negative: not forced (grc_config.c), so the loaded settings apply again. */
+    grc_config_set_timeouts(-1, -1);
+    last_error[0] = '\0';
+}
+
+int grid_get_timeouts_np(double *connect_seconds, double *call_seconds) {
+    gr_err e;
+    gr_clearerr(&e);
+    grc_config cfg;
+    int rc = grc_config_get(&cfg, &e);
+    if (!rc && connect_seconds) *connect_seconds = cfg.connect_timeout;
+    if (!rc && call_seconds) *call_seconds = cfg.call_timeout;
+    e.code = rc;
+    report(&e);
+    return rc;
+}
+
+int grid_get_server_np(char *host, size_t hostsize, int *port) {
+    gr_err e;
+    gr_clearerr(&e);
+    grc_config cfg;
+    int rc = host && hostsize ? grc_config_get(&cfg, &e)
+                              : gr_seterr(&e, GRID_ERR_ARGS, "grid_get_server_np: HOST is NULL or empty");
+    if (!rc && strlen(cfg.server_host) >= hostsize)
+        rc = gr_seterr(&e, GRID_ERR_ARGS,
+                       "grid_get_server_np: the server's name '%s' needs %zu bytes, not %zu", cfg.server_host,
+                       strlen(cfg.server_host) + 1, hostsize);
+    if (!rc) {
+        memcpy(host, cfg.server_host, strlen(cfg.server_host) + 1);
+        if (port) *port = cfg.server_host[0] ? cfg.server_port : 0;
+    }
+    e.code = rc;
+    report(&e);
+    return rc;
 }
 
 void grid_reset_np(void) {

@@ -22,6 +22,16 @@ int grid_call_async_counted_np(int nargs, const char *name, ...) {
     return id;
 }
 
+int grid_call_async_va_np(const char *name, int nargs, va_list ap) {
+    /* A copy, as in grid_call_va_np: the parameter may be a decayed pointer. */
+    va_list aq;
+    va_copy(aq, ap);
+    grc_args args = {&aq, NULL, nargs < 0 ? -1 : nargs};
+    int id = start(name, &args);
+    va_end(aq);
+    return id;
+}
+
 int grid_call_async_argv_np(const char *name, int nargs, void *const *argv) {
     if (!argv && nargs > 0) {
         grc_report(GRID_ERR_ARGS, "grid_call_async_argv_np: the argument vector is NULL");

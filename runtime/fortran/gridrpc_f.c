@@ -52,12 +52,8 @@ typedef struct grf_arg {
     size_t count;                    /* elements in the temporary (GRF_GATHER, GRF_STRINGS) */
     long long ext[GRID_MAX_RANK_NP]; /* GRF_TRANSPOSE: the extents used, Fortran order */
     ptrdiff_t cs[GRID_MAX_RANK_NP];  /* and their strides in the temporary, in bytes */
-    union {
-        long long ll;
-        double d;
-        char bytes[16];
-    } val;
-    char *str, *str_orig; /* GRF_STRING: the string passed, and the one we allocated */
+    grid_scalar_np val;              /* GRF_VALUE: the library's scalar union */
+    char *str, *str_orig;            /* GRF_STRING: the string passed, and the one we allocated */
     char **strv, **strv_orig;
     void *tmp;
 } grf_arg;
@@ -70,9 +66,9 @@ typedef struct grf_call {
     grf_arg a[GRF_MAX_ARGS];
 } grf_call;
 
-/* The message of this thread's last failed Fortran call ("" after a success): ours for
- * argument errors found here, else a copy of the library's. */
-static __thread char grf_error[1200];
+/* The message of this thread's last failed call is the library's one per-thread last
+ * error (grid_last_error): the library's calls leave theirs there, and the argument
+ * errors found here are put there (seterr), so grid_last_error_f reads it. */
 /* The interface of the function being called: too big for the stack of every thread. */
 static __thread grid_function_np grf_fn;
 
@@ -105,25 +101,28 @@ int gridrpc_f_knows_language(void);
 
 static int seterr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int seterr(const char *fmt, ...) {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(grf_error, sizeof grf_error, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    grid_set_last_error_np(msg);
     return GRID_ERR_ARGS;
 }
 
 /* Ends a Fortran entry point: stores RC in *IERR, or stops the program when the caller
  * did not ask for it (a Fortran statement that fails stops too). */
 static void finish(int rc, int *ierr, const char *what) {
-    if (rc == GRID_OK) grf_error[0] = '\0';
+    if (rc == GRID_OK) grid_set_last_error_np(NULL);
     if (ierr) {
         *ierr = rc;
         return;
     }
     if (rc == GRID_OK) return;
     char msg[1400];
-    int n = snprintf(msg, sizeof msg, "%s: %s (%s)", what, grf_error[0] ? grf_error : grid_error_string(rc),
-                     grid_error_name(rc));
+    const char *m = grid_last_error();
+    int n =
+        snprintf(msg, sizeof msg, "%s: %s (%s)", what, m[0] ? m : grid_error_string(rc), grid_error_name(rc));
     gridrpc_f_stop(msg, n < (int)sizeof msg ? n : (int)sizeof msg - 1);
 }
 
@@ -384,10 +383,10 @@ static int convert_int(const CFI_cdesc_t *d, int t, grf_arg *g, const char *fnam
     if (v < lo || v > hi)
         return seterr("grid_call('%s'): %s: the value %lld does not fit the parameter's type", fname, an, v);
     switch (t) {
-    case GRID_TYPE_CHAR: *(signed char *)g->val.bytes = (signed char)v; break;
-    case GRID_TYPE_SHORT: *(short *)g->val.bytes = (short)v; break;
-    case GRID_TYPE_INT: *(int *)g->val.bytes = (int)v; break;
-    case GRID_TYPE_LONG: *(long *)g->val.bytes = (long)v; break;
+    case GRID_TYPE_CHAR: g->val.c = (char)(signed char)v; break;
+    case GRID_TYPE_SHORT: g->val.s = (short)v; break;
+    case GRID_TYPE_INT: g->val.i = (int)v; break;
+    case GRID_TYPE_LONG: g->val.l = (long)v; break;
     default: g->val.ll = v; break;
     }
     return GRID_OK;
@@ -450,7 +449,7 @@ static int prepare_scalar(grf_call *c, int i, const grid_param_np *p, int async,
         if (p->mode == GRID_MODE_IN && is_fint(d) && p->type >= GRID_TYPE_CHAR &&
             p->type <= GRID_TYPE_LONGLONG) {
             g->how = GRF_VALUE;
-            c->argv[i] = g->val.bytes;
+            c->argv[i] = &g->val;
             return convert_int(d, p->type, g, fname, an);
         }
         return seterr(
@@ -461,9 +460,9 @@ static int prepare_scalar(grf_call *c, int i, const grid_param_np *p, int async,
     }
     if (async && p->mode == GRID_MODE_IN) {
         /* An IN value may be an expression whose storage ends with the statement. */
-        memcpy(g->val.bytes, d->base_addr, csize(p->type));
+        memcpy(&g->val, d->base_addr, csize(p->type));
         g->how = GRF_VALUE;
-        c->argv[i] = g->val.bytes;
+        c->argv[i] = &g->val;
     } else {
         g->how = GRF_DIRECT;
         c->argv[i] = d->base_addr;
@@ -489,7 +488,7 @@ static int prepare_array(grf_call *c, int i, const grid_param_np *p, int async, 
                       wanted(p->type));
     long long dims[GRID_MAX_RANK_NP];
     int rc = grid_array_shape_np(fname, c->argv, i, dims);
-    if (rc) return snprintf(grf_error, sizeof grf_error, "%s", grid_last_error()), rc;
+    if (rc) return rc;
     unsigned long long need = 1;
     for (int k = 0; k < p->rank; k++)
         need *= (unsigned long long)dims[k];
@@ -589,7 +588,7 @@ static int prepare_array(grf_call *c, int i, const grid_param_np *p, int async, 
 /* Checks the arguments against the interface of FNAME and fills C. */
 static int prepare(grf_call *c, const char *fname, CFI_cdesc_t *const *descs, int async) {
     int rc = grid_describe_np(fname, &grf_fn);
-    if (rc) return snprintf(grf_error, sizeof grf_error, "%s", grid_last_error()), rc;
+    if (rc) return rc;
     int n = 0;
     for (int i = 0; i < GRF_MAX_ARGS; i++)
         if (descs[i]) n = i + 1;
@@ -653,7 +652,6 @@ void gridrpc_f_call(CFI_cdesc_t *name, GRF_DESCS(GRF_PARAM) int *ierr) {
     if (!rc) rc = prepare(&c, fname, descs, 0);
     if (!rc) {
         rc = grid_call_argv_np(fname, c.nargs, c.argv);
-        if (rc) snprintf(grf_error, sizeof grf_error, "%s", grid_last_error());
     }
     call_done(&c, rc == GRID_OK);
     snprintf(what, sizeof what, "grid_call('%s')", fname);
@@ -679,7 +677,6 @@ void gridrpc_f_call_async(int *id, CFI_cdesc_t *name, GRF_DESCS(GRF_PARAM) int *
             return;
         }
         rc = r < 0 ? -r : GRID_ERR_INTERNAL;
-        snprintf(grf_error, sizeof grf_error, "%s", grid_last_error());
     }
     if (c) {
         call_done(c, 0);
@@ -707,9 +704,9 @@ static grf_call *take(int id) {
  * arguments and forgets it (a Fortran program has no handle to forget it with). */
 static void complete(int id, int rc) {
     grf_call *c = take(id);
-    if (rc && !grf_error[0]) {
+    if (rc && !grid_last_error()[0]) {
         const char *m = grid_call_message_np(id);
-        snprintf(grf_error, sizeof grf_error, "%s", m && m[0] ? m : grid_last_error());
+        if (m && m[0]) grid_set_last_error_np(m);
     }
     if (c) {
         call_done(c, rc == GRID_OK);
@@ -719,9 +716,7 @@ static void complete(int id, int rc) {
 }
 
 void gridrpc_f_wait(int id, int *ierr) {
-    grf_error[0] = '\0';
     int rc = grid_wait(id);
-    if (rc) snprintf(grf_error, sizeof grf_error, "%s", grid_last_error());
     complete(id, rc);
     char what[64];
     snprintf(what, sizeof what, "grid_wait(%d)", id);
@@ -729,9 +724,8 @@ void gridrpc_f_wait(int id, int *ierr) {
 }
 
 void gridrpc_f_wait_all(int *ierr) {
-    grf_error[0] = '\0';
     int rc = grid_wait_all();
-    char first[sizeof grf_error];
+    char first[1024];
     snprintf(first, sizeof first, "%s", rc ? grid_last_error() : "");
     /* Every call of ours that has now been waited on; calls other threads started
      * since are left for their own wait. */
@@ -746,45 +740,45 @@ void gridrpc_f_wait_all(int *ierr) {
         pthread_mutex_unlock(&pending_lock);
         if (id == GRID_ID_NONE) break;
         int r = grid_call_error_np(id);
-        grf_error[0] = '\0';
+        grid_set_last_error_np(NULL);
         complete(id, r);
     }
-    snprintf(grf_error, sizeof grf_error, "%s", first);
+    grid_set_last_error_np(first);
     finish(rc, ierr, "grid_wait_all");
 }
 
 void gridrpc_f_wait_any(int *id, int *ierr) {
-    grf_error[0] = '\0';
     *id = GRID_ID_NONE;
     int rc = grid_wait_any(id);
-    if (rc) snprintf(grf_error, sizeof grf_error, "%s", grid_last_error());
     if (*id != GRID_ID_NONE) complete(*id, rc);
     finish(rc, ierr, "grid_wait_any");
 }
 
 int gridrpc_f_probe(int id, int *ierr) {
-    grf_error[0] = '\0';
+    /* grid_probe sets no message: an unknown id gets one here. */
     int r = grid_probe(id);
     char what[64];
-    if (r < 0) snprintf(grf_error, sizeof grf_error, "%s", grid_last_error());
+    if (r < 0)
+        seterr("unknown call id %d: it was never started, or was forgotten", id);
+    else
+        grid_set_last_error_np(NULL);
     snprintf(what, sizeof what, "grid_probe(%d)", id);
     finish(r < 0 ? -r : GRID_OK, ierr, what);
     return r == 1;
 }
 
 void gridrpc_f_cancel(int id, int *ierr) {
-    grf_error[0] = '\0';
     /* The record stays: the call must still be waited on, which frees its copies. */
     int rc = grid_cancel(id);
     char what[64];
-    if (rc) snprintf(grf_error, sizeof grf_error, "%s", grid_last_error());
     snprintf(what, sizeof what, "grid_cancel(%d)", id);
     finish(rc, ierr, what);
 }
 
 int gridrpc_f_last_error(char *buf, int len) {
-    int n = (int)strlen(grf_error);
+    const char *m = grid_last_error();
+    int n = (int)strlen(m);
     if (n > len) n = len;
-    memcpy(buf, grf_error, (size_t)n);
+    memcpy(buf, m, (size_t)n);
     return n;
 }

@@ -26,18 +26,9 @@ extern "C" {
 enum { GRM_TO_SERVER = 1, GRM_TO_CLIENT = 2 };
 enum { GRM_CLIENT_SIDE = 1, GRM_SERVER_SIDE = 2 };
 
-typedef union grm_value {
-    char c;
-    short s;
-    int i;
-    long l;
-    long long ll;
-    float f;
-    double d;
-    scomplex sc;
-    dcomplex dc;
-    char *str; /* string, filename (a path) */
-} grm_value;
+/* A scalar's value: the public union (gridrpc_types.h), so the bindings' slots and the
+ * core's have one layout. */
+typedef grid_scalar_np grm_value;
 
 /* What a call keeps per parameter besides its pointer and integer value. */
 typedef struct grm_slot {

@@ -15,8 +15,10 @@ extern "C" {
 #endif
 
 #define GOX_DEFAULT_PORT 7000 /* gridrpcd's default, for hosts named without a port */
-#define GOX_MAX_HOST 256
-#define GOX_MAX_FUNC 512
+/* The sizes of a handle's server and function names (grpc_api.h), whose room the core
+ * matches (checked in grc_api.c): one definition of each limit. */
+#define GOX_MAX_HOST sizeof(((grpc_function_handle_t *)0)->host_np)
+#define GOX_MAX_FUNC sizeof(((grpc_function_handle_t *)0)->function_np)
 
 /* ---- Configuration (gox_config.c) */
 
@@ -69,32 +71,18 @@ grpc_error_t gox_result_core(grpc_error_t code);
 
 /* An argument vector for grid_call_argv_np and the storage of the IN scalars it points
  * into. Big (the storage is per parameter): callers allocate it. */
-typedef union gox_scalar {
-    int i;
-    long l;
-    long long ll;
-    char c;
-    short s;
-    float f;
-    double d;
-    scomplex sc;
-    dcomplex dc;
-    char *str;
-} gox_scalar;
-
 typedef struct gox_argv {
     grid_function_np fn; /* the interface (grid_describe_np) */
     char url[GOX_MAX_HOST + GOX_MAX_FUNC + 32];
     int nargs;
     void *argv[GRID_MAX_PARAMS_NP];
-    gox_scalar slot[GRID_MAX_PARAMS_NP];
+    grid_scalar_np slot[GRID_MAX_PARAMS_NP];
 } gox_argv;
 
+/* The core's name for HANDLE's function: gridrpc://host:port/function. */
+void gox_url(const grpc_function_handle_t *handle, char *url, size_t n);
 /* Describes HANDLE's function into A and fills a->url. Returns a GRPC code (recorded). */
 grpc_error_t gox_argv_describe(const grpc_function_handle_t *handle, gox_argv *a);
-/* Takes the arguments from AP, as the C default promotions deliver them; GIVEN is the
- * number the caller passed (-1: unknown, trust the interface). */
-grpc_error_t gox_argv_from_va(gox_argv *a, int given, va_list ap);
 /* Takes the arguments from an argument stack. */
 grpc_error_t gox_argv_from_stack(gox_argv *a, const grpc_arg_stack_t *stack);
 

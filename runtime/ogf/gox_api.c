@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "grc_client.h"
 #include "gox.h"
 
 #define HANDLE_MAGIC 0x67525043u /* "gRPC": an initialized handle */
@@ -64,11 +63,9 @@ grpc_error_t grpc_initialize(const char *config_file) {
     int rc = path ? gox_config_read(path, &cfg, msg, sizeof msg) : GRPC_NO_ERROR;
     /* The core's own settings (GRIDRPC_*, ~/.gridrpc.conf) apply to every call: a
      * mistake there is reported now rather than at the first call. */
-    grc_config core;
-    gr_err e;
-    gr_clearerr(&e);
-    if (!rc && grc_config_get(&core, &e)) {
-        snprintf(msg, sizeof msg, "%s", e.msg);
+    double core_connect = 0, core_call = 0;
+    if (!rc && grid_get_timeouts_np(&core_connect, &core_call)) {
+        snprintf(msg, sizeof msg, "%s", grid_last_error());
         rc = GRPC_CONFIGFILE_ERROR;
     }
     if (rc) {
@@ -77,8 +74,8 @@ grpc_error_t grpc_initialize(const char *config_file) {
         return gox_result(rc, "%s", msg);
     }
     if (cfg.call_timeout >= 0 || cfg.connect_timeout >= 0) {
-        grc_config_set_timeouts(cfg.connect_timeout >= 0 ? cfg.connect_timeout : core.connect_timeout,
-                                cfg.call_timeout >= 0 ? cfg.call_timeout : core.call_timeout);
+        grid_set_timeouts_np(cfg.connect_timeout >= 0 ? cfg.connect_timeout : core_connect,
+                             cfg.call_timeout >= 0 ? cfg.call_timeout : core_call);
         timeouts_set = 1;
     }
     config = cfg;
@@ -102,7 +99,7 @@ grpc_error_t grpc_finalize(void) {
     failed = NULL;
     nfailed = capfailed = failed_head = 0;
     gox_config_free(&config);
-    if (timeouts_set) grc_config_set_timeouts(-1, -1);
+    if (timeouts_set) grid_clear_timeouts_np();
     timeouts_set = 0;
     pthread_mutex_unlock(&lock);
     /* Sessions still running are cancelled (they will not write into buffers the
@@ -165,15 +162,8 @@ grpc_error_t grpc_function_handle_default(grpc_function_handle_t *h, const char 
     else if (config.nservers)
         gox_config_server(&config, config.servers[0].host, host, sizeof host, &port);
     pthread_mutex_unlock(&lock);
-    if (!host[0]) {
-        grc_config core;
-        gr_err e;
-        gr_clearerr(&e);
-        if (grc_config_get(&core, &e) == 0 && core.server_host[0]) {
-            snprintf(host, sizeof host, "%s", core.server_host);
-            port = core.server_port;
-        }
-    }
+    /* A malformed core configuration leaves HOST empty: that is reported below. */
+    if (!host[0] && grid_get_server_np(host, sizeof host, &port)) host[0] = '\0';
     if (!host[0])
         return gox_result(GRPC_SERVER_NOT_FOUND,
                           "no default server for '%s': add a <SERVER> section (hostname, port) to the "
@@ -304,7 +294,9 @@ static grpc_sessionid_t *outstanding(int *n) {
 
 /* ---- Calls */
 
-/* One call, sync (SESSION NULL) or async, with arguments from AP or STACK. */
+/* One call, sync (SESSION NULL) or async, with arguments from AP or STACK. Variadic
+ * arguments go to the core as they are (it decodes them against the interface, once,
+ * for every API); an argument stack becomes an argument vector here. */
 static grpc_error_t call(grpc_function_handle_t *h, grpc_sessionid_t *session, int given, va_list *ap,
                          const grpc_arg_stack_t *stack) {
     grpc_error_t rc = gox_check_initialized();
@@ -312,14 +304,18 @@ static grpc_error_t call(grpc_function_handle_t *h, grpc_sessionid_t *session, i
     if (rc) return rc;
     gox_argv *a = malloc(sizeof *a);
     if (!a) return gox_result(GRPC_OTHER_ERROR_CODE, "out of memory");
-    rc = gox_argv_describe(h, a);
-    if (!rc) rc = ap ? gox_argv_from_va(a, given, *ap) : gox_argv_from_stack(a, stack);
+    gox_url(h, a->url, sizeof a->url);
+    if (!ap) {
+        rc = gox_argv_describe(h, a);
+        if (!rc) rc = gox_argv_from_stack(a, stack);
+    }
     if (!rc && !session) {
-        int g = grid_call_argv_np(a->url, a->nargs, a->argv);
+        int g = ap ? grid_call_va_np(a->url, given, *ap) : grid_call_argv_np(a->url, a->nargs, a->argv);
         rc = g ? gox_result_core(gox_map(g)) : gox_result(GRPC_NO_ERROR, NULL);
     } else if (!rc) {
         /* The core marshals the arguments before it returns: the IN slots in A may go. */
-        int id = grid_call_async_argv_np(a->url, a->nargs, a->argv);
+        int id = ap ? grid_call_async_va_np(a->url, given, *ap)
+                    : grid_call_async_argv_np(a->url, a->nargs, a->argv);
         if (id <= 0) {
             rc = gox_result_core(gox_map(id < 0 ? -id : GRID_ERR_INTERNAL));
         } else if (add_session(id, h)) {

@@ -1,9 +1,8 @@
-/* gox_args.c: turns grpc_call's variadic arguments, or an argument stack, into the
- * argument vector of the core (grid_call_argv_np). The vector points at each argument's
- * storage, so IN scalars that arrive by value through '...' are copied into slots that
- * live as long as the vector; the interface (grid_describe_np, cached by the core) says
- * how many arguments there are and which type each has. Also the argument stacks, under
- * both spellings found in the wild. */
+/* gox_args.c: turns an argument stack into the argument vector of the core
+ * (grid_call_argv_np); the interface (grid_describe_np, cached by the core) says how
+ * many arguments there are and which type each has. grpc_call's variadic arguments need
+ * nothing here: the core takes them as a va_list (grid_call_va_np). Also the argument
+ * stacks, under both spellings found in the wild. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +15,15 @@ struct grpc_arg_stack_s {
     void **items;
 };
 
-grpc_error_t gox_argv_describe(const grpc_function_handle_t *h, gox_argv *a) {
+void gox_url(const grpc_function_handle_t *h, char *url, size_t n) {
     /* An IPv6 address needs brackets in the URL. */
     int v6 = strchr(h->host_np, ':') != NULL;
-    snprintf(a->url, sizeof a->url, "gridrpc://%s%s%s:%d/%s", v6 ? "[" : "", h->host_np, v6 ? "]" : "",
-             h->port_np, h->function_np);
+    snprintf(url, n, "gridrpc://%s%s%s:%d/%s", v6 ? "[" : "", h->host_np, v6 ? "]" : "", h->port_np,
+             h->function_np);
+}
+
+grpc_error_t gox_argv_describe(const grpc_function_handle_t *h, gox_argv *a) {
+    gox_url(h, a->url, sizeof a->url);
     int rc = grid_describe_np(a->url, &a->fn);
     return rc ? gox_result_core(gox_map(rc)) : GRPC_NO_ERROR;
 }
@@ -35,45 +38,6 @@ static grpc_error_t count_error(const gox_argv *a, int given) {
     return gox_result(GRPC_OTHER_ERROR_CODE, "%s/%s takes %d argument%s (%s) but %d %s given", a->fn.module,
                       a->fn.name, a->fn.nparams, a->fn.nparams == 1 ? "" : "s", params, given,
                       given == 1 ? "was" : "were");
-}
-
-grpc_error_t gox_argv_from_va(gox_argv *a, int given, va_list ap) {
-    const grid_function_np *fn = &a->fn;
-    /* A wrong count is caught before any va_arg: reading past the real arguments is
-     * undefined behaviour. */
-    if (given >= 0 && given != fn->nparams) return count_error(a, given);
-    a->nargs = fn->nparams;
-    for (int i = 0; i < fn->nparams; i++) {
-        const grid_param_np *p = &fn->params[i];
-        gox_scalar *v = &a->slot[i];
-        a->argv[i] = v;
-        if (p->rank > 0) {
-            a->argv[i] = va_arg(ap, void *);
-        } else if (p->type == GRID_TYPE_FILENAME) {
-            v->str = va_arg(ap, char *); /* a path, whatever the mode */
-        } else if (p->mode != GRID_MODE_IN) {
-            a->argv[i] = va_arg(ap, void *);
-        } else {
-            /* IN scalars arrive with the C default promotions. */
-            switch (p->type) {
-            case GRID_TYPE_CHAR: v->c = (char)va_arg(ap, int); break;
-            case GRID_TYPE_SHORT: v->s = (short)va_arg(ap, int); break;
-            case GRID_TYPE_INT: v->i = va_arg(ap, int); break;
-            case GRID_TYPE_LONG: v->l = va_arg(ap, long); break;
-            case GRID_TYPE_LONGLONG: v->ll = va_arg(ap, long long); break;
-            case GRID_TYPE_FLOAT: v->f = (float)va_arg(ap, double); break;
-            case GRID_TYPE_DOUBLE: v->d = va_arg(ap, double); break;
-            case GRID_TYPE_SCOMPLEX: v->sc = va_arg(ap, scomplex); break;
-            case GRID_TYPE_DCOMPLEX: v->dc = va_arg(ap, dcomplex); break;
-            case GRID_TYPE_STRING: v->str = va_arg(ap, char *); break;
-            default:
-                return gox_result(GRPC_OTHER_ERROR_CODE,
-                                  "%s/%s: parameter %s has a type (%d) this client does not know", fn->module,
-                                  fn->name, p->name, p->type);
-            }
-        }
-    }
-    return GRPC_NO_ERROR;
 }
 
 grpc_error_t gox_argv_from_stack(gox_argv *a, const grpc_arg_stack_t *st) {

@@ -1,13 +1,14 @@
 /* gox_error.c: the GRPC_* codes: their strings, the mapping from the core's GRID_*
- * codes, and the calling thread's last result (Ninf-G's grpc_get_last_error_np, and a
- * message that says what to do, as grid_last_error does for the core). */
+ * codes, and the calling thread's last result: its GRPC code (Ninf-G's
+ * grpc_get_last_error_np) and its message, which is the library's one per-thread last
+ * error (grid_last_error), so the core's message of a failed call is already there. */
 #include <stdio.h>
 #include <string.h>
 
 #include "gox.h"
 
+/* Only the code is ours: GRPC_* codes are not the core's GRID_* ones. */
 static __thread grpc_error_t last_code;
-static __thread char last_msg[1024];
 
 static const char *const texts[] = {
 #define GOX_TEXT_(name, value, text) [value] = text,
@@ -55,21 +56,26 @@ grpc_error_t gox_map(int grid_code) {
 grpc_error_t gox_result(grpc_error_t code, const char *fmt, ...) {
     last_code = code;
     if (code == GRPC_NO_ERROR) {
-        last_msg[0] = '\0';
+        grid_set_last_error_np(NULL);
     } else if (!fmt) {
-        snprintf(last_msg, sizeof last_msg, "%s", grpc_error_string(code));
+        grid_set_last_error_np(grpc_error_string(code));
     } else {
+        /* Formatted apart: an argument may be the current message itself. */
+        char msg[1024];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+        vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
+        grid_set_last_error_np(msg);
     }
     return code;
 }
 
 grpc_error_t gox_result_core(grpc_error_t code) {
-    const char *m = grid_last_error();
-    return m && *m ? gox_result(code, "%s", m) : gox_result(code, NULL);
+    /* The core's message of the call that failed is the thread's last error already. */
+    if (code == GRPC_NO_ERROR || !*grid_last_error()) return gox_result(code, NULL);
+    last_code = code;
+    return code;
 }
 
 grpc_error_t grpc_get_last_error_np(void) {
@@ -77,11 +83,11 @@ grpc_error_t grpc_get_last_error_np(void) {
 }
 
 const char *grpc_last_error_np(void) {
-    return last_msg;
+    return grid_last_error();
 }
 
 void grpc_perror_np(const char *prefix) {
-    const char *m = last_msg[0] ? last_msg : grpc_error_string(last_code);
+    const char *m = *grid_last_error() ? grid_last_error() : grpc_error_string(last_code);
     if (prefix && *prefix)
         fprintf(stderr, "%s: %s\n", prefix, m);
     else

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -423,6 +424,121 @@ TEST_F(Call, IsolatedServerSurvivesCrashingFunctions) {
     ASSERT_EQ(GRID_OK, grid_call(echo.c_str(), 1000, in.data(), out.data())) << grid_last_error();
     EXPECT_EQ(in, out);
     EXPECT_EQ(GRID_OK, grid_call(crash.c_str(), 0)) << grid_last_error(); // behaves: fine
+}
+
+// A variadic wrapper of the kind grid_call_va_np exists for (the OGF grpc_call is one).
+int forward(const char *name, int nargs, ...) {
+    va_list ap;
+    va_start(ap, nargs);
+    int rc = grid_call_va_np(name, nargs, ap);
+    va_end(ap);
+    return rc;
+}
+
+int forward_async(const char *name, int nargs, ...) {
+    va_list ap;
+    va_start(ap, nargs);
+    int id = grid_call_async_va_np(name, nargs, ap);
+    va_end(ap);
+    return id;
+}
+
+TEST_F(Call, VaListEntryPoints) {
+    double in[3] = {1.5, -2.5, 4}, out[3] = {0, 0, 0};
+    ASSERT_EQ(GRID_OK, forward("test/echo_double", 3, 3, in, out)) << grid_last_error();
+    EXPECT_EQ(-2.5, out[1]);
+    // Scalars arrive promoted, as through grid_call: a char, a float, a complex.
+    scomplex sc = {1.5f, -2.5f}, sco = {0, 0};
+    dcomplex dc = {3.25, -4.75}, dco = {0, 0};
+    char co = 0;
+    short so = 0;
+    int io = 0;
+    long lo = 0;
+    long long llo = 0;
+    float fo = 0;
+    double dout = 0;
+    unsigned int uo = 0;
+    ASSERT_EQ(GRID_OK, forward("test/echo_scalars", -1, 'x', (short)-1234, -123456789, -1234567890123L,
+                               -987654321098765LL, 3.5f, -2.0e300, sc, dc, 4000000000u, &co, &so, &io, &lo,
+                               &llo, &fo, &dout, &sco, &dco, &uo))
+        << grid_last_error();
+    EXPECT_EQ('x', co);
+    EXPECT_EQ(3.5f, fo);
+    EXPECT_EQ(-2.5f, sco.i);
+    EXPECT_EQ(-4.75, dco.i);
+    EXPECT_EQ(4000000000u, uo);
+    // A count that does not match is refused before any argument is read.
+    EXPECT_EQ(GRID_ERR_ARGS, forward("test/echo_double", 2, 3, in));
+    EXPECT_NE(nullptr, strstr(grid_last_error(), "takes 3 arguments (n, in, out) but 2 were given"))
+        << grid_last_error();
+    // The asynchronous form.
+    double out2[3] = {0, 0, 0};
+    int id = forward_async("test/echo_double", 3, 3, in, out2);
+    ASSERT_GT(id, 0) << grid_last_error();
+    ASSERT_EQ(GRID_OK, grid_wait(id)) << grid_last_error();
+    EXPECT_EQ(4.0, out2[2]);
+    grid_forget_np(id);
+    EXPECT_EQ(-GRID_ERR_ARGS, forward_async("test/echo_double", 1, 3));
+    EXPECT_NE(nullptr, strstr(grid_last_error(), "but 1 was given")) << grid_last_error();
+}
+
+TEST_F(Call, SettingsReadBack) {
+    char host[256] = "unchanged";
+    int port = -1;
+    ASSERT_EQ(GRID_OK, grid_get_server_np(host, sizeof host, &port)) << grid_last_error();
+    EXPECT_EQ(server->address(), std::string(host) + ":" + std::to_string(port));
+    char tiny[4];
+    EXPECT_EQ(GRID_ERR_ARGS, grid_get_server_np(tiny, sizeof tiny, &port));
+    EXPECT_EQ(GRID_ERR_ARGS, grid_get_server_np(nullptr, 0, &port));
+
+    double connect = -1, call = -1;
+    ASSERT_EQ(GRID_OK, grid_get_timeouts_np(&connect, &call)) << grid_last_error();
+    EXPECT_EQ(10.0, connect); // the defaults (GRIDRPC_TIMEOUT is unset)
+    EXPECT_EQ(0.0, call);
+    ASSERT_EQ(GRID_OK, grid_set_timeouts_np(5, 0.25));
+    ASSERT_EQ(GRID_OK, grid_get_timeouts_np(&connect, &call));
+    EXPECT_EQ(5.0, connect);
+    EXPECT_EQ(0.25, call);
+    grid_clear_timeouts_np();
+    ASSERT_EQ(GRID_OK, grid_get_timeouts_np(&connect, nullptr));
+    EXPECT_EQ(10.0, connect);
+    ASSERT_EQ(GRID_OK, grid_get_timeouts_np(nullptr, &call));
+    EXPECT_EQ(0.0, call);
+
+    // No server configured, then a malformed setting.
+    unsetenv("GRIDRPC_SERVER");
+    setenv("GRIDRPC_CONFIG", "/dev/null", 1);
+    grid_reset_np();
+    ASSERT_EQ(GRID_OK, grid_get_server_np(host, sizeof host, &port)) << grid_last_error();
+    EXPECT_STREQ("", host);
+    EXPECT_EQ(0, port);
+    setenv("GRIDRPC_TIMEOUT", "soon", 1);
+    grid_reset_np();
+    EXPECT_EQ(GRID_ERR_CONFIG, grid_get_timeouts_np(&connect, &call));
+    EXPECT_NE(nullptr, strstr(grid_last_error(), "GRIDRPC_TIMEOUT")) << grid_last_error();
+    EXPECT_EQ(GRID_ERR_CONFIG, grid_get_server_np(host, sizeof host, &port));
+    unsetenv("GRIDRPC_TIMEOUT");
+    unsetenv("GRIDRPC_CONFIG");
+    setenv("GRIDRPC_SERVER", server->address().c_str(), 1);
+    grid_reset_np();
+}
+
+TEST_F(Call, SetLastError) {
+    grid_set_last_error_np("a binding's own error");
+    EXPECT_STREQ("a binding's own error", grid_last_error());
+    grid_set_last_error_np(grid_last_error()); // onto itself: unchanged
+    EXPECT_STREQ("a binding's own error", grid_last_error());
+    std::string other;
+    std::thread([&other] { other = grid_last_error(); }).join();
+    EXPECT_EQ("", other); // per thread
+    ASSERT_EQ(GRID_OK, grid_call("test/null_call")) << grid_last_error();
+    EXPECT_STREQ("", grid_last_error()); // a call's result replaces it
+    grid_set_last_error_np("again");
+    grid_set_last_error_np(nullptr);
+    EXPECT_STREQ("", grid_last_error());
+    grid_set_last_error_np("again");
+    grid_set_last_error_np("");
+    EXPECT_STREQ("", grid_last_error());
 }
 
 TEST_F(Call, ErrorNamesAndStrings) {

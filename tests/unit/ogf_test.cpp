@@ -596,6 +596,38 @@ TEST_F(OgfInit, TimeoutsFromTheConfigurationFile) {
     ASSERT_EQ(GRPC_NO_ERROR, grpc_finalize());
 }
 
+TEST_F(OgfInit, TimeoutsGoThroughThePublicSettings) {
+    std::string cfg =
+        write_file("timeout2.conf", "<SERVER>\n hostname 127.0.0.1\n port " + std::to_string(server->port()) +
+                                        "\n session_timeout 2m\n</SERVER>\n");
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_initialize(cfg.c_str())) << grpc_last_error_np();
+    double connect = -1, call = -1;
+    ASSERT_EQ(GRID_OK, grid_get_timeouts_np(&connect, &call)) << grid_last_error();
+    EXPECT_EQ(120.0, call);
+    EXPECT_EQ(10.0, connect); // not in the file: the core's
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_finalize());
+    ASSERT_EQ(GRID_OK, grid_get_timeouts_np(&connect, &call));
+    EXPECT_EQ(0.0, call); // given back
+}
+
+TEST_F(Ogf, OneLastErrorForBothApis) {
+    EXPECT_EQ(GRPC_INVALID_FUNCTION_HANDLE, grpc_function_handle_destruct(nullptr));
+    EXPECT_EQ(grid_last_error(), grpc_last_error_np()); // one store, not a copy
+    EXPECT_NE(nullptr, strstr(grid_last_error(), "NULL")) << grid_last_error();
+    grid_set_last_error_np("set by a binding");
+    EXPECT_STREQ("set by a binding", grpc_last_error_np());
+    grpc_function_handle_t h;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_function_handle_default(&h, "test/null_call")) << grpc_last_error_np();
+    EXPECT_STREQ("", grid_last_error());
+    // A core failure's own message reaches grpc_last_error_np with the GRPC code.
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_function_handle_default(&h, "test/echo_double"));
+    double a[2];
+    EXPECT_EQ(GRPC_OTHER_ERROR_CODE, grpc_call(&h, 2, a));
+    EXPECT_EQ(GRPC_OTHER_ERROR_CODE, grpc_get_last_error_np());
+    EXPECT_NE(nullptr, strstr(grpc_last_error_np(), "takes 3 arguments")) << grpc_last_error_np();
+    EXPECT_EQ(GRPC_NO_ERROR, grpc_function_handle_destruct(&h));
+}
+
 TEST_F(Ogf, ServerDeathIsACommunicationFailure) {
     TestServer doomed;
     grpc_function_handle_t h;

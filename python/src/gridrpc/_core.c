@@ -135,19 +135,6 @@ typedef struct fninfo {
     long long memo_dims[MAXP][GRID_MAX_RANK_NP];
 } fninfo;
 
-typedef union value {
-    char c;
-    short s;
-    int i;
-    long l;
-    long long ll;
-    float f;
-    double d;
-    scomplex sc;
-    dcomplex dc;
-    char *str;
-} value;
-
 /* Everything one call needs alive until it completes. Only the first n entries of
  * each array are initialised. */
 typedef struct callstate {
@@ -159,12 +146,12 @@ typedef struct callstate {
     int memo_hit; /* the array shapes are those of the last call */
     int n;
     void *argv[MAXP];
-    value val[MAXP];
-    char *orig[MAXP];      /* an INOUT string: the pointer passed (a reply replaces it) */
-    PyObject *keep[MAXP];  /* owned: an object whose memory argv[i] points into */
-    char **strv[MAXP];     /* a string array: the vector passed */
-    char **strv0[MAXP];    /* its pointers before the call (OUT, INOUT) */
-    Py_ssize_t strn[MAXP]; /* its length */
+    grid_scalar_np val[MAXP]; /* IN scalars' storage (the library's union) */
+    char *orig[MAXP];         /* an INOUT string: the pointer passed (a reply replaces it) */
+    PyObject *keep[MAXP];     /* owned: an object whose memory argv[i] points into */
+    char **strv[MAXP];        /* a string array: the vector passed */
+    char **strv0[MAXP];       /* its pointers before the call (OUT, INOUT) */
+    Py_ssize_t strn[MAXP];    /* its length */
     unsigned char has_view[MAXP];
     Py_buffer view[MAXP];
 } callstate;
@@ -280,7 +267,7 @@ static int is_integer_type(int t) {
 /* Converts Python integer O for integer parameter I, range-checked. */
 static int to_integer(callstate *cs, int i, PyObject *o) {
     const grid_param_np *p = &cs->fn->params[i];
-    value *v = &cs->val[i];
+    grid_scalar_np *v = &cs->val[i];
     PyObject *ix = PyLong_CheckExact(o) ? (Py_INCREF(o), o) : PyNumber_Index(o);
     if (!ix) {
         PyErr_Clear();
@@ -336,7 +323,7 @@ static int to_integer(callstate *cs, int i, PyObject *o) {
 /* Converts O for scalar parameter I (IN or INOUT: its value; OUT: ignored). */
 static int to_scalar(callstate *cs, int i, PyObject *o) {
     const grid_param_np *p = &cs->fn->params[i];
-    value *v = &cs->val[i];
+    grid_scalar_np *v = &cs->val[i];
     cs->argv[i] = v;
     memset(v, 0, sizeof *v);
     if (p->mode == GRID_MODE_OUT && p->type != GRID_TYPE_FILENAME) return 0;
@@ -671,7 +658,7 @@ static PyObject *str_value(const char *s) {
     return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "surrogateescape");
 }
 
-static PyObject *scalar_value(const grid_param_np *p, const value *v) {
+static PyObject *scalar_value(const grid_param_np *p, const grid_scalar_np *v) {
     int u = p->is_unsigned;
     switch (p->type) {
     case GRID_TYPE_CHAR: return PyUnicode_FromOrdinal((unsigned char)v->c);
