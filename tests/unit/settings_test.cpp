@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <unistd.h>
 
@@ -295,6 +296,228 @@ TEST(Bool, Forms) {
         EXPECT_NE(std::string::npos, std::string(err).find("is not yes or no: write yes, true, on, 1"))
             << err;
     }
+}
+
+// ---------------------------------------------------------------- configuration files
+
+// A scratch file, removed at the end of the test.
+class TempFile {
+  public:
+    explicit TempFile(const std::string &text) {
+        char tmpl[] = "/tmp/settings-test-XXXXXX";
+        int fd = mkstemp(tmpl);
+        EXPECT_GE(fd, 0);
+        if (fd >= 0) close(fd);
+        path_ = tmpl;
+        std::ofstream(path_) << text;
+    }
+    ~TempFile() { unlink(path_.c_str()); }
+    const std::string &path() const { return path_; }
+
+  private:
+    std::string path_;
+};
+
+// The client's settings with only GRIDRPC_CONFIG=PATH (nothing else from the environment).
+class ClientConfig : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        for (const char *v : {"GRIDRPC_SERVER", "GRIDRPC_CONFIG", "GRIDRPC_TIMEOUT",
+                              "GRIDRPC_CONNECT_TIMEOUT", "GRIDRPC_TOKEN"})
+            unsetenv(v);
+        setenv("HOME", "/nonexistent", 1);
+        grc_config_reset();
+    }
+    void TearDown() override {
+        unsetenv("GRIDRPC_CONFIG");
+        grc_config_reset();
+    }
+    // Loads the settings from a file holding TEXT; returns grc_config_get's code.
+    int Load(const std::string &text) {
+        file_.reset(new TempFile(text));
+        setenv("GRIDRPC_CONFIG", file_->path().c_str(), 1);
+        grc_config_reset();
+        gr_clearerr(&e_);
+        return grc_config_get(&cfg_, &e_);
+    }
+    std::unique_ptr<TempFile> file_;
+    grc_config cfg_;
+    gr_err e_;
+};
+
+TEST_F(ClientConfig, TwoMinutesIsTwoMinutes) {
+    ASSERT_EQ(GRID_OK, Load("# a comment\nserver [::1]:7001\ntimeout 2m\nconnect_timeout 250ms\ntoken abc\n"))
+        << e_.msg;
+    EXPECT_EQ(120.0, cfg_.call_timeout);
+    EXPECT_EQ(0.25, cfg_.connect_timeout);
+    EXPECT_STREQ("::1", cfg_.server_host);
+    EXPECT_EQ(7001, cfg_.server_port);
+    EXPECT_STREQ("abc", cfg_.token);
+    EXPECT_EQ(file_->path() + " line 2", cfg_.source);
+    ASSERT_EQ(GRID_OK, Load("timeout \"1.5 h\"\nconnect_timeout 30\n")) << e_.msg;
+    EXPECT_EQ(5400.0, cfg_.call_timeout);
+    EXPECT_EQ(30.0, cfg_.connect_timeout);
+}
+
+TEST_F(ClientConfig, BadValueNamesFileLineAndForms) {
+    ASSERT_EQ(GRID_ERR_CONFIG, Load("server 127.0.0.1:7000\n\ntimeout 5x\n"));
+    EXPECT_EQ(file_->path() +
+                  ":3: cannot use 'timeout 5x': '5x' is not a duration: write seconds (30, 0.5) or a "
+                  "number and a unit: ms, s, m, h or d (250ms, 30s, 2m, 1h)",
+              e_.msg);
+    ASSERT_EQ(GRID_ERR_CONFIG, Load("connect_timeout -1\n"));
+    EXPECT_NE(nullptr, strstr(e_.msg, ":1: cannot use 'connect_timeout -1': '-1' is not a duration"))
+        << e_.msg;
+    ASSERT_EQ(GRID_ERR_CONFIG, Load("server ::1:7000\n"));
+    EXPECT_NE(nullptr,
+              strstr(e_.msg, ":1: cannot use 'server ::1:7000': '::1:7000' is not HOST:PORT: an IPv6"))
+        << e_.msg;
+    ASSERT_EQ(GRID_ERR_CONFIG, Load("server h:65536\n"));
+    EXPECT_NE(nullptr, strstr(e_.msg, "'65536' is not a TCP port: write a number from 1 to 65535")) << e_.msg;
+    ASSERT_EQ(GRID_ERR_CONFIG, Load("timeout 2m\nretries 3\n"));
+    EXPECT_NE(nullptr,
+              strstr(e_.msg, ":2: cannot use 'retries 3': write 'server HOST:PORT', 'timeout DURATION'"))
+        << e_.msg;
+    ASSERT_EQ(GRID_ERR_CONFIG, Load("timeout\n"));
+    EXPECT_NE(nullptr, strstr(e_.msg, ":1: cannot use 'timeout': write")) << e_.msg;
+    ASSERT_EQ(GRID_ERR_CONFIG, Load("token " + std::string(1024, 't') + "\n"));
+    EXPECT_NE(nullptr, strstr(e_.msg, ":1: cannot use 'token ")) << e_.msg;
+    EXPECT_NE(nullptr, strstr(e_.msg, "a token has at most 1023 bytes")) << e_.msg;
+}
+
+TEST_F(ClientConfig, EnvironmentUsesTheSameGrammar) {
+    setenv("GRIDRPC_TIMEOUT", "2m", 1);
+    setenv("GRIDRPC_CONNECT_TIMEOUT", "1500ms", 1);
+    setenv("GRIDRPC_SERVER", "[::1]:7002", 1);
+    ASSERT_EQ(GRID_OK, Load("timeout 5s\nserver 127.0.0.1:7000\n")) << e_.msg;
+    EXPECT_EQ(120.0, cfg_.call_timeout); // the environment wins over the file
+    EXPECT_EQ(1.5, cfg_.connect_timeout);
+    EXPECT_STREQ("::1", cfg_.server_host);
+    EXPECT_EQ(7002, cfg_.server_port);
+    setenv("GRIDRPC_TIMEOUT", "5x", 1);
+    ASSERT_EQ(GRID_ERR_CONFIG, Load(""));
+    EXPECT_STREQ(
+        "GRIDRPC_TIMEOUT: '5x' is not a duration: write seconds (30, 0.5) or a number and a unit: ms, s, "
+        "m, h or d (250ms, 30s, 2m, 1h)",
+        e_.msg);
+    unsetenv("GRIDRPC_TIMEOUT");
+    setenv("GRIDRPC_SERVER", "::1:7000", 1);
+    ASSERT_EQ(GRID_ERR_CONFIG, Load(""));
+    EXPECT_NE(nullptr, strstr(e_.msg, "GRIDRPC_SERVER: '::1:7000' is not HOST:PORT")) << e_.msg;
+    unsetenv("GRIDRPC_SERVER");
+    unsetenv("GRIDRPC_CONNECT_TIMEOUT");
+}
+
+TEST_F(ClientConfig, ForcedToken) {
+    ASSERT_EQ(GRID_OK, Load("token from-file\n")) << e_.msg;
+    EXPECT_STREQ("from-file", cfg_.token);
+    grc_config_set_token("forced");
+    ASSERT_EQ(GRID_OK, grc_config_get(&cfg_, &e_));
+    EXPECT_STREQ("forced", cfg_.token);
+    grc_config_set_token(NULL);
+    ASSERT_EQ(GRID_OK, grc_config_get(&cfg_, &e_));
+    EXPECT_STREQ("from-file", cfg_.token);
+}
+
+TEST(GridUrl, HostPortOfTheUrl) {
+    grc_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    grc_target t;
+    gr_err e;
+    gr_clearerr(&e);
+    ASSERT_EQ(GRID_OK, grc_resolve("gridrpc://[::1]:7003/m/f", &cfg, &t, &e)) << e.msg;
+    EXPECT_STREQ("::1", t.host);
+    EXPECT_EQ(7003, t.port);
+    EXPECT_STREQ("m/f", t.name);
+    EXPECT_EQ(GRID_ERR_ARGS, grc_resolve("gridrpc://::1:7003/m/f", &cfg, &t, &e));
+    EXPECT_NE(nullptr, strstr(e.msg, "'::1:7003' is not HOST:PORT: an IPv6 address goes in brackets"))
+        << e.msg;
+}
+
+// The Ninf-G reader (grpc_initialize's file).
+class NinfgConfig : public ClientConfig {
+  protected:
+    void TearDown() override {
+        gox_config_free(&gox_);
+        ClientConfig::TearDown();
+    }
+    int Read(const std::string &text) {
+        gox_config_free(&gox_);
+        file_.reset(new TempFile(text));
+        gox_.call_timeout = gox_.connect_timeout = -1;
+        testing::internal::CaptureStderr();
+        int rc = gox_config_read(file_->path().c_str(), &gox_, msg_, sizeof msg_);
+        warnings_ = testing::internal::GetCapturedStderr();
+        return rc;
+    }
+    gox_config gox_{};
+    char msg_[1024] = "";
+    std::string warnings_;
+};
+
+TEST_F(NinfgConfig, SessionTimeoutTwoMinutes) {
+    ASSERT_EQ(GRPC_NO_ERROR, Read("<SERVER_DEFAULT>\n session_timeout 2m\n</SERVER_DEFAULT>\n")) << msg_;
+    EXPECT_EQ(120.0, gox_.call_timeout);
+    ASSERT_EQ(GRPC_NO_ERROR, Read("<SERVER>\n hostname h\n session_timeout 250ms\n</SERVER>\n")) << msg_;
+    EXPECT_EQ(0.25, gox_.call_timeout);
+    ASSERT_EQ(GRPC_NO_ERROR, Read("timeout 2m\nconnect_timeout 30s\n")) << msg_;
+    EXPECT_EQ(120.0, gox_.call_timeout);
+    EXPECT_EQ(30.0, gox_.connect_timeout);
+    // Ninf-G's own spellings still read.
+    ASSERT_EQ(GRPC_NO_ERROR, Read("<SERVER_DEFAULT>\n session_timeout \"10 minutes\"\n</SERVER_DEFAULT>\n"))
+        << msg_;
+    EXPECT_EQ(600.0, gox_.call_timeout);
+}
+
+TEST_F(NinfgConfig, BadValuesNameFileLineAndForms) {
+    ASSERT_EQ(GRPC_CONFIGFILE_ERROR, Read("<SERVER_DEFAULT>\n\n session_timeout 5x\n</SERVER_DEFAULT>\n"));
+    EXPECT_EQ(file_->path() +
+                  ":3: session_timeout: '5x' is not a duration: write seconds (30, 0.5) or a number and "
+                  "a unit: ms, s, m, h or d (250ms, 30s, 2m, 1h)",
+              msg_);
+    ASSERT_EQ(GRPC_CONFIGFILE_ERROR, Read("server ::1:7000\n"));
+    EXPECT_NE(nullptr,
+              strstr(msg_, ":1: server: '::1:7000' is not HOST:PORT: an IPv6 address goes in brackets"))
+        << msg_;
+    ASSERT_EQ(GRPC_CONFIGFILE_ERROR, Read("<SERVER>\n hostname h\n port 65536\n</SERVER>\n"));
+    EXPECT_NE(nullptr, strstr(msg_, ":3: port: '65536' is not a TCP port: write a number from 1 to 65535"))
+        << msg_;
+}
+
+TEST_F(NinfgConfig, HostPortAsTheClientReadsIt) {
+    ASSERT_EQ(GRPC_NO_ERROR, Read("server [::1]:7004\n<SERVER>\n hostname h6\n port 65535\n</SERVER>\n"))
+        << msg_;
+    ASSERT_EQ(2, gox_.nservers);
+    EXPECT_STREQ("::1", gox_.servers[0].host);
+    EXPECT_EQ(7004, gox_.servers[0].port);
+    EXPECT_EQ(65535, gox_.servers[1].port);
+    char host[GOX_MAX_HOST];
+    int port = 0;
+    gox_config_server(&gox_, "[2001:db8::1]:7005", host, sizeof host, &port);
+    EXPECT_STREQ("2001:db8::1", host);
+    EXPECT_EQ(7005, port);
+    gox_config_server(&gox_, "[2001:db8::1]", host, sizeof host, &port);
+    EXPECT_STREQ("2001:db8::1", host);
+    EXPECT_EQ(GOX_DEFAULT_PORT, port);
+    gox_config_server(&gox_, "elsewhere", host, sizeof host, &port);
+    EXPECT_STREQ("elsewhere", host);
+    EXPECT_EQ(GOX_DEFAULT_PORT, port);
+}
+
+TEST_F(NinfgConfig, TokenReachesTheCore) {
+    ASSERT_EQ(GRID_OK, Load("token from-core-file\n")) << e_.msg;
+    ASSERT_EQ(GRPC_NO_ERROR, Read("server 127.0.0.1:7000\ntoken \"s3cret word\"\n")) << msg_;
+    EXPECT_EQ(std::string::npos, warnings_.find("token")) << warnings_;
+    ASSERT_EQ(GRID_OK, grc_config_get(&cfg_, &e_)) << e_.msg;
+    EXPECT_STREQ("s3cret word", cfg_.token);
+    gox_config_free(&gox_);
+    ASSERT_EQ(GRID_OK, grc_config_get(&cfg_, &e_)) << e_.msg;
+    EXPECT_STREQ("from-core-file", cfg_.token);
+    // A file that fails to read does not leave its token behind.
+    ASSERT_EQ(GRPC_CONFIGFILE_ERROR, Read("token half\ntimeout 5x\n"));
+    gox_config_free(&gox_);
+    ASSERT_EQ(GRID_OK, grc_config_get(&cfg_, &e_)) << e_.msg;
+    EXPECT_STREQ("from-core-file", cfg_.token);
 }
 
 } // namespace
