@@ -79,4 +79,10 @@ if grep -q 'eval: in: 5 elements, 40 bytes sent' ev.out && grep -q 'eval: out: 5
 if grep -q "size -1 is negative" neg.out; then ok "gridrpc-desc --eval: negative size reported"; else fail "--eval negative"; diag <neg.out; fi
 "$GRIDRPC_DESC" --eval N out/data.gdesc >bad.out 2>&1; rc=$?
 if [ $rc -eq 2 ] && grep -q 'NAME=INTEGER' bad.out; then ok "gridrpc-desc --eval usage error"; else fail "--eval usage (rc $rc)"; fi
+"$GRIDRPC_DESC" --eval=N=5 -- out/data.gdesc >eq.out 2>&1
+if grep -q 'eval: in: 5 elements, 40 bytes sent' eq.out; then ok "gridrpc-desc --eval=NAME=VALUE and --"; else fail "gridrpc-desc --eval= and --"; diag <eq.out; fi
+"$GRIDRPC_DESC" --eval >noval.out 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q 'NAME=INTEGER' noval.out; then ok "gridrpc-desc --eval without a value"; else fail "--eval without a value (rc $rc)"; fi
+"$GRIDRPC_DESC" --frobnicate out/data.gdesc >unk.out 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "unknown option '--frobnicate'" unk.out; then ok "gridrpc-desc unknown option"; else fail "gridrpc-desc unknown option (rc $rc)"; diag <unk.out; fi
 finish
