@@ -15,6 +15,12 @@ if [ $rc -eq 2 ] && grep -q 'no IDL file given' none.out; then ok "no input: usa
 if [ $rc -eq 2 ] && grep -q "unknown option '--frobnicate'" bad.out; then ok "unknown option"; else fail "unknown option (rc $rc)"; fi
 "$IDLC" --emit stubs data.idl >emit.out 2>&1; rc=$?
 if [ $rc -eq 2 ] && grep -q "unknown output 'stubs'" emit.out; then ok "bad --emit value"; else fail "bad --emit (rc $rc)"; fi
+"$IDLC" --check data.idl --output >noval.out 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q -- "--output needs a value" noval.out; then ok "missing option value"; else fail "missing value (rc $rc)"; diag <noval.out; fi
+"$IDLC" --check=yes data.idl >flagval.out 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q -- "--check takes no value" flagval.out; then ok "a flag given a value"; else fail "flag with a value (rc $rc)"; diag <flagval.out; fi
+"$IDLC" --c data.idl >amb.out 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q -- "option '--c' is ambiguous: --check, --cpp" amb.out; then ok "ambiguous abbreviation"; else fail "ambiguous (rc $rc)"; diag <amb.out; fi
 "$IDLC" missing.idl >missing.out 2>&1; rc=$?
 if [ $rc -eq 1 ] && grep -q "cannot read 'missing.idl'" missing.out; then ok "missing input file"; else fail "missing input (rc $rc)"; diag <missing.out; fi
 
@@ -28,6 +34,12 @@ if [ "$(stat -c %Y out/data_stub.c)" = "$before" ]; then ok "unchanged output is
 mkdir only
 "$IDLC" --emit=desc -o only data.idl
 if [ -f only/data.gdesc ] && [ ! -f only/data_stub.c ] && [ ! -f only/data_client.h ]; then ok "--emit=desc writes only the descriptors"; else fail "--emit=desc"; fi
+# Options may follow the files; after "--" a word that starts with '-' is a file.
+mkdir after
+"$IDLC" data.idl -o after --emit=stub >after.out 2>&1
+if [ -f after/data_stub.c ] && [ ! -f after/data.gdesc ]; then ok "options after the file"; else fail "options after the file"; diag <after.out; fi
+cp data.idl ./-dash.idl
+"$IDLC" --check -- -dash.idl >dash.out 2>&1 && ok "-- ends the options" || { fail "-- ends the options"; diag <dash.out; }
 mkdir chk
 "$IDLC" --check -o chk data.idl
 if [ -z "$(ls chk)" ]; then ok "--check writes nothing"; else fail "--check wrote files"; fi
@@ -67,4 +79,10 @@ if grep -q 'eval: in: 5 elements, 40 bytes sent' ev.out && grep -q 'eval: out: 5
 if grep -q "size -1 is negative" neg.out; then ok "gridrpc-desc --eval: negative size reported"; else fail "--eval negative"; diag <neg.out; fi
 "$GRIDRPC_DESC" --eval N out/data.gdesc >bad.out 2>&1; rc=$?
 if [ $rc -eq 2 ] && grep -q 'NAME=INTEGER' bad.out; then ok "gridrpc-desc --eval usage error"; else fail "--eval usage (rc $rc)"; fi
+"$GRIDRPC_DESC" --eval=N=5 -- out/data.gdesc >eq.out 2>&1
+if grep -q 'eval: in: 5 elements, 40 bytes sent' eq.out; then ok "gridrpc-desc --eval=NAME=VALUE and --"; else fail "gridrpc-desc --eval= and --"; diag <eq.out; fi
+"$GRIDRPC_DESC" --eval >noval.out 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q 'NAME=INTEGER' noval.out; then ok "gridrpc-desc --eval without a value"; else fail "--eval without a value (rc $rc)"; fi
+"$GRIDRPC_DESC" --frobnicate out/data.gdesc >unk.out 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "unknown option '--frobnicate'" unk.out; then ok "gridrpc-desc unknown option"; else fail "gridrpc-desc unknown option (rc $rc)"; diag <unk.out; fi
 finish

@@ -26,13 +26,20 @@ usage_error() {
 }
 usage_error "unknown option" "unknown option '--frobnicate'" --frobnicate
 usage_error "missing value" "--port needs a value" --port
-usage_error "bad port" "--port: 'http' is not a non-negative integer" --port http
-usage_error "port out of range" "--port: '70000' is too large" --port 70000
+usage_error "bad port" "--port: 'http' is not a TCP port: write a number from 0 to 65535" --port http
+usage_error "port out of range" "--port: '70000' is not a TCP port" --port 70000
+usage_error "port one past the top" "--port: '65536' is not a TCP port" --port=65536
 usage_error "bad mode" "--mode: 'fork' is not pool or thread" --mode fork
 usage_error "bad queue" "--queue: 'lifo' is not fcfs or sjf" --queue=lifo
 usage_error "zero threads" "--threads: '0' must be at least 1" --threads 0
-usage_error "bad byte count" "--max-array: '12Q' is not a byte count" --max-array 12Q
-usage_error "bad timeout" "--io-timeout: '-1' is not a number of seconds" --io-timeout -1
+usage_error "bad size" "--max-array: '12Q' is not a size: write bytes (4096) or a whole number and K, M, G or T" --max-array 12Q
+usage_error "size over a limit" "--max-head: '4G' is too large: at most 4294967295 bytes" --max-head 4G
+usage_error "size past 2^64" "--max-message: '16777216T' is too large" --max-message 16777216T
+usage_error "negative timeout" "--io-timeout: '-1' is not a duration" --io-timeout -1
+usage_error "bad timeout unit" "gridrpcd: --io-timeout: '5x' is not a duration: write seconds (30, 0.5) or a number and a unit: ms, s, m, h or d (250ms, 30s, 2m, 1h)" --io-timeout 5x
+usage_error "bad shutdown timeout" "--shutdown-timeout: 'soon' is not a duration" --shutdown-timeout=soon
+usage_error "flag with a value" "--quiet takes no value" --quiet=yes
+usage_error "ambiguous abbreviation" "option '--qu' is ambiguous: --queue, --quiet" --qu
 usage_error "bad log level" "--log-level: 'loud' is not error, warn, info or debug" --log-level loud
 usage_error "stray argument" "unexpected argument 'test.so'" test.so
 
@@ -73,6 +80,19 @@ if stops_within $spid 5 && [ "$src" = 0 ]; then ok "SIGTERM: exit 0 promptly"; e
 start_server int.out --threads 1 --mode thread --queue sjf --log-level debug
 kill -INT $spid
 if stops_within $spid 5 && [ "$src" = 0 ]; then ok "SIGINT: exit 0 promptly"; else fail "SIGINT (status $src)"; diag <int.out.err; fi
+
+# Durations and sizes take units, as in the configuration files: the shutdown message
+# shows 2m as 120 s.
+if start_server units.out --io-timeout 2m --shutdown-timeout=2m --max-message 16MiB --max-array 1G --max-head 64K; then
+  kill -TERM $spid
+  if stops_within $spid 5 && [ "$src" = 0 ] && grep -q 'shutting down (at most 120 s for running calls)' units.out.err; then
+    ok "--io-timeout 2m, --shutdown-timeout=2m (120 s), sizes with units"
+  else
+    fail "durations with units (status $src)"; diag <units.out.err
+  fi
+else
+  fail "durations with units: the server did not start"; diag <units.out.err
+fi
 
 # A port already in use is a clear error.
 if start_server busy1.out; then

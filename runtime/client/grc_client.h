@@ -33,6 +33,9 @@ typedef struct grc_config {
  * configuration file is malformed. */
 int grc_config_get(grc_config *out, gr_err *e);
 void grc_config_set_timeouts(double connect_seconds, double call_seconds);
+/* Replaces the configured token (GRIDRPC_TOKEN, the file's 'token') until it is called
+ * with NULL or grc_config_reset: the OGF layer's grpc_initialize file may name one. */
+void grc_config_set_token(const char *token);
 /* Forgets loaded settings (tests change the environment between calls). */
 void grc_config_reset(void);
 

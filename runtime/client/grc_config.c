@@ -1,13 +1,16 @@
 /* grc_config.c: where the client finds its server and timeouts: GRIDRPC_SERVER,
  * GRIDRPC_TIMEOUT, GRIDRPC_CONNECT_TIMEOUT and GRIDRPC_TOKEN first, then the file named
- * by GRIDRPC_CONFIG or ~/.gridrpc.conf ("server host:port", "timeout SECONDS",
- * "connect_timeout SECONDS", "token TEXT", '#' comments). Loaded once per process. */
+ * by GRIDRPC_CONFIG or ~/.gridrpc.conf ("server HOST:PORT", "timeout DURATION",
+ * "connect_timeout DURATION", "token TEXT", '#' comments), every value in the forms of
+ * gr_settings.h. Loaded once per process. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gr_settings.h"
 #include "grc_client.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -16,90 +19,107 @@ static int load_error;
 static char load_msg[1024];
 static grc_config config;
 static double forced_connect = -1, forced_call = -1;
+static int token_forced;
+static char forced_token[sizeof config.token];
 
-/* Splits "host:port" (or "[v6]:port"); returns 0 on success. */
-static int split_hostport(const char *s, char *host, size_t hn, int *port) {
-    const char *colon = strrchr(s, ':');
-    if (!colon || colon == s) return -1;
-    char *end;
-    long p = strtol(colon + 1, &end, 10);
-    if (*end || p <= 0 || p > 65535) return -1;
-    size_t len = (size_t)(colon - s);
-    if (s[0] == '[' && colon[-1] == ']') {
-        s++;
-        len -= 2;
+/* Records a configuration error; only the first is kept (it is the one to fix first). */
+static void config_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void config_error(const char *fmt, ...) {
+    if (load_error) return;
+    load_error = GRID_ERR_CONFIG;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(load_msg, sizeof load_msg, fmt, ap);
+    va_end(ap);
+}
+
+static int set_token(const char *v, char *err, size_t errsize) {
+    if (strlen(v) >= sizeof config.token) {
+        snprintf(err, errsize, "a token has at most %zu bytes", sizeof config.token - 1);
+        return -1;
     }
-    if (len == 0 || len >= hn) return -1;
-    memcpy(host, s, len);
-    host[len] = '\0';
-    *port = (int)p;
+    snprintf(config.token, sizeof config.token, "%s", v);
     return 0;
 }
 
-static int parse_seconds(const char *s, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    while (*end == ' ' || *end == '\t')
-        end++;
-    if (end != s && *end == 's') end++;
-    if (errno || end == s || *end || v < 0) return -1;
-    *out = v;
-    return 0;
+/* Applies "KEY V" from line LINENO of PATH. Returns 0, 1 for an unknown key, or -1
+ * with ERR saying what is wrong with V. */
+static int apply_line(const char *key, const char *v, const char *path, int lineno, char *err,
+                      size_t errsize) {
+    if (strcmp(key, "server") == 0) {
+        char host[GRC_MAX_HOST];
+        int port;
+        if (gr_parse_hostport(v, 0, host, sizeof host, &port, err, errsize)) return -1;
+        /* GRIDRPC_SERVER, or an earlier line, came first. */
+        if (!config.server_host[0]) {
+            memcpy(config.server_host, host, sizeof host);
+            config.server_port = port;
+            snprintf(config.source, sizeof config.source, "%s line %d", path, lineno);
+        }
+        return 0;
+    }
+    if (strcmp(key, "timeout") == 0) return gr_parse_duration(v, &config.call_timeout, err, errsize);
+    if (strcmp(key, "connect_timeout") == 0)
+        return gr_parse_duration(v, &config.connect_timeout, err, errsize);
+    if (strcmp(key, "token") == 0) return set_token(v, err, errsize);
+    return 1;
+}
+
+/* Splits LINE into KEY and the rest, without its comment, trailing blanks and quotes.
+ * Returns how many of the two are there (0 for a blank line). */
+static int split_line(char *line, char *key, size_t keysize, char **value) {
+    char *h = strchr(line, '#');
+    if (h) *h = '\0';
+    char *s = line + strspn(line, " \t\r\n");
+    size_t kl = strcspn(s, " \t\r\n");
+    if (kl == 0) return 0;
+    snprintf(key, keysize, "%.*s", (int)kl, s);
+    char *v = s + kl + strspn(s + kl, " \t\r\n");
+    size_t vl = strlen(v);
+    while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r' || v[vl - 1] == '\n'))
+        v[--vl] = '\0';
+    if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"') {
+        v[vl - 1] = '\0';
+        v++;
+    }
+    *value = v;
+    return vl ? 2 : 1;
 }
 
 static void load_file(const char *path, int required) {
     FILE *f = fopen(path, "r");
     if (!f) {
-        if (required) {
-            load_error = GRID_ERR_CONFIG;
-            snprintf(load_msg, sizeof load_msg,
-                     "cannot read the configuration file '%s' (GRIDRPC_CONFIG): %s", path, strerror(errno));
-        }
+        if (required)
+            config_error("cannot read the configuration file '%s' (GRIDRPC_CONFIG): %s", path,
+                         strerror(errno));
         return;
     }
     char line[2048];
     int lineno = 0;
     while (fgets(line, sizeof line, f)) {
         lineno++;
-        char *h = strchr(line, '#');
-        if (h) *h = '\0';
-        char key[64], value[1536];
-        value[0] = '\0';
-        int n = sscanf(line, " %63s %1535[^\n]", key, value);
-        if (n <= 0) continue;
-        char *v = value;
-        size_t vl = strlen(v);
-        while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r'))
-            v[--vl] = '\0';
-        if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"') {
-            v[vl - 1] = '\0';
-            v++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            config_error("%.400s:%d: the line is longer than %zu bytes", path, lineno, sizeof line - 2);
+            break;
         }
-        int bad = n < 2;
-        if (!bad && strcmp(key, "server") == 0) {
-            if (!config.server_host[0]) {
-                bad = split_hostport(v, config.server_host, sizeof config.server_host, &config.server_port);
-                if (!bad) snprintf(config.source, sizeof config.source, "%s line %d", path, lineno);
-            }
-        } else if (!bad && strcmp(key, "timeout") == 0) {
-            bad = parse_seconds(v, &config.call_timeout);
-        } else if (!bad && strcmp(key, "connect_timeout") == 0) {
-            bad = parse_seconds(v, &config.connect_timeout);
-        } else if (!bad && strcmp(key, "token") == 0) {
-            snprintf(config.token, sizeof config.token, "%.1000s", v);
-        } else {
-            bad = 1;
-        }
-        if (bad && !load_error) {
-            load_error = GRID_ERR_CONFIG;
-            snprintf(load_msg, sizeof load_msg,
-                     "%.400s:%d: cannot use '%s%s%.200s': write 'server HOST:PORT', 'timeout SECONDS', "
-                     "'connect_timeout SECONDS' or 'token TEXT'",
-                     path, lineno, key, n > 1 ? " " : "", n > 1 ? v : "");
-        }
+        char key[64], *v = NULL, err[512];
+        int n = split_line(line, key, sizeof key, &v);
+        if (n == 0) continue;
+        int rc = n == 2 ? apply_line(key, v, path, lineno, err, sizeof err) : 1;
+        if (rc < 0) config_error("%.400s:%d: cannot use '%s %.200s': %s", path, lineno, key, v, err);
+        if (rc > 0)
+            config_error("%.400s:%d: cannot use '%s%s%.200s': write 'server HOST:PORT', 'timeout DURATION', "
+                         "'connect_timeout DURATION' or 'token TEXT' (DURATION: 30, 0.5, 250ms, 30s, 2m, 1h)",
+                         path, lineno, key, n > 1 ? " " : "", n > 1 ? v : "");
     }
     fclose(f);
+}
+
+/* A duration from the environment variable NAME into *OUT, when it is set. */
+static void env_duration(const char *name, double *out) {
+    const char *t = getenv(name);
+    char err[512];
+    if (t && *t && gr_parse_duration(t, out, err, sizeof err)) config_error("%s: %s", name, err);
 }
 
 static void load(void) {
@@ -109,15 +129,13 @@ static void load(void) {
     config.connect_timeout = 10;
     config.call_timeout = 0;
     const char *s = getenv("GRIDRPC_SERVER");
+    char err[512];
     if (s && *s) {
-        if (split_hostport(s, config.server_host, sizeof config.server_host, &config.server_port)) {
-            load_error = GRID_ERR_CONFIG;
-            snprintf(load_msg, sizeof load_msg,
-                     "GRIDRPC_SERVER='%s' is not HOST:PORT (for example 127.0.0.1:7000)", s);
-            config.server_host[0] = '\0';
-        } else {
+        if (gr_parse_hostport(s, 0, config.server_host, sizeof config.server_host, &config.server_port, err,
+                              sizeof err))
+            config_error("GRIDRPC_SERVER: %s", err);
+        else
             snprintf(config.source, sizeof config.source, "GRIDRPC_SERVER");
-        }
     }
     const char *cf = getenv("GRIDRPC_CONFIG");
     if (cf && *cf) {
@@ -130,18 +148,10 @@ static void load(void) {
             load_file(path, 0);
         }
     }
-    const char *t = getenv("GRIDRPC_TIMEOUT");
-    if (t && *t && parse_seconds(t, &config.call_timeout) && !load_error) {
-        load_error = GRID_ERR_CONFIG;
-        snprintf(load_msg, sizeof load_msg, "GRIDRPC_TIMEOUT='%s' is not a number of seconds", t);
-    }
-    t = getenv("GRIDRPC_CONNECT_TIMEOUT");
-    if (t && *t && parse_seconds(t, &config.connect_timeout) && !load_error) {
-        load_error = GRID_ERR_CONFIG;
-        snprintf(load_msg, sizeof load_msg, "GRIDRPC_CONNECT_TIMEOUT='%s' is not a number of seconds", t);
-    }
-    t = getenv("GRIDRPC_TOKEN");
-    if (t && *t) snprintf(config.token, sizeof config.token, "%s", t);
+    env_duration("GRIDRPC_TIMEOUT", &config.call_timeout);
+    env_duration("GRIDRPC_CONNECT_TIMEOUT", &config.connect_timeout);
+    const char *t = getenv("GRIDRPC_TOKEN");
+    if (t && *t && set_token(t, err, sizeof err)) config_error("GRIDRPC_TOKEN: %s", err);
     loaded = 1;
 }
 
@@ -151,6 +161,7 @@ int grc_config_get(grc_config *out, gr_err *e) {
     *out = config;
     if (forced_connect >= 0) out->connect_timeout = forced_connect;
     if (forced_call >= 0) out->call_timeout = forced_call;
+    if (token_forced) memcpy(out->token, forced_token, sizeof out->token);
     int rc = load_error;
     if (rc) gr_seterr(e, rc, "%s", load_msg);
     pthread_mutex_unlock(&lock);
@@ -164,10 +175,18 @@ void grc_config_set_timeouts(double connect_seconds, double call_seconds) {
     pthread_mutex_unlock(&lock);
 }
 
+void grc_config_set_token(const char *token) {
+    pthread_mutex_lock(&lock);
+    token_forced = token != NULL;
+    snprintf(forced_token, sizeof forced_token, "%s", token ? token : "");
+    pthread_mutex_unlock(&lock);
+}
+
 void grc_config_reset(void) {
     pthread_mutex_lock(&lock);
     loaded = 0;
     forced_connect = forced_call = -1;
+    token_forced = 0;
     pthread_mutex_unlock(&lock);
 }
 
@@ -184,8 +203,9 @@ int grc_resolve(const char *name, const grc_config *cfg, grc_target *t, gr_err *
             return gr_seterr(e, GRID_ERR_ARGS, "'%s' is not gridrpc://HOST:PORT/[MODULE/]FUNCTION", name);
         memcpy(hostport, hp, len);
         hostport[len] = '\0';
-        if (split_hostport(hostport, t->host, sizeof t->host, &t->port))
-            return gr_seterr(e, GRID_ERR_ARGS, "'%s': '%s' is not HOST:PORT", name, hostport);
+        char err[512];
+        if (gr_parse_hostport(hostport, 0, t->host, sizeof t->host, &t->port, err, sizeof err))
+            return gr_seterr(e, GRID_ERR_ARGS, "'%s': %s", name, err);
         name = slash + 1;
     } else {
         if (!cfg->server_host[0])

@@ -41,21 +41,20 @@ typedef struct gox_config {
     int default_port;       /* <SERVER_DEFAULT> port, 0 when not given */
     double call_timeout;    /* -1: not set in the file */
     double connect_timeout; /* -1: not set in the file */
+    int has_token;          /* the file has a 'token' line: the core uses TOKEN while CFG lives */
+    char token[1024];
 } gox_config;
 
 /* Reads PATH (both formats) into CFG, which must be zeroed. Returns GRPC_NO_ERROR,
  * GRPC_CONFIGFILE_NOT_FOUND or GRPC_CONFIGFILE_ERROR with a message in MSG. Warns on
- * stderr about what it ignores. */
+ * stderr about what it ignores. A 'token' it reads replaces the core's token until
+ * gox_config_free(CFG). */
 int gox_config_read(const char *path, gox_config *cfg, char *msg, size_t msgsize);
 void gox_config_free(gox_config *cfg);
 /* The host and port for SERVER (a tag, a hostname, "host:port" or a plain host). */
 void gox_config_server(const gox_config *cfg, const char *server, char *host, size_t hostsize, int *port);
 /* The server <FUNCTION_INFO> assigns to FUNC, or NULL. */
 const char *gox_config_function_host(const gox_config *cfg, const char *func);
-/* Splits "host:port" ("[v6]:port"); returns 0 when S has that form. */
-int gox_split_hostport(const char *s, char *host, size_t hostsize, int *port);
-/* Parses seconds with an optional unit (s, m, h, d); returns 0 on success. */
-int gox_parse_time(const char *s, double *out);
 
 /* ---- Codes (gox_error.c) */
 

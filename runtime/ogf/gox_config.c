@@ -5,7 +5,8 @@
  *   Ninf-G 5's client format: <SECTION> ... </SECTION> blocks of "attribute value"
  *     lines: <SERVER> (hostname, port, tag), <SERVER_DEFAULT> (port), <FUNCTION_INFO>
  *     (hostname, funcname), <INCLUDE> (filename), session_timeout as the call timeout.
- * '#' starts a comment, values may be quoted, times take units. What we cannot honour
+ * '#' starts a comment, values may be quoted; durations, ports and host:port are in the
+ * forms of gr_settings.h, the same as everywhere else. What we cannot honour
  * (Ninf-G's invocation, proxies, logging...) is ignored with a warning on stderr, so a
  * Ninf-G configuration works unchanged; what is malformed is an error with its place. */
 #include <ctype.h>
@@ -13,9 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "gox.h"
+#include "gr_settings.h"
+#include "grc_client.h"
 
 #define MAX_TOKENS 32
 #define MAX_INCLUDE_DEPTH 8
@@ -62,46 +64,6 @@ static void warn(const parser *p, const char *fmt, ...) {
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     fprintf(stderr, "gridrpc: %s:%d: warning: %s\n", p->path, p->line, buf);
-}
-
-int gox_split_hostport(const char *s, char *host, size_t hostsize, int *port) {
-    const char *colon = strrchr(s, ':');
-    if (!colon || colon == s || !colon[1]) return -1;
-    char *end;
-    errno = 0;
-    long v = strtol(colon + 1, &end, 10);
-    if (errno || *end || v <= 0 || v > 65535) return -1;
-    size_t len = (size_t)(colon - s);
-    if (s[0] == '[' && colon[-1] == ']') {
-        s++;
-        len -= 2;
-    }
-    if (len == 0 || len >= hostsize || memchr(s, ':', len)) return -1;
-    memcpy(host, s, len);
-    host[len] = '\0';
-    *port = (int)v;
-    return 0;
-}
-
-int gox_parse_time(const char *s, double *out) {
-    static const struct {
-        const char *unit;
-        double seconds;
-    } units[] = {{"", 1},        {"s", 1},        {"sec", 1},     {"second", 1},   {"seconds", 1},
-                 {"m", 60},      {"min", 60},     {"minute", 60}, {"minutes", 60}, {"h", 3600},
-                 {"hour", 3600}, {"hours", 3600}, {"d", 86400},   {"day", 86400},  {"days", 86400}};
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0 || v != v) return -1;
-    while (*end == ' ' || *end == '\t')
-        end++;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcasecmp(end, units[i].unit) == 0) {
-            *out = v * units[i].seconds;
-            return 0;
-        }
-    return -1;
 }
 
 /* Splits LINE into tokens: whitespace separates, "..." quotes (with \" and \\), '#'
@@ -153,7 +115,8 @@ static int add_server(parser *p, const char *host, int port, const char *tag) {
 /* A time attribute that we honour process-wide (the core has one call timeout). */
 static int set_time(parser *p, double *field, const char *key, const char *v) {
     double t;
-    if (gox_parse_time(v, &t)) return fail(p, "%s '%s' is not a time (for example 30, 30s, 2m)", key, v);
+    char err[512];
+    if (gr_parse_duration(v, &t, err, sizeof err)) return fail(p, "%s: %s", key, err);
     if (*field >= 0 && *field != t)
         warn(p, "%s %s: the client has one call timeout per process; keeping %g s", key, v, *field);
     else
@@ -162,12 +125,37 @@ static int set_time(parser *p, double *field, const char *key, const char *v) {
 }
 
 static int parse_port(parser *p, const char *v, int *port) {
-    char *end;
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    if (errno || *end || n <= 0 || n > 65535) return fail(p, "port '%s' is not a TCP port (1 to 65535)", v);
-    *port = (int)n;
+    char err[512];
+    if (gr_parse_port(v, 0, port, err, sizeof err)) return fail(p, "port: %s", err);
     return GRPC_NO_ERROR;
+}
+
+/* Our own format's lines (outside any section). */
+static int our_setting(parser *p, const char *key, const char *v) {
+    gox_config *c = p->cfg;
+    char err[512];
+    if (strcmp(key, "server") == 0) {
+        char host[GOX_MAX_HOST];
+        int port;
+        if (gr_parse_hostport(v, 0, host, sizeof host, &port, err, sizeof err))
+            return fail(p, "server: %s", err);
+        return add_server(p, host, port, "");
+    }
+    if (strcmp(key, "timeout") == 0) return set_time(p, &c->call_timeout, key, v);
+    if (strcmp(key, "connect_timeout") == 0) {
+        if (gr_parse_duration(v, &c->connect_timeout, err, sizeof err)) return fail(p, "%s: %s", key, err);
+        return GRPC_NO_ERROR;
+    }
+    if (strcmp(key, "token") == 0) {
+        if (strlen(v) >= sizeof c->token) return fail(p, "token: at most %zu bytes", sizeof c->token - 1);
+        snprintf(c->token, sizeof c->token, "%s", v);
+        c->has_token = 1;
+        return GRPC_NO_ERROR;
+    }
+    return fail(p,
+                "'%s' is neither a setting ('server HOST:PORT', 'timeout DURATION', 'connect_timeout "
+                "DURATION', 'token TEXT') nor inside a Ninf-G <SECTION>",
+                key);
 }
 
 static int read_file(parser *p, const char *path, int top);
@@ -179,29 +167,7 @@ static int attribute(parser *p, enum section sec, const char *secname, char **to
     if (n < 2) return fail(p, "'%s' needs a value", key);
     const char *v = tok[1];
     switch (sec) {
-    case S_NONE: /* our own format */
-        if (strcmp(key, "server") == 0) {
-            char host[GOX_MAX_HOST];
-            int port;
-            if (gox_split_hostport(v, host, sizeof host, &port))
-                return fail(p, "server '%s' is not HOST:PORT (for example 127.0.0.1:7000)", v);
-            return add_server(p, host, port, "");
-        }
-        if (strcmp(key, "timeout") == 0) return set_time(p, &p->cfg->call_timeout, key, v);
-        if (strcmp(key, "connect_timeout") == 0) {
-            if (gox_parse_time(v, &p->cfg->connect_timeout))
-                return fail(p, "connect_timeout '%s' is not a time (for example 10, 10s)", v);
-            return GRPC_NO_ERROR;
-        }
-        if (strcmp(key, "token") == 0) {
-            /* The core takes its token from GRIDRPC_TOKEN or its own file at start-up. */
-            warn(p, "'token' is ignored here: set GRIDRPC_TOKEN, or put it in the file GRIDRPC_CONFIG names");
-            return GRPC_NO_ERROR;
-        }
-        return fail(p,
-                    "'%s' is neither a setting ('server HOST:PORT', 'timeout SECONDS', 'connect_timeout "
-                    "SECONDS', 'token TEXT') nor inside a Ninf-G <SECTION>",
-                    key);
+    case S_NONE: return our_setting(p, key, v);
     case S_SERVER:
         if (strcmp(key, "hostname") == 0) {
             for (int i = 1; i < n; i++) {
@@ -385,10 +351,15 @@ int gox_config_read(const char *path, gox_config *cfg, char *msg, size_t msgsize
     msg[0] = '\0';
     int rc = read_file(p, path, 1);
     free(p);
+    /* The core sends the token in every HELLO: it takes this file's for as long as CFG
+     * lives (gox_config_free gives the core's own back), as grpc_initialize does with
+     * the timeouts. */
+    if (rc == GRPC_NO_ERROR && cfg->has_token) grc_config_set_token(cfg->token);
     return rc;
 }
 
 void gox_config_free(gox_config *cfg) {
+    if (cfg->has_token) grc_config_set_token(NULL);
     free(cfg->servers);
     free(cfg->funcs);
     memset(cfg, 0, sizeof *cfg);
@@ -406,7 +377,10 @@ void gox_config_server(const gox_config *cfg, const char *server, char *host, si
                 return;
             }
         }
-    if (gox_split_hostport(server, host, hostsize, port) == 0) return;
+    if (gr_parse_hostport(server, GR_PORT_OPTIONAL, host, hostsize, port, NULL, 0) == 0) {
+        if (!*port) *port = dport;
+        return;
+    }
     snprintf(host, hostsize, "%s", server);
     *port = dport;
 }

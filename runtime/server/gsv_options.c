@@ -1,16 +1,18 @@
-/* gsv_options.c: gridrpcd's command line: --help, --version, and every option checked
- * here, so that a typo stops the server at once (exit 2, naming the option) instead
- * of surfacing later as a strange behaviour. */
+/* gsv_options.c: gridrpcd's command line (getopt_long): --help, --version, and every
+ * option checked here, so that a typo stops the server at once (exit 2, naming the
+ * option) instead of surfacing later as a strange behaviour. Durations, sizes and the
+ * port are read by gr_settings, as in the client's configuration files. */
 #include "config.h"
 
 #include <errno.h>
-#include <limits.h>
-#include <math.h>
+#include <getopt.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gr_settings.h"
 #include "gsv.h"
 
 #ifndef GRIDRPC_MODULE_DIR
@@ -45,15 +47,18 @@ static const char help_text[] =
     "      --isolate            run each call in a child process, so a function that crashes or\n"
     "                           calls exit() fails only its call (costs a fork per call)\n"
     "\n"
-    "Limits and timeouts (BYTES may end in K, M or G: KiB, MiB, GiB):\n"
-    "      --max-message BYTES  largest message accepted (default 1G)\n"
-    "      --max-array BYTES    largest array argument (default 1G)\n"
-    "      --max-head BYTES     largest head section of a call: scalars, strings, files\n"
+    "Limits and timeouts:\n"
+    "      --max-message SIZE   largest message accepted (default 1G)\n"
+    "      --max-array SIZE     largest array argument (default 1G)\n"
+    "      --max-head SIZE      largest head section of a call: scalars, strings, files\n"
     "                           (default 64M; at most 4G-1)\n"
-    "      --io-timeout S       drop a client that stalls in the middle of a message for S\n"
-    "                           seconds (default 60; 0: never). Idle connections are kept.\n"
-    "      --shutdown-timeout S on SIGTERM or SIGINT, wait at most S seconds for running calls\n"
-    "                           to finish (default 30)\n"
+    "      --io-timeout TIME    drop a client that stalls in the middle of a message for TIME\n"
+    "                           (default 60s; 0: never). Idle connections are kept.\n"
+    "      --shutdown-timeout TIME\n"
+    "                           on SIGTERM or SIGINT, wait at most TIME for running calls to\n"
+    "                           finish (default 30s)\n"
+    "      SIZE is bytes or a whole number with K, M, G or T, powers of 1024 (4096, 64K, 16M);\n"
+    "      TIME is seconds or a number with ms, s, m, h or d (30, 0.5, 250ms, 30s, 2m, 1h).\n"
     "\n"
     "Logging (on stderr; one line per call at info level):\n"
     "      --log-level LEVEL    error, warn, info (default) or debug\n"
@@ -68,7 +73,7 @@ static const char help_text[] =
 /* Reports a usage error on stderr, naming the option; returns the exit status 2. */
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...) {
-    char msg[512];
+    char msg[768];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -77,45 +82,44 @@ static int usage_error(const char *fmt, ...) {
     return 2;
 }
 
-static int parse_uint(const char *opt, const char *v, unsigned long long max, unsigned long long *out) {
+/* A count (--threads): not a setting of gr_settings, as it has no unit. */
+static int parse_count(const char *opt, const char *v, unsigned long max, unsigned *out) {
     char *end;
     errno = 0;
-    if (*v == '-' || *v == '\0') return usage_error("%s: '%s' is not a non-negative integer", opt, v);
+    if (*v < '0' || *v > '9') return usage_error("%s: '%s' is not a non-negative integer", opt, v);
     unsigned long long n = strtoull(v, &end, 10);
     if (errno || *end != '\0') return usage_error("%s: '%s' is not a non-negative integer", opt, v);
-    if (n > max) return usage_error("%s: '%s' is too large", opt, v);
+    if (n == 0) return usage_error("%s: '%s' must be at least 1", opt, v);
+    if (n > max) return usage_error("%s: '%s' is too large: at most %lu", opt, v, max);
+    *out = (unsigned)n;
+    return 0;
+}
+
+static int parse_size(const char *opt, const char *v, uint64_t max, uint64_t *out) {
+    char err[512];
+    uint64_t n;
+    if (gr_parse_size(v, &n, err, sizeof err)) return usage_error("%s: %s", opt, err);
+    if (n == 0) return usage_error("%s: '%s' must be at least 1", opt, v);
+    if (n > max) return usage_error("%s: '%s' is too large: at most %" PRIu64 " bytes", opt, v, max);
     *out = n;
     return 0;
 }
 
-static int parse_bytes(const char *opt, const char *v, unsigned long long max, unsigned long long *out) {
-    char *end;
-    errno = 0;
-    if (*v == '-' || *v == '\0') return usage_error("%s: '%s' is not a byte count", opt, v);
-    unsigned long long n = strtoull(v, &end, 10);
-    unsigned shift = 0;
-    if (*end == 'K' || *end == 'k')
-        shift = 10, end++;
-    else if (*end == 'M' || *end == 'm')
-        shift = 20, end++;
-    else if (*end == 'G' || *end == 'g')
-        shift = 30, end++;
-    if (errno || end == v || *end != '\0')
-        return usage_error("%s: '%s' is not a byte count (like 64M)", opt, v);
-    if (n == 0) return usage_error("%s: '%s' must be at least 1", opt, v);
-    if (n > (max >> shift)) return usage_error("%s: '%s' is too large", opt, v);
-    *out = n << shift;
+static int parse_duration(const char *opt, const char *v, double *out) {
+    char err[512];
+    if (gr_parse_duration(v, out, err, sizeof err)) return usage_error("%s: %s", opt, err);
     return 0;
 }
 
-static int parse_seconds(const char *opt, const char *v, double *out) {
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (errno || end == v || *end != '\0' || !isfinite(d) || d < 0 || d > 1e9)
-        return usage_error("%s: '%s' is not a number of seconds", opt, v);
-    *out = d;
-    return 0;
+/* Picks one of NAMES (NULL-ended) for V; its index in *OUT. */
+static int parse_choice(const char *opt, const char *v, const char *const *names, const char *listed,
+                        int *out) {
+    for (int i = 0; names[i]; i++)
+        if (strcmp(v, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    return usage_error("%s: '%s' is not %s", opt, v, listed);
 }
 
 static int push(const char ***list, unsigned *n, const char *v) {
@@ -129,97 +133,131 @@ static int push(const char ***list, unsigned *n, const char *v) {
     return 0;
 }
 
-/* Options that take a value, as "--name value" or "--name=value". */
-static const char *const valued[] = {"--host",
-                                     "--port",
-                                     "--module",
-                                     "--module-dir",
-                                     "--threads",
-                                     "--mode",
-                                     "--queue",
-                                     "--token",
-                                     "--max-message",
-                                     "--max-array",
-                                     "--max-head",
-                                     "--io-timeout",
-                                     "--shutdown-timeout",
-                                     "--log-level",
-                                     NULL};
+/* Long-only options, after the range of characters a short option can be. */
+enum {
+    OPT_HOST = 256,
+    OPT_PORT,
+    OPT_MODULE,
+    OPT_MODULE_DIR,
+    OPT_THREADS,
+    OPT_MODE,
+    OPT_QUEUE,
+    OPT_TOKEN,
+    OPT_MAX_MESSAGE,
+    OPT_MAX_ARRAY,
+    OPT_MAX_HEAD,
+    OPT_IO_TIMEOUT,
+    OPT_SHUTDOWN_TIMEOUT,
+    OPT_LOG_LEVEL,
+    OPT_QUIET,
+    OPT_ISOLATE,
+};
 
-static int takes_value(const char *name) {
-    for (int i = 0; valued[i]; i++)
-        if (strcmp(valued[i], name) == 0) return 1;
-    return 0;
+static const struct option long_options[] = {
+    {"host", required_argument, NULL, OPT_HOST},
+    {"port", required_argument, NULL, OPT_PORT},
+    {"module", required_argument, NULL, OPT_MODULE},
+    {"module-dir", required_argument, NULL, OPT_MODULE_DIR},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"queue", required_argument, NULL, OPT_QUEUE},
+    {"token", required_argument, NULL, OPT_TOKEN},
+    {"max-message", required_argument, NULL, OPT_MAX_MESSAGE},
+    {"max-array", required_argument, NULL, OPT_MAX_ARRAY},
+    {"max-head", required_argument, NULL, OPT_MAX_HEAD},
+    {"io-timeout", required_argument, NULL, OPT_IO_TIMEOUT},
+    {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {"isolate", no_argument, NULL, OPT_ISOLATE},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+/* "--name" of the option whose value is VAL, for messages. */
+static const char *option_name(int val, char *buf, size_t n) {
+    for (const struct option *o = long_options; o->name; o++)
+        if (o->val == val) {
+            snprintf(buf, n, "--%s", o->name);
+            return buf;
+        }
+    snprintf(buf, n, "-%c", val);
+    return buf;
 }
 
-/* Applies one option NAME with value V (NULL for flags). */
-static int apply(gsv_options *o, const char *name, const char *v) {
-    unsigned long long n;
-    int rc = 0;
-    if (strcmp(name, "--host") == 0) {
-        if (!*v) return usage_error("%s: empty address", name);
+/* What getopt_long refused (OPT: its optopt; ARG: the word it stopped at), said the
+ * way a person typed it: an unknown short option, a value given to a flag, or an
+ * unknown or ambiguous long name. */
+static int bad_option(const char *arg, int opt) {
+    char name[64];
+    int with_value = strncmp(arg, "--", 2) == 0 && strchr(arg, '=');
+    if (opt > 0 && opt < 256 && !with_value) return usage_error("unknown option '-%c'", opt);
+    if (opt && with_value) return usage_error("%s takes no value", option_name(opt, name, sizeof name));
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+    char matches[512] = "";
+    int n = 0;
+    for (const struct option *o = long_options; o->name; o++)
+        if (strncmp(o->name, name + 2, strlen(name + 2)) == 0 && ++n)
+            snprintf(matches + strlen(matches), sizeof matches - strlen(matches), "%s--%s", n > 1 ? ", " : "",
+                     o->name);
+    if (n > 1) return usage_error("option '%s' is ambiguous: %s", name, matches);
+    return usage_error("unknown option '%s'", name);
+}
+
+/* parse_choice's index is the option's value. */
+_Static_assert(GSV_MODE_POOL == 0 && GSV_MODE_THREAD == 1 && GSV_QUEUE_FCFS == 0 && GSV_QUEUE_SJF == 1 &&
+                   GSV_LOG_ERROR == 0 && GSV_LOG_WARN == 1 && GSV_LOG_INFO == 2 && GSV_LOG_DEBUG == 3,
+               "the choices of --mode, --queue and --log-level are listed in the order of their values");
+
+/* Applies option VAL with value V (NULL for flags). */
+static int apply(gsv_options *o, int val, const char *v) {
+    static const char *const modes[] = {"pool", "thread", NULL}, *const queues[] = {"fcfs", "sjf", NULL},
+                             *const levels[] = {"error", "warn", "info", "debug", NULL};
+    char name[64];
+    const char *opt = option_name(val, name, sizeof name);
+    char err[512];
+    uint64_t n;
+    int rc;
+    switch (val) {
+    case OPT_HOST:
+        if (!*v) return usage_error("%s: empty address", opt);
         o->host = v;
-    } else if (strcmp(name, "--port") == 0) {
-        if ((rc = parse_uint(name, v, 65535, &n))) return rc;
-        o->port = (int)n;
-    } else if (strcmp(name, "--module") == 0) {
-        return push(&o->modules, &o->nmodules, v);
-    } else if (strcmp(name, "--module-dir") == 0) {
+        return 0;
+    case OPT_PORT:
+        if (gr_parse_port(v, GR_PORT_ZERO, &o->port, err, sizeof err)) return usage_error("%s: %s", opt, err);
+        return 0;
+    case OPT_MODULE: return push(&o->modules, &o->nmodules, v);
+    case OPT_MODULE_DIR:
+        /* The first --module-dir replaces the default; the next ones add to it. */
         if (o->default_dir) o->nmodule_dirs = 0, o->default_dir = 0;
         return push(&o->module_dirs, &o->nmodule_dirs, v);
-    } else if (strcmp(name, "--threads") == 0) {
-        if ((rc = parse_uint(name, v, 4096, &n))) return rc;
-        if (n == 0) return usage_error("%s: '%s' must be at least 1", name, v);
-        o->threads = (unsigned)n;
-    } else if (strcmp(name, "--mode") == 0) {
-        if (strcmp(v, "pool") == 0)
-            o->mode = GSV_MODE_POOL;
-        else if (strcmp(v, "thread") == 0)
-            o->mode = GSV_MODE_THREAD;
-        else
-            return usage_error("%s: '%s' is not pool or thread", name, v);
-    } else if (strcmp(name, "--queue") == 0) {
-        if (strcmp(v, "fcfs") == 0)
-            o->queue = GSV_QUEUE_FCFS;
-        else if (strcmp(v, "sjf") == 0)
-            o->queue = GSV_QUEUE_SJF;
-        else
-            return usage_error("%s: '%s' is not fcfs or sjf", name, v);
-    } else if (strcmp(name, "--token") == 0) {
-        if (strlen(v) > 1024) return usage_error("%s: a token has at most 1024 bytes", name);
+    case OPT_THREADS: return parse_count(opt, v, 4096, &o->threads);
+    case OPT_MODE: return parse_choice(opt, v, modes, "pool or thread", &o->mode);
+    case OPT_QUEUE: return parse_choice(opt, v, queues, "fcfs or sjf", &o->queue);
+    case OPT_TOKEN:
+        if (strlen(v) > 1024) return usage_error("%s: a token has at most 1024 bytes", opt);
         o->token = v;
-    } else if (strcmp(name, "--max-message") == 0) {
-        if ((rc = parse_bytes(name, v, (unsigned long long)1 << 62, &n))) return rc;
+        return 0;
+    case OPT_MAX_MESSAGE:
+        if ((rc = parse_size(opt, v, (uint64_t)1 << 62, &n))) return rc;
         o->limits.max_message = n;
-    } else if (strcmp(name, "--max-array") == 0) {
-        if ((rc = parse_bytes(name, v, (unsigned long long)1 << 62, &n))) return rc;
+        return 0;
+    case OPT_MAX_ARRAY:
+        if ((rc = parse_size(opt, v, (uint64_t)1 << 62, &n))) return rc;
         o->limits.max_array = n;
-    } else if (strcmp(name, "--max-head") == 0) {
-        if ((rc = parse_bytes(name, v, UINT32_MAX, &n))) return rc;
+        return 0;
+    case OPT_MAX_HEAD:
+        if ((rc = parse_size(opt, v, UINT32_MAX, &n))) return rc;
         o->limits.max_head = (uint32_t)n;
-    } else if (strcmp(name, "--io-timeout") == 0) {
-        return parse_seconds(name, v, &o->io_timeout);
-    } else if (strcmp(name, "--shutdown-timeout") == 0) {
-        return parse_seconds(name, v, &o->shutdown_timeout);
-    } else if (strcmp(name, "--log-level") == 0) {
-        if (strcmp(v, "error") == 0)
-            o->log_level = GSV_LOG_ERROR;
-        else if (strcmp(v, "warn") == 0)
-            o->log_level = GSV_LOG_WARN;
-        else if (strcmp(v, "info") == 0)
-            o->log_level = GSV_LOG_INFO;
-        else if (strcmp(v, "debug") == 0)
-            o->log_level = GSV_LOG_DEBUG;
-        else
-            return usage_error("%s: '%s' is not error, warn, info or debug", name, v);
-    } else if (strcmp(name, "--quiet") == 0) {
-        o->log_level = GSV_LOG_ERROR;
-    } else if (strcmp(name, "--isolate") == 0) {
-        o->isolate = 1;
-    } else {
-        return usage_error("unknown option '%s'", name);
+        return 0;
+    case OPT_IO_TIMEOUT: return parse_duration(opt, v, &o->io_timeout);
+    case OPT_SHUTDOWN_TIMEOUT: return parse_duration(opt, v, &o->shutdown_timeout);
+    case OPT_LOG_LEVEL: return parse_choice(opt, v, levels, "error, warn, info or debug", &o->log_level);
+    case OPT_QUIET: o->log_level = GSV_LOG_ERROR; return 0;
+    case OPT_ISOLATE: o->isolate = 1; return 0;
     }
-    return 0;
+    return usage_error("unknown option '%s'", opt);
 }
 
 int gsv_options_parse(int argc, char **argv, gsv_options *o) {
@@ -235,39 +273,24 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     if (push(&o->module_dirs, &o->nmodule_dirs, GRIDRPC_MODULE_DIR)) return 1;
     o->default_dir = 1;
 
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(help_text, stdout);
-            return 0;
-        }
-        if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
-            printf("gridrpcd (GridRPC) %s\n", PACKAGE_VERSION);
-            return 0;
-        }
-        if (strncmp(a, "--", 2) != 0)
-            return usage_error("unexpected argument '%s': modules are given with --module", a);
+    /* '+': stop at the first word that is not an option (it is a mistake, reported
+     * below); ':': report a missing value here rather than through getopt. */
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+:hV", long_options, NULL)) != -1) {
         char name[64];
-        const char *eq = strchr(a, '=');
-        size_t len = eq ? (size_t)(eq - a) : strlen(a);
-        if (len >= sizeof name) return usage_error("unknown option '%s'", a);
-        memcpy(name, a, len);
-        name[len] = '\0';
-        const char *v = NULL;
-        if (takes_value(name)) {
-            if (eq)
-                v = eq + 1;
-            else if (i + 1 < argc)
-                v = argv[++i];
-            else
-                return usage_error("%s needs a value", name);
-        } else if (eq) {
-            if (strcmp(name, "--quiet") == 0) return usage_error("%s takes no value", name);
-            return usage_error("unknown option '%s'", name);
+        int rc = 0;
+        switch (c) {
+        case 'h': fputs(help_text, stdout); return 0;
+        case 'V': printf("gridrpcd (GridRPC) %s\n", PACKAGE_VERSION); return 0;
+        case ':': return usage_error("%s needs a value", option_name(optopt, name, sizeof name));
+        case '?': return bad_option(argv[optind - 1], optopt);
+        default: rc = apply(o, c, optarg);
         }
-        int rc = apply(o, name, v);
         if (rc) return rc;
     }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s': modules are given with --module", argv[optind]);
     return -1;
 }
 

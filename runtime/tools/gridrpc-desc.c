@@ -5,6 +5,7 @@
 #include "grd_desc.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@
 #define MAX_FILE ((size_t)64 << 20)
 
 static void usage(void) {
-    fputs("Usage: " PROGRAM " [--help] [--version] [--eval NAME=VALUE]... FILE...\n"
+    fputs("Usage: " PROGRAM " [--help] [--version] [--eval NAME=VALUE]... [--] FILE...\n"
           "Print GridRPC interface descriptors in readable form.\n"
           "\n"
           "Each FILE holds one encoded descriptor (magic \"GRDS\") or a module bundle\n"
@@ -28,8 +29,10 @@ static void usage(void) {
           "             print, for each function whose integer in-scalars all have one,\n"
           "             the size of every array and the cost, as a client computes them\n"
           "             before it sends a call\n"
-          "  --help     show this help and exit\n"
-          "  --version  show the version and exit\n"
+          "  -h, --help\n"
+          "             show this help and exit\n"
+          "  -V, --version\n"
+          "             show the version and exit\n"
           "\n"
           "Exit status: 0 when every file was printed, 1 when any could not be read or\n"
           "decoded (the reason goes to standard error as FILE: message), 2 on a usage\n"
@@ -198,52 +201,68 @@ static int print_file(const char *path, int *printed) {
     return rc;
 }
 
-int main(int argc, char **argv) {
-    int first = 1;
-    for (; first < argc; first++) {
-        const char *a = argv[first];
-        if (strcmp(a, "--") == 0) {
-            first++;
-            break;
-        }
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage();
-            return 0;
-        }
-        if (strcmp(a, "--version") == 0) {
-            puts(VERSION_LINE);
-            return 0;
-        }
-        if (strcmp(a, "--eval") == 0 || strncmp(a, "--eval=", 7) == 0) {
-            const char *v = a[6] == '=' ? a + 7 : (first + 1 < argc ? argv[++first] : NULL);
-            const char *eq = v ? strchr(v, '=') : NULL;
-            char *end = NULL;
-            long long num = 0;
-            if (eq) {
-                errno = 0;
-                num = strtoll(eq + 1, &end, 10);
-            }
-            if (!eq || eq == v || !end || *end || end == eq + 1 || errno == ERANGE) {
-                fprintf(stderr, PROGRAM ": --eval needs NAME=INTEGER, as in --eval n=1000\n");
-                return 2;
-            }
-            if (n_eval == MAX_EVAL) {
-                fprintf(stderr, PROGRAM ": at most %d --eval values\n", MAX_EVAL);
-                return 2;
-            }
-            char *name = strndup(v, (size_t)(eq - v));
-            if (!name) {
-                fprintf(stderr, PROGRAM ": out of memory\n");
-                return 2;
-            }
-            eval_names[n_eval] = name;
-            eval_values[n_eval++] = num;
-            continue;
-        }
-        if (a[0] != '-' || a[1] == '\0') break;
-        fprintf(stderr, PROGRAM ": unknown option '%s'\nTry '" PROGRAM " --help'.\n", a);
+/* Records one --eval NAME=INTEGER. Returns 0, or the exit status 2 after a message. */
+static int add_eval(const char *v) {
+    const char *eq = v ? strchr(v, '=') : NULL;
+    char *end = NULL;
+    long long num = 0;
+    if (eq) {
+        errno = 0;
+        num = strtoll(eq + 1, &end, 10);
+    }
+    if (!eq || eq == v || !end || *end || end == eq + 1 || errno == ERANGE) {
+        fprintf(stderr, PROGRAM ": --eval needs NAME=INTEGER, as in --eval n=1000\n");
         return 2;
     }
+    if (n_eval == MAX_EVAL) {
+        fprintf(stderr, PROGRAM ": at most %d --eval values\n", MAX_EVAL);
+        return 2;
+    }
+    char *name = strndup(v, (size_t)(eq - v));
+    if (!name) {
+        fprintf(stderr, PROGRAM ": out of memory\n");
+        return 2;
+    }
+    eval_names[n_eval] = name;
+    eval_values[n_eval++] = num;
+    return 0;
+}
+
+/* What getopt_long refused in ARG (OPT: its optopt), as the user typed it. */
+static int bad_option(const char *arg, int opt) {
+    int with_value = strncmp(arg, "--", 2) == 0 && strchr(arg, '=');
+    if (opt > 0 && opt < 256 && !with_value)
+        fprintf(stderr, PROGRAM ": unknown option '-%c'\nTry '" PROGRAM " --help'.\n", opt);
+    else if (opt && with_value)
+        fprintf(stderr, PROGRAM ": %.*s takes no value\nTry '" PROGRAM " --help'.\n", (int)strcspn(arg, "="),
+                arg);
+    else
+        fprintf(stderr, PROGRAM ": unknown option '%.*s'\nTry '" PROGRAM " --help'.\n",
+                (int)strcspn(arg, "="), arg);
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    enum { OPT_EVAL = 256 };
+    static const struct option long_options[] = {{"eval", required_argument, NULL, OPT_EVAL},
+                                                 {"help", no_argument, NULL, 'h'},
+                                                 {"version", no_argument, NULL, 'V'},
+                                                 {NULL, 0, NULL, 0}};
+    /* '+': options come before the files; ':': a missing value is reported here. */
+    opterr = 0;
+    int c, rc;
+    while ((c = getopt_long(argc, argv, "+:hV", long_options, NULL)) != -1) {
+        switch (c) {
+        case 'h': usage(); return 0;
+        case 'V': puts(VERSION_LINE); return 0;
+        case OPT_EVAL:
+            if ((rc = add_eval(optarg))) return rc;
+            break;
+        case ':': return add_eval(NULL); /* only --eval takes a value */
+        default: return bad_option(argv[optind - 1], optopt);
+        }
+    }
+    int first = optind;
     if (first >= argc) {
         fprintf(stderr, PROGRAM ": no FILE given\nTry '" PROGRAM " --help'.\n");
         return 2;

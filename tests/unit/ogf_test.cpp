@@ -186,7 +186,7 @@ TEST_F(OgfInit, MissingAndMalformedConfigurationFiles) {
         {"<SERVER>\n hostname a\n</CLIENT>\n", "closes <SERVER>"},
         {"</SERVER>\n", "without <SERVER>"},
         {"<SERVER>\n hostname \"a\n</SERVER>\n", "unterminated"},
-        {"<SERVER_DEFAULT>\n session_timeout soon\n</SERVER_DEFAULT>\n", "not a time"},
+        {"<SERVER_DEFAULT>\n session_timeout soon\n</SERVER_DEFAULT>\n", "not a duration"},
         {"<FUNCTION_INFO>\n funcname f\n</FUNCTION_INFO>\n", "needs both"},
         {"<SERVER>\n hostname\n</SERVER>\n", "needs a value"},
         {"<INCLUDE>\n filename /nonexistent/other.conf\n</INCLUDE>\n", "cannot read the included file"},
