@@ -105,6 +105,10 @@ int grid_set_timeouts_np(double connect_seconds, double call_seconds);
 /* Undoes grid_set_timeouts_np: the timeouts are again those of the environment or the
  * configuration file. */
 void grid_clear_timeouts_np(void);
+/* Sets the token sent in HELLO for the process, over GRIDRPC_TOKEN and the
+ * configuration file; NULL gives the configured one back. GRID_ERR_ARGS for a token
+ * longer than the protocol's 1024 bytes. */
+int grid_set_token_np(const char *token);
 /* The timeouts in effect (as grid_set_timeouts_np takes them). GRID_ERR_CONFIG when the
  * environment or configuration file is malformed (grid_last_error says where); the
  * outputs are then untouched. Either pointer may be NULL. */
@@ -194,6 +198,7 @@ enum grid_mode_np { GRID_MODE_IN = 1, GRID_MODE_OUT = 2, GRID_MODE_INOUT = 3, GR
 
 #define GRID_MAX_PARAMS_NP 64
 #define GRID_MAX_RANK_NP 8
+#define GRID_MAX_TOKEN_NP 1024 /* bytes of an authentication token */
 
 typedef struct grid_param_np {
     char name[256];

@@ -44,6 +44,7 @@ GRC_SAME_(sizeof((grid_function_np *)0)->description, GRD_MAX_DESCRIPTION + 1);
  * whatever a handle holds. */
 GRC_SAME_(sizeof((grpc_function_handle_t *)0)->host_np, GRC_MAX_HOST);
 GRC_SAME_(sizeof((grpc_function_handle_t *)0)->function_np, GRC_MAX_NAME);
+GRC_SAME_(GRID_MAX_TOKEN_NP, GRP_MAX_TOKEN);
 /* grm_value is the public scalar union. */
 _Static_assert(sizeof(grm_value) == sizeof(grid_scalar_np), "grm_value is grid_scalar_np");
 #undef GRC_SAME_
@@ -208,6 +209,18 @@ int grid_set_timeouts_np(double connect_seconds, double call_seconds) {
     grc_config_set_timeouts(connect_seconds, call_seconds);
     last_error[0] = '\0';
     return GRID_OK;
+}
+
+int grid_set_token_np(const char *token) {
+    gr_err e;
+    gr_clearerr(&e);
+    if (token && strlen(token) > GRP_MAX_TOKEN)
+        gr_seterr(&e, GRID_ERR_ARGS, "grid_set_token_np: a token has at most %d bytes, not %zu",
+                  GRP_MAX_TOKEN, strlen(token));
+    else
+        grc_config_set_token(token);
+    report(&e);
+    return e.code;
 }
 
 void grid_clear_timeouts_np(void) {

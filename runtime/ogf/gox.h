@@ -42,7 +42,7 @@ typedef struct gox_config {
     double call_timeout;    /* -1: not set in the file */
     double connect_timeout; /* -1: not set in the file */
     int has_token;          /* the file has a 'token' line: the core uses TOKEN while CFG lives */
-    char token[1024];
+    char token[GRID_MAX_TOKEN_NP + 1];
 } gox_config;
 
 /* Reads PATH (both formats) into CFG, which must be zeroed. Returns GRPC_NO_ERROR,

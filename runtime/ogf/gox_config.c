@@ -17,7 +17,6 @@
 
 #include "gox.h"
 #include "gr_settings.h"
-#include "grc_client.h"
 
 #define MAX_TOKENS 32
 #define MAX_INCLUDE_DEPTH 8
@@ -354,12 +353,12 @@ int gox_config_read(const char *path, gox_config *cfg, char *msg, size_t msgsize
     /* The core sends the token in every HELLO: it takes this file's for as long as CFG
      * lives (gox_config_free gives the core's own back), as grpc_initialize does with
      * the timeouts. */
-    if (rc == GRPC_NO_ERROR && cfg->has_token) grc_config_set_token(cfg->token);
+    if (rc == GRPC_NO_ERROR && cfg->has_token) grid_set_token_np(cfg->token);
     return rc;
 }
 
 void gox_config_free(gox_config *cfg) {
-    if (cfg->has_token) grc_config_set_token(NULL);
+    if (cfg->has_token) grid_set_token_np(NULL);
     free(cfg->servers);
     free(cfg->funcs);
     memset(cfg, 0, sizeof *cfg);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "gr_settings.h"
+#include "grp_limits.h"
 #include "gsv.h"
 
 #ifndef GRIDRPC_MODULE_DIR
@@ -236,7 +237,8 @@ static int apply(gsv_options *o, int val, const char *v) {
     case OPT_MODE: return parse_choice(opt, v, modes, "pool or thread", &o->mode);
     case OPT_QUEUE: return parse_choice(opt, v, queues, "fcfs or sjf", &o->queue);
     case OPT_TOKEN:
-        if (strlen(v) > 1024) return usage_error("%s: a token has at most 1024 bytes", opt);
+        if (strlen(v) > GRP_MAX_TOKEN)
+            return usage_error("%s: a token has at most %d bytes", opt, GRP_MAX_TOKEN);
         o->token = v;
         return 0;
     case OPT_MAX_MESSAGE:

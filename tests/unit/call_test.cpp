@@ -523,6 +523,24 @@ TEST_F(Call, SettingsReadBack) {
     grid_reset_np();
 }
 
+// The token set by grid_set_token_np is what HELLO carries: a server with --token takes
+// the call with it, refuses it with another one and without one.
+TEST_F(Call, SetTokenIsSentInHello) {
+    TestServer locked({"--token", "open-sesame"});
+    std::string url = locked.url("test/null_call");
+    ASSERT_EQ(GRID_OK, grid_set_token_np("open-sesame")) << grid_last_error();
+    EXPECT_EQ(GRID_OK, grid_call(url.c_str())) << grid_last_error();
+    grid_reset_np(); // new connections from here on
+    ASSERT_EQ(GRID_OK, grid_set_token_np("wrong"));
+    EXPECT_EQ(GRID_ERR_CONFIG, grid_call(url.c_str()));
+    EXPECT_NE(nullptr, strstr(grid_last_error(), "token")) << grid_last_error();
+    ASSERT_EQ(GRID_OK, grid_set_token_np(nullptr));
+    EXPECT_EQ(GRID_ERR_CONFIG, grid_call(url.c_str()));
+    EXPECT_EQ(GRID_ERR_ARGS, grid_set_token_np(std::string(1025, 't').c_str()));
+    EXPECT_EQ(GRID_OK, grid_set_token_np(std::string(1024, 't').c_str()));
+    grid_reset_np();
+}
+
 TEST_F(Call, SetLastError) {
     grid_set_last_error_np("a binding's own error");
     EXPECT_STREQ("a binding's own error", grid_last_error());

@@ -380,9 +380,12 @@ TEST_F(ClientConfig, BadValueNamesFileLineAndForms) {
         << e_.msg;
     ASSERT_EQ(GRID_ERR_CONFIG, Load("timeout\n"));
     EXPECT_NE(nullptr, strstr(e_.msg, ":1: cannot use 'timeout': write")) << e_.msg;
-    ASSERT_EQ(GRID_ERR_CONFIG, Load("token " + std::string(1024, 't') + "\n"));
+    // The protocol's limit (GRP_MAX_TOKEN), at and one past it.
+    ASSERT_EQ(GRID_OK, Load("token " + std::string(1024, 't') + "\n")) << e_.msg;
+    EXPECT_EQ(1024u, strlen(cfg_.token));
+    ASSERT_EQ(GRID_ERR_CONFIG, Load("token " + std::string(1025, 't') + "\n"));
     EXPECT_NE(nullptr, strstr(e_.msg, ":1: cannot use 'token ")) << e_.msg;
-    EXPECT_NE(nullptr, strstr(e_.msg, "a token has at most 1023 bytes")) << e_.msg;
+    EXPECT_NE(nullptr, strstr(e_.msg, "a token has at most 1024 bytes")) << e_.msg;
 }
 
 TEST_F(ClientConfig, EnvironmentUsesTheSameGrammar) {
