@@ -184,6 +184,7 @@ void FeedBody(const Bytes &body, const std::function<void(grw_reader *)> &fn) {
             if (k <= 0) break;
             done += static_cast<size_t>(k);
         }
+        shutdown(p.w, SHUT_WR); // a reader waiting for more sees the end
     });
     auto r = std::make_unique<grw_reader>();
     grw_reader_init(r.get(), p.r, uint64_t{1} << 30);
@@ -192,6 +193,7 @@ void FeedBody(const Bytes &body, const std::function<void(grw_reader *)> &fn) {
     EXPECT_EQ(grw_read_header(r.get(), &h, &e), GRID_OK) << e.msg;
     fn(r.get());
     EXPECT_EQ(grw_end(r.get(), &e), GRID_OK) << e.msg;
+    shutdown(p.r, SHUT_RDWR); // a sender still blocked (our reader stopped early) gets EPIPE
     t.join();
 }
 
