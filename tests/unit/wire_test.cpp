@@ -9,7 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -1132,6 +1135,47 @@ TEST(WriterErrors, APeerThatClosedIsConnLostWithoutSigpipe) {
     ASSERT_EQ(grw_begin(w.get(), GRW_CALL, 0, 1, &e), GRID_OK);
     EXPECT_EQ(grw_write(w.get(), big.data(), big.size(), &e), GRID_ERR_CONN_LOST);
     EXPECT_EQ(grw_send_error(p.w, 1, GRID_ERR_LIMIT, "x", 0, &e), GRID_ERR_CONN_LOST);
+}
+
+// ---- grw_connect, and socket errors ----
+
+TEST(Socket, ConnectOnLoopbackTunesTheSocketAndRefusalIsConnect) {
+    int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(ls, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t alen = sizeof a;
+    ASSERT_EQ(bind(ls, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+    ASSERT_EQ(listen(ls, 1), 0);
+    ASSERT_EQ(getsockname(ls, reinterpret_cast<sockaddr *>(&a), &alen), 0);
+    int port = ntohs(a.sin_port);
+    gr_err e{};
+    int fd = grw_connect("127.0.0.1", port, 5.0, &e);
+    ASSERT_GE(fd, 0) << e.msg;
+    int v = 0;
+    socklen_t vl = sizeof v;
+    EXPECT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &vl), 0);
+    EXPECT_NE(v, 0) << "TCP_NODELAY";
+    EXPECT_EQ(getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, &vl), 0);
+    EXPECT_NE(v, 0) << "SO_KEEPALIVE";
+    EXPECT_EQ(fcntl(fd, F_GETFL) & O_NONBLOCK, 0) << "left non-blocking";
+    close(fd);
+    close(ls); // nobody listens on PORT now
+    EXPECT_EQ(grw_connect("127.0.0.1", port, 5.0, &e), -1);
+    EXPECT_EQ(e.code, GRID_ERR_CONNECT);
+    EXPECT_NE(std::string(e.msg).find("127.0.0.1:" + std::to_string(port)), std::string::npos) << e.msg;
+}
+
+TEST(Socket, ReadingABadDescriptorIsConnLost) {
+    auto r = Reader(-1);
+    gr_err e{};
+    grw_header h{};
+    EXPECT_EQ(grw_read_header(r.get(), &h, &e), GRID_ERR_CONN_LOST);
+    EXPECT_STRNE(e.msg, ""); // not the clean close between messages
+    r->deadline_ns = gr_now_ns() + 1000000000LL;
+    EXPECT_EQ(grw_read_header(r.get(), &h, &e), GRID_ERR_CONN_LOST);
+    EXPECT_STRNE(e.msg, "");
 }
 
 } // namespace
