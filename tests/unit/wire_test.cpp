@@ -296,6 +296,8 @@ TEST(WireBytes, TinyMessageIsExactlyTheXdrOfItsItems) {
         EXPECT_EQ(grw_write_string(w, "abcde", &e), GRID_OK);
         EXPECT_EQ(grw_write_opaque(w, "\0\1\2", 3, &e), GRID_OK);
         EXPECT_EQ(grw_write_string(w, "", &e), GRID_OK);
+        EXPECT_EQ(grw_write_opaque(w, nullptr, 0, &e), GRID_OK); // empty, no buffer
+        EXPECT_EQ(grw_write_words(w, nullptr, 0, 4, &e), GRID_OK);
         EXPECT_EQ(grw_write_words(w, sh, 3, 2, &e), GRID_OK);
         EXPECT_EQ(grw_write_words(w, ch, 1, 1, &e), GRID_OK);
         EXPECT_EQ(grw_write_words(w, in, 1, 4, &e), GRID_OK);
@@ -303,7 +305,7 @@ TEST(WireBytes, TinyMessageIsExactlyTheXdrOfItsItems) {
         EXPECT_EQ(grw_finish(w, &e), GRID_OK);
     });
     const Bytes want = {
-        0x80, 0x00, 0x00, 0x58,                                                // last fragment, 88 bytes
+        0x80, 0x00, 0x00, 0x5c,                                                // last fragment, 92 bytes
         0x47, 0x52, 0x50, 0x43, 0x00, 0x00, 0x00, 0x01,                        // magic "GRPC", version 1
         0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x00,                        // type CALL, flags 0
         0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,                        // request id
@@ -313,6 +315,7 @@ TEST(WireBytes, TinyMessageIsExactlyTheXdrOfItsItems) {
         0x00, 0x00, 0x00, 0x05, 'a',  'b',  'c',  'd',  'e', 0x00, 0x00, 0x00, // string, 3 pad
         0x00, 0x00, 0x00, 0x03, 0x00, 0x01, 0x02, 0x00,                        // opaque, 1 pad
         0x00, 0x00, 0x00, 0x00,                                                // empty string
+        0x00, 0x00, 0x00, 0x00,                                                // empty opaque
         0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x00, 0x00,                        // 3 shorts, 2 pad
         0x7f, 0x00, 0x00, 0x00,                                                // 1 char, 3 pad
         0x0a, 0x0b, 0x0c, 0x0d,                                                // 1 int
