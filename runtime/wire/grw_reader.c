@@ -99,14 +99,24 @@ static int next_fragment(grw_reader *r, gr_err *e) {
     return GRID_OK;
 }
 
-int grw_read(grw_reader *r, void *dst, size_t n, gr_err *e) {
-    uint8_t *d = dst;
+/* Refuses to read N more bytes when they would take the message past its limit. */
+static int check_room(const grw_reader *r, size_t n, gr_err *e) {
     if (r->consumed + n > r->max_message || r->consumed + n < r->consumed)
         return gr_seterr(e, GRID_ERR_LIMIT, "message larger than the limit of %llu bytes",
                          (unsigned long long)r->max_message);
+    return GRID_OK;
+}
+
+int grw_read(grw_reader *r, void *dst, size_t n, gr_err *e) {
+    uint8_t *d = dst;
+    int rc0 = check_room(r, n, e);
+    if (rc0) return rc0;
     while (n > 0) {
         while (r->frag_left == 0) {
             int rc = next_fragment(r, e);
+            if (rc) return rc;
+            /* The fragment header just read counts too: the rest must still fit. */
+            rc = check_room(r, n, e);
             if (rc) return rc;
         }
         size_t k = r->frag_left < n ? r->frag_left : n;

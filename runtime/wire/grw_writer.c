@@ -96,6 +96,7 @@ int grw_write(grw_writer *w, const void *src, size_t n, gr_err *e) {
         int rc = flush_fragment(w, NULL, 0, 0, e);
         if (rc) return rc;
     }
+    if (n == 0) return GRID_OK; /* an empty item may come with a NULL pointer: no memcpy */
     memcpy(w->buf + 4 + w->len, s, n);
     w->len += n;
     return GRID_OK;

@@ -997,6 +997,55 @@ TEST(Extent, OverflowAndLimits) {
     EXPECT_EQ(r.code, GRD_E_OVERFLOW);
 }
 
+// elements * element size is checked for 64-bit overflow on its own: 2^60 + 1 elements
+// of 16 bytes are 2^64 + 16 bytes, which wraps to 16 and would pass every later test.
+TEST(Extent, ByteCountOverflowIsCaughtBeforeItWraps) {
+    struct {
+        grd_type type;
+        int64_t elems;
+    } wraps[] = {
+        {GRD_DCOMPLEX, (int64_t{1} << 60) + 1}, // 2^64 + 16 -> 16
+        {GRD_DCOMPLEX, (int64_t{1} << 62) + 1}, // 2^66 + 16 -> 16
+        {GRD_DOUBLE, (int64_t{1} << 61) + 1},   // 2^64 + 8 -> 8
+        {GRD_SCOMPLEX, (int64_t{1} << 61) + 3}, // 2^64 + 24 -> 24
+        {GRD_FLOAT, (int64_t{1} << 62) + 1},    // 2^64 + 4 -> 4
+        {GRD_DCOMPLEX, INT64_MAX},
+    };
+    for (auto &w : wraps) {
+        DescPtr d = ArrayDesc(w.type, 1);
+        Ext r = Extent(d.get(), 4, {w.elems, 0, 0, 0, 0});
+        EXPECT_EQ(r.code, GRD_E_OVERFLOW) << w.elems << " elements of type " << w.type << ": " << r.msg;
+        EXPECT_NE(r.msg.find(std::to_string(w.elems) + " elements of " +
+                             std::to_string(grd_type_size(w.type)) + " bytes exceed the limit"),
+                  std::string::npos)
+            << r.msg;
+    }
+    // Just under: computed exactly, up to the 2^63 - 1 ceiling.
+    DescPtr dc = ArrayDesc(GRD_DCOMPLEX, 1);
+    Ext r = Extent(dc.get(), 4, {(int64_t{1} << 59) - 1, 0, 0, 0, 0});
+    ASSERT_EQ(r.code, GRD_OK) << r.msg;
+    EXPECT_EQ(r.e.elems, (uint64_t{1} << 59) - 1);
+    EXPECT_EQ(r.e.bytes, (uint64_t{1} << 63) - 16);
+    EXPECT_EQ(r.e.sent_bytes, (uint64_t{1} << 63) - 16);
+    r = Extent(dc.get(), 4, {int64_t{1} << 59, 0, 0, 0, 0}); // 2^63 bytes: one past the ceiling
+    EXPECT_EQ(r.code, GRD_E_OVERFLOW) << r.msg;
+    r = Extent(dc.get(), 4, {(int64_t{1} << 60) - 1, 0, 0, 0, 0}); // 2^64 - 16: no wrap, over
+    EXPECT_EQ(r.code, GRD_E_OVERFLOW) << r.msg;
+    DescPtr ch = ArrayDesc(GRD_CHAR, 1);
+    r = Extent(ch.get(), 4, {INT64_MAX, 0, 0, 0, 0});
+    ASSERT_EQ(r.code, GRD_OK) << r.msg;
+    EXPECT_EQ(r.e.bytes, static_cast<uint64_t>(INT64_MAX));
+    // Against an explicit limit: at it, and one element past it.
+    r = Extent(dc.get(), 4, {1000, 0, 0, 0, 0}, 16000);
+    ASSERT_EQ(r.code, GRD_OK) << r.msg;
+    EXPECT_EQ(r.e.bytes, 16000u);
+    r = Extent(dc.get(), 4, {1001, 0, 0, 0, 0}, 16000);
+    EXPECT_EQ(r.code, GRD_E_OVERFLOW) << r.msg;
+    // A wrap that lands under a small explicit limit is still refused.
+    r = Extent(dc.get(), 4, {(int64_t{1} << 60) + 1, 0, 0, 0, 0}, 1000);
+    EXPECT_EQ(r.code, GRD_E_OVERFLOW) << r.msg;
+}
+
 TEST(Extent, EvaluationErrorsNameTheField) {
     DescPtr d = ArrayDesc(GRD_INT, 2);
     grd_dim &d1 = d->params[4].dims[1];
