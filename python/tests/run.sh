@@ -60,7 +60,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 path, rc, log = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-lines, failed = [], 0
+lines, failed, n = [], 0, 0
 try:
     cases = list(ET.parse(path).getroot().iter("testcase"))
 except (OSError, ET.ParseError):
@@ -71,16 +71,16 @@ for case in cases:
     if bad is None:
         bad = case.find("error")
     skip = case.find("skipped")
+    n += 1  # results only: a failure's comment lines do not shift the numbers
     if bad is not None:
         failed += 1
-        lines.append(f"not ok {len(lines) + 1} {name}")
+        lines.append(f"not ok {n} {name}")
         text = (bad.get("message") or "") + "\n" + (bad.text or "")
         lines += ["# " + t for t in text.strip().splitlines()[-30:]]
     elif skip is not None:
-        lines.append(f"ok {len(lines) + 1} {name} # SKIP {skip.get('message', '')}".rstrip())
+        lines.append(f"ok {n} {name} # SKIP {skip.get('message', '')}".rstrip())
     else:
-        lines.append(f"ok {len(lines) + 1} {name}")
-n = sum(1 for t in lines if not t.startswith("#"))
+        lines.append(f"ok {n} {name}")
 extra = None
 if rc == 5 or n == 0:
     extra = f"pytest ran no tests (exit status {rc})"
