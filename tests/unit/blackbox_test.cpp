@@ -206,7 +206,7 @@ TEST_F(Blackbox, FloatsAreBigEndianOnTheWire) {
 struct HalfResult {
     int n;
     std::atomic<int> half_sent{0};
-    std::atomic<int> all_sent{0};
+    std::atomic<int> all_sent{0}; /* the rest of the RESULT is being sent */
 };
 
 // Answers CALL echo_double(n) with a RESULT of n 7.0s: half of it, a 300 ms pause, the rest.
@@ -228,8 +228,10 @@ int half_result(fake_server *fs, int fd, const fake_msg *m, void *user) {
     int rc = fake_send_raw(fd, b.p, half);
     s->half_sent.store(1);
     fake_sleep_ms(300);
-    if (!rc) rc = fake_send_raw(fd, b.p + half, b.len - half);
+    /* Set before the rest leaves: a client that waits for the rest cannot return
+     * before this, while one that does not returns during the pause. */
     s->all_sent.store(1);
+    if (!rc) rc = fake_send_raw(fd, b.p + half, b.len - half);
     fake_buf_free(&b);
     return rc ? FAKE_CLOSE : FAKE_KEEP;
 }
