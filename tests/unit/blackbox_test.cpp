@@ -206,7 +206,7 @@ TEST_F(Blackbox, FloatsAreBigEndianOnTheWire) {
 struct HalfResult {
     int n;
     std::atomic<int> half_sent{0};
-    std::atomic<int> all_sent{0};
+    std::atomic<int> rest_started{0};
 };
 
 // Answers CALL echo_double(n) with a RESULT of n 7.0s: half of it, a 300 ms pause, the rest.
@@ -228,8 +228,8 @@ int half_result(fake_server *fs, int fd, const fake_msg *m, void *user) {
     int rc = fake_send_raw(fd, b.p, half);
     s->half_sent.store(1);
     fake_sleep_ms(300);
+    s->rest_started.store(1); // before the send: the client may consume it before send returns
     if (!rc) rc = fake_send_raw(fd, b.p + half, b.len - half);
-    s->all_sent.store(1);
     fake_buf_free(&b);
     return rc ? FAKE_CLOSE : FAKE_KEEP;
 }
