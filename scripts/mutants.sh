@@ -88,7 +88,7 @@ EOF
 # The copy: the working tree without .git and build directories, timestamps kept.
 echo "mutants: copying the tree to $src"
 mkdir -p "$src"
-tar -C "$top" --exclude=./.git --exclude='./build*' --exclude='./_build*' -cf - . | tar -C "$src" -xf - || exit 2
+tar -C "$top" --exclude=./.git --exclude=./build --exclude='./build-[!a]*' --exclude='./_build*' -cf - . | tar -C "$src" -xf - || exit 2
 restore() { # restore FILE: the copy's FILE from the working tree, timestamp bumped
   cp "$top/$1" "$src/$1" && touch "$src/$1"
 }
@@ -108,6 +108,9 @@ fi
 # (descriptions without digits, one per line) to stdout. Returns make's status.
 run_tests() {
   local tests=$1 targets=() t
+  local logs=()
+  for t in $tests; do logs+=("$build/$t.log"); done
+  rm -f "${logs[@]}"
   if [ "$full" -eq 1 ]; then
     make -C "$build" -j2 check >>"$log" 2>&1
   else
@@ -115,19 +118,18 @@ run_tests() {
     for t in $tests; do
       case "$t" in *.sh) scripts=1 ;; *) targets+=("$t") ;; esac
     done
+    # One goal per make: several goals at once race on the same libraries.
     if [ "$scripts" -eq 1 ]; then
       make -C "$build" -j2 check TESTS="$tests" >>"$log" 2>&1
     else
-      make -C "$build" -j2 all "${targets[@]}" >>"$log" 2>&1 &&
+      make -C "$build" -j2 all >>"$log" 2>&1 &&
+        for t in "${targets[@]}"; do make -C "$build" -j2 "$t" >>"$log" 2>&1 || exit 1; done &&
         make -C "$build" check-TESTS TESTS="$tests" >>"$log" 2>&1
     fi
   fi
   local rc=$?
-  local logs=()
   if [ "$full" -eq 1 ]; then
     mapfile -t logs < <(find "$build" -name '*.log' ! -name 'test-suite.log' ! -name 'config.log' -newer "$build/.mutant-stamp")
-  else
-    for t in $tests; do logs+=("$build/$t.log"); done
   fi
   for f in "${logs[@]}"; do
     [ -f "$f" ] && sed -n "s/^not ok [0-9]* \(.*\)/$(basename "$f" .log): \1/p" "$f" | tr -d '0-9'
@@ -149,6 +151,10 @@ while IFS=$'\t' read -r id file tests what; do
     echo "mutants: baseline for: $key"
     touch "$build/.mutant-stamp"
     baseline[$key]=$(run_tests "$tests")
+    for t in $tests; do
+      [ "$full" -eq 1 ] || [ -f "$build/$t.log" ] ||
+        { echo "mutants: the unmutated tree does not build or run '$t' (see $log)"; exit 2; }
+    done
     [ -n "${baseline[$key]}" ] && echo "${baseline[$key]}" | sed 's/^/  already failing: /'
   fi
   if [ ! -f "$src/$file" ]; then
@@ -176,6 +182,9 @@ while IFS=$'\t' read -r id file tests what; do
     broken+=("$id"); restore "$file"; current=; continue
   fi
   fails=$(run_tests "$tests")
+  for t in $tests; do # a test that did not run (build failure) is no catch
+    [ "$full" -eq 1 ] || [ -f "$build/$t.log" ] || fails=
+  done
   new=$(comm -13 <(printf '%s\n' "${baseline[$key]}" | sort -u) <(printf '%s\n' "$fails" | sort -u) | grep -v '^$')
   took=$(($(date +%s) - t0))
   if [ -n "$new" ]; then

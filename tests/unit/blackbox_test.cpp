@@ -206,7 +206,7 @@ TEST_F(Blackbox, FloatsAreBigEndianOnTheWire) {
 struct HalfResult {
     int n;
     std::atomic<int> half_sent{0};
-    std::atomic<int> all_sent{0}; /* the rest of the RESULT is being sent */
+    std::atomic<int> rest_started{0};
 };
 
 // Answers CALL echo_double(n) with a RESULT of n 7.0s: half of it, a 300 ms pause, the rest.
@@ -228,9 +228,7 @@ int half_result(fake_server *fs, int fd, const fake_msg *m, void *user) {
     int rc = fake_send_raw(fd, b.p, half);
     s->half_sent.store(1);
     fake_sleep_ms(300);
-    /* Set before the rest leaves: a client that waits for the rest cannot return
-     * before this, while one that does not returns during the pause. */
-    s->all_sent.store(1);
+    s->rest_started.store(1); // before the send: the client may consume it before send returns
     if (!rc) rc = fake_send_raw(fd, b.p + half, b.len - half);
     fake_buf_free(&b);
     return rc ? FAKE_CLOSE : FAKE_KEEP;
@@ -253,8 +251,8 @@ TEST_F(Blackbox, CancelWaitsForAHalfReceivedResult) {
     auto t1 = Clock::now();
     EXPECT_EQ(GRID_OK, grid_cancel(id)) << grid_last_error();
     double took = seconds_since(t1);
-    EXPECT_EQ(1, s.all_sent.load()) << "grid_cancel returned before the rest of the RESULT was sent (" << took
-                                    << " s)";
+    EXPECT_EQ(1, s.rest_started.load())
+        << "grid_cancel returned during the pause, before the rest of the RESULT was sent (" << took << " s)";
     std::vector<double> snapshot = out;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     EXPECT_TRUE(snapshot == out) << "the buffer changed after grid_cancel returned";
@@ -338,7 +336,13 @@ TEST_F(Blackbox, IsolatedChildKilledBySignalIsAnError) {
         auto t0 = Clock::now();
         int rc = grid_call(crash.c_str(), how);
         EXPECT_EQ(GRID_ERR_FAILED, rc) << grid_error_name(rc) << ": " << grid_last_error();
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+        // The sanitizers catch the fault in the child and exit with their own status.
+        EXPECT_TRUE(strstr(grid_last_error(), "signal") || strstr(grid_last_error(), "exited with status"))
+            << grid_last_error();
+#else
         EXPECT_NE(nullptr, strstr(grid_last_error(), "signal")) << grid_last_error();
+#endif
         EXPECT_LT(seconds_since(t0), 8.0);
     }
     std::string null = iso.url("test/null_call");
