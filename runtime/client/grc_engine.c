@@ -82,10 +82,7 @@ int grc_req_check(const grc_req *q, const grw_limits *server, gr_err *e) {
 }
 
 int grc_req_send(const grc_req *q, grw_writer *w, uint64_t id, const grw_limits *server, gr_err *e) {
-    grp_call_target t;
-    snprintf(t.name, sizeof t.name, "%s", q->t.name);
-    t.hash = q->desc->hash;
-    return grp_write_call(w, id, &t, q->call, server, e);
+    return grp_write_call(w, id, q->t.name, q->desc->hash, q->call, server, e);
 }
 
 int grc_req_reply(grc_req *q, grw_reader *r, const grw_header *h, int *in_step, gr_err *e) {

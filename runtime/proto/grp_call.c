@@ -8,11 +8,11 @@
 
 /* ---------------------------------------------------------------- CALL */
 
-int grp_write_call(grw_writer *w, uint64_t id, const grp_call_target *t, const grm_call *c,
+int grp_write_call(grw_writer *w, uint64_t id, const char *name, uint64_t hash, const grm_call *c,
                    const grw_limits *lim, gr_err *e) {
     int rc = grw_begin(w, GRW_CALL, 0, id, e);
-    if (!rc) rc = grw_write_string(w, t->name, e);
-    if (!rc) rc = grw_write_u64(w, t->hash, e);
+    if (!rc) rc = grw_write_string(w, name, e);
+    if (!rc) rc = grw_write_u64(w, hash, e);
     if (!rc) rc = grm_write_head(w, c, GRM_TO_SERVER, lim, e);
     if (!rc) rc = grm_write_bulk(w, c, GRM_TO_SERVER, e);
     if (!rc) rc = grw_finish(w, e);

@@ -148,16 +148,6 @@ int grp_read_error(grw_reader *r, grp_error *m, gr_err *e) {
     return GRID_OK;
 }
 
-int grp_send_error(int fd, uint64_t id, int code, const char *msg, long long deadline_ns, gr_err *e) {
-    grw_writer *w = malloc(sizeof *w);
-    if (!w) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
-    grw_writer_init(w, fd);
-    w->deadline_ns = deadline_ns;
-    int rc = grp_write_error(w, id, code, msg, e);
-    free(w);
-    return rc;
-}
-
 /* ---------------------------------------------------------------- empty bodies */
 
 int grp_write_empty(grw_writer *w, uint32_t type, uint64_t id, gr_err *e) {

@@ -83,9 +83,10 @@ int grp_write_descriptor(grw_writer *w, uint64_t id, const char *qualified, cons
 int grp_read_descriptor(grw_reader *r, char qualified[GRP_MAX_FUNCTION_NAME + 1], grd_desc **out, gr_err *e);
 
 /* ---- CALL: target, then the arguments travelling to the server */
-/* Writes a whole CALL of C (client side, prepared) to function T. LIM: the server's
- * announced limits, checked by the head encoder. */
-int grp_write_call(grw_writer *w, uint64_t id, const grp_call_target *t, const grm_call *c,
+/* Writes a whole CALL of C (client side, prepared) to function NAME, marshalled with
+ * the descriptor of HASH. LIM: the server's announced limits, checked by the head
+ * encoder. */
+int grp_write_call(grw_writer *w, uint64_t id, const char *name, uint64_t hash, const grm_call *c,
                    const grw_limits *lim, gr_err *e);
 /* The server's side in three steps, because it must find the function (and its
  * descriptor) after the target and may set a deadline for the bulk once the head says
@@ -112,8 +113,6 @@ uint64_t grp_result_bytes(const grm_call *c);
 int grp_write_error(grw_writer *w, uint64_t id, int code, const char *msg, gr_err *e);
 /* A code outside gridrpc.h's errors becomes GRID_ERR_PROTOCOL, its message saying so. */
 int grp_read_error(grw_reader *r, grp_error *m, gr_err *e);
-/* A whole ERROR on FD without a writer of the caller's (allocates one). */
-int grp_send_error(int fd, uint64_t id, int code, const char *msg, long long deadline_ns, gr_err *e);
 
 /* ---- messages without a body: CANCEL, PING, LIST */
 int grp_write_empty(grw_writer *w, uint32_t type, uint64_t id, gr_err *e);

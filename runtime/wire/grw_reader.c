@@ -211,6 +211,13 @@ int grw_read_opaque(grw_reader *r, uint32_t max, uint8_t **out, uint32_t *len, g
     return GRID_OK;
 }
 
+/* XDR strings carry no NUL: one inside would cut the C string short of its length. */
+static int has_nul(const void *p, uint32_t n, gr_err *e) {
+    if (!memchr(p, 0, n)) return 0;
+    gr_seterr(e, GRID_ERR_PROTOCOL, "a string holds a NUL byte");
+    return 1;
+}
+
 int grw_read_string(grw_reader *r, uint32_t max, char **out, gr_err *e) {
     uint8_t *p;
     uint32_t n;
@@ -219,10 +226,10 @@ int grw_read_string(grw_reader *r, uint32_t max, char **out, gr_err *e) {
         *out = NULL;
         return rc;
     }
-    if (memchr(p, 0, n)) {
+    if (has_nul(p, n, e)) {
         free(p);
         *out = NULL;
-        return gr_seterr(e, GRID_ERR_PROTOCOL, "a string holds a NUL byte");
+        return GRID_ERR_PROTOCOL;
     }
     *out = (char *)p;
     return GRID_OK;
@@ -241,9 +248,9 @@ int grw_read_string_buf(grw_reader *r, char *buf, uint32_t max, gr_err *e) {
         return rc;
     }
     buf[n] = '\0';
-    if (memchr(buf, 0, n)) {
+    if (has_nul(buf, n, e)) {
         buf[0] = '\0';
-        return gr_seterr(e, GRID_ERR_PROTOCOL, "a string holds a NUL byte");
+        return GRID_ERR_PROTOCOL;
     }
     return GRID_OK;
 }

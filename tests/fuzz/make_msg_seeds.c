@@ -54,10 +54,7 @@ static void seed(const char *dir, const char *file, const char *fn, int result, 
         grp_result_times t = {1, 2};
         rc = grp_write_result(w, id, &t, c, &lim, &e);
     } else {
-        grp_call_target t;
-        snprintf(t.name, sizeof t.name, "%s", fn);
-        t.hash = d->hash;
-        rc = grp_write_call(w, id, &t, c, &lim, &e);
+        rc = grp_write_call(w, id, fn, d->hash, c, &lim, &e);
     }
     close(sv[0]);
     char path[4096], buf[1 << 16];

@@ -222,7 +222,7 @@ TEST(Proto, CallAndResultRoundTrip) {
     grp_call_target t;
     snprintf(t.name, sizeof t.name, "test/echo_double");
     t.hash = d->hash;
-    ASSERT_EQ(GRID_OK, grp_write_call(p.w, 10, &t, c, &lim, &e)) << e.msg;
+    ASSERT_EQ(GRID_OK, grp_write_call(p.w, 10, t.name, t.hash, c, &lim, &e)) << e.msg;
 
     // The server's side: target, head, bulk, then run the function.
     p.header(GRW_CALL, 10);
@@ -600,7 +600,7 @@ TEST(ProtoGolden, CallAndResult) {
         snprintf(t.name, sizeof t.name, "test/echo_scalars");
         t.hash = 0x1122334455667788ull; // not the descriptor's: the golden file must not follow it
         Pair p;
-        ASSERT_EQ(GRID_OK, grp_write_call(p.w, kId, &t, call, &lim, &e)) << e.msg;
+        ASSERT_EQ(GRID_OK, grp_write_call(p.w, kId, t.name, t.hash, call, &lim, &e)) << e.msg;
         golden("call_echo_scalars", p.raw());
         // The RESULT carries the same values back in the OUT parameters.
         co = c, so = s, io = i, lo = l, llo = ll, fo = f, dvo = dv, sco = sc, dco = dc, uo = u;
@@ -621,7 +621,7 @@ TEST(ProtoGolden, CallAndResult) {
         snprintf(t.name, sizeof t.name, "test/echo_double");
         t.hash = 0x1122334455667788ull;
         Pair p;
-        grp_write_call(p.w, kId, &t, call, &lim, &e);
+        grp_write_call(p.w, kId, t.name, t.hash, call, &lim, &e);
         golden("call_echo_double", p.raw());
         Pair q;
         grp_result_times times = {1000, 2000};

@@ -339,9 +339,10 @@ TEST(WireBytes, EmptyMessageIsOneLastFragmentHoldingTheHeader) {
 TEST(WireBytes, SendErrorIsCodeAndTruncatedMessage) {
     Pair p;
     gr_err e{};
-    ASSERT_EQ(grp_send_error(p.w, 42, GRID_ERR_LIMIT, "too big", 0, &e), GRID_OK);
+    auto w = Writer(p.w);
+    ASSERT_EQ(grp_write_error(w.get(), 42, GRID_ERR_LIMIT, "too big", &e), GRID_OK);
     std::string long_msg(5000, 'x');
-    ASSERT_EQ(grp_send_error(p.w, 43, GRID_ERR_PROTOCOL, long_msg.c_str(), 0, &e), GRID_OK);
+    ASSERT_EQ(grp_write_error(w.get(), 43, GRID_ERR_PROTOCOL, long_msg.c_str(), &e), GRID_OK);
     shutdown(p.w, SHUT_WR);
     Bytes raw = Drain(p.r);
     Bytes want =
@@ -1138,7 +1139,7 @@ TEST(WriterErrors, APeerThatClosedIsConnLostWithoutSigpipe) {
     Bytes big(100000, 1);
     ASSERT_EQ(grw_begin(w.get(), GRW_CALL, 0, 1, &e), GRID_OK);
     EXPECT_EQ(grw_write(w.get(), big.data(), big.size(), &e), GRID_ERR_CONN_LOST);
-    EXPECT_EQ(grp_send_error(p.w, 1, GRID_ERR_LIMIT, "x", 0, &e), GRID_ERR_CONN_LOST);
+    EXPECT_EQ(grp_write_error(w.get(), 1, GRID_ERR_LIMIT, "x", &e), GRID_ERR_CONN_LOST);
 }
 
 // ---- grw_connect, and socket errors ----
