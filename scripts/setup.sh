@@ -28,7 +28,8 @@ as_root() {
 packages=(build-essential autoconf automake libtool libtool-bin pkg-config autoconf-archive
   gfortran libtirpc-dev libopenblas-dev liblapacke-dev libsqlite3-dev sqlite3
   googletest libgtest-dev libantlr4-runtime-dev default-jre-headless maven
-  python3-dev python3-pip iproute2 clang libclang-rt-14-dev clang-format git)
+  python3-dev python3-pip iproute2 clang libclang-rt-14-dev clang-format git
+  libmicrohttpd-dev chromium libnetfilter-queue-dev iptables)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")

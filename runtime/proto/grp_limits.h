@@ -12,6 +12,12 @@
 #define GRP_MAX_ERROR_MESSAGE 4095 /* ERROR message */
 #define GRP_MAX_DESCRIPTOR 1048576 /* DESCRIPTOR opaque (GRD_MAX_ENCODED) */
 #define GRP_MAX_LIST_COUNT 65536   /* LIST_OK entries */
+#define GRP_MAX_HOST 255           /* REGISTER, SCHEDULE_OK, SERVERS_OK addresses */
+#define GRP_MAX_SITE 255           /* SCHEDULE, REPORT, SERVERS client site names */
+#define GRP_MAX_PROBE (8u << 20)   /* PROBE payload and the reply size it asks for */
+#define GRP_MAX_FUNCTIONS 4096     /* functions in one REGISTER, per server in SERVERS_OK */
+#define GRP_MAX_SERVERS 4096       /* servers in one SERVERS_OK */
+#define GRP_MAX_EXCLUDE 64         /* servers a SCHEDULE asks to leave out */
 
 /* Defaults of the configurable limits (gridrpcd --max-message, --max-array,
  * --max-head; the client's own reader): what one peer accepts from another. */

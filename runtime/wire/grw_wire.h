@@ -34,9 +34,21 @@ enum grw_type {
     GRW_PING = 9,
     GRW_PONG = 10,
     GRW_LIST = 11,
-    GRW_LIST_OK = 12
-    /* 20-29 reserved: DATA_PUT, DATA_GET, DATA_FREE (remote data handles);
-       30-39 reserved: SUBMIT, FETCH (two-phase calls). */
+    GRW_LIST_OK = 12,
+    GRW_PROBE = 13,    /* bandwidth probe: any peer that answers CALL */
+    GRW_PROBE_OK = 14,
+    /* 20-39: the metaserver's (grp_meta.h) */
+    GRW_REGISTER = 20,
+    GRW_REGISTER_OK = 21,
+    GRW_HEARTBEAT = 22,
+    GRW_HEARTBEAT_OK = 23,
+    GRW_SCHEDULE = 24,
+    GRW_SCHEDULE_OK = 25,
+    GRW_REPORT = 26, /* no reply */
+    GRW_SERVERS = 27,
+    GRW_SERVERS_OK = 28
+    /* 40-49 reserved: DATA_PUT, DATA_GET, DATA_FREE (remote data handles);
+       50-59 reserved: SUBMIT, FETCH (two-phase calls). */
 };
 
 /* Returns a static name for a message type ("CALL"), or "?". */

@@ -233,6 +233,17 @@ const char *grw_type_name(uint32_t type) {
     case GRW_PONG: return "PONG";
     case GRW_LIST: return "LIST";
     case GRW_LIST_OK: return "LIST_OK";
+    case GRW_PROBE: return "PROBE";
+    case GRW_PROBE_OK: return "PROBE_OK";
+    case GRW_REGISTER: return "REGISTER";
+    case GRW_REGISTER_OK: return "REGISTER_OK";
+    case GRW_HEARTBEAT: return "HEARTBEAT";
+    case GRW_HEARTBEAT_OK: return "HEARTBEAT_OK";
+    case GRW_SCHEDULE: return "SCHEDULE";
+    case GRW_SCHEDULE_OK: return "SCHEDULE_OK";
+    case GRW_REPORT: return "REPORT";
+    case GRW_SERVERS: return "SERVERS";
+    case GRW_SERVERS_OK: return "SERVERS_OK";
     }
     return "?";
 }
