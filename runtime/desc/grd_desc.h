@@ -57,7 +57,8 @@ typedef enum grd_mode { GRD_IN = 1, GRD_OUT = 2, GRD_INOUT = 3, GRD_WORK = 4 } g
 #define GRD_PF_POINTER 0x2u  /* declared *x: an out scalar passed by pointer */
 
 /* Function flags. */
-#define GRD_FF_SHRINK 0x1u /* Shrink "yes": strided sub-ranges are packed */
+#define GRD_FF_SHRINK 0x1u   /* Shrink "yes": strided sub-ranges are packed */
+#define GRD_FF_NO_RETRY 0x2u /* Retry "no": never re-executed on another server after a failure */
 
 typedef enum grd_lang { GRD_LANG_C = 1, GRD_LANG_CXX = 2, GRD_LANG_FORTRAN = 3 } grd_lang;
 
