@@ -108,7 +108,8 @@ int grp_read_register(grw_reader *r, grp_register *m, gr_err *e) {
         if (!rc) rc = grw_read_u32(r, &f->flags, e);
         if (!rc && (f->flags & ~GRP_FN_NO_RETRY))
             rc = gr_seterr(e, GRID_ERR_PROTOCOL, "function '%s' has unknown flags 0x%x", f->name, f->flags);
-        if (!rc && !f->name[0]) rc = gr_seterr(e, GRID_ERR_PROTOCOL, "REGISTER lists a function with no name");
+        if (!rc && !f->name[0])
+            rc = gr_seterr(e, GRID_ERR_PROTOCOL, "REGISTER lists a function with no name");
     }
     if (!rc) rc = grw_end(r, e);
     if (rc) {
@@ -406,7 +407,8 @@ static int write_zeros(grw_writer *w, uint32_t len, gr_err *e) {
 static int read_discard(grw_reader *r, uint32_t *len, gr_err *e) {
     int rc = grw_read_u32(r, len, e);
     if (!rc && *len > GRP_MAX_PROBE)
-        return gr_seterr(e, GRID_ERR_LIMIT, "a probe of %u bytes exceeds the limit of %u", *len, GRP_MAX_PROBE);
+        return gr_seterr(e, GRID_ERR_LIMIT, "a probe of %u bytes exceeds the limit of %u", *len,
+                         GRP_MAX_PROBE);
     uint8_t buf[16384];
     uint32_t left = (*len + 3) & ~3u;
     while (left && !rc) {

@@ -76,12 +76,12 @@ int grp_read_heartbeat(grw_reader *r, grp_heartbeat *m, gr_err *e);
  * ERROR GRID_ERR_NOT_FOUND, none up GRID_ERR_CONNECT. */
 typedef struct grp_schedule {
     char function[GRP_MAX_FUNCTION_NAME + 1];
-    char site[GRP_MAX_SITE + 1]; /* the client's site (GRIDRPC_SITE) */
-    uint32_t policy;             /* enum grp_policy, validated */
-    uint64_t bytes_in;           /* bytes the call sends (its CALL message) */
-    uint64_t bytes_out;          /* bytes it receives back (its RESULT) */
-    double flops;                /* the descriptor's Complexity for these arguments; 0: none */
-    uint32_t nexclude;           /* <= GRP_MAX_EXCLUDE */
+    char site[GRP_MAX_SITE + 1];       /* the client's site (GRIDRPC_SITE) */
+    uint32_t policy;                   /* enum grp_policy, validated */
+    uint64_t bytes_in;                 /* bytes the call sends (its CALL message) */
+    uint64_t bytes_out;                /* bytes it receives back (its RESULT) */
+    double flops;                      /* the descriptor's Complexity for these arguments; 0: none */
+    uint32_t nexclude;                 /* <= GRP_MAX_EXCLUDE */
     uint64_t exclude[GRP_MAX_EXCLUDE]; /* server ids already tried by this call */
 } grp_schedule;
 
@@ -108,8 +108,8 @@ typedef struct grp_report {
     char function[GRP_MAX_FUNCTION_NAME + 1];
     char site[GRP_MAX_SITE + 1];
     uint64_t bytes_in, bytes_out;
-    uint64_t total_ns;          /* send start to result end, at the client */
-    uint64_t queue_ns, run_ns;  /* from RESULT */
+    uint64_t total_ns;         /* send start to result end, at the client */
+    uint64_t queue_ns, run_ns; /* from RESULT */
     double flops;
 } grp_report;
 int grp_write_report(grw_writer *w, uint64_t id, const grp_report *m, gr_err *e);
@@ -127,9 +127,9 @@ typedef struct grp_server_info {
     uint32_t cores, workers, running, queued;
     uint32_t pending; /* assigned by the metaserver, not yet reported done */
     double loadavg;
-    double speed;     /* flops/s (measured, or the estimate) */
-    double bandwidth; /* bytes/s between the asking site and this server; 0: unknown */
-    double latency;   /* seconds, one round trip; 0: unknown */
+    double speed;         /* flops/s (measured, or the estimate) */
+    double bandwidth;     /* bytes/s between the asking site and this server; 0: unknown */
+    double latency;       /* seconds, one round trip; 0: unknown */
     uint64_t beat_age_ms; /* since its last heartbeat */
     uint64_t calls, failures;
     uint32_t nfunctions; /* <= GRP_MAX_FUNCTIONS */

@@ -1,8 +1,9 @@
 /* msg_fuzz.c: fuzz target for every decoder of the protocol layer (grp_proto.h):
  * record-marking framing (grw_reader), CALL decoding on the server side against the
  * descriptors of stubs/test.idl (so every parameter kind is reachable), RESULT decoding
- * on the client side, and each small message's decoder. The input is fed through a socket, as the server
- * reads it. Limits are small so the fuzzer explores the checks rather than the allocator. */
+ * on the client side, each small message's decoder and the metaserver's (grp_meta.h),
+ * with the decoders' promises checked (validated codes, states, counts). The input is fed through a socket,
+ * as the server reads it. Limits are small so the fuzzer explores the checks rather than the allocator. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "grd_desc.h"
 #include "gridrpc_stub.h"
 #include "grm_marshal.h"
+#include "grp_meta.h"
 #include "grp_proto.h"
 #include "grw_wire.h"
 
@@ -82,6 +84,70 @@ static int client_result(grw_reader *r, const grw_limits *lim, int which) {
     return rc;
 }
 
+/* Decodes the metaserver's messages and the probe; aborts when a decoder lets through
+ * what it promises to refuse. */
+static int meta_message(grw_reader *r, uint32_t type) {
+    gr_err e;
+    switch (type) {
+    case GRW_REGISTER: {
+        grp_register m;
+        int rc = grp_read_register(r, &m, &e);
+        if (!rc && (m.nfunctions > GRP_MAX_FUNCTIONS || m.port == 0 || m.port > 65535 || !(m.speed >= 0)))
+            abort();
+        for (uint32_t i = 0; !rc && i < m.nfunctions; i++)
+            if (m.functions[i].flags & ~GRP_FN_NO_RETRY) abort();
+        grp_register_free(&m);
+        return rc;
+    }
+    case GRW_REGISTER_OK: {
+        grp_register_ok m;
+        return grp_read_register_ok(r, &m, &e);
+    }
+    case GRW_HEARTBEAT: {
+        grp_heartbeat m;
+        return grp_read_heartbeat(r, &m, &e);
+    }
+    case GRW_SCHEDULE: {
+        grp_schedule m;
+        int rc = grp_read_schedule(r, &m, &e);
+        if (!rc && (m.policy >= GRP_POLICY_COUNT || m.nexclude > GRP_MAX_EXCLUDE || !(m.flops >= 0))) abort();
+        return rc;
+    }
+    case GRW_SCHEDULE_OK: {
+        grp_schedule_ok m;
+        return grp_read_schedule_ok(r, &m, &e);
+    }
+    case GRW_REPORT: {
+        grp_report m;
+        int rc = grp_read_report(r, &m, &e);
+        if (!rc && (m.code < GRID_OK || m.code >= GRID_ERROR_COUNT_NP)) abort();
+        return rc;
+    }
+    case GRW_SERVERS: {
+        char site[GRP_MAX_SITE + 1];
+        return grp_read_servers(r, site, &e);
+    }
+    case GRW_SERVERS_OK: {
+        grp_server_info *v;
+        uint32_t n;
+        int rc = grp_read_servers_ok(r, &v, &n, &e);
+        for (uint32_t i = 0; !rc && i < n; i++)
+            if (v[i].state > GRP_SERVER_UP || v[i].nfunctions > GRP_MAX_FUNCTIONS) abort();
+        grp_servers_free(v, n);
+        return rc;
+    }
+    case GRW_PROBE: {
+        uint32_t len, reply;
+        return grp_read_probe(r, &len, &reply, &e);
+    }
+    case GRW_PROBE_OK: {
+        uint32_t len;
+        return grp_read_probe_ok(r, &len, &e);
+    }
+    }
+    return grp_read_empty(r, &e);
+}
+
 /* Decodes the small messages with their own decoders. */
 static int small_message(grw_reader *r, uint32_t type) {
     gr_err e;
@@ -123,7 +189,7 @@ static int small_message(grw_reader *r, uint32_t type) {
         return rc;
     }
     }
-    return grp_read_empty(r, &e);
+    return meta_message(r, type);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -24,49 +24,13 @@ extern "C" {
 extern const gridrpc_stub_module gridrpc_module_test;
 }
 
+#include "proto_fixture.h"
+
 namespace {
 
-// A connected pair: messages written on w arrive on r. The socket buffers are large
-// enough for every message here, so one thread writes then reads.
-struct Pair {
-    int fd[2] = {-1, -1};
-    grw_writer *w = static_cast<grw_writer *>(malloc(sizeof(grw_writer)));
-    grw_reader *r = static_cast<grw_reader *>(malloc(sizeof(grw_reader)));
-    explicit Pair(uint64_t max_message = GRP_DEFAULT_MAX_MESSAGE) {
-        if (socketpair(AF_UNIX, SOCK_STREAM, 0, fd) != 0) abort();
-        int big = 4 << 20;
-        setsockopt(fd[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
-        setsockopt(fd[1], SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-        grw_writer_init(w, fd[0]);
-        grw_reader_init(r, fd[1], max_message);
-        // Every read is bounded: a decoder waiting for bytes that never come fails.
-        r->deadline_ns = gr_now_ns() + 5000000000LL;
-    }
-    ~Pair() {
-        close(fd[0]);
-        close(fd[1]);
-        free(w);
-        free(r);
-    }
-    // Reads the next header and checks its type and id.
-    void header(uint32_t type, uint64_t id) {
-        grw_header h;
-        gr_err e;
-        ASSERT_EQ(GRID_OK, grp_read_header(r, &h, &e)) << e.msg;
-        EXPECT_EQ(type, h.type);
-        EXPECT_EQ(id, h.request_id);
-    }
-    // Everything written so far, as the peer would receive it.
-    std::vector<uint8_t> raw() {
-        shutdown(fd[0], SHUT_WR);
-        std::vector<uint8_t> out;
-        uint8_t b[65536];
-        ssize_t n;
-        while ((n = read(fd[1], b, sizeof b)) > 0)
-            out.insert(out.end(), b, b + n);
-        return out;
-    }
-};
+using proto_fixture::golden;
+using proto_fixture::hex;
+using proto_fixture::Pair;
 
 const grd_desc *desc_of(const char *name) {
     static std::vector<grd_desc *> all;
@@ -476,34 +440,6 @@ TEST(Proto, TrailingBytesAfterAMessageAreRefused) {
 
 // ---------------------------------------------------------------- golden bytes
 
-std::string hex(const std::vector<uint8_t> &b) {
-    std::string s;
-    char t[4];
-    for (size_t i = 0; i < b.size(); i++) {
-        snprintf(t, sizeof t, "%02x", b[i]);
-        s += t;
-        s += (i % 16 == 15) ? "\n" : " ";
-    }
-    if (!s.empty() && s.back() == ' ') s.back() = '\n';
-    return s;
-}
-
-void golden(const char *name, const std::vector<uint8_t> &bytes) {
-    const char *top = getenv("top_srcdir");
-    ASSERT_NE(nullptr, top) << "run through make check";
-    std::string path = std::string(top) + "/tests/golden-msg/" + name + ".hex";
-    std::string now = hex(bytes);
-    if (getenv("GRIDRPC_UPDATE_GOLDEN")) {
-        std::ofstream(path) << now;
-        return;
-    }
-    std::ifstream f(path);
-    ASSERT_TRUE(f.good()) << path << " is missing (GRIDRPC_UPDATE_GOLDEN=1 writes it)";
-    std::stringstream want;
-    want << f.rdbuf();
-    EXPECT_EQ(want.str(), now) << name << ": the bytes on the wire changed (" << path << ")";
-}
-
 const uint64_t kId = 0x0102030405060708ull;
 
 TEST(ProtoGolden, SmallMessages) {
@@ -658,7 +594,8 @@ TEST(ProtoSpec, DocsAgreeWithTheCode) {
         if ((*it)[2] == "LIST_OK") list_ok_body = (*it)[3];
         rows++;
     }
-    EXPECT_EQ(GRW_LIST_OK - GRW_HELLO + 1, rows) << "every message type has a row in docs/protocol.md";
+    EXPECT_EQ((GRW_PROBE_OK - GRW_HELLO + 1) + (GRW_SERVERS_OK - GRW_REGISTER + 1), rows)
+        << "every message type has a row in docs/protocol.md";
     // Every bounded field: the bound the docs give is the one the code enforces.
     struct {
         const char *field;
@@ -669,7 +606,11 @@ TEST(ProtoSpec, DocsAgreeWithTheCode) {
                   {"name", GRP_MAX_FUNCTION_NAME},
                   {"qualified", GRP_MAX_FUNCTION_NAME},
                   {"message", GRP_MAX_ERROR_MESSAGE},
-                  {"descriptor", GRP_MAX_DESCRIPTOR}};
+                  {"descriptor", GRP_MAX_DESCRIPTOR},
+                  {"host", GRP_MAX_HOST},
+                  {"site", GRP_MAX_SITE},
+                  {"function", GRP_MAX_FUNCTION_NAME},
+                  {"payload", GRP_MAX_PROBE}};
     for (auto &f : fields) {
         std::regex bound(std::string(R"(\b)") + f.field + R"(<(\d+)>)");
         int seen = 0;
@@ -683,6 +624,22 @@ TEST(ProtoSpec, DocsAgreeWithTheCode) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(list_ok_body, m, std::regex(R"(count <= (\d+))"))) << list_ok_body;
     EXPECT_EQ(static_cast<unsigned long>(GRP_MAX_LIST_COUNT), std::stoul(m[1]));
+    // The counts of the metaserver's messages.
+    struct {
+        const char *count;
+        unsigned long limit;
+    } counts[] = {
+        {"nfunctions", GRP_MAX_FUNCTIONS}, {"nexclude", GRP_MAX_EXCLUDE}, {"reply_bytes", GRP_MAX_PROBE}};
+    for (auto &c : counts) {
+        std::regex bound(std::string(R"(\()") + c.count + R"( <= (\d+)\))");
+        int seen = 0;
+        for (auto it = std::sregex_iterator(doc.begin(), doc.end(), bound); it != std::sregex_iterator();
+             ++it, seen++)
+            EXPECT_EQ(c.limit, std::stoul((*it)[1])) << c.count << " in docs/protocol.md";
+        EXPECT_GT(seen, 0) << "(" << c.count << " <= N) is not in docs/protocol.md";
+    }
+    ASSERT_TRUE(std::regex_search(doc, m, std::regex(R"(\(count <= (\d+)\) \|\n\nwith)")));
+    EXPECT_EQ(static_cast<unsigned long>(GRP_MAX_SERVERS), std::stoul(m[1]));
     ASSERT_TRUE(std::regex_search(doc, m, std::regex(R"(magic; +/\* 0x([0-9a-f]+))")));
     EXPECT_EQ(GRW_MAGIC, std::stoul(m[1], nullptr, 16));
     ASSERT_TRUE(std::regex_search(doc, m, std::regex(R"(version; +/\* (\d+) \*/)")));
