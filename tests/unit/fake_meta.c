@@ -24,7 +24,7 @@ struct fake_meta {
     pthread_t thread;
     pthread_mutex_t lock; /* everything below */
     int connections, registrations, nbeats;
-    int not_found_next, close_next;
+    int not_found_next, close_next, hang_next;
     uint64_t server_id, next_id;
     grp_register last;
     char token[GRP_MAX_TOKEN + 1];
@@ -80,11 +80,12 @@ static int serve(fake_meta *fm, const grw_header *h) {
             b->hb = m;
             b->known = fm->server_id != 0 && m.server_id == fm->server_id;
         }
-        int not_found = fm->not_found_next, close_now = fm->close_next;
-        fm->not_found_next = fm->close_next = 0;
+        int not_found = fm->not_found_next, close_now = fm->close_next, hang = fm->hang_next;
+        fm->not_found_next = fm->close_next = fm->hang_next = 0;
         if (not_found) fm->server_id = 0;
         pthread_mutex_unlock(&fm->lock);
         if (close_now) return -1;
+        if (hang) return 0;
         if (not_found)
             rc = grp_write_error(&fm->w, h->request_id, GRID_ERR_NOT_FOUND, "no such server: register again",
                                  &e);
@@ -230,5 +231,11 @@ void fake_meta_not_found_next(fake_meta *fm) {
 void fake_meta_close_next(fake_meta *fm) {
     pthread_mutex_lock(&fm->lock);
     fm->close_next = 1;
+    pthread_mutex_unlock(&fm->lock);
+}
+
+void fake_meta_hang_next(fake_meta *fm) {
+    pthread_mutex_lock(&fm->lock);
+    fm->hang_next = 1;
     pthread_mutex_unlock(&fm->lock);
 }

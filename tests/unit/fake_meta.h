@@ -4,7 +4,8 @@
  * protocol layer (grp_read_register, grp_write_register_ok, ...), and records what the
  * server sent: HELLO tokens, each REGISTER, each HEARTBEAT with its arrival time. The
  * test can make it answer the next HEARTBEAT with ERROR GRID_ERR_NOT_FOUND (a
- * metaserver that forgot the server) or close the connection instead of answering. */
+ * metaserver that forgot the server), close the connection instead of answering, or
+ * never answer it. */
 #ifndef FAKE_META_H
 #define FAKE_META_H
 
@@ -46,5 +47,7 @@ const char *fake_meta_token(fake_meta *fm);
  * forgotten; or the connection is closed without an answer. */
 void fake_meta_not_found_next(fake_meta *fm);
 void fake_meta_close_next(fake_meta *fm);
+/* The next HEARTBEAT is read and never answered (a hung metaserver). */
+void fake_meta_hang_next(fake_meta *fm);
 
 #endif /* FAKE_META_H */
