@@ -406,6 +406,13 @@ int gsv_meta_start(gsv_server *s, gr_err *e) {
     }
     gsv_log(GSV_LOG_DEBUG, "metaserver %s: advertising %s:%u as '%s'", m->where, reg->host, reg->port,
             reg->name);
+    /* Fine for a one-machine grid, a surprise on a real one: say so. */
+    if (strcmp(reg->host, "localhost") == 0 || strncmp(reg->host, "127.", 4) == 0 ||
+        strcmp(reg->host, "::1") == 0)
+        gsv_log(GSV_LOG_INFO,
+                "advertising the loopback address %s:%u to the metaserver: only clients on this host can "
+                "reach it (give --advertise HOST:PORT, or --host with a routable address)",
+                reg->host, reg->port);
     s->meta = m;
     return GRID_OK;
 }
