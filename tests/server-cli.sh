@@ -11,7 +11,8 @@ mkdir empty
 "$GRIDRPCD" --help >help.out 2>&1; rc=$?
 missing=
 for o in --module --module-dir --host --port --threads --mode --queue --token --max-message --max-array \
-  --max-head --io-timeout --shutdown-timeout --log-level --quiet --help --version; do
+  --max-head --io-timeout --shutdown-timeout --log-level --quiet --help --version \
+  --metaserver --advertise --name --speed --metaserver-token; do
   grep -q -- "$o" help.out || missing="$missing $o"
 done
 if [ $rc -eq 0 ] && grep -q '^Usage: gridrpcd' help.out && [ -z "$missing" ]; then ok "--help explains every option"; else fail "--help (rc $rc, missing:$missing)"; fi
@@ -42,6 +43,13 @@ usage_error "flag with a value" "--quiet takes no value" --quiet=yes
 usage_error "ambiguous abbreviation" "option '--qu' is ambiguous: --queue, --quiet" --qu
 usage_error "bad log level" "--log-level: 'loud' is not error, warn, info or debug" --log-level loud
 usage_error "stray argument" "unexpected argument 'test.so'" test.so
+usage_error "metaserver without a port" "--metaserver: 'meta.example' is not HOST:PORT: the port is missing" --metaserver meta.example
+usage_error "metaserver port 0" "'0' is not a TCP port: write a number from 1 to 65535" --metaserver meta.example:0
+usage_error "bad advertise" "--advertise: '::1:7000' is not HOST:PORT" --metaserver m:1 --advertise ::1:7000
+usage_error "bad speed" "--speed: '2x' is not a speed: write flops per second" --metaserver m:1 --speed 2x
+usage_error "zero speed" "--speed: '0' is not a speed" --metaserver m:1 --speed 0
+usage_error "empty name" "--name: empty name" --metaserver m:1 --name ''
+usage_error "advertise alone" "--advertise, --name, --speed and --metaserver-token need --metaserver HOST:PORT" --advertise h:1
 
 # start_server OUT ARGS...: starts gridrpcd in the background (pid in $spid) and waits
 # for its listening line in OUT.

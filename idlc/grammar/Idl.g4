@@ -48,6 +48,7 @@ defOption
     | ('CalcOrder' | 'Complexity') expr                  # CostOpt
     | 'Backend' STRING                                    # BackendOpt
     | 'Shrink' STRING                                     # ShrinkOpt
+    | 'Retry' STRING                                      # RetryOpt
     | 'Language' STRING                                   # LanguageOpt
     ;
 

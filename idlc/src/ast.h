@@ -51,7 +51,7 @@ struct CallArg {
 };
 
 struct Option {
-    std::string key;   // "Required", "CalcOrder", "Complexity", "Backend", "Shrink", "Language"
+    std::string key;   // "Required", "CalcOrder", "Complexity", "Backend", "Shrink", "Retry", "Language"
     std::string value; // string value (unescaped) when the option takes one
     ExprPtr expr;      // CalcOrder / Complexity
     Loc loc;

@@ -82,6 +82,7 @@ struct Function {
     std::vector<std::string> required;
     Language language = Language::C;
     bool shrink = false;
+    bool noRetry = false; // Retry "no": a failed call is never re-executed elsewhere
     // The body: inline C text, or a call of a library function.
     bool inlineBody = false;
     std::string bodyText; // with braces

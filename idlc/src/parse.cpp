@@ -192,6 +192,8 @@ class Builder {
                 opt.value = unquote(b->STRING()->getText());
             } else if (auto *s = dynamic_cast<P::ShrinkOptContext *>(o)) {
                 opt.value = unquote(s->STRING()->getText());
+            } else if (auto *rt = dynamic_cast<P::RetryOptContext *>(o)) {
+                opt.value = unquote(rt->STRING()->getText());
             } else if (auto *l = dynamic_cast<P::LanguageOptContext *>(o)) {
                 opt.value = unquote(l->STRING()->getText());
             }

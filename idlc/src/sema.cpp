@@ -380,6 +380,16 @@ class Analyzer {
                     fn.shrink = true;
                 else if (v != "no")
                     diag_.error(o.loc, "Shrink takes \"yes\" or \"no\", not \"" + o.value + "\"");
+            } else if (o.key == "Retry") {
+                // "no": the function has side effects (or is costly) enough that a client
+                // must not run it again on another server after a failure.
+                std::string v = lower(o.value);
+                if (v == "no")
+                    fn.noRetry = true;
+                else if (v != "yes")
+                    diag_.error(o.loc, "Retry takes \"yes\" (the default: a call whose server fails may run "
+                                       "again on another server) or \"no\", not \"" +
+                                           o.value + "\"");
             } else if (o.key == "Language") {
                 if (lang) {
                     diag_.error(o.loc, "Language is given twice for " + f.name + ": keep one");

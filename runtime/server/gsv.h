@@ -8,6 +8,8 @@
  *                (HELLO, PING, LIST, GET_DESCRIPTOR) itself and queues CALLs;
  *   worker       pool mode: N threads take calls off the queue; thread mode: one
  *                thread per call. A worker invokes the function and writes RESULT.
+ *   meta         with --metaserver: registers and sends heartbeats (gsv_meta.c); it
+ *                only reads the load counters, so it never holds up a call.
  * Locks (never nested: no lock is taken while another is held):
  *   gsv_server.lock   the connection list and the reader count;
  *   gsv_sched.lock    the queue and the running/queued counters;
@@ -25,6 +27,7 @@
 #include <stdint.h>
 
 #include "grd_desc.h"
+#include "grp_limits.h"
 #include "gridrpc_stub.h"
 #include "grm_marshal.h"
 #include "grw_wire.h"
@@ -52,6 +55,14 @@ typedef struct gsv_options {
     double io_timeout;       /* seconds; 0: none */
     double shutdown_timeout; /* seconds */
     int log_level;           /* GSV_LOG_* */
+    /* The metaserver (--metaserver): port 0 when none. */
+    char meta_host[GRP_MAX_HOST + 1];
+    int meta_port;
+    const char *meta_token;          /* --metaserver-token; NULL: --token, else GRIDRPC_TOKEN */
+    char adv_host[GRP_MAX_HOST + 1]; /* --advertise; port 0: the listening address */
+    int adv_port;
+    const char *name; /* --name; NULL: "gridrpcd on HOSTNAME" */
+    double speed;     /* --speed, flops/s; 0: measured at start */
 } gsv_options;
 
 /* Parses ARGV into OPT. Returns -1 to go on, or an exit status: 0 after --help or
@@ -152,6 +163,9 @@ typedef struct gsv_server {
     void (*blas_set_threads)(int);
     pthread_mutex_t blas_lock;
     int blas_threads; /* under blas_lock: the value last set, 0 before the first */
+
+    atomic_ullong calls_done; /* calls run and answered (HEARTBEAT's calls_done) */
+    struct gsv_meta *meta;    /* the registration thread, or NULL (no --metaserver) */
 } gsv_server;
 
 /* An absolute deadline for moving BYTES to or from a peer: the I/O timeout plus time
@@ -261,5 +275,18 @@ unsigned gsv_sched_running(gsv_server *s);
 int gsv_listen(gsv_server *s, gr_err *e);
 /* Accepts connections until SIGTERM or SIGINT arrives on SIGFD (a signalfd). */
 void gsv_accept_loop(gsv_server *s, int sigfd);
+
+/* ---------------------------------------------------------------- metaserver */
+
+/* With --metaserver: starts the thread that registers this server and sends its
+ * heartbeats, reconnecting whenever the metaserver is lost (after gsv_listen: the
+ * advertised port defaults to the listening one). Nothing without --metaserver. */
+int gsv_meta_start(gsv_server *s, gr_err *e);
+/* Shutdown: wakes the thread wherever it waits and joins it (within about a second). */
+void gsv_meta_stop(gsv_server *s);
+
+/* The start-up speed estimate sent in REGISTER, flops/s: a cache-resident double
+ * matrix product timed on this thread for about 20 ms (at most 50), times CORES. */
+double gsv_speed_measure(unsigned cores);
 
 #endif /* GSV_H */

@@ -122,6 +122,7 @@ void gsv_call_run(gsv_server *s, gsv_job *job) {
         gsv_call_log(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in,
                      rc ? 0 : grp_result_bytes(&job->call), queue_ns, run_ns, rc, e.msg);
         gsv_job_free(job);
+        atomic_fetch_add(&s->calls_done, 1);
         return;
     }
     gsv_sched_invoking(s, job, 1);
@@ -135,6 +136,9 @@ void gsv_call_run(gsv_server *s, gsv_job *job) {
     gsv_call_log(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in, rc ? 0 : bytes,
                  queue_ns, run_ns, rc, e.msg);
     gsv_job_free(job);
+    /* Counted once its answer was sent (or could not be): the metaserver compares it
+     * with what it assigned to learn how many calls finished here. */
+    atomic_fetch_add(&s->calls_done, 1);
 }
 
 void gsv_call_fail(gsv_server *s, gsv_job *job, int code, const char *msg) {

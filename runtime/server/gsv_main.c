@@ -79,6 +79,7 @@ int main(int argc, char **argv) {
     s->workers = s->opt.threads ? s->opt.threads : s->cores;
     s->listen_fd = -1;
     atomic_init(&s->stopping, 0);
+    atomic_init(&s->calls_done, 0);
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->blas_lock, NULL);
 
@@ -89,11 +90,15 @@ int main(int argc, char **argv) {
                                 : "not managed (no OpenBLAS loaded)");
 
     gr_err e;
-    if (gsv_sched_start(s, gsv_call_run, &e) != GRID_OK || gsv_listen(s, &e) != GRID_OK) {
+    if (gsv_sched_start(s, gsv_call_run, &e) != GRID_OK || gsv_listen(s, &e) != GRID_OK ||
+        gsv_meta_start(s, &e) != GRID_OK) {
         fprintf(stderr, "gridrpcd: %s\n", e.msg);
         return 1;
     }
     gsv_accept_loop(s, sigfd);
+    /* The metaserver stops hearing from this server first: it is marked down after its
+     * missed beats, while running calls finish here. */
+    gsv_meta_stop(s);
 
     /* Shutdown: no new calls run; queued ones are answered; running ones finish. */
     atomic_store(&s->stopping, 1);

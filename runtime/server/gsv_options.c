@@ -39,6 +39,19 @@ static const char help_text[] =
     "                           prints 'listening on HOST:PORT' on stdout\n"
     "      --token TOKEN        require clients to present TOKEN in HELLO\n"
     "\n"
+    "Metaserver (gridmetad; see docs/server.md):\n"
+    "      --metaserver HOST:PORT  register with this metaserver and send it heartbeats with\n"
+    "                           the load; it is found again after it restarts\n"
+    "      --advertise HOST:PORT  the address clients should use (default: --host and the\n"
+    "                           listening port; the host name when listening on every interface)\n"
+    "      --name NAME          shown to people (default: 'gridrpcd on HOSTNAME')\n"
+    "      --speed FLOPS        start-up speed estimate, flops/s (1e9, 2.5G); default: measured at\n"
+    "                           start (about 20 ms: a small double matrix product on one core,\n"
+    "                           times the cores)\n"
+    "      --metaserver-token TOKEN\n"
+    "                           token presented to the metaserver (default: --token, else\n"
+    "                           GRIDRPC_TOKEN)\n"
+    "\n"
     "Execution:\n"
     "      --threads N          worker threads (default: one per online core)\n"
     "      --mode pool|thread   pool: a fixed pool of workers (default); thread: a new thread\n"
@@ -112,6 +125,29 @@ static int parse_duration(const char *opt, const char *v, double *out) {
     return 0;
 }
 
+/* A speed in flops/s: a positive number, optionally with K, M, G, T or P (powers of
+ * 1000, as flops are counted): "1e9", "2.5G". */
+static int parse_speed(const char *opt, const char *v, double *out) {
+    static const char units[] = "KMGTP";
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end != v && *end) {
+        const char *u = strchr(units, *end);
+        if (u && *u && end[1] == '\0') {
+            for (const char *k = units; k <= u; k++)
+                x *= 1000;
+            end++;
+        }
+    }
+    if (end == v || *end || errno || !(x > 0) || x > 1e21)
+        return usage_error("%s: '%s' is not a speed: write flops per second, a positive number "
+                           "optionally with K, M, G, T or P (1e9, 2.5G)",
+                           opt, v);
+    *out = x;
+    return 0;
+}
+
 /* Picks one of NAMES (NULL-ended) for V; its index in *OUT. */
 static int parse_choice(const char *opt, const char *v, const char *const *names, const char *listed,
                         int *out) {
@@ -152,6 +188,11 @@ enum {
     OPT_LOG_LEVEL,
     OPT_QUIET,
     OPT_ISOLATE,
+    OPT_METASERVER,
+    OPT_ADVERTISE,
+    OPT_NAME,
+    OPT_SPEED,
+    OPT_METASERVER_TOKEN,
 };
 
 static const struct option long_options[] = {
@@ -171,6 +212,11 @@ static const struct option long_options[] = {
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"isolate", no_argument, NULL, OPT_ISOLATE},
+    {"metaserver", required_argument, NULL, OPT_METASERVER},
+    {"advertise", required_argument, NULL, OPT_ADVERTISE},
+    {"name", required_argument, NULL, OPT_NAME},
+    {"speed", required_argument, NULL, OPT_SPEED},
+    {"metaserver-token", required_argument, NULL, OPT_METASERVER_TOKEN},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -258,6 +304,26 @@ static int apply(gsv_options *o, int val, const char *v) {
     case OPT_LOG_LEVEL: return parse_choice(opt, v, levels, "error, warn, info or debug", &o->log_level);
     case OPT_QUIET: o->log_level = GSV_LOG_ERROR; return 0;
     case OPT_ISOLATE: o->isolate = 1; return 0;
+    case OPT_METASERVER:
+        if (gr_parse_hostport(v, 0, o->meta_host, sizeof o->meta_host, &o->meta_port, err, sizeof err))
+            return usage_error("%s: %s", opt, err);
+        return 0;
+    case OPT_ADVERTISE:
+        if (gr_parse_hostport(v, 0, o->adv_host, sizeof o->adv_host, &o->adv_port, err, sizeof err))
+            return usage_error("%s: %s", opt, err);
+        return 0;
+    case OPT_NAME:
+        if (!*v) return usage_error("%s: empty name", opt);
+        if (strlen(v) > GRP_MAX_PEER_NAME)
+            return usage_error("%s: a name has at most %d bytes", opt, GRP_MAX_PEER_NAME);
+        o->name = v;
+        return 0;
+    case OPT_SPEED: return parse_speed(opt, v, &o->speed);
+    case OPT_METASERVER_TOKEN:
+        if (strlen(v) > GRP_MAX_TOKEN)
+            return usage_error("%s: a token has at most %d bytes", opt, GRP_MAX_TOKEN);
+        o->meta_token = v;
+        return 0;
     }
     return usage_error("unknown option '%s'", opt);
 }
@@ -293,6 +359,9 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     }
     if (optind < argc)
         return usage_error("unexpected argument '%s': modules are given with --module", argv[optind]);
+    /* The metaserver-only options do nothing alone: say so rather than ignore them. */
+    if (!o->meta_port && (o->adv_port || o->name || o->speed > 0 || o->meta_token))
+        return usage_error("--advertise, --name, --speed and --metaserver-token need --metaserver HOST:PORT");
     return -1;
 }
 

@@ -1,5 +1,5 @@
 /* gsv_request.c: answering each request a reader has read the header of: HELLO
- * (version and token), GET_DESCRIPTOR, LIST, PING, CANCEL, and CALL, whose arguments
+ * (version and token), GET_DESCRIPTOR, LIST, PING, PROBE, CANCEL, and CALL, whose arguments
  * are read whole into buffers the call owns before it is queued. Errors that leave the
  * stream in step are answered and the connection goes on; others close it. */
 #include "config.h"
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grp_meta.h"
 #include "grp_proto.h"
 #include "gsv.h"
 
@@ -130,6 +131,20 @@ static int on_list(gsv_conn *c, const grw_header *h) {
     return rc ? GSV_CLOSE : GSV_KEEP;
 }
 
+/* The bandwidth probe: the payload is read and dropped, and REPLY bytes go back. The
+ * protocol layer bounds both ways by GRP_MAX_PROBE and the reader by --max-message;
+ * the time allowed grows with the bytes as for a CALL's bulk. */
+static int on_probe(gsv_conn *c, const grw_header *h) {
+    gr_err e;
+    uint32_t len, reply;
+    c->r.deadline_ns = gsv_io_deadline(c->srv, GRP_MAX_PROBE);
+    if (grp_read_probe(&c->r, &len, &reply, &e)) return gsv_request_failed(c, h, "PROBE message", &e);
+    gsv_log(GSV_LOG_DEBUG, "%s: probe: %u bytes in, %u bytes out", c->peer, len, reply);
+    grw_writer *w = gsv_reply_lock(c, reply);
+    if (!w) return GSV_CLOSE;
+    return gsv_reply_unlock(c, grp_write_probe_ok(w, h->request_id, reply, &e), &e) ? GSV_CLOSE : GSV_KEEP;
+}
+
 /* Only queued calls can be canceled; a running one finishes and is answered as usual.
  * CANCEL has no reply of its own: the canceled call is answered ERROR
  * GRID_ERR_CANCELED. */
@@ -209,6 +224,7 @@ int gsv_request_serve(gsv_conn *c, const grw_header *h) {
     case GRW_CANCEL: return on_cancel(c, h);
     case GRW_PING: return on_ping(c, h);
     case GRW_LIST: return on_list(c, h);
+    case GRW_PROBE: return on_probe(c, h);
     }
     char msg[160];
     snprintf(msg, sizeof msg, "unexpected message %s (type %u) from a client", grw_type_name(h->type),

@@ -1,0 +1,444 @@
+/* gsv_meta.c: gridrpcd's side of the metaserver (gridmetad). One thread connects,
+ * says HELLO, REGISTERs every function of the registry (qualified name, descriptor hash,
+ * GRP_FN_NO_RETRY for IDL's Retry "no") with the address clients should use, then sends
+ * a HEARTBEAT with the load every heartbeat_ms the metaserver asked for. A metaserver
+ * that forgot the server (ERROR GRID_ERR_NOT_FOUND) gets a new REGISTER; a lost or
+ * silent one is reconnected with a bounded backoff (0.2 s doubling to 5 s), forever,
+ * so a restarted metaserver finds its servers again without restarting them. One
+ * outage is logged once, not once per attempt.
+ *
+ * The thread reads the load counters (gsv_sched_load, calls_done) and never holds a lock
+ * that calls need, so a slow or dead metaserver cannot delay call serving. Every wait
+ * (connect, the time between beats, the backoff) polls an eventfd that shutdown
+ * writes, and a blocked read or write is woken by shutdown() of the socket, so SIGTERM
+ * ends the thread at once. */
+#define _GNU_SOURCE /* pthread_timedjoin_np */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "grp_meta.h"
+#include "grp_proto.h"
+#include "gsv.h"
+
+#define META_CONNECT_S 5.0 /* connecting */
+#define META_REPLY_S 5.0   /* a reply, or writing one message */
+#define META_BACKOFF_MIN 0.2
+#define META_BACKOFF_MAX 5.0
+#define META_MAX_MESSAGE (1u << 20) /* replies are small: REGISTER_OK, ERROR */
+
+typedef struct gsv_meta {
+    gsv_server *srv;
+    pthread_t thread;
+    int wake; /* eventfd, readable once stopping */
+    atomic_int stop;
+    pthread_mutex_t lock;          /* fd, for the shutdown() that wakes a blocked read */
+    int fd;                        /* the current connection, -1 */
+    char where[GRP_MAX_HOST + 16]; /* "host:port" of the metaserver, for the log */
+    char token[GRP_MAX_TOKEN + 1];
+    grp_register reg; /* built once at start (the registry never changes) */
+    uint64_t next_id;
+    uint64_t server_id;
+    uint32_t heartbeat_ms;
+    grw_reader r;
+    grw_writer w;
+} gsv_meta;
+
+/* ---------------------------------------------------------------- waiting */
+
+/* Waits up to SECONDS, or until stopping; 1 when stopping. When FD >= 0 it is watched
+ * too and *READY says whether it became readable (the metaserver closed, or sent
+ * something unasked). */
+static int wait_for(gsv_meta *m, double seconds, int fd, int *ready) {
+    long long until = gr_now_ns() + (long long)(seconds * 1e9);
+    if (ready) *ready = 0;
+    for (;;) {
+        if (atomic_load(&m->stop)) return 1;
+        long long left = until - gr_now_ns();
+        if (left <= 0) return 0;
+        struct pollfd p[2] = {{m->wake, POLLIN, 0}, {fd, POLLIN, 0}};
+        int n = poll(p, fd >= 0 ? 2 : 1, (int)((left + 999999) / 1000000));
+        if (n < 0 && errno != EINTR) return 0;
+        if (n > 0 && (p[0].revents & POLLIN)) return 1;
+        if (n > 0 && fd >= 0 && p[1].revents) {
+            *ready = 1;
+            return 0;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- connecting */
+
+/* Waits for the non-blocking connect of FD to finish, or for stop: 0 when connected,
+ * else an errno value (ECANCELED when stopping). */
+static int wait_connected(gsv_meta *m, int fd) {
+    long long until = gr_now_ns() + (long long)(META_CONNECT_S * 1e9);
+    for (;;) {
+        long long left = until - gr_now_ns();
+        if (atomic_load(&m->stop)) return ECANCELED;
+        if (left <= 0) return ETIMEDOUT;
+        struct pollfd p[2] = {{m->wake, POLLIN, 0}, {fd, POLLOUT, 0}};
+        int n = poll(p, 2, (int)((left + 999999) / 1000000));
+        if (n < 0 && errno != EINTR) return errno;
+        if (n > 0 && (p[0].revents & POLLIN)) return ECANCELED;
+        if (n > 0 && p[1].revents) {
+            int err = 0;
+            socklen_t sl = sizeof err;
+            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &sl) != 0) err = errno;
+            return err;
+        }
+    }
+}
+
+/* Connects to the metaserver; unlike grw_connect the wait is cut short by shutdown.
+ * Returns the connected socket or -1 with E set. */
+static int meta_connect(gsv_meta *m, gr_err *e) {
+    const gsv_options *o = &m->srv->opt;
+    struct addrinfo hints, *res = NULL;
+    char port[16];
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    snprintf(port, sizeof port, "%d", o->meta_port);
+    int rc = getaddrinfo(o->meta_host, port, &hints, &res);
+    if (rc != 0) {
+        gr_seterr(e, GRID_ERR_CONNECT, "cannot resolve the host '%s': %s", o->meta_host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1, err = ECONNREFUSED;
+    for (struct addrinfo *ai = res; ai && err != ECANCELED; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) break;
+        err = errno == EINPROGRESS ? wait_connected(m, fd) : errno;
+        if (err == 0) break;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        if (err == ECANCELED)
+            gr_seterr(e, GRID_ERR_SHUTDOWN, "shutting down");
+        else
+            gr_seterr(e, GRID_ERR_CONNECT, "cannot connect: %s", strerror(err));
+        return -1;
+    }
+    /* The reader and writer expect a blocking socket (they poll for their deadlines). */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    grw_tune_socket(fd);
+    return fd;
+}
+
+/* ---------------------------------------------------------------- one exchange */
+
+/* Reads the reply to the message just sent: its header, then ERROR (its code returned,
+ * *in_step telling whether the connection is still usable) or a reply of type EXPECTED
+ * whose body the caller reads next. */
+static int read_reply(gsv_meta *m, uint32_t expected, const char *what, int *in_step, gr_err *e) {
+    grw_header h;
+    *in_step = 0;
+    m->r.deadline_ns = gr_now_ns() + (long long)(META_REPLY_S * 1e9);
+    int rc = grp_read_header(&m->r, &h, e);
+    if (rc == GRID_ERR_CONN_LOST && !e->msg[0]) gr_seterr(e, rc, "the metaserver closed the connection");
+    if (!rc) rc = grp_expect(&m->r, &h, expected, what, in_step, e);
+    if (rc == GRID_ERR_TIMEOUT) gr_seterr(e, rc, "no answer to %s within %g s", what, META_REPLY_S);
+    return rc;
+}
+
+static void begin_write(gsv_meta *m) {
+    m->w.deadline_ns = gr_now_ns() + (long long)(META_REPLY_S * 1e9);
+}
+
+static int say_hello(gsv_meta *m, gr_err *e) {
+    grp_hello h;
+    memset(&h, 0, sizeof h);
+    snprintf(h.client, sizeof h.client, "gridrpcd %s", PACKAGE_VERSION);
+    h.min_version = h.max_version = GRW_VERSION;
+    snprintf(h.token, sizeof h.token, "%s", m->token);
+    begin_write(m);
+    int in_step, rc = grp_write_hello(&m->w, ++m->next_id, &h, e);
+    if (!rc) rc = read_reply(m, GRW_HELLO_OK, "HELLO", &in_step, e);
+    grp_hello_ok ok;
+    if (!rc) rc = grp_read_hello_ok(&m->r, &ok, e);
+    return rc;
+}
+
+static int do_register(gsv_meta *m, gr_err *e) {
+    begin_write(m);
+    int in_step, rc = grp_write_register(&m->w, ++m->next_id, &m->reg, e);
+    if (!rc) rc = read_reply(m, GRW_REGISTER_OK, "REGISTER", &in_step, e);
+    grp_register_ok ok;
+    if (!rc) rc = grp_read_register_ok(&m->r, &ok, e);
+    if (rc) return rc;
+    m->server_id = ok.server_id;
+    m->heartbeat_ms = ok.heartbeat_ms;
+    gsv_log(GSV_LOG_INFO,
+            "registered with metaserver %s as server %llu (%u functions, heartbeat every %u ms)", m->where,
+            (unsigned long long)ok.server_id, m->reg.nfunctions, ok.heartbeat_ms);
+    return GRID_OK;
+}
+
+/* One HEARTBEAT and its answer. GRID_ERR_NOT_FOUND with *in_step: register again. */
+static int beat(gsv_meta *m, int *in_step, gr_err *e) {
+    gsv_server *s = m->srv;
+    grp_heartbeat hb;
+    memset(&hb, 0, sizeof hb);
+    hb.server_id = m->server_id;
+    gsv_sched_load(s, &hb.running, &hb.queued);
+    hb.workers = s->workers;
+    hb.cores = s->cores;
+    if (getloadavg(&hb.loadavg, 1) < 1) hb.loadavg = 0;
+    hb.calls_done = atomic_load(&s->calls_done);
+    begin_write(m);
+    int rc = grp_write_heartbeat(&m->w, ++m->next_id, &hb, e);
+    *in_step = 0;
+    if (!rc) rc = read_reply(m, GRW_HEARTBEAT_OK, "HEARTBEAT", in_step, e);
+    if (!rc) rc = grp_read_empty(&m->r, e);
+    return rc;
+}
+
+/* A connection's life: HELLO, REGISTER, then beats until the metaserver is lost or the
+ * server stops. *REGISTERED: set once REGISTER succeeded on it. Returns why it ended. */
+static int session(gsv_meta *m, int *registered, gr_err *e) {
+    int fd = meta_connect(m, e);
+    if (fd < 0) return e->code;
+    pthread_mutex_lock(&m->lock);
+    m->fd = fd;
+    pthread_mutex_unlock(&m->lock);
+    /* gsv_meta_stop may have run between the connect and the line above. */
+    if (atomic_load(&m->stop)) return gr_seterr(e, GRID_ERR_SHUTDOWN, "shutting down");
+    grw_reader_init(&m->r, fd, META_MAX_MESSAGE);
+    grw_writer_init(&m->w, fd);
+    int rc = say_hello(m, e);
+    while (!rc) {
+        rc = do_register(m, e);
+        if (rc) break;
+        *registered = 1;
+        long long next = gr_now_ns();
+        for (;;) {
+            /* Beats keep their rhythm whatever each exchange took. */
+            next += (long long)m->heartbeat_ms * 1000000LL;
+            long long left = next - gr_now_ns();
+            if (left < 0) next = gr_now_ns(), left = 0;
+            int ready;
+            if (wait_for(m, (double)left / 1e9, fd, &ready))
+                return gr_seterr(e, GRID_ERR_SHUTDOWN, "shutting down");
+            if (ready) {
+                /* Nothing is due from the metaserver between beats: it closed, or it
+                 * speaks out of turn. Either way this connection is done. */
+                grw_header h;
+                m->r.deadline_ns = gr_now_ns() + (long long)(META_REPLY_S * 1e9);
+                rc = grp_read_header(&m->r, &h, e);
+                if (rc == GRID_ERR_CONN_LOST && !e->msg[0])
+                    gr_seterr(e, rc, "the metaserver closed the connection");
+                if (!rc)
+                    rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the metaserver sent %s unasked",
+                                   grw_type_name(h.type));
+                return rc;
+            }
+            int in_step;
+            rc = beat(m, &in_step, e);
+            if (rc == GRID_ERR_NOT_FOUND && in_step) {
+                gsv_log(GSV_LOG_INFO, "metaserver %s no longer knows server %llu: registering again",
+                        m->where, (unsigned long long)m->server_id);
+                rc = GRID_OK;
+                break;
+            }
+            if (rc) return rc;
+        }
+    }
+    return rc;
+}
+
+static void close_conn(gsv_meta *m) {
+    pthread_mutex_lock(&m->lock);
+    if (m->fd >= 0) close(m->fd);
+    m->fd = -1;
+    pthread_mutex_unlock(&m->lock);
+}
+
+static void *meta_main(void *arg) {
+    gsv_meta *m = arg;
+    if (m->reg.speed <= 0) {
+        m->reg.speed = gsv_speed_measure(m->srv->cores);
+        gsv_log(GSV_LOG_INFO, "speed estimate for the metaserver: %.3g flops/s (measured; --speed sets it)",
+                m->reg.speed);
+    }
+    double backoff = META_BACKOFF_MIN;
+    int outage = 0; /* an outage was logged and has not ended */
+    while (!atomic_load(&m->stop)) {
+        gr_err e;
+        gr_clearerr(&e);
+        int registered = 0;
+        session(m, &registered, &e);
+        close_conn(m);
+        if (atomic_load(&m->stop)) break;
+        if (registered) {
+            outage = 0;
+            backoff = META_BACKOFF_MIN;
+        }
+        if (!outage) {
+            gsv_log(GSV_LOG_INFO, "metaserver %s: %s; %s in the background", m->where, e.msg,
+                    registered ? "reconnecting" : "retrying");
+            outage = 1;
+        } else {
+            gsv_log(GSV_LOG_DEBUG, "metaserver %s: %s; next try in %g s", m->where, e.msg, backoff);
+        }
+        if (wait_for(m, backoff, -1, NULL)) break;
+        backoff = backoff * 2 > META_BACKOFF_MAX ? META_BACKOFF_MAX : backoff * 2;
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- start and stop */
+
+static int is_wildcard(const char *host) {
+    return !*host || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 || strcmp(host, "[::]") == 0 ||
+           strcmp(host, "*") == 0;
+}
+
+/* The address clients should use: --advertise, else the listening address, with the
+ * host name in place of a wildcard. */
+static int advertised(gsv_server *s, grp_register *reg, gr_err *e) {
+    const gsv_options *o = &s->opt;
+    if (o->adv_port) {
+        snprintf(reg->host, sizeof reg->host, "%s", o->adv_host);
+        reg->port = (uint32_t)o->adv_port;
+        return GRID_OK;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    char port[16];
+    if (getsockname(s->listen_fd, (struct sockaddr *)&ss, &sl) != 0 ||
+        getnameinfo((struct sockaddr *)&ss, sl, NULL, 0, port, sizeof port, NI_NUMERICSERV) != 0)
+        return gr_seterr(e, GRID_ERR_CONFIG, "cannot read the listening port: %s", strerror(errno));
+    reg->port = (uint32_t)atoi(port);
+    if (is_wildcard(o->host)) {
+        char host[256];
+        if (gethostname(host, sizeof host) != 0 || !*host)
+            return gr_seterr(
+                e, GRID_ERR_CONFIG,
+                "listening on every interface and the host name is unknown: give --advertise HOST:PORT");
+        host[sizeof host - 1] = '\0';
+        snprintf(reg->host, sizeof reg->host, "%s", host);
+    } else {
+        if (strlen(o->host) > GRP_MAX_HOST)
+            return gr_seterr(e, GRID_ERR_CONFIG, "--host is longer than %d bytes: give --advertise HOST:PORT",
+                             GRP_MAX_HOST);
+        snprintf(reg->host, sizeof reg->host, "%s", o->host);
+    }
+    return GRID_OK;
+}
+
+static void meta_free(gsv_meta *m) {
+    free(m->reg.functions);
+    if (m->wake >= 0) close(m->wake);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+int gsv_meta_start(gsv_server *s, gr_err *e) {
+    const gsv_options *o = &s->opt;
+    if (!o->meta_port) return GRID_OK;
+    gsv_meta *m = calloc(1, sizeof *m);
+    if (!m) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+    m->srv = s;
+    m->fd = -1;
+    m->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    pthread_mutex_init(&m->lock, NULL);
+    atomic_init(&m->stop, 0);
+    snprintf(m->where, sizeof m->where, strchr(o->meta_host, ':') ? "[%s]:%d" : "%s:%d", o->meta_host,
+             o->meta_port);
+    const char *token = o->meta_token ? o->meta_token : o->token ? o->token : getenv("GRIDRPC_TOKEN");
+    if (token && strlen(token) > GRP_MAX_TOKEN) {
+        meta_free(m);
+        return gr_seterr(e, GRID_ERR_CONFIG, "GRIDRPC_TOKEN is longer than %d bytes", GRP_MAX_TOKEN);
+    }
+    snprintf(m->token, sizeof m->token, "%s", token ? token : "");
+
+    grp_register *reg = &m->reg;
+    char host[256] = "";
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "?");
+    host[sizeof host - 1] = '\0';
+    if (o->name)
+        snprintf(reg->name, sizeof reg->name, "%s", o->name);
+    else
+        snprintf(reg->name, sizeof reg->name, "gridrpcd on %s", host);
+    reg->cores = s->cores;
+    reg->workers = s->workers;
+    reg->speed = o->speed;
+    unsigned n = s->reg.nfns;
+    if (n > GRP_MAX_FUNCTIONS) {
+        gsv_log(GSV_LOG_WARN, "%u functions loaded: the metaserver is told of the first %d only", n,
+                GRP_MAX_FUNCTIONS);
+        n = GRP_MAX_FUNCTIONS;
+    }
+    reg->nfunctions = n;
+    reg->functions = calloc(n ? n : 1, sizeof *reg->functions);
+    int rc = m->wake < 0       ? gr_seterr(e, GRID_ERR_CONFIG, "eventfd: %s", strerror(errno))
+             : !reg->functions ? gr_seterr(e, GRID_ERR_NOMEM, "out of memory")
+                               : advertised(s, reg, e);
+    for (unsigned i = 0; !rc && i < n; i++) {
+        const gsv_function *f = &s->reg.fns[i];
+        snprintf(reg->functions[i].name, sizeof reg->functions[i].name, "%s", f->qualified);
+        reg->functions[i].hash = f->desc->hash;
+        reg->functions[i].flags = (f->desc->flags & GRD_FF_NO_RETRY) ? GRP_FN_NO_RETRY : 0;
+    }
+    if (!rc && (errno = pthread_create(&m->thread, NULL, meta_main, m)) != 0)
+        rc = gr_seterr(e, GRID_ERR_CONFIG, "cannot start the metaserver thread: %s", strerror(errno));
+    if (rc) {
+        meta_free(m);
+        return rc;
+    }
+    gsv_log(GSV_LOG_DEBUG, "metaserver %s: advertising %s:%u as '%s'", m->where, reg->host, reg->port,
+            reg->name);
+    /* Fine for a one-machine grid, a surprise on a real one: say so. */
+    if (strcmp(reg->host, "localhost") == 0 || strncmp(reg->host, "127.", 4) == 0 ||
+        strcmp(reg->host, "::1") == 0)
+        gsv_log(GSV_LOG_INFO,
+                "advertising the loopback address %s:%u to the metaserver: only clients on this host can "
+                "reach it (give --advertise HOST:PORT, or --host with a routable address)",
+                reg->host, reg->port);
+    s->meta = m;
+    return GRID_OK;
+}
+
+void gsv_meta_stop(gsv_server *s) {
+    gsv_meta *m = s->meta;
+    if (!m) return;
+    atomic_store(&m->stop, 1);
+    uint64_t one = 1;
+    if (write(m->wake, &one, sizeof one) < 0) {
+        /* The counter cannot overflow from one write; poll sees it readable anyway. */
+    }
+    pthread_mutex_lock(&m->lock);
+    if (m->fd >= 0) shutdown(m->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&m->lock);
+    /* Only a name lookup (getaddrinfo) cannot be interrupted: do not let one hold up the
+     * shutdown; the thread then ends with the process. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 1;
+    if (pthread_timedjoin_np(m->thread, NULL, &ts) != 0) {
+        gsv_log(GSV_LOG_WARN, "metaserver %s: the registration thread did not stop within 1 s", m->where);
+        pthread_detach(m->thread);
+        s->meta = NULL;
+        return;
+    }
+    meta_free(m);
+    s->meta = NULL;
+}
