@@ -96,11 +96,14 @@ int main(int argc, char **argv) {
     pthread_mutex_unlock(&sweeper.lock);
     pthread_join(sweep, NULL);
     gms_http_stop(http);
-    if (net->nconns) {
+    pthread_mutex_lock(&net->lock);
+    unsigned left = net->nconns;
+    pthread_mutex_unlock(&net->lock);
+    if (left) {
         /* A connection thread still runs (stuck in a write?): commit what is queued and
          * leave without freeing what it may touch. */
         gms_db_flush(db);
-        gms_log(GMS_LOG_WARN, "stopped with %u connections still closing", net->nconns);
+        gms_log(GMS_LOG_WARN, "stopped with %u connections still closing", left);
         fflush(stdout);
         _exit(0);
     }

@@ -293,8 +293,11 @@ void gms_net_run(gms_net *n, int sigfd) {
 
 void gms_net_free(gms_net *n) {
     if (!n) return;
-    /* A connection thread that outlived the wait still holds the lock's memory. */
-    if (n->nconns) return;
+    /* A connection thread that outlived the wait still uses N. */
+    pthread_mutex_lock(&n->lock);
+    unsigned left = n->nconns;
+    pthread_mutex_unlock(&n->lock);
+    if (left) return;
     pthread_mutex_destroy(&n->lock);
     free(n);
 }
