@@ -1,0 +1,358 @@
+/* gms.h: the internals of gridmetad, the metaserver, shared by its files (prefix gms_).
+ * One file per job: options, logging, the in-memory state (servers, links, pending work,
+ * decisions), the schedulers (pure functions over a snapshot of candidates), the SQLite
+ * registry and its writer thread, the network (listener, one thread per connection),
+ * the status JSON and the HTTP server, main.
+ *
+ * Threads and what they own:
+ *   main       options, loads the registry, accepts connections, runs shutdown;
+ *   conn       one per connection: reads a request, asks the state, answers;
+ *   sweeper    marks servers down after missed heartbeats, drops stale pending work;
+ *   db writer  applies queued registry changes to SQLite in batched transactions;
+ *   http       libmicrohttpd's polling thread (GET / and GET /api/status).
+ * Locks: gms_state.lock guards all the state; gms_db's queue has its own; they are
+ * never nested except state -> db queue (the state enqueues writes while it holds its
+ * lock; the writer never takes the state's lock). */
+#ifndef GMS_H
+#define GMS_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gr_error.h"
+#include "grp_meta.h"
+#include "grp_proto.h"
+
+/* ---------------------------------------------------------------- logging */
+
+enum { GMS_LOG_ERROR = 0, GMS_LOG_WARN = 1, GMS_LOG_INFO = 2, GMS_LOG_DEBUG = 3 };
+void gms_log_set_level(int level);
+int gms_log_enabled(int level);
+void gms_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---------------------------------------------------------------- options */
+
+typedef struct gms_options {
+    const char *host;
+    int port;
+    const char *db; /* file, or ":memory:" */
+    int policy;     /* GRP_POLICY_MCT, _LEAST_LOAD, _ROUND_ROBIN */
+    int http_port;  /* -1: no status page; 0: any free port */
+    const char *http_host;
+    const char *token; /* NULL: none required */
+    unsigned heartbeat_ms;
+    unsigned down_after; /* missed heartbeats before a server is down */
+    unsigned max_conns;
+    double io_timeout; /* seconds a request may stall in the middle; 0: never */
+    int log_level;
+} gms_options;
+
+/* Parses ARGV into O. Returns -1 to go on, or an exit status: 0 after --help or
+ * --version, 2 after a usage error (reported on stderr). */
+int gms_options_parse(int argc, char **argv, gms_options *o);
+
+/* ---------------------------------------------------------------- model constants */
+
+#define GMS_DEFAULT_SPEED 1e9       /* flops/s of a server that gave no estimate */
+#define GMS_DEFAULT_BANDWIDTH 100e6 /* bytes/s of a link nothing is known about */
+#define GMS_DEFAULT_LATENCY 0.5e-3  /* seconds, one round trip */
+#define GMS_LINK_MAX_AGE_MS 600000  /* link measurements older than this are stale */
+#define GMS_EWMA_ALPHA 0.3          /* weight of a new sample */
+#define GMS_SMALL_BYTES 65536       /* transfers below this measure latency only */
+#define GMS_DECISIONS 200           /* the ring of recent decisions */
+#define GMS_DECISION_CANDS 8        /* candidates kept per decision (the best ones) */
+#define GMS_HISTORY 300             /* load samples per server: 5 minutes at 1/s */
+#define GMS_HISTORY_STEP_MS 1000    /* at most one sample per second */
+#define GMS_PENDING_SLOTS 65536     /* outstanding decisions tracked at once */
+#define GMS_MAX_SITES 4096          /* client sites remembered */
+
+/* ---------------------------------------------------------------- schedulers */
+
+/* What the scheduler sees of one server for one call (gms_sched.c is pure: the state
+ * fills these under its lock; tests and the bench fill them by hand). */
+typedef struct gms_cand {
+    uint64_t id;
+    uint32_t cores, running, queued; /* from the last heartbeat */
+    uint32_t pending;                /* assigned by us, not yet reported done */
+    double pending_s;                /* their predicted compute seconds */
+    double loadavg;
+    double speed;       /* flops/s for this function: measured, estimate or default */
+    double mean_call_s; /* mean run seconds of a call on this server; 0: unknown */
+    double fn_run_s;    /* mean run seconds of this function here; 0: unknown */
+    double bandwidth;   /* bytes/s between the asking site and this server */
+    double latency;     /* seconds */
+    int assumed_link;   /* bandwidth or latency is not a measurement of this link */
+    /* outputs of gms_sched_pick */
+    double estimate, wait, transfer, compute;
+} gms_cand;
+
+typedef struct gms_job {
+    double flops;
+    uint64_t bytes_in, bytes_out;
+} gms_job;
+
+/* Calls outstanding on C: those the heartbeat saw plus pending ones that had not yet
+ * reached the server (a pending call that reached it is in running + queued). */
+uint32_t gms_cand_outstanding(const gms_cand *c);
+/* Fills every candidate's estimate (wait + transfer + compute, the MCT model, whatever
+ * the policy: decisions are explained the same way) and returns the index POLICY
+ * chooses, or -1 when N is 0. RR: the rotation counter of round-robin. */
+int gms_sched_pick(int policy, const gms_job *job, gms_cand *c, size_t n, uint64_t rr);
+
+/* ---------------------------------------------------------------- state */
+
+typedef struct gms_fn {
+    char *name;             /* "module/function" as registered */
+    const char *short_name; /* after the last '/' */
+    uint64_t hash;
+    uint32_t flags;
+    double speed; /* measured flops/s EWMA; 0: none */
+    double run_s; /* measured run seconds EWMA; 0: none */
+    uint32_t samples;
+} gms_fn;
+
+typedef struct gms_link {
+    uint32_t site; /* index into gms_state.sites */
+    double bandwidth, latency;
+    uint32_t bw_samples, lat_samples;
+    int64_t bw_unix_ms, lat_unix_ms; /* last updates (0: never) */
+} gms_link;
+
+typedef struct gms_sample {
+    int64_t unix_ms;
+    uint32_t running, queued;
+    double loadavg;
+} gms_sample;
+
+typedef struct gms_server {
+    uint64_t id;
+    char name[GRP_MAX_PEER_NAME + 1];
+    char host[GRP_MAX_HOST + 1];
+    uint32_t port;
+    uint32_t cores, workers, running, queued;
+    double loadavg;
+    double reg_speed;   /* REGISTER's estimate; 0: none */
+    double speed;       /* measured EWMA over all its functions; 0: none */
+    double mean_call_s; /* measured run seconds EWMA; 0: none */
+    int up;
+    int64_t persisted_ms;   /* last time its load was queued for the registry */
+    long long last_beat_ns; /* monotonic */
+    int64_t last_beat_unix_ms;
+    uint64_t calls, failures;
+    uint32_t pending;
+    double pending_s;
+    gms_fn *fns;
+    uint32_t nfns;
+    gms_link *links;
+    uint32_t nlinks, caplinks;
+    gms_sample hist[GMS_HISTORY];
+    uint32_t hist_head, hist_n;
+} gms_server;
+
+/* A name -> value map (open addressing, power-of-two capacity; keys are copied). */
+typedef struct gms_map {
+    char **keys;
+    uint32_t *vals;
+    uint32_t cap, n;
+} gms_map;
+
+int gms_map_put(gms_map *m, const char *key, uint32_t val);        /* 0, or -1: out of memory */
+int gms_map_get(const gms_map *m, const char *key, uint32_t *val); /* 1 when found */
+void gms_map_free(gms_map *m);
+
+/* Servers that have one function name (qualified or short). */
+typedef struct gms_fnent {
+    uint32_t n, cap;
+    gms_server **srv;
+    uint32_t *fi; /* the function's index in each server */
+    uint64_t rr;
+} gms_fnent;
+
+typedef struct gms_pending {
+    uint64_t decision; /* 0: free slot */
+    gms_server *srv;
+    double seconds;
+    long long expires_ns;
+} gms_pending;
+
+typedef struct gms_decision_cand {
+    uint64_t server;
+    double estimate, wait, transfer, compute;
+    int assumed_link;
+} gms_decision_cand;
+
+typedef struct gms_decision {
+    uint64_t id;
+    int64_t unix_ms;
+    char function[GRP_MAX_FUNCTION_NAME + 1];
+    char site[GRP_MAX_SITE + 1];
+    int policy;
+    uint64_t chosen;
+    uint32_t ncands; /* kept (at most GMS_DECISION_CANDS) */
+    uint32_t ntotal; /* candidates considered */
+    double elapsed_ns;
+    gms_decision_cand cands[GMS_DECISION_CANDS];
+} gms_decision;
+
+struct gms_db;
+
+typedef struct gms_state {
+    pthread_mutex_t lock;
+    int policy;
+    unsigned heartbeat_ms, down_after;
+    struct gms_db *db; /* NULL: nothing is persisted (tests) */
+    long long start_ns;
+    gms_server **servers; /* in id order; never freed while running */
+    uint32_t nservers, capservers;
+    gms_server **by_id; /* index: server id (ids are small and dense) */
+    uint64_t cap_by_id;
+    uint64_t next_id;
+    gms_cand *cbuf; /* candidates of the decision in progress (under the lock) */
+    gms_server **cbuf_srv;
+    uint32_t cbuf_cap;
+    gms_map addr;   /* "host:port" -> index in servers */
+    gms_map fnames; /* function name -> index in fnents */
+    gms_fnent *fnents;
+    uint32_t nfnents;
+    char **sites;
+    uint32_t nsites;
+    gms_map site_map;
+    gms_pending *pending; /* GMS_PENDING_SLOTS, by decision id */
+    uint64_t next_decision;
+    gms_decision *ring; /* GMS_DECISIONS */
+    uint64_t decisions, calls, failures, pending_dropped;
+} gms_state;
+
+int gms_state_init(gms_state *st, int policy, unsigned heartbeat_ms, unsigned down_after);
+void gms_state_free(gms_state *st);
+
+/* REGISTER: the same host:port keeps its id. Returns the id. */
+uint64_t gms_state_register(gms_state *st, const grp_register *m, long long now_ns, int64_t unix_ms);
+/* HEARTBEAT: GRID_OK, or GRID_ERR_NOT_FOUND for an unknown id. */
+int gms_state_heartbeat(gms_state *st, const grp_heartbeat *m, long long now_ns, int64_t unix_ms);
+/* SCHEDULE from SITE (never ""): GRID_OK with OK filled, or an error in E. When EXPLAIN
+ * is not NULL it receives a copy of the decision (for the debug log). */
+int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, long long now_ns,
+                       int64_t unix_ms, grp_schedule_ok *ok, gms_decision *explain, gr_err *e);
+/* REPORT from SITE (never ""). */
+void gms_state_report(gms_state *st, const grp_report *m, const char *site, long long now_ns,
+                      int64_t unix_ms);
+/* SERVERS_OK for SITE: a malloc'd copy (grp_servers_free). */
+int gms_state_servers(gms_state *st, const char *site, int64_t unix_ms, long long now_ns, grp_server_info **v,
+                      uint32_t *n, gr_err *e);
+/* LIST_OK: the sorted union of the function names of up servers (grp_free_names). */
+int gms_state_list(gms_state *st, char ***names, uint32_t *n, gr_err *e);
+/* PONG: sums over up servers. */
+void gms_state_totals(gms_state *st, grp_pong *p);
+/* Marks servers down after missed heartbeats and drops pending work past its time. */
+void gms_state_sweep(gms_state *st, long long now_ns, int64_t unix_ms);
+
+/* Restoring from the registry at startup (before any thread runs). */
+gms_server *gms_state_restore_server(gms_state *st, uint64_t id, const char *name, const char *host,
+                                     uint32_t port, uint32_t cores, uint32_t workers, double reg_speed,
+                                     double speed, double mean_call_s, int up, int64_t last_beat_unix_ms,
+                                     uint64_t calls, uint64_t failures, long long now_ns);
+gms_server *gms_state_find_id(gms_state *st, uint64_t id);
+int gms_state_restore_fn(gms_server *s, const char *name, uint64_t hash, uint32_t flags, double speed,
+                         double run_s, uint32_t samples);
+int gms_state_restore_link(gms_state *st, const char *site, uint64_t server, double bw, double lat,
+                           uint32_t bw_n, uint32_t lat_n, int64_t bw_ms, int64_t lat_ms);
+/* Rebuilds the function index (after restoring). */
+int gms_state_reindex(gms_state *st);
+
+/* Helpers shared by the state's files. */
+gms_fn *gms_server_fn(gms_server *s, const char *name);
+uint32_t gms_state_site(gms_state *st, const char *site, int create); /* UINT32_MAX: none */
+gms_link *gms_server_link(gms_server *s, uint32_t site, int create);
+#define GMS_MAX_SERVER_ID (1u << 24)
+int gms_link_fresh(int64_t at_ms, int64_t now_ms);
+int64_t gms_unix_ms(void);
+
+/* ---------------------------------------------------------------- registry (SQLite) */
+
+typedef struct gms_db gms_db;
+/* Opens (creates, migrates) the registry at PATH. */
+gms_db *gms_db_open(const char *path, gr_err *e);
+/* Loads everything into ST (servers keep their last state; their grace starts NOW). */
+int gms_db_load(gms_db *db, gms_state *st, long long now_ns, gr_err *e);
+/* Starts the writer thread. */
+int gms_db_start(gms_db *db, gr_err *e);
+/* Drains the queue, stops the writer, closes. */
+void gms_db_close(gms_db *db);
+/* Queued writes (never block on SQLite; DB may be NULL: nothing happens). */
+void gms_db_put_server(gms_db *db, const gms_server *s);
+void gms_db_put_server_state(gms_db *db, const gms_server *s);
+void gms_db_put_fn(gms_db *db, const gms_server *s, const gms_fn *f);
+void gms_db_put_link(gms_db *db, const char *site, uint64_t server, const gms_link *l);
+void gms_db_put_call(gms_db *db, const grp_report *r, const char *site, int64_t unix_ms);
+/* Waits until every write queued so far is committed (tests, shutdown). */
+void gms_db_flush(gms_db *db);
+
+/* ---------------------------------------------------------------- status */
+
+typedef struct gms_buf {
+    char *p;
+    size_t len, cap;
+    int failed; /* out of memory: the text is incomplete */
+} gms_buf;
+void gms_buf_printf(gms_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gms_buf_json_string(gms_buf *b, const char *s);
+
+/* The /api/status JSON (docs/metaserver.md) into B. */
+void gms_status_json(gms_state *st, gms_buf *b);
+
+/* The HTTP server on HOST:PORT (0: any); prints "http on HOST:PORT" once ready. */
+struct gms_http;
+struct gms_http *gms_http_start(gms_state *st, const char *host, int port, gr_err *e);
+void gms_http_stop(struct gms_http *h);
+
+/* The embedded page (metaserver/www/status.html, generated gms_www.c). */
+extern const unsigned char gms_status_html[];
+extern const unsigned int gms_status_html_len;
+
+/* ---------------------------------------------------------------- network */
+
+#define GMS_MAX_MESSAGE (16u << 20) /* bytes in one message we accept */
+
+typedef struct gms_conn gms_conn;
+typedef struct gms_net {
+    gms_state *st;
+    const gms_options *opt;
+    int fd;
+    pthread_mutex_t lock; /* the connection list */
+    gms_conn *conns;
+    unsigned nconns;
+    int stopping;
+} gms_net;
+
+struct gms_conn {
+    gms_net *net;
+    int fd;
+    char peer[80];      /* "host:port" */
+    char peer_host[64]; /* the site of a client that declares none */
+    int hello_done;
+    gms_conn *prev, *next;
+    grw_reader r;
+    grw_writer w;
+};
+
+enum { GMS_KEEP = 0, GMS_CLOSE = 1, GMS_REFUSE = 2 };
+
+gms_net *gms_net_listen(gms_state *st, const gms_options *o, gr_err *e);
+/* Accepts until SIGFD reports SIGTERM or SIGINT, then closes every connection. */
+void gms_net_run(gms_net *n, int sigfd);
+void gms_net_free(gms_net *n);
+/* Answers the request whose header H was read (gms_request.c). */
+int gms_request_serve(gms_conn *c, const grw_header *h);
+/* Writes ERROR CODE/MSG; 0, or -1 when the connection is broken. */
+int gms_conn_send_error(gms_conn *c, uint64_t id, int code, const char *msg);
+/* A writer on C's socket with the I/O deadline set for BYTES. */
+grw_writer *gms_conn_writer(gms_conn *c, uint64_t bytes);
+
+/* "host:port" ("[v6]:port") of a socket address; HOST alone into HOSTONLY if not NULL. */
+struct sockaddr;
+void gms_format_addr(const struct sockaddr *sa, char *out, size_t len, char *hostonly, size_t hostlen);
+
+#endif /* GMS_H */

@@ -1,0 +1,252 @@
+/* gms_decide.c: answering clients from the state: SCHEDULE (a snapshot of the candidate
+ * servers for the call's site, gms_sched_pick, then the work counted as pending on the
+ * chosen server at once, and the decision kept for the page and the log), SERVERS,
+ * LIST and the PING totals. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gms.h"
+
+/* The link from SITE (UINT32_MAX: unknown site) to S, into C: the measurement when it
+ * is fresh, else the mean of S's fresh links from other sites, else the defaults. */
+static void fill_link(const gms_server *s, uint32_t site, int64_t now_ms, gms_cand *c) {
+    double bw = 0, lat = 0, sum_bw = 0, sum_lat = 0;
+    int have_bw = 0, have_lat = 0, n_bw = 0, n_lat = 0;
+    for (uint32_t i = 0; i < s->nlinks; i++) {
+        const gms_link *l = &s->links[i];
+        int fb = l->bw_samples && gms_link_fresh(l->bw_unix_ms, now_ms);
+        int fl = l->lat_samples && gms_link_fresh(l->lat_unix_ms, now_ms);
+        if (l->site == site) {
+            if (fb) bw = l->bandwidth, have_bw = 1;
+            if (fl) lat = l->latency, have_lat = 1;
+        } else {
+            if (fb) sum_bw += l->bandwidth, n_bw++;
+            if (fl) sum_lat += l->latency, n_lat++;
+        }
+    }
+    c->assumed_link = !have_bw || !have_lat;
+    c->bandwidth = have_bw ? bw : n_bw ? sum_bw / n_bw : GMS_DEFAULT_BANDWIDTH;
+    c->latency = have_lat ? lat : n_lat ? sum_lat / n_lat : GMS_DEFAULT_LATENCY;
+}
+
+static void fill_cand(const gms_server *s, const gms_fn *f, uint32_t site, int64_t now_ms, gms_cand *c) {
+    c->id = s->id;
+    c->cores = s->cores;
+    c->running = s->running;
+    c->queued = s->queued;
+    c->pending = s->pending;
+    c->pending_s = s->pending_s;
+    c->loadavg = s->loadavg;
+    c->speed = f->speed > 0 ? f->speed : s->reg_speed > 0 ? s->reg_speed : GMS_DEFAULT_SPEED;
+    c->mean_call_s = s->mean_call_s;
+    c->fn_run_s = f->run_s;
+    fill_link(s, site, now_ms, c);
+}
+
+/* Keeps the chosen candidate and the best others (by estimate) in D. */
+static void keep_candidates(gms_decision *d, const gms_cand *c, uint32_t n, uint32_t chosen) {
+    d->cands[0] = (gms_decision_cand){c[chosen].id,       c[chosen].estimate, c[chosen].wait,
+                                      c[chosen].transfer, c[chosen].compute,  c[chosen].assumed_link};
+    uint32_t k = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i == chosen) continue;
+        if (k == GMS_DECISION_CANDS && c[i].estimate >= d->cands[k - 1].estimate) continue;
+        uint32_t j = k < GMS_DECISION_CANDS ? k++ : k - 1;
+        while (j > 1 && d->cands[j - 1].estimate > c[i].estimate) {
+            d->cands[j] = d->cands[j - 1];
+            j--;
+        }
+        d->cands[j] = (gms_decision_cand){c[i].id,       c[i].estimate, c[i].wait,
+                                          c[i].transfer, c[i].compute,  c[i].assumed_link};
+    }
+    d->ncands = k;
+    d->ntotal = n;
+}
+
+static int in_list(uint64_t id, const uint64_t *v, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++)
+        if (v[i] == id) return 1;
+    return 0;
+}
+
+int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, long long now_ns,
+                       int64_t unix_ms, grp_schedule_ok *ok, gms_decision *explain, gr_err *e) {
+    pthread_mutex_lock(&st->lock);
+    uint32_t k;
+    if (!gms_map_get(&st->fnames, m->function, &k)) {
+        pthread_mutex_unlock(&st->lock);
+        return gr_seterr(e, GRID_ERR_NOT_FOUND,
+                         "no registered server has function %s; `gridrpc ls` lists what the grid serves",
+                         m->function);
+    }
+    gms_fnent *ent = &st->fnents[k];
+    uint32_t n = 0, down = 0, excluded = 0;
+    for (uint32_t i = 0; i < ent->n; i++) {
+        gms_server *s = ent->srv[i];
+        if (in_list(s->id, m->exclude, m->nexclude)) {
+            excluded++;
+            continue;
+        }
+        if (!s->up) {
+            down++;
+            continue;
+        }
+        st->cbuf_srv[n] = s;
+        fill_cand(s, &s->fns[ent->fi[i]], gms_state_site(st, site, 0), unix_ms, &st->cbuf[n++]);
+    }
+    if (n == 0) {
+        pthread_mutex_unlock(&st->lock);
+        return gr_seterr(e, GRID_ERR_CONNECT,
+                         "every server with function %s is unavailable (%u down, %u already tried): "
+                         "`gridrpc status` shows the servers and their state",
+                         m->function, down, excluded);
+    }
+    int policy = m->policy != GRP_POLICY_DEFAULT ? (int)m->policy : st->policy;
+    gms_job job = {m->flops, m->bytes_in, m->bytes_out};
+    int c = gms_sched_pick(policy, &job, st->cbuf, n, ent->rr++);
+    gms_cand *cand = &st->cbuf[c];
+    gms_server *s = st->cbuf_srv[c];
+
+    /* Counted at assignment: the next decision, from any client, sees this work. */
+    uint64_t id = st->next_decision++;
+    gms_pending *p = &st->pending[id % GMS_PENDING_SLOTS];
+    if (p->decision) {
+        if (p->srv->pending) p->srv->pending--;
+        p->srv->pending_s -= p->seconds;
+        if (p->srv->pending_s < 0 || !p->srv->pending) p->srv->pending_s = 0;
+        st->pending_dropped++;
+    }
+    p->decision = id;
+    p->srv = s;
+    p->seconds = cand->compute;
+    p->expires_ns = now_ns + (long long)((cand->estimate * 3 + 60) * 1e9);
+    s->pending++;
+    s->pending_s += cand->compute;
+
+    gms_decision *d = &st->ring[st->decisions % GMS_DECISIONS];
+    d->id = id;
+    d->unix_ms = unix_ms;
+    snprintf(d->function, sizeof d->function, "%s", m->function);
+    snprintf(d->site, sizeof d->site, "%s", site);
+    d->policy = policy;
+    d->chosen = s->id;
+    keep_candidates(d, st->cbuf, n, (uint32_t)c);
+    d->elapsed_ns = (double)(gr_now_ns() - now_ns);
+    st->decisions++;
+    if (explain) *explain = *d;
+
+    ok->decision = id;
+    ok->server_id = s->id;
+    snprintf(ok->host, sizeof ok->host, "%s", s->host);
+    ok->port = s->port;
+    ok->estimate = policy == GRP_POLICY_MCT ? cand->estimate : 0;
+    pthread_mutex_unlock(&st->lock);
+    return GRID_OK;
+}
+
+int gms_state_servers(gms_state *st, const char *site, int64_t unix_ms, long long now_ns,
+                      grp_server_info **out, uint32_t *count, gr_err *e) {
+    pthread_mutex_lock(&st->lock);
+    uint32_t n = st->nservers < GRP_MAX_SERVERS ? st->nservers : GRP_MAX_SERVERS;
+    grp_server_info *v = calloc(n ? n : 1, sizeof *v);
+    uint32_t si = gms_state_site(st, site, 0);
+    uint32_t done = 0;
+    int failed = !v;
+    for (; !failed && done < n; done++) {
+        const gms_server *s = st->servers[done];
+        grp_server_info *o = &v[done];
+        o->id = s->id;
+        snprintf(o->name, sizeof o->name, "%s", s->name);
+        snprintf(o->host, sizeof o->host, "%s", s->host);
+        o->port = s->port;
+        o->state = s->up ? GRP_SERVER_UP : GRP_SERVER_DOWN;
+        o->cores = s->cores;
+        o->workers = s->workers;
+        o->running = s->running;
+        o->queued = s->queued;
+        o->pending = s->pending;
+        o->loadavg = s->loadavg;
+        o->speed = s->speed > 0 ? s->speed : s->reg_speed;
+        /* Only fresh measurements: 0 tells the client to probe this link itself. */
+        const gms_link *l = si == UINT32_MAX ? NULL : gms_server_link((gms_server *)s, si, 0);
+        if (l && l->bw_samples && gms_link_fresh(l->bw_unix_ms, unix_ms)) o->bandwidth = l->bandwidth;
+        if (l && l->lat_samples && gms_link_fresh(l->lat_unix_ms, unix_ms)) o->latency = l->latency;
+        o->beat_age_ms = (uint64_t)((now_ns - s->last_beat_ns) / 1000000);
+        o->calls = s->calls;
+        o->failures = s->failures;
+        uint32_t nf = s->nfns < GRP_MAX_FUNCTIONS ? s->nfns : GRP_MAX_FUNCTIONS;
+        o->functions = calloc(nf ? nf : 1, sizeof *o->functions);
+        failed = !o->functions;
+        for (uint32_t j = 0; j < nf && !failed; j++) {
+            if (!(o->functions[j] = strdup(s->fns[j].name)))
+                failed = 1;
+            else
+                o->nfunctions = j + 1;
+        }
+    }
+    pthread_mutex_unlock(&st->lock);
+    if (failed) {
+        grp_servers_free(v, done);
+        return gr_seterr(e, GRID_ERR_NOMEM, "the metaserver is out of memory: retry later");
+    }
+    *out = v;
+    *count = n;
+    return GRID_OK;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int gms_state_list(gms_state *st, char ***names, uint32_t *count, gr_err *e) {
+    pthread_mutex_lock(&st->lock);
+    size_t total = 0;
+    for (uint32_t i = 0; i < st->nservers; i++)
+        if (st->servers[i]->up) total += st->servers[i]->nfns;
+    char **v = calloc(total ? total : 1, sizeof *v);
+    size_t n = 0;
+    int failed = !v;
+    for (uint32_t i = 0; i < st->nservers && !failed; i++) {
+        const gms_server *s = st->servers[i];
+        if (!s->up) continue;
+        for (uint32_t j = 0; j < s->nfns && !failed; j++)
+            if (!(v[n++] = strdup(s->fns[j].name))) failed = 1, n--;
+    }
+    pthread_mutex_unlock(&st->lock);
+    if (failed) {
+        grp_free_names(v, (uint32_t)n);
+        return gr_seterr(e, GRID_ERR_NOMEM, "the metaserver is out of memory: retry later");
+    }
+    qsort(v, n, sizeof *v, cmp_str);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (u && strcmp(v[u - 1], v[i]) == 0) {
+            free(v[i]);
+            continue;
+        }
+        v[u++] = v[i];
+    }
+    if (u > GRP_MAX_LIST_COUNT) {
+        grp_free_names(v, (uint32_t)u);
+        return gr_seterr(e, GRID_ERR_LIMIT, "the grid serves more than %u functions", GRP_MAX_LIST_COUNT);
+    }
+    *names = v;
+    *count = (uint32_t)u;
+    return GRID_OK;
+}
+
+void gms_state_totals(gms_state *st, grp_pong *p) {
+    memset(p, 0, sizeof *p);
+    pthread_mutex_lock(&st->lock);
+    for (uint32_t i = 0; i < st->nservers; i++) {
+        const gms_server *s = st->servers[i];
+        if (!s->up) continue;
+        p->running += s->running;
+        p->queued += s->queued;
+        p->workers += s->workers;
+        p->cores += s->cores;
+        p->loadavg += s->loadavg;
+    }
+    pthread_mutex_unlock(&st->lock);
+}

@@ -1,0 +1,116 @@
+/* gms_main.c: gridmetad's main: options, the registry loaded into the state, the
+ * listener, the status page, the sweeper thread; then, on SIGTERM or SIGINT, a clean
+ * shutdown (connections closed, the registry's queued writes committed, exit 0). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gms.h"
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int stop;
+} sweeper = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+
+/* Marks servers down a few times per heartbeat interval, so "down" comes at most a
+ * quarter interval late. */
+static void *sweeper_main(void *arg) {
+    gms_state *st = arg;
+    long long step_ns = (long long)st->heartbeat_ms * 1000000LL / 4;
+    if (step_ns > 250000000LL) step_ns = 250000000LL;
+    if (step_ns < 2000000LL) step_ns = 2000000LL;
+    pthread_mutex_lock(&sweeper.lock);
+    while (!sweeper.stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        long long ns = ts.tv_nsec + step_ns;
+        ts.tv_sec += ns / 1000000000LL;
+        ts.tv_nsec = ns % 1000000000LL;
+        pthread_cond_timedwait(&sweeper.cond, &sweeper.lock, &ts);
+        if (sweeper.stop) break;
+        pthread_mutex_unlock(&sweeper.lock);
+        gms_state_sweep(st, gr_now_ns(), gms_unix_ms());
+        pthread_mutex_lock(&sweeper.lock);
+    }
+    pthread_mutex_unlock(&sweeper.lock);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    static gms_options opt;
+    static gms_state st;
+    int rc = gms_options_parse(argc, argv, &opt);
+    if (rc >= 0) return rc;
+    gms_log_set_level(opt.log_level);
+
+    signal(SIGPIPE, SIG_IGN);
+    /* Blocked before any thread starts, so SIGTERM and SIGINT reach only the signalfd. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    int sigfd = signalfd(-1, &set, SFD_CLOEXEC);
+    if (sigfd < 0) {
+        perror("gridmetad: signalfd");
+        return 1;
+    }
+
+    gr_err e;
+    if (gms_state_init(&st, opt.policy, opt.heartbeat_ms, opt.down_after)) {
+        fprintf(stderr, "gridmetad: out of memory\n");
+        return 1;
+    }
+    gms_db *db = gms_db_open(opt.db, &e);
+    if (!db || gms_db_load(db, &st, gr_now_ns(), &e) || gms_db_start(db, &e)) {
+        fprintf(stderr, "gridmetad: %s\n", e.msg);
+        return 1;
+    }
+    gms_net *net = gms_net_listen(&st, &opt, &e);
+    if (!net) {
+        fprintf(stderr, "gridmetad: %s\n", e.msg);
+        return 1;
+    }
+    struct gms_http *http = NULL;
+    if (opt.http_port >= 0 && !(http = gms_http_start(&st, opt.http_host, opt.http_port, &e))) {
+        fprintf(stderr, "gridmetad: %s\n", e.msg);
+        return 1;
+    }
+    pthread_t sweep;
+    if ((rc = pthread_create(&sweep, NULL, sweeper_main, &st))) {
+        fprintf(stderr, "gridmetad: cannot start the sweeper thread: %s\n", strerror(rc));
+        return 1;
+    }
+
+    gms_net_run(net, sigfd);
+
+    pthread_mutex_lock(&sweeper.lock);
+    sweeper.stop = 1;
+    pthread_cond_signal(&sweeper.cond);
+    pthread_mutex_unlock(&sweeper.lock);
+    pthread_join(sweep, NULL);
+    gms_http_stop(http);
+    pthread_mutex_lock(&net->lock);
+    unsigned left = net->nconns;
+    pthread_mutex_unlock(&net->lock);
+    if (left) {
+        /* A connection thread still runs (stuck in a write?): commit what is queued and
+         * leave without freeing what it may touch. */
+        gms_db_flush(db);
+        gms_log(GMS_LOG_WARN, "stopped with %u connections still closing", left);
+        fflush(stdout);
+        _exit(0);
+    }
+    gms_net_free(net);
+    gms_db_close(db);
+    gms_state_free(&st);
+    gms_log(GMS_LOG_INFO, "stopped");
+    close(sigfd);
+    return 0;
+}

@@ -1,0 +1,303 @@
+/* gms_net.c: gridmetad's listening socket, the accept loop (which also watches a
+ * signalfd, so SIGTERM and SIGINT only end the loop and shutdown runs on the main
+ * thread), and one thread per connection (bounded by --max-connections: beyond it a
+ * peer is answered ERROR GRID_ERR_BUSY) that reads each request's header and hands it
+ * to gms_request.c. */
+#define _GNU_SOURCE /* accept4 */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gms.h"
+
+void gms_format_addr(const struct sockaddr *sa, char *out, size_t len, char *hostonly, size_t hostlen) {
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        port = ntohs(in->sin_port);
+        snprintf(out, len, "%s:%d", host, port);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+        port = ntohs(in6->sin6_port);
+        snprintf(out, len, "[%s]:%d", host, port);
+    } else {
+        snprintf(out, len, "?");
+    }
+    if (hostonly) snprintf(hostonly, hostlen, "%s", host);
+}
+
+gms_net *gms_net_listen(gms_state *st, const gms_options *o, gr_err *e) {
+    struct addrinfo hints, *res = NULL, *ai;
+    char port[16];
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    snprintf(port, sizeof port, "%d", o->port);
+    int rc = getaddrinfo(o->host, port, &hints, &res);
+    if (rc != 0) {
+        gr_seterr(e, GRID_ERR_CONFIG, "--host '%s': cannot resolve the address: %s", o->host,
+                  gai_strerror(rc));
+        return NULL;
+    }
+    int fd = -1, err = 0;
+    for (ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0) break;
+        err = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        gr_seterr(e, GRID_ERR_CONFIG, "cannot listen on %s:%d: %s%s", o->host, o->port, strerror(err),
+                  err == EADDRINUSE ? " (another metaserver runs there? choose another --port, or 0 for any)"
+                                    : "");
+        return NULL;
+    }
+    gms_net *n = calloc(1, sizeof *n);
+    if (!n) {
+        close(fd);
+        gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    n->st = st;
+    n->opt = o;
+    n->fd = fd;
+    pthread_mutex_init(&n->lock, NULL);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    char where[INET6_ADDRSTRLEN + 16];
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        gms_format_addr((struct sockaddr *)&ss, where, sizeof where, NULL, 0);
+    else
+        snprintf(where, sizeof where, "%s:%d", o->host, o->port);
+    /* Scripts and tests wait for exactly this line: print it only once ready. */
+    printf("listening on %s\n", where);
+    fflush(stdout);
+    gms_log(GMS_LOG_INFO, "listening on %s: scheduler %s, heartbeat %u ms, down after %u missed", where,
+            grp_policy_name((uint32_t)o->policy), o->heartbeat_ms, o->down_after);
+    return n;
+}
+
+static long long io_deadline(const gms_conn *c, uint64_t bytes) {
+    double t = c->net->opt->io_timeout;
+    if (t <= 0) return 0;
+    /* Large probes get time for their bytes at a floor of 1 MB/s. */
+    return gr_now_ns() + (long long)((t + (double)bytes / 1e6) * 1e9);
+}
+
+grw_writer *gms_conn_writer(gms_conn *c, uint64_t bytes) {
+    grw_writer_init(&c->w, c->fd);
+    c->w.deadline_ns = io_deadline(c, bytes);
+    return &c->w;
+}
+
+int gms_conn_send_error(gms_conn *c, uint64_t id, int code, const char *msg) {
+    gr_err e;
+    return grp_write_error(gms_conn_writer(c, 0), id, code, msg, &e) ? -1 : 0;
+}
+
+static int serve_one(gms_conn *c) {
+    grw_header h;
+    memset(&h, 0, sizeof h);
+    gr_err e;
+    gr_clearerr(&e);
+    /* Servers keep one connection open for their heartbeats: waiting for the next
+     * request has no time limit; the I/O timeout runs from its first byte. */
+    if (!grw_has_buffered(&c->r)) {
+        struct pollfd p = {c->fd, POLLIN, 0};
+        while (poll(&p, 1, -1) < 0)
+            if (errno != EINTR) return GMS_CLOSE;
+    }
+    c->r.deadline_ns = io_deadline(c, 0);
+    int rc = grp_read_header(&c->r, &h, &e);
+    if (rc) {
+        if (rc == GRID_ERR_CONN_LOST) return GMS_CLOSE;
+        if (rc != GRID_ERR_PROTOCOL || h.magic != GRW_MAGIC || h.version != GRW_VERSION) h.request_id = 0;
+        gms_log(GMS_LOG_WARN, "%s: closing the connection: %s", c->peer, e.msg);
+        gms_conn_send_error(c, h.request_id,
+                            rc == GRID_ERR_LIMIT || rc == GRID_ERR_TIMEOUT ? rc : GRID_ERR_PROTOCOL, e.msg);
+        return GMS_REFUSE;
+    }
+    if (!c->hello_done && h.type != GRW_HELLO) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "the first message on a connection must be HELLO, not %s (type %u)",
+                 grw_type_name(h.type), h.type);
+        gms_log(GMS_LOG_WARN, "%s: closing the connection: %s", c->peer, msg);
+        gms_conn_send_error(c, h.request_id, GRID_ERR_PROTOCOL, msg);
+        return GMS_REFUSE;
+    }
+    return gms_request_serve(c, &h);
+}
+
+/* After an error, read what the peer still sends for a moment before closing, so the
+ * close does not reset the connection and destroy the ERROR before it is read. */
+static void linger(gms_conn *c) {
+    shutdown(c->fd, SHUT_WR);
+    char sink[4096];
+    long long until = gr_now_ns() + 500000000LL;
+    size_t total = 0;
+    while (total < (1u << 20)) {
+        long long left = until - gr_now_ns();
+        if (left <= 0) break;
+        struct pollfd p = {c->fd, POLLIN, 0};
+        int rc = poll(&p, 1, (int)(left / 1000000) + 1);
+        if (rc < 0 && errno == EINTR) continue;
+        if (rc <= 0) break;
+        ssize_t k = read(c->fd, sink, sizeof sink);
+        if (k <= 0) break;
+        total += (size_t)k;
+    }
+}
+
+static void forget(gms_conn *c) {
+    gms_net *n = c->net;
+    pthread_mutex_lock(&n->lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        n->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    n->nconns--;
+    pthread_mutex_unlock(&n->lock);
+    close(c->fd);
+    free(c);
+}
+
+static void *conn_main(void *arg) {
+    gms_conn *c = arg;
+    int rc;
+    while ((rc = serve_one(c)) == GMS_KEEP) {
+    }
+    if (rc == GMS_REFUSE && !__atomic_load_n(&c->net->stopping, __ATOMIC_RELAXED)) linger(c);
+    gms_log(GMS_LOG_DEBUG, "%s: connection closed", c->peer);
+    forget(c);
+    return NULL;
+}
+
+static void start_conn(gms_net *n, int fd, const struct sockaddr *sa) {
+    gms_conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        close(fd);
+        gms_log(GMS_LOG_ERROR, "out of memory for a connection");
+        return;
+    }
+    c->net = n;
+    c->fd = fd;
+    gms_format_addr(sa, c->peer, sizeof c->peer, c->peer_host, sizeof c->peer_host);
+    grw_reader_init(&c->r, fd, GMS_MAX_MESSAGE);
+    pthread_mutex_lock(&n->lock);
+    if (n->nconns >= n->opt->max_conns) {
+        pthread_mutex_unlock(&n->lock);
+        gms_log(GMS_LOG_WARN, "%s: refused: %u connections already (--max-connections)", c->peer, n->nconns);
+        gms_conn_send_error(
+            c, 0, GRID_ERR_BUSY,
+            "the metaserver serves too many connections now: retry later (--max-connections)");
+        close(fd);
+        free(c);
+        return;
+    }
+    c->next = n->conns;
+    if (n->conns) n->conns->prev = c;
+    n->conns = c;
+    n->nconns++;
+    pthread_mutex_unlock(&n->lock);
+    pthread_attr_t attr;
+    pthread_t t;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    int rc = pthread_create(&t, &attr, conn_main, c);
+    pthread_attr_destroy(&attr);
+    if (rc) {
+        gms_log(GMS_LOG_ERROR, "cannot start a thread for %s: %s", c->peer, strerror(rc));
+        gms_conn_send_error(c, 0, GRID_ERR_BUSY,
+                            "the metaserver cannot take more connections now: retry later");
+        forget(c);
+        return;
+    }
+    gms_log(GMS_LOG_DEBUG, "%s: connected", c->peer);
+}
+
+void gms_net_run(gms_net *n, int sigfd) {
+    long long last_complaint = 0;
+    for (;;) {
+        struct pollfd p[2] = {{n->fd, POLLIN, 0}, {sigfd, POLLIN, 0}};
+        int rc = poll(p, 2, -1);
+        if (rc < 0) {
+            if (errno == EINTR) continue;
+            gms_log(GMS_LOG_ERROR, "poll: %s", strerror(errno));
+            break;
+        }
+        if (p[1].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            if (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+                gms_log(GMS_LOG_INFO, "%s received: shutting down",
+                        si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+            break;
+        }
+        if (!(p[0].revents & POLLIN)) continue;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = accept4(n->fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN) continue;
+            long long now = gr_now_ns();
+            if (now - last_complaint > 1000000000LL) {
+                gms_log(GMS_LOG_ERROR, "cannot accept a connection: %s", strerror(errno));
+                last_complaint = now;
+            }
+            struct timespec ts = {0, 50000000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        grw_tune_socket(fd);
+        start_conn(n, fd, (struct sockaddr *)&ss);
+    }
+    close(n->fd);
+    n->fd = -1;
+    /* Wake every connection thread and wait (a little) for them to leave. */
+    __atomic_store_n(&n->stopping, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&n->lock);
+    for (gms_conn *c = n->conns; c; c = c->next)
+        shutdown(c->fd, SHUT_RDWR);
+    long long deadline = gr_now_ns() + 2000000000LL;
+    while (n->nconns && gr_now_ns() < deadline) {
+        pthread_mutex_unlock(&n->lock);
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&n->lock);
+    }
+    pthread_mutex_unlock(&n->lock);
+}
+
+void gms_net_free(gms_net *n) {
+    if (!n) return;
+    /* A connection thread that outlived the wait still uses N. */
+    pthread_mutex_lock(&n->lock);
+    unsigned left = n->nconns;
+    pthread_mutex_unlock(&n->lock);
+    if (left) return;
+    pthread_mutex_destroy(&n->lock);
+    free(n);
+}

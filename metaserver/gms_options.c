@@ -1,0 +1,245 @@
+/* gms_options.c: gridmetad's command line (getopt_long): --help, --version, and every
+ * option checked here, so that a typo stops the metaserver at once (exit 2, naming the
+ * option). Durations and ports are read by gr_settings, as everywhere in GridRPC. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gms.h"
+#include "gr_settings.h"
+
+static const char help_text[] =
+    "Usage: gridmetad [OPTIONS]\n"
+    "The GridRPC metaserver: computing servers (gridrpcd --metaserver HOST:PORT) register\n"
+    "here and send heartbeats; clients (GRIDRPC_METASERVER=HOST:PORT) ask where to run each\n"
+    "call, and report how it went, so the metaserver learns each server's speed and the\n"
+    "bandwidth and latency between each client site and each server.\n"
+    "\n"
+    "Network:\n"
+    "      --host ADDR          address to listen on (default 127.0.0.1; 0.0.0.0: every\n"
+    "                           interface)\n"
+    "      --port N             TCP port (default 7100; 0: any free port). Once ready it\n"
+    "                           prints 'listening on HOST:PORT' on stdout\n"
+    "      --token TOKEN        clients and servers must present TOKEN in HELLO (default:\n"
+    "                           $GRIDRPC_TOKEN, else none)\n"
+    "      --max-connections N  connections served at once (default 1024); more are refused\n"
+    "                           with GRID_ERR_BUSY\n"
+    "      --io-timeout TIME    drop a peer that stalls in the middle of a message (default 30s)\n"
+    "\n"
+    "Registry and scheduling:\n"
+    "      --db FILE            the SQLite registry (default gridmetad.db in the current\n"
+    "                           directory; created if absent; ':memory:' keeps nothing)\n"
+    "      --scheduler POLICY   mct (minimum completion time, default), least-load or\n"
+    "                           round-robin; a client may ask for another per call\n"
+    "      --heartbeat TIME     how often servers are asked to send a heartbeat (default 1s)\n"
+    "      --down-after N       missed heartbeats before a server is marked down (default 3)\n"
+    "\n"
+    "Status page:\n"
+    "      --http PORT          serve the status page and GET /api/status (JSON) on PORT\n"
+    "                           (0: any free port; prints 'http on HOST:PORT' once ready)\n"
+    "      --http-host ADDR     address of the status page (default 127.0.0.1)\n"
+    "\n"
+    "Logging (on stderr):\n"
+    "      --log-level LEVEL    error, warn, info (default) or debug (debug explains every\n"
+    "                           decision: the candidates and their estimates)\n"
+    "  -v, --verbose            same as --log-level debug\n"
+    "      --quiet              only errors\n"
+    "\n"
+    "  -h, --help               show this help and exit\n"
+    "  -V, --version            show the version and exit\n"
+    "\n"
+    "TIME is milliseconds or seconds with a unit: 250ms, 1s, 2m (a bare number is seconds).\n"
+    "Exit status: 0 after SIGTERM or SIGINT, 1 if it cannot start, 2 on a usage error.\n"
+    "See docs/metaserver.md.\n";
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "gridmetad: %s (see gridmetad --help)\n", msg);
+    return 2;
+}
+
+static int parse_count(const char *opt, const char *v, unsigned long max, unsigned *out) {
+    char *end;
+    errno = 0;
+    if (*v < '0' || *v > '9') return usage_error("%s: '%s' is not a positive integer", opt, v);
+    unsigned long long n = strtoull(v, &end, 10);
+    if (errno || *end != '\0') return usage_error("%s: '%s' is not a positive integer", opt, v);
+    if (n == 0) return usage_error("%s: '%s' must be at least 1", opt, v);
+    if (n > max) return usage_error("%s: '%s' is too large: at most %lu", opt, v, max);
+    *out = (unsigned)n;
+    return 0;
+}
+
+enum {
+    OPT_HOST = 256,
+    OPT_PORT,
+    OPT_DB,
+    OPT_SCHEDULER,
+    OPT_HTTP,
+    OPT_HTTP_HOST,
+    OPT_TOKEN,
+    OPT_HEARTBEAT,
+    OPT_DOWN_AFTER,
+    OPT_MAX_CONNS,
+    OPT_IO_TIMEOUT,
+    OPT_LOG_LEVEL,
+    OPT_QUIET,
+};
+
+static const struct option long_options[] = {
+    {"host", required_argument, NULL, OPT_HOST},
+    {"port", required_argument, NULL, OPT_PORT},
+    {"db", required_argument, NULL, OPT_DB},
+    {"scheduler", required_argument, NULL, OPT_SCHEDULER},
+    {"http", required_argument, NULL, OPT_HTTP},
+    {"http-host", required_argument, NULL, OPT_HTTP_HOST},
+    {"token", required_argument, NULL, OPT_TOKEN},
+    {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
+    {"down-after", required_argument, NULL, OPT_DOWN_AFTER},
+    {"max-connections", required_argument, NULL, OPT_MAX_CONNS},
+    {"io-timeout", required_argument, NULL, OPT_IO_TIMEOUT},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+static const char *option_name(int val, char *buf, size_t n) {
+    for (const struct option *o = long_options; o->name; o++)
+        if (o->val == val) {
+            snprintf(buf, n, "--%s", o->name);
+            return buf;
+        }
+    snprintf(buf, n, "-%c", val);
+    return buf;
+}
+
+/* What getopt_long refused, said the way a person typed it. */
+static int bad_option(const char *arg, int opt) {
+    char name[64];
+    int with_value = strncmp(arg, "--", 2) == 0 && strchr(arg, '=');
+    if (opt > 0 && opt < 256 && !with_value) return usage_error("unknown option '-%c'", opt);
+    if (opt && with_value) return usage_error("%s takes no value", option_name(opt, name, sizeof name));
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+    char matches[512] = "";
+    int n = 0;
+    for (const struct option *o = long_options; o->name; o++)
+        if (strncmp(o->name, name + 2, strlen(name + 2)) == 0 && ++n)
+            snprintf(matches + strlen(matches), sizeof matches - strlen(matches), "%s--%s", n > 1 ? ", " : "",
+                     o->name);
+    if (n > 1) return usage_error("option '%s' is ambiguous: %s", name, matches);
+    return usage_error("unknown option '%s'", name);
+}
+
+static int apply(gms_options *o, int val, const char *v) {
+    static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
+    char name[64], err[512];
+    const char *opt = option_name(val, name, sizeof name);
+    double secs;
+    switch (val) {
+    case OPT_HOST:
+        if (!*v) return usage_error("%s: empty address", opt);
+        o->host = v;
+        return 0;
+    case OPT_PORT:
+        if (gr_parse_port(v, GR_PORT_ZERO, &o->port, err, sizeof err)) return usage_error("%s: %s", opt, err);
+        return 0;
+    case OPT_DB:
+        if (!*v) return usage_error("%s: empty file name (use ':memory:' to keep nothing)", opt);
+        o->db = v;
+        return 0;
+    case OPT_SCHEDULER: {
+        int p = grp_policy_parse(v);
+        if (p <= GRP_POLICY_DEFAULT)
+            return usage_error("%s: '%s' is not mct, least-load or round-robin", opt, v);
+        o->policy = p;
+        return 0;
+    }
+    case OPT_HTTP:
+        if (gr_parse_port(v, GR_PORT_ZERO, &o->http_port, err, sizeof err))
+            return usage_error("%s: %s", opt, err);
+        return 0;
+    case OPT_HTTP_HOST:
+        if (!*v) return usage_error("%s: empty address", opt);
+        o->http_host = v;
+        return 0;
+    case OPT_TOKEN:
+        if (strlen(v) > GRP_MAX_TOKEN)
+            return usage_error("%s: a token has at most %d bytes", opt, GRP_MAX_TOKEN);
+        o->token = v;
+        return 0;
+    case OPT_HEARTBEAT:
+        if (gr_parse_duration(v, &secs, err, sizeof err)) return usage_error("%s: %s", opt, err);
+        /* A bare number is seconds in the settings grammar; "1000" almost surely meant ms. */
+        if (strspn(v, "0123456789") == strlen(v) && secs > 60)
+            return usage_error("%s: '%s' would be %s seconds: write %sms for milliseconds", opt, v, v, v);
+        /* REGISTER_OK carries 10 ms .. 1 h (grp_read_register_ok refuses the rest). */
+        if (secs < 0.01 || secs > 3600) return usage_error("%s: '%s' must be from 10ms to 1h", opt, v);
+        o->heartbeat_ms = (unsigned)(secs * 1000 + 0.5);
+        return 0;
+    case OPT_DOWN_AFTER: return parse_count(opt, v, 1000, &o->down_after);
+    case OPT_MAX_CONNS: return parse_count(opt, v, 65536, &o->max_conns);
+    case OPT_IO_TIMEOUT:
+        if (gr_parse_duration(v, &o->io_timeout, err, sizeof err)) return usage_error("%s: %s", opt, err);
+        return 0;
+    case OPT_LOG_LEVEL:
+        for (int i = 0; levels[i]; i++)
+            if (strcmp(v, levels[i]) == 0) {
+                o->log_level = i;
+                return 0;
+            }
+        return usage_error("%s: '%s' is not error, warn, info or debug", opt, v);
+    case 'v': o->log_level = GMS_LOG_DEBUG; return 0;
+    case OPT_QUIET: o->log_level = GMS_LOG_ERROR; return 0;
+    }
+    return usage_error("unknown option '%s'", opt);
+}
+
+int gms_options_parse(int argc, char **argv, gms_options *o) {
+    memset(o, 0, sizeof *o);
+    o->host = "127.0.0.1";
+    o->port = 7100;
+    o->db = "gridmetad.db";
+    o->policy = GRP_POLICY_MCT;
+    o->http_port = -1;
+    o->http_host = "127.0.0.1";
+    o->heartbeat_ms = 1000;
+    o->down_after = 3;
+    o->max_conns = 1024;
+    o->io_timeout = 30;
+    o->log_level = GMS_LOG_INFO;
+    const char *env = getenv("GRIDRPC_TOKEN");
+    if (env && *env) {
+        if (strlen(env) > GRP_MAX_TOKEN)
+            return usage_error("GRIDRPC_TOKEN: a token has at most %d bytes", GRP_MAX_TOKEN);
+        o->token = env;
+    }
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "+:hVv", long_options, NULL)) != -1) {
+        char name[64];
+        int rc = 0;
+        switch (c) {
+        case 'h': fputs(help_text, stdout); return 0;
+        case 'V': printf("gridmetad (GridRPC) %s\n", PACKAGE_VERSION); return 0;
+        case ':': return usage_error("%s needs a value", option_name(optopt, name, sizeof name));
+        case '?': return bad_option(argv[optind - 1], optopt);
+        default: rc = apply(o, c, optarg);
+        }
+        if (rc) return rc;
+    }
+    if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+    return -1;
+}

@@ -1,0 +1,220 @@
+/* gms_request.c: gridmetad's answer to each request: HELLO (version and token, exactly
+ * as gridrpcd checks them), PING, LIST, PROBE, and the metaserver's own messages
+ * (REGISTER, HEARTBEAT, SCHEDULE, REPORT, SERVERS). Bodies are read and written only
+ * through the protocol layer (grp_proto.h, grp_meta.h). A body that cannot be read is
+ * answered ERROR: when the stream is still in step the connection goes on, otherwise it
+ * is closed; nothing a peer sends takes the metaserver down. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gms.h"
+
+static int failed(gms_conn *c, const grw_header *h, const char *what, gr_err *e) {
+    int code = e->code;
+    if (code == GRID_ERR_CONN_LOST) return GMS_CLOSE;
+    if (code != GRID_ERR_PROTOCOL && code != GRID_ERR_TIMEOUT) {
+        gr_err se;
+        if (grw_skip(&c->r, &se) == GRID_OK) {
+            gms_log(GMS_LOG_WARN, "%s: bad %s: %s", c->peer, what, e->msg);
+            return gms_conn_send_error(c, h->request_id, code, e->msg) ? GMS_CLOSE : GMS_KEEP;
+        }
+        if (se.code == GRID_ERR_CONN_LOST) return GMS_CLOSE;
+        if (code != GRID_ERR_LIMIT) code = GRID_ERR_PROTOCOL;
+    }
+    gms_log(GMS_LOG_WARN, "%s: closing the connection: bad %s: %s", c->peer, what, e->msg);
+    gms_conn_send_error(c, h->request_id, code, e->msg);
+    return GMS_REFUSE;
+}
+
+/* Sends the reply RC says was written; GMS_CLOSE when the connection broke. */
+static int sent(gms_conn *c, int rc, gr_err *e) {
+    if (!rc) return GMS_KEEP;
+    gms_log(GMS_LOG_DEBUG, "%s: cannot send: %s", c->peer, e->msg);
+    return GMS_CLOSE;
+}
+
+static int on_hello(gms_conn *c, const grw_header *h) {
+    const gms_options *o = c->net->opt;
+    gr_err e;
+    grp_hello m;
+    if (grp_read_hello(&c->r, &m, &e)) return failed(c, h, "HELLO message", &e);
+    if (GRW_VERSION < m.min_version || GRW_VERSION > m.max_version) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "the peer speaks protocol versions %u to %u; this metaserver speaks %u only", m.min_version,
+                 m.max_version, GRW_VERSION);
+        gms_log(GMS_LOG_WARN, "%s: refused: %s", c->peer, msg);
+        gms_conn_send_error(c, h->request_id, GRID_ERR_PROTOCOL, msg);
+        return GMS_REFUSE;
+    }
+    if (o->token) {
+        /* Every byte compared whatever the input: timing does not reveal a prefix. */
+        size_t n = strlen(o->token), k = strlen(m.token);
+        unsigned diff = n != k;
+        for (size_t i = 0; i < k; i++)
+            diff |= (unsigned char)m.token[i] ^ (unsigned char)o->token[i % (n ? n : 1)];
+        if (diff) {
+            gms_log(GMS_LOG_WARN, "%s: refused: wrong token (peer '%s')", c->peer, m.client);
+            gms_conn_send_error(c, h->request_id, GRID_ERR_CONFIG,
+                                "authentication failed: the token does not match the one this metaserver "
+                                "requires (GRIDRPC_TOKEN)");
+            return GMS_REFUSE;
+        }
+    }
+    gms_log(GMS_LOG_DEBUG, "%s: hello from '%s'", c->peer, m.client);
+    grp_hello_ok ok;
+    memset(&ok, 0, sizeof ok);
+    snprintf(ok.server, sizeof ok.server, "gridmetad %s", PACKAGE_VERSION);
+    ok.version = GRW_VERSION;
+    grw_limits_default(&ok.limits);
+    ok.limits.max_message = GMS_MAX_MESSAGE;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    ok.cores = n > 0 ? (uint32_t)n : 1;
+    c->hello_done = 1;
+    return sent(c, grp_write_hello_ok(gms_conn_writer(c, 0), h->request_id, &ok, &e), &e);
+}
+
+static int on_ping(gms_conn *c, const grw_header *h) {
+    gr_err e;
+    if (grp_read_empty(&c->r, &e)) return failed(c, h, "PING message", &e);
+    grp_pong p;
+    gms_state_totals(c->net->st, &p);
+    return sent(c, grp_write_pong(gms_conn_writer(c, 0), h->request_id, &p, &e), &e);
+}
+
+static int on_list(gms_conn *c, const grw_header *h) {
+    gr_err e;
+    if (grp_read_empty(&c->r, &e)) return failed(c, h, "LIST message", &e);
+    char **names = NULL;
+    uint32_t n = 0;
+    if (gms_state_list(c->net->st, &names, &n, &e))
+        return gms_conn_send_error(c, h->request_id, e.code, e.msg) ? GMS_CLOSE : GMS_KEEP;
+    int rc = grp_write_list_ok(gms_conn_writer(c, 0), h->request_id, (const char *const *)names, n, &e);
+    grp_free_names(names, n);
+    return sent(c, rc, &e);
+}
+
+static int on_probe(gms_conn *c, const grw_header *h) {
+    gr_err e;
+    uint32_t len, reply;
+    if (grp_read_probe(&c->r, &len, &reply, &e)) return failed(c, h, "PROBE message", &e);
+    return sent(c, grp_write_probe_ok(gms_conn_writer(c, reply), h->request_id, reply, &e), &e);
+}
+
+static int on_register(gms_conn *c, const grw_header *h) {
+    gr_err e;
+    grp_register m;
+    if (grp_read_register(&c->r, &m, &e)) return failed(c, h, "REGISTER message", &e);
+    uint64_t id = gms_state_register(c->net->st, &m, gr_now_ns(), gms_unix_ms());
+    grp_register_free(&m);
+    if (!id)
+        return gms_conn_send_error(c, h->request_id, GRID_ERR_NOMEM,
+                                   "the metaserver is out of memory: retry later")
+                   ? GMS_CLOSE
+                   : GMS_KEEP;
+    grp_register_ok ok = {id, c->net->opt->heartbeat_ms};
+    return sent(c, grp_write_register_ok(gms_conn_writer(c, 0), h->request_id, &ok, &e), &e);
+}
+
+static int on_heartbeat(gms_conn *c, const grw_header *h) {
+    gr_err e;
+    grp_heartbeat m;
+    if (grp_read_heartbeat(&c->r, &m, &e)) return failed(c, h, "HEARTBEAT message", &e);
+    if (gms_state_heartbeat(c->net->st, &m, gr_now_ns(), gms_unix_ms()) != GRID_OK) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "server id %llu is not registered here: register again",
+                 (unsigned long long)m.server_id);
+        gms_log(GMS_LOG_INFO, "%s: heartbeat of unknown server %llu: asked to register", c->peer,
+                (unsigned long long)m.server_id);
+        return gms_conn_send_error(c, h->request_id, GRID_ERR_NOT_FOUND, msg) ? GMS_CLOSE : GMS_KEEP;
+    }
+    return sent(c, grp_write_empty(gms_conn_writer(c, 0), GRW_HEARTBEAT_OK, h->request_id, &e), &e);
+}
+
+static const char *site_of(const gms_conn *c, const char *declared) {
+    return declared[0] ? declared : c->peer_host;
+}
+
+static void log_decision(const gms_conn *c, const grp_schedule *m, const gms_decision *d) {
+    char line[1600];
+    size_t n = 0;
+    for (uint32_t i = 0; i < d->ncands && n < sizeof line - 160; i++) {
+        const gms_decision_cand *k = &d->cands[i];
+        n += (size_t)snprintf(line + n, sizeof line - n,
+                              "%s server %llu: %.6g s = wait %.3g + transfer %.3g%s + compute %.3g",
+                              i ? ";" : "", (unsigned long long)k->server, k->estimate, k->wait, k->transfer,
+                              k->assumed_link ? " (assumed link)" : "", k->compute);
+    }
+    gms_log(GMS_LOG_DEBUG,
+            "%s: decision %llu for %s from site '%s' (%s; %llu bytes in, %llu out, %.3g flops): chose server "
+            "%llu "
+            "of %u in %.1f us;%s%s",
+            c->peer, (unsigned long long)d->id, m->function, d->site, grp_policy_name((uint32_t)d->policy),
+            (unsigned long long)m->bytes_in, (unsigned long long)m->bytes_out, m->flops,
+            (unsigned long long)d->chosen, d->ntotal, d->elapsed_ns / 1000, line,
+            d->ntotal > d->ncands ? " (and more)" : "");
+}
+
+static int on_schedule(gms_conn *c, const grw_header *h) {
+    gr_err e;
+    grp_schedule m;
+    if (grp_read_schedule(&c->r, &m, &e)) return failed(c, h, "SCHEDULE message", &e);
+    grp_schedule_ok ok;
+    int debug = gms_log_enabled(GMS_LOG_DEBUG);
+    gms_decision *d = debug ? malloc(sizeof *d) : NULL;
+    int rc = gms_state_schedule(c->net->st, &m, site_of(c, m.site), gr_now_ns(), gms_unix_ms(), &ok, d, &e);
+    if (rc) {
+        free(d);
+        gms_log(GMS_LOG_DEBUG, "%s: SCHEDULE %s: %s", c->peer, m.function, e.msg);
+        return gms_conn_send_error(c, h->request_id, rc, e.msg) ? GMS_CLOSE : GMS_KEEP;
+    }
+    if (d) log_decision(c, &m, d);
+    free(d);
+    return sent(c, grp_write_schedule_ok(gms_conn_writer(c, 0), h->request_id, &ok, &e), &e);
+}
+
+static int on_report(gms_conn *c, const grw_header *h) {
+    gr_err e;
+    grp_report m;
+    if (grp_read_report(&c->r, &m, &e)) return failed(c, h, "REPORT message", &e);
+    gms_state_report(c->net->st, &m, site_of(c, m.site), gr_now_ns(), gms_unix_ms());
+    return GMS_KEEP;
+}
+
+static int on_servers(gms_conn *c, const grw_header *h) {
+    gr_err e;
+    char site[GRP_MAX_SITE + 1];
+    if (grp_read_servers(&c->r, site, &e)) return failed(c, h, "SERVERS message", &e);
+    grp_server_info *v = NULL;
+    uint32_t n = 0;
+    if (gms_state_servers(c->net->st, site_of(c, site), gms_unix_ms(), gr_now_ns(), &v, &n, &e))
+        return gms_conn_send_error(c, h->request_id, e.code, e.msg) ? GMS_CLOSE : GMS_KEEP;
+    int rc = grp_write_servers_ok(gms_conn_writer(c, 0), h->request_id, v, n, &e);
+    grp_servers_free(v, n);
+    return sent(c, rc, &e);
+}
+
+int gms_request_serve(gms_conn *c, const grw_header *h) {
+    switch (h->type) {
+    case GRW_HELLO: return on_hello(c, h);
+    case GRW_PING: return on_ping(c, h);
+    case GRW_LIST: return on_list(c, h);
+    case GRW_PROBE: return on_probe(c, h);
+    case GRW_REGISTER: return on_register(c, h);
+    case GRW_HEARTBEAT: return on_heartbeat(c, h);
+    case GRW_SCHEDULE: return on_schedule(c, h);
+    case GRW_REPORT: return on_report(c, h);
+    case GRW_SERVERS: return on_servers(c, h);
+    }
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "unexpected message %s (type %u): a metaserver does not run calls; ask SCHEDULE for a server",
+             grw_type_name(h->type), h->type);
+    gms_log(GMS_LOG_WARN, "%s: closing the connection: %s", c->peer, msg);
+    gms_conn_send_error(c, h->request_id, GRID_ERR_PROTOCOL, msg);
+    return GMS_REFUSE;
+}

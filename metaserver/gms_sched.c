@@ -1,0 +1,84 @@
+/* gms_sched.c: the three schedulers, as pure functions over a snapshot of candidates
+ * (no locks, no clock, no I/O), so that a decision is cheap, testable without sockets
+ * and explained by the same numbers whatever the policy.
+ *
+ * The cost model (minimum completion time), for one call on one server:
+ *   wait     = the work outstanding there / its cores, once every core is busy;
+ *              work = the predicted seconds of calls we assigned (pending) plus, for
+ *              calls we know only as counts from the heartbeat, the server's mean call
+ *              time (or this call's own compute time when none was measured yet);
+ *   transfer = (bytes in + bytes out) / bandwidth(site, server) + latency(site, server);
+ *   compute  = flops / speed(server, function), or the function's measured mean run
+ *              time when the call declares no flops. */
+#include <math.h>
+
+#include "gms.h"
+
+uint32_t gms_cand_outstanding(const gms_cand *c) {
+    uint32_t rq = c->running + c->queued;
+    /* A pending call that reached the server is counted by its heartbeat too: take the
+     * larger, not the sum, so it is not counted twice. */
+    return rq > c->pending ? rq : c->pending;
+}
+
+static void estimate(const gms_job *job, gms_cand *c) {
+    double compute = 0;
+    if (job->flops > 0 && c->speed > 0)
+        compute = job->flops / c->speed;
+    else if (c->fn_run_s > 0)
+        compute = c->fn_run_s;
+    double bw = c->bandwidth > 0 ? c->bandwidth : GMS_DEFAULT_BANDWIDTH;
+    double transfer = (double)(job->bytes_in + job->bytes_out) / bw + c->latency;
+    uint32_t cores = c->cores ? c->cores : 1;
+    uint32_t n = gms_cand_outstanding(c);
+    double wait = 0;
+    if (n >= cores) {
+        uint32_t unknown = n - c->pending;
+        double per_call = c->mean_call_s > 0 ? c->mean_call_s : compute;
+        wait = (c->pending_s + unknown * per_call) / cores;
+    }
+    c->compute = compute;
+    c->transfer = transfer;
+    c->wait = wait;
+    c->estimate = wait + transfer + compute;
+}
+
+static double load_of(const gms_cand *c) {
+    return (double)gms_cand_outstanding(c) / (c->cores ? c->cores : 1);
+}
+
+/* Equal within rounding: identical servers must fall through to the tie-breaks. */
+static int same(double a, double b) {
+    return fabs(a - b) <= 1e-9 * (fabs(a) > fabs(b) ? fabs(a) : fabs(b)) + 1e-12;
+}
+
+/* A is better than B by load, then load average (NetSolve's order). */
+static int less_loaded(const gms_cand *a, const gms_cand *b) {
+    double la = load_of(a), lb = load_of(b);
+    if (!same(la, lb)) return la < lb;
+    return a->loadavg < b->loadavg;
+}
+
+int gms_sched_pick(int policy, const gms_job *job, gms_cand *c, size_t n, uint64_t rr) {
+    if (n == 0) return -1;
+    for (size_t i = 0; i < n; i++)
+        estimate(job, &c[i]);
+    size_t best = 0;
+    switch (policy) {
+    case GRP_POLICY_ROUND_ROBIN: return (int)(rr % n);
+    case GRP_POLICY_LEAST_LOAD:
+        for (size_t i = 1; i < n; i++)
+            if (less_loaded(&c[i], &c[best])) best = i;
+        return (int)best;
+    default:
+        for (size_t i = 1; i < n; i++) {
+            if (same(c[i].estimate, c[best].estimate)) {
+                /* Equal predictions: the less loaded one, so a burst spreads. */
+                if (less_loaded(&c[i], &c[best])) best = i;
+            } else if (c[i].estimate < c[best].estimate) {
+                best = i;
+            }
+        }
+        return (int)best;
+    }
+}

@@ -1,0 +1,152 @@
+/* gms_status.c: the /api/status JSON (schema in docs/metaserver.md; the status page and
+ * `gridrpc status --json` read it, so its names are kept): the metaserver's totals,
+ * every server with its load history, every link with its age, and the recent
+ * decisions with their candidates' estimates. Strings are escaped for JSON; numbers
+ * that are not finite are written as 0, which JSON can hold. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gms.h"
+
+static int reserve(gms_buf *b, size_t more) {
+    if (b->failed) return -1;
+    if (b->len + more + 1 <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + more + 1)
+        cap *= 2;
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->failed = 1;
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+void gms_buf_printf(gms_buf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || reserve(b, (size_t)n)) return;
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void gms_buf_json_string(gms_buf *b, const char *s) {
+    if (reserve(b, strlen(s) * 6 + 2)) return;
+    char *o = b->p + b->len;
+    *o++ = '"';
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            *o++ = '\\';
+            *o++ = (char)*p;
+        } else if (*p < 0x20 || *p == 0x7f) {
+            o += sprintf(o, "\\u%04x", *p);
+        } else {
+            *o++ = (char)*p;
+        }
+    }
+    *o++ = '"';
+    *o = '\0';
+    b->len = (size_t)(o - b->p);
+}
+
+static double num(double v) {
+    return isfinite(v) ? v : 0;
+}
+
+static void server_json(gms_buf *b, const gms_server *s, long long now_ns) {
+    gms_buf_printf(b, "{\"id\":%llu,\"name\":", (unsigned long long)s->id);
+    gms_buf_json_string(b, s->name);
+    gms_buf_printf(b, ",\"host\":");
+    gms_buf_json_string(b, s->host);
+    gms_buf_printf(b,
+                   ",\"port\":%u,\"state\":\"%s\",\"cores\":%u,\"workers\":%u,\"running\":%u,\"queued\":%u,"
+                   "\"pending\":%u,\"loadavg\":%.3f,\"speed\":%.6g,\"beat_age_ms\":%lld,\"calls\":%llu,"
+                   "\"failures\":%llu,\"functions\":[",
+                   s->port, s->up ? "up" : "down", s->cores, s->workers, s->running, s->queued, s->pending,
+                   num(s->loadavg), num(s->speed > 0 ? s->speed : s->reg_speed),
+                   (now_ns - s->last_beat_ns) / 1000000, (unsigned long long)s->calls,
+                   (unsigned long long)s->failures);
+    for (uint32_t i = 0; i < s->nfns; i++) {
+        if (i) gms_buf_printf(b, ",");
+        gms_buf_json_string(b, s->fns[i].name);
+    }
+    gms_buf_printf(b, "],\"history\":[");
+    for (uint32_t i = 0; i < s->hist_n; i++) {
+        const gms_sample *h = &s->hist[(s->hist_head + GMS_HISTORY - s->hist_n + i) % GMS_HISTORY];
+        gms_buf_printf(b, "%s[%lld,%u,%u,%.3f]", i ? "," : "", (long long)h->unix_ms, h->running, h->queued,
+                       num(h->loadavg));
+    }
+    gms_buf_printf(b, "]}");
+}
+
+void gms_status_json(gms_state *st, gms_buf *b) {
+    long long now_ns = gr_now_ns();
+    int64_t now_ms = gms_unix_ms();
+    pthread_mutex_lock(&st->lock);
+    gms_buf_printf(
+        b,
+        "{\"metaserver\":{\"version\":\"%s\",\"scheduler\":\"%s\",\"uptime_s\":%lld,\"calls\":%llu,"
+        "\"failures\":%llu,\"decisions\":%llu,\"heartbeat_ms\":%u,\"down_after\":%u},\n\"servers\":[",
+        PACKAGE_VERSION, grp_policy_name((uint32_t)st->policy), (now_ns - st->start_ns) / 1000000000LL,
+        (unsigned long long)st->calls, (unsigned long long)st->failures, (unsigned long long)st->decisions,
+        st->heartbeat_ms, st->down_after);
+    for (uint32_t i = 0; i < st->nservers; i++) {
+        if (i) gms_buf_printf(b, ",\n");
+        server_json(b, st->servers[i], now_ns);
+    }
+    gms_buf_printf(b, "],\n\"links\":[");
+    int first = 1;
+    for (uint32_t i = 0; i < st->nservers; i++) {
+        const gms_server *s = st->servers[i];
+        for (uint32_t j = 0; j < s->nlinks; j++) {
+            const gms_link *l = &s->links[j];
+            int64_t at = l->bw_unix_ms > l->lat_unix_ms ? l->bw_unix_ms : l->lat_unix_ms;
+            gms_buf_printf(b, "%s{\"site\":", first ? "" : ",\n");
+            first = 0;
+            gms_buf_json_string(b, st->sites[l->site]);
+            gms_buf_printf(
+                b,
+                ",\"server\":%llu,\"bandwidth\":%.6g,\"latency\":%.6g,\"samples\":%u,\"age_s\":%.1f,"
+                "\"stale\":%s}",
+                (unsigned long long)s->id, num(l->bandwidth), num(l->latency), l->bw_samples + l->lat_samples,
+                (double)(now_ms - at) / 1000.0, gms_link_fresh(at, now_ms) ? "false" : "true");
+        }
+    }
+    gms_buf_printf(b, "],\n\"decisions\":[");
+    uint64_t n = st->decisions < GMS_DECISIONS ? st->decisions : GMS_DECISIONS;
+    for (uint64_t k = 0; k < n; k++) {
+        /* newest first */
+        const gms_decision *d = &st->ring[(st->decisions - 1 - k) % GMS_DECISIONS];
+        gms_buf_printf(b, "%s{\"id\":%llu,\"unix_ms\":%lld,\"function\":", k ? ",\n" : "",
+                       (unsigned long long)d->id, (long long)d->unix_ms);
+        gms_buf_json_string(b, d->function);
+        gms_buf_printf(b, ",\"site\":");
+        gms_buf_json_string(b, d->site);
+        gms_buf_printf(
+            b, ",\"policy\":\"%s\",\"chosen\":%llu,\"considered\":%u,\"elapsed_us\":%.2f,\"candidates\":[",
+            grp_policy_name((uint32_t)d->policy), (unsigned long long)d->chosen, d->ntotal,
+            d->elapsed_ns / 1000);
+        for (uint32_t i = 0; i < d->ncands; i++) {
+            const gms_decision_cand *c = &d->cands[i];
+            gms_buf_printf(
+                b,
+                "%s{\"server\":%llu,\"estimate\":%.6g,\"wait\":%.6g,\"transfer\":%.6g,\"compute\":%.6g,"
+                "\"assumed_link\":%s}",
+                i ? "," : "", (unsigned long long)c->server, num(c->estimate), num(c->wait), num(c->transfer),
+                num(c->compute), c->assumed_link ? "true" : "false");
+        }
+        gms_buf_printf(b, "]}");
+    }
+    gms_buf_printf(b, "]}\n");
+    pthread_mutex_unlock(&st->lock);
+}

@@ -1,0 +1,304 @@
+/* meta_sched_test.c: the metaserver's schedulers (gms_sched_pick over hand-made
+ * candidates) and its state (decisions counted as pending at assignment, learning from
+ * REPORTs, exclusion, errors), without sockets or SQLite. Prints TAP. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gms.h"
+
+static int tests, failed;
+
+static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ok(int cond, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s %d ", cond ? "ok" : "not ok", ++tests);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    if (!cond) failed++;
+}
+
+static int near(double a, double b) {
+    return fabs(a - b) <= 1e-6 * fabs(b) + 1e-12;
+}
+
+static gms_cand cand(uint64_t id, uint32_t cores, uint32_t running, uint32_t queued, double speed, double bw,
+                     double lat) {
+    gms_cand c;
+    memset(&c, 0, sizeof c);
+    c.id = id;
+    c.cores = cores;
+    c.running = running;
+    c.queued = queued;
+    c.speed = speed;
+    c.bandwidth = bw;
+    c.latency = lat;
+    c.mean_call_s = 0.5;
+    return c;
+}
+
+/* ---------------------------------------------------------------- pure schedulers */
+
+static void test_mct(void) {
+    /* A: behind a fast link (1 GB/s) and busy: 4 cores all running, 2 queued.
+     * B: behind a slow link (10 MB/s) and idle. Both equally fast. */
+    gms_cand c[2] = {cand(1, 4, 4, 2, 1e10, 1e9, 1e-4), cand(2, 4, 0, 0, 1e10, 1e7, 1e-2)};
+    gms_job big = {1e9, 50000000, 50000000}; /* 100 MB, 0.1 s of compute */
+    int k = gms_sched_pick(GRP_POLICY_MCT, &big, c, 2, 0);
+    ok(k == 0, "mct: a data-heavy call goes to the busy server behind the fast link (chose %d)", k);
+    /* A: wait 6 calls x 0.5 s / 4 cores = 0.75 s; transfer 0.1 s + 1e-4; compute 0.1 s */
+    ok(near(c[0].wait, 0.75) && near(c[0].transfer, 0.1001) && near(c[0].compute, 0.1),
+       "mct: the busy server's estimate is wait 0.75 + transfer 0.1001 + compute 0.1 (got %g %g %g)",
+       c[0].wait, c[0].transfer, c[0].compute);
+    ok(near(c[1].estimate, 10.01 + 0.1) && c[1].wait == 0,
+       "mct: the idle server behind 10 MB/s needs 10 s for 100 MB (estimate %g)", c[1].estimate);
+
+    gms_job heavy = {1e12, 500, 500}; /* 100 s of compute, 1 KB of data */
+    k = gms_sched_pick(GRP_POLICY_MCT, &heavy, c, 2, 0);
+    ok(k == 1, "mct: a compute-heavy call goes to the idle server even behind the slow link (chose %d)", k);
+    ok(near(c[0].wait, 0.75) && c[0].estimate > c[1].estimate,
+       "mct: the busy server's queue (0.75 s) is what tips the compute-heavy call (%g > %g)", c[0].estimate,
+       c[1].estimate);
+
+    k = gms_sched_pick(GRP_POLICY_LEAST_LOAD, &big, c, 2, 0);
+    ok(k == 1, "least-load: sends even the data-heavy call to the idle server (chose %d)", k);
+
+    /* A faster server wins a compute-heavy call when both are idle. */
+    gms_cand f[2] = {cand(1, 1, 0, 0, 1e9, 1e8, 1e-3), cand(2, 1, 0, 0, 4e9, 1e8, 1e-3)};
+    k = gms_sched_pick(GRP_POLICY_MCT, &heavy, f, 2, 0);
+    ok(k == 1 && near(f[1].compute, 250), "mct: the faster of two idle servers (chose %d, compute %g)", k,
+       f[1].compute);
+}
+
+static void test_least_load(void) {
+    gms_cand c[3] = {cand(1, 2, 2, 1, 1e9, 1e8, 1e-3), cand(2, 8, 2, 0, 1e9, 1e8, 1e-3),
+                     cand(3, 8, 2, 0, 1e9, 1e8, 1e-3)};
+    c[1].loadavg = 3.0;
+    c[2].loadavg = 1.0;
+    gms_job j = {0, 0, 0};
+    int k = gms_sched_pick(GRP_POLICY_LEAST_LOAD, &j, c, 3, 0);
+    ok(k == 2, "least-load: lowest (running+queued)/cores, ties broken by load average (chose %d)", k);
+    c[2].pending = 5; /* assigned by us, not yet seen in its heartbeat */
+    k = gms_sched_pick(GRP_POLICY_LEAST_LOAD, &j, c, 3, 0);
+    ok(k == 1, "least-load: pending work counts as load (chose %d)", k);
+}
+
+static void test_round_robin(void) {
+    gms_cand c[3] = {cand(1, 1, 0, 0, 1e9, 1e8, 1e-3), cand(2, 1, 9, 9, 1e9, 1e8, 1e-3),
+                     cand(3, 1, 0, 0, 1e9, 1e8, 1e-3)};
+    gms_job j = {1, 1, 1};
+    int seen[3] = {0};
+    for (uint64_t rr = 0; rr < 6; rr++)
+        seen[gms_sched_pick(GRP_POLICY_ROUND_ROBIN, &j, c, 3, rr)]++;
+    ok(seen[0] == 2 && seen[1] == 2 && seen[2] == 2,
+       "round-robin: rotates over every candidate, busy or not");
+    ok(gms_sched_pick(GRP_POLICY_MCT, &j, c, 0, 0) == -1, "no candidates: -1");
+}
+
+/* ---------------------------------------------------------------- state */
+
+static void reg(gms_state *st, const char *host, uint32_t port, uint32_t cores, double speed, const char *fn,
+                uint64_t *id) {
+    grp_function f;
+    memset(&f, 0, sizeof f);
+    snprintf(f.name, sizeof f.name, "%s", fn);
+    f.hash = 42;
+    grp_register m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "test %s:%u", host, port);
+    snprintf(m.host, sizeof m.host, "%s", host);
+    m.port = port;
+    m.cores = cores;
+    m.workers = cores;
+    m.speed = speed;
+    m.nfunctions = 1;
+    m.functions = &f;
+    *id = gms_state_register(st, &m, gr_now_ns(), gms_unix_ms());
+}
+
+static grp_schedule sched(const char *fn, double flops, uint64_t bytes) {
+    grp_schedule m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.function, sizeof m.function, "%s", fn);
+    snprintf(m.site, sizeof m.site, "lab");
+    m.flops = flops;
+    m.bytes_in = bytes;
+    return m;
+}
+
+static gms_server *server(gms_state *st, uint64_t id) {
+    return gms_state_find_id(st, id);
+}
+
+static void test_state(void) {
+    gms_state st;
+    gms_state_init(&st, GRP_POLICY_MCT, 1000, 3);
+    uint64_t a, b, a2;
+    reg(&st, "10.0.0.1", 7000, 1, 1e9, "linalg/dmmul", &a);
+    reg(&st, "10.0.0.2", 7000, 1, 1e9, "linalg/dmmul", &b);
+    reg(&st, "10.0.0.1", 7000, 1, 1e9, "linalg/dmmul", &a2);
+    ok(a && b && a != b && a2 == a, "REGISTER: ids %llu and %llu; the same host:port keeps its id",
+       (unsigned long long)a, (unsigned long long)b);
+
+    gr_err e;
+    grp_schedule_ok r1, r2;
+    grp_schedule m = sched("dmmul", 1e9, 1000);
+    long long now = gr_now_ns();
+    int rc1 = gms_state_schedule(&st, &m, "lab", now, gms_unix_ms(), &r1, NULL, &e);
+    int rc2 = gms_state_schedule(&st, &m, "lab", now, gms_unix_ms(), &r2, NULL, &e);
+    ok(rc1 == GRID_OK && rc2 == GRID_OK && r1.server_id != r2.server_id,
+       "two simultaneous decisions spread over two idle servers (pending counted at assignment: %llu, %llu)",
+       (unsigned long long)r1.server_id, (unsigned long long)r2.server_id);
+    ok(server(&st, r1.server_id)->pending == 1 && near(server(&st, r1.server_id)->pending_s, 1.0),
+       "the chosen server has one pending call of 1 s");
+    ok(r1.decision != r2.decision && r1.port == 7000 && strcmp(r1.host, "10.0.0.1") == 0,
+       "SCHEDULE_OK names the decision and the server's address");
+
+    grp_schedule q = sched("linalg/dmmul", 0, 0);
+    q.exclude[0] = a;
+    q.nexclude = 1;
+    grp_schedule_ok r3;
+    ok(gms_state_schedule(&st, &q, "lab", now, gms_unix_ms(), &r3, NULL, &e) == GRID_OK && r3.server_id == b,
+       "the qualified name works and the exclude list is honoured");
+    q.exclude[1] = b;
+    q.nexclude = 2;
+    ok(gms_state_schedule(&st, &q, "lab", now, gms_unix_ms(), &r3, NULL, &e) == GRID_ERR_CONNECT &&
+           strstr(e.msg, "2 already tried"),
+       "every server excluded: GRID_ERR_CONNECT (%s)", e.msg);
+    grp_schedule u = sched("nosuch", 0, 0);
+    ok(gms_state_schedule(&st, &u, "lab", now, gms_unix_ms(), &r3, NULL, &e) == GRID_ERR_NOT_FOUND &&
+           strstr(e.msg, "gridrpc ls"),
+       "an unknown function: GRID_ERR_NOT_FOUND pointing to gridrpc ls (%s)", e.msg);
+
+    /* REPORT: the call of decision r1 ran 0.5 s for 1e9 flops (2 GFLOP/s), and moved
+     * 10 MB in 0.1 s + 1 ms of latency outside the server. */
+    gms_server *s1 = server(&st, r1.server_id);
+    grp_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.decision = r1.decision;
+    rep.server_id = r1.server_id;
+    rep.code = GRID_OK;
+    snprintf(rep.function, sizeof rep.function, "dmmul");
+    rep.bytes_in = 100;
+    rep.bytes_out = 100;
+    rep.queue_ns = 1000000;
+    rep.run_ns = 500000000;
+    rep.total_ns = rep.queue_ns + rep.run_ns + 1000000; /* small: 1 ms is the latency */
+    rep.flops = 1e9;
+    gms_state_report(&st, &rep, "lab", gr_now_ns(), gms_unix_ms());
+    ok(s1->pending == 0 && s1->pending_s == 0, "REPORT ends the decision's pending work");
+    gms_fn *f = gms_server_fn(s1, "dmmul");
+    ok(f && near(f->speed, 2e9) && near(s1->speed, 2e9), "speed learned: flops / run time = 2e9 (got %g)",
+       f ? f->speed : -1);
+    uint32_t site = gms_state_site(&st, "lab", 0);
+    gms_link *l = site == UINT32_MAX ? NULL : gms_server_link(s1, site, 0);
+    ok(l && near(l->latency, 1e-3) && l->lat_samples == 1 && l->bw_samples == 0,
+       "a small transfer measures the latency (1 ms, got %g)", l ? l->latency : -1);
+    rep.decision = 0;
+    rep.bytes_in = 10000000;
+    rep.bytes_out = 0;
+    rep.total_ns = rep.queue_ns + rep.run_ns + 101000000; /* 0.101 s outside: 1 ms latency + 0.1 s */
+    gms_state_report(&st, &rep, "lab", gr_now_ns(), gms_unix_ms());
+    ok(l && near(l->bandwidth, 1e8) && l->bw_samples == 1,
+       "a large transfer measures the bandwidth once the latency is taken off (1e8, got %g)",
+       l ? l->bandwidth : -1);
+    rep.run_ns = 1000000000; /* 1e9 flops in 1 s: the EWMA moves 30% of the way to 1e9 */
+    gms_state_report(&st, &rep, "lab", gr_now_ns(), gms_unix_ms());
+    ok(near(f->speed, 2e9 - 0.3 * 1e9), "speed is smoothed (EWMA 0.3: 1.7e9, got %g)", f->speed);
+    ok(s1->calls == 3 && st.calls == 3, "calls are counted (%llu)", (unsigned long long)s1->calls);
+
+    /* An active probe from another site: 1 MB in 10 ms. */
+    grp_report probe;
+    memset(&probe, 0, sizeof probe);
+    probe.server_id = b;
+    probe.code = GRID_OK;
+    probe.bytes_in = 1000000;
+    probe.total_ns = 10000000;
+    gms_state_report(&st, &probe, "far", gr_now_ns(), gms_unix_ms());
+    gms_link *pl = gms_server_link(server(&st, b), gms_state_site(&st, "far", 0), 0);
+    ok(pl && near(pl->bandwidth, 1e8), "an active probe (function \"\") measures the link (got %g)",
+       pl ? pl->bandwidth : -1);
+
+    /* The learned link feeds the next decision; the other site's link is assumed. */
+    gms_decision d;
+    grp_schedule m2 = sched("dmmul", 1e6, 1000000);
+    grp_schedule_ok r4;
+    gms_state_schedule(&st, &m2, "lab", gr_now_ns(), gms_unix_ms(), &r4, &d, &e);
+    int found_measured = 0, found_assumed = 0;
+    for (uint32_t i = 0; i < d.ncands; i++) {
+        if (d.cands[i].server == s1->id && !d.cands[i].assumed_link) found_measured = 1;
+        if (d.cands[i].server != s1->id && d.cands[i].assumed_link) found_assumed = 1;
+    }
+    ok(d.ncands == 2 && found_measured && found_assumed,
+       "the decision explains both candidates: a measured link and an assumed one");
+
+    /* A failure that says the server is unreachable marks it down until it beats. */
+    grp_report fail;
+    memset(&fail, 0, sizeof fail);
+    fail.server_id = b;
+    fail.code = GRID_ERR_CONN_LOST;
+    gms_state_report(&st, &fail, "lab", gr_now_ns(), gms_unix_ms());
+    gms_server *sb = server(&st, b);
+    ok(!sb->up && sb->failures == 1 && st.failures == 1,
+       "REPORT of a lost connection: failure counted, marked down");
+    grp_heartbeat hb;
+    memset(&hb, 0, sizeof hb);
+    hb.server_id = b;
+    hb.cores = 2;
+    hb.running = 1;
+    ok(gms_state_heartbeat(&st, &hb, gr_now_ns(), gms_unix_ms()) == GRID_OK && sb->up && sb->cores == 2,
+       "its next heartbeat brings it back up");
+    hb.server_id = 999;
+    ok(gms_state_heartbeat(&st, &hb, gr_now_ns(), gms_unix_ms()) == GRID_ERR_NOT_FOUND,
+       "a heartbeat of an unknown id: GRID_ERR_NOT_FOUND");
+
+    /* Down after missed heartbeats; pending work expires. */
+    long long later = gr_now_ns() + 3500000000LL;
+    gms_state_sweep(&st, later, gms_unix_ms());
+    ok(!server(&st, a)->up && !sb->up, "the sweeper marks servers down after 3 missed heartbeats");
+    ok(server(&st, r2.server_id)->pending >= 1, "pending work is kept while within its time");
+    gms_state_sweep(&st, later + 120000000000LL, gms_unix_ms());
+    ok(server(&st, r2.server_id)->pending == 0 && st.pending_dropped >= 1,
+       "pending work whose REPORT never came is dropped after estimate x 3 + 60 s");
+
+    char **names;
+    uint32_t nn;
+    gms_state_list(&st, &names, &nn, &e);
+    ok(nn == 0, "LIST: no function while every server is down");
+    grp_free_names(names, nn);
+    hb.server_id = a;
+    gms_state_heartbeat(&st, &hb, gr_now_ns(), gms_unix_ms());
+    gms_state_list(&st, &names, &nn, &e);
+    ok(nn == 1 && strcmp(names[0], "linalg/dmmul") == 0, "LIST: the functions of up servers");
+    grp_free_names(names, nn);
+
+    gms_buf j = {0};
+    gms_status_json(&st, &j);
+    ok(j.p && strstr(j.p, "\"servers\":[{\"id\":1,") && strstr(j.p, "\"site\":\"lab\"") &&
+           strstr(j.p, "\"policy\":\"mct\""),
+       "the status JSON lists servers, links and decisions");
+    free(j.p);
+    gms_state_free(&st);
+}
+
+static void test_json_escape(void) {
+    gms_buf b = {0};
+    gms_buf_json_string(&b, "a\"b\\c\n\x01");
+    ok(b.p && strcmp(b.p, "\"a\\\"b\\\\c\\u000a\\u0001\"") == 0, "JSON strings are escaped (%s)", b.p);
+    free(b.p);
+}
+
+int main(void) {
+    gms_log_set_level(GMS_LOG_ERROR);
+    test_mct();
+    test_least_load();
+    test_round_robin();
+    test_state();
+    test_json_escape();
+    printf("1..%d\n", tests);
+    return failed ? 1 : 0;
+}
