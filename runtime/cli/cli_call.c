@@ -301,20 +301,35 @@ static void print_array(const call_state *st, uint32_t i) {
         }
         if (w > width) width = w;
     }
-    printf("%s =%s", p->name, s->ext.rank == 1 ? " " : "\n");
+    if (s->ext.rank == 1) {
+        /* A vector on one line, as a list it could be given back as. */
+        printf("%s = [", p->name);
+        for (uint64_t k = 0; k < s->elems; k++) {
+            fputs(k ? ", " : "", stdout);
+            if (p->type == GRD_STRING) {
+                cli_json_string(stdout, s->strs[k]);
+            } else {
+                elem(st, i, k, 0, b, sizeof b);
+                fputs(b, stdout);
+            }
+        }
+        puts("]");
+        return;
+    }
+    printf("%s =\n", p->name);
     for (uint64_t k = 0; k < s->elems; k++) {
-        if (s->ext.rank > 1 && k % cols == 0) fputs("  ", stdout);
+        if (k % cols == 0) fputs("  ", stdout);
         if (p->type == GRD_STRING) {
             printf("%s", k % cols ? " " : "");
             cli_json_string(stdout, s->strs[k]);
         } else {
             elem(st, i, k, 0, b, sizeof b);
-            printf("%s%*s", k % cols ? " " : "", s->ext.rank > 1 ? width : 0, b);
+            printf("%s%*s", k % cols ? " " : "", width, b);
         }
         if ((k + 1) % cols == 0) {
             fputc('\n', stdout);
             /* A blank line between the matrices of a 3-D array. */
-            uint64_t plane = cols * (uint64_t)s->ext.size[s->ext.rank > 1 ? s->ext.rank - 2 : 0];
+            uint64_t plane = cols * (uint64_t)s->ext.size[s->ext.rank - 2];
             if (s->ext.rank > 2 && (k + 1) % plane == 0 && k + 1 < s->elems) fputc('\n', stdout);
         }
     }

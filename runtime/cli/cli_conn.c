@@ -43,7 +43,11 @@ static int blame(cli_conn *c, int rc, const char *what, gr_err *e) {
                          what, c->timeout);
     if (rc == GRID_ERR_CONN_LOST)
         return gr_seterr(e, rc, "%s at %s:%d closed the connection during %s", who, c->host, c->port, what);
-    gr_prefixerr(e, "%s at %s:%d: %s: ", who, c->host, c->port, what);
+    /* A protocol error needs the request to make sense; the peer's own ERROR says it all. */
+    if (rc == GRID_ERR_PROTOCOL)
+        gr_prefixerr(e, "%s at %s:%d: %s: ", who, c->host, c->port, what);
+    else
+        gr_prefixerr(e, "%s at %s:%d: ", who, c->host, c->port);
     return rc;
 }
 
@@ -190,21 +194,33 @@ int cli_find_descriptor(const cli_opts *o, const grp_server_info *servers, uint3
         cli_close(c);
         return rc;
     }
-    /* Up servers first: a down one would only cost a connection timeout. */
-    int tried = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (uint32_t i = 0; i < nservers; i++) {
-            const grp_server_info *s = &servers[i];
-            if ((pass == 0) != (s->state == GRP_SERVER_UP) || !server_has(s, name)) continue;
-            tried++;
-            rc = cli_connect(o, s->host, (int)s->port, 0, &c, e);
-            if (!rc) {
-                rc = cli_get_descriptor(c, name, qualified, out, e);
-                cli_close(c);
-            }
-            if (!rc) return GRID_OK;
+    /* Only servers that are up: a down one would cost a connection timeout and could
+     * not run the call anyway. Every failure is kept, to say why none answered. */
+    char why[1024] = "";
+    size_t wlen = 0;
+    int tried = 0, down = 0;
+    for (uint32_t i = 0; i < nservers; i++) {
+        const grp_server_info *s = &servers[i];
+        if (!server_has(s, name)) continue;
+        if (s->state != GRP_SERVER_UP) {
+            down++;
+            continue;
         }
-    if (tried) return e->code;
+        tried++;
+        rc = cli_connect(o, s->host, (int)s->port, 0, &c, e);
+        if (!rc) {
+            rc = cli_get_descriptor(c, name, qualified, out, e);
+            cli_close(c);
+        }
+        if (!rc) return GRID_OK;
+        int w = snprintf(why + wlen, sizeof why - wlen, "%s%s", wlen ? "; " : "", e->msg);
+        if (w > 0) wlen = wlen + (size_t)w < sizeof why ? wlen + (size_t)w : sizeof why - 1;
+    }
+    if (tried == 1) return e->code;
+    if (tried) return gr_seterr(e, GRID_ERR_CONNECT, "no server that has '%s' answered: %s", name, why);
+    if (down)
+        return gr_seterr(e, GRID_ERR_CONNECT, "every server that has '%s' is down (%d; see gridrpc status)", name,
+                         down);
     return gr_seterr(e, GRID_ERR_NOT_FOUND,
                      "no server registered with the metaserver at %s:%d has '%s'; `gridrpc ls` lists the "
                      "functions there are",
