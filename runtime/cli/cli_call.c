@@ -11,9 +11,9 @@
 
 /* One parameter's storage; ARGV[i] points into it. */
 typedef struct slot {
-    void *mem;     /* a scalar's bytes or an array's elements (malloc'd) */
-    char *str;     /* a string or filename scalar's char * variable */
-    char **strs;   /* an array of strings */
+    void *mem;   /* a scalar's bytes or an array's elements (malloc'd) */
+    char *str;   /* a string or filename scalar's char * variable */
+    char **strs; /* an array of strings */
     uint64_t elems;
     grd_extent ext;
 } slot;
@@ -112,7 +112,8 @@ static int set_scalar(call_state *st, uint32_t i, const char *text, char *err, s
     } else {
         rc = cli_store_number(v.tok[0], p->type, (p->flags & GRD_PF_UNSIGNED) != 0, s->mem, err, errsize);
     }
-    if (!rc && is_int_type(p->type)) st->scalars[i] = cli_load_int(s->mem, p->type, (p->flags & GRD_PF_UNSIGNED) != 0);
+    if (!rc && is_int_type(p->type))
+        st->scalars[i] = cli_load_int(s->mem, p->type, (p->flags & GRD_PF_UNSIGNED) != 0);
     cli_values_free(&v);
     return rc;
 }
@@ -135,7 +136,10 @@ static int set_array(call_state *st, uint32_t i, const char *text, char *err, si
         st->argv[i] = s->strs;
     } else {
         size_t esz = grd_type_size(p->type);
-        if (s->ext.bytes > ((uint64_t)1 << 32)) return snprintf(err, errsize, "is too large for the command line (%llu bytes)", (unsigned long long)s->ext.bytes), -1;
+        if (s->ext.bytes > ((uint64_t)1 << 32))
+            return snprintf(err, errsize, "is too large for the command line (%llu bytes)",
+                            (unsigned long long)s->ext.bytes),
+                   -1;
         s->mem = calloc(s->elems ? s->elems : 1, esz);
         if (!s->mem) return snprintf(err, errsize, "out of memory"), -1;
         st->argv[i] = s->mem;
@@ -149,9 +153,12 @@ static int set_array(call_state *st, uint32_t i, const char *text, char *err, si
         char t[256], vals[512];
         param_type(st->d, i, t, sizeof t);
         scalar_values(st, vals, sizeof vals);
-        snprintf(err, errsize, "expects %llu %s (%s%s%s), got %u", (unsigned long long)(s->elems * (uint64_t)per),
-                 p->type == GRD_STRING ? "strings" : is_complex(p->type) ? "numbers (re,im pairs)" : "numbers", t,
-                 vals[0] ? " with " : "", vals, v.n);
+        snprintf(err, errsize, "expects %llu %s (%s%s%s), got %u",
+                 (unsigned long long)(s->elems * (uint64_t)per),
+                 p->type == GRD_STRING ? "strings"
+                 : is_complex(p->type) ? "numbers (re,im pairs)"
+                                       : "numbers",
+                 t, vals[0] ? " with " : "", vals, v.n);
         rc = -1;
     }
     for (uint64_t k = 0; !rc && k < s->elems; k++) {
@@ -184,7 +191,8 @@ static void free_state(call_state *st) {
         free(s->mem);
         free(s->str);
         if (s->strs)
-            for (uint64_t k = 0; k < s->elems; k++) free(s->strs[k]);
+            for (uint64_t k = 0; k < s->elems; k++)
+                free(s->strs[k]);
         free(s->strs);
     }
 }
@@ -193,12 +201,13 @@ static void free_state(call_state *st) {
 static int build(call_state *st, const char *fname, int argc, char **argv) {
     const grd_desc *d = st->d;
     int want = 0;
-    for (uint32_t i = 0; i < d->nparams; i++) want += given(&d->params[i]);
+    for (uint32_t i = 0; i < d->nparams; i++)
+        want += given(&d->params[i]);
     if (argc != want) {
         char list[2048];
         expected_list(d, list, sizeof list);
-        cli_error("%s takes %d argument%s%s%s, %d given (gridrpc describe %s)", fname, want, want == 1 ? "" : "s",
-                  want ? ": " : "", list, argc, fname);
+        cli_error("%s takes %d argument%s%s%s, %d given (gridrpc describe %s)", fname, want,
+                  want == 1 ? "" : "s", want ? ": " : "", list, argc, fname);
         return -1;
     }
     /* Scalars first: arrays are sized by them, whatever their order. */
@@ -398,11 +407,13 @@ int cli_call(int argc, char **argv, cli_opts *o) {
      * a program's call goes (GRIDRPC_METASERVER: --metaserver was exported for it). */
     char target[GRP_MAX_FUNCTION_NAME + GRP_MAX_HOST + 32];
     if (o->target == CLI_SERVER)
-        snprintf(target, sizeof target, strchr(o->server_host, ':') ? "gridrpc://[%s]:%d/%s" : "gridrpc://%s:%d/%s",
-                 o->server_host, o->server_port, qualified);
+        snprintf(target, sizeof target,
+                 strchr(o->server_host, ':') ? "gridrpc://[%s]:%d/%s" : "gridrpc://%s:%d/%s", o->server_host,
+                 o->server_port, qualified);
     else {
         char addr[GRP_MAX_HOST + 16];
-        snprintf(addr, sizeof addr, strchr(o->meta_host, ':') ? "[%s]:%d" : "%s:%d", o->meta_host, o->meta_port);
+        snprintf(addr, sizeof addr, strchr(o->meta_host, ':') ? "[%s]:%d" : "%s:%d", o->meta_host,
+                 o->meta_port);
         setenv("GRIDRPC_METASERVER", addr, 1);
         setenv("GRIDRPC_SITE", o->site, 1);
         snprintf(target, sizeof target, "%s", qualified);

@@ -27,7 +27,8 @@ static void connect_reason(const char *msg, const char *host, int port, char *ou
     if (n >= size) n = size - 1;
     memcpy(out, p, n);
     out[n] = '\0';
-    if (out[0] >= 'A' && out[0] <= 'Z' && !(out[1] >= 'A' && out[1] <= 'Z')) out[0] = (char)(out[0] - 'A' + 'a');
+    if (out[0] >= 'A' && out[0] <= 'Z' && !(out[1] >= 'A' && out[1] <= 'Z'))
+        out[0] = (char)(out[0] - 'A' + 'a');
 }
 
 static void set_deadline(cli_conn *c) {
@@ -39,8 +40,8 @@ static void set_deadline(cli_conn *c) {
 static int blame(cli_conn *c, int rc, const char *what, gr_err *e) {
     const char *who = c->is_meta ? "the metaserver" : "the server";
     if (rc == GRID_ERR_TIMEOUT)
-        return gr_seterr(e, rc, "%s at %s:%d did not answer %s within %g s (--timeout)", who, c->host, c->port,
-                         what, c->timeout);
+        return gr_seterr(e, rc, "%s at %s:%d did not answer %s within %g s (--timeout)", who, c->host,
+                         c->port, what, c->timeout);
     if (rc == GRID_ERR_CONN_LOST)
         return gr_seterr(e, rc, "%s at %s:%d closed the connection during %s", who, c->host, c->port, what);
     /* A protocol error needs the request to make sense; the peer's own ERROR says it all. */
@@ -219,8 +220,8 @@ int cli_find_descriptor(const cli_opts *o, const grp_server_info *servers, uint3
     if (tried == 1) return e->code;
     if (tried) return gr_seterr(e, GRID_ERR_CONNECT, "no server that has '%s' answered: %s", name, why);
     if (down)
-        return gr_seterr(e, GRID_ERR_CONNECT, "every server that has '%s' is down (%d; see gridrpc status)", name,
-                         down);
+        return gr_seterr(e, GRID_ERR_CONNECT, "every server that has '%s' is down (%d; see gridrpc status)",
+                         name, down);
     return gr_seterr(e, GRID_ERR_NOT_FOUND,
                      "no server registered with the metaserver at %s:%d has '%s'; `gridrpc ls` lists the "
                      "functions there are",

@@ -25,7 +25,8 @@ static int has_function(const grp_server_info *s, const char *qualified) {
     return 0;
 }
 
-static void print_json(const cli_opts *o, const char *q, const grd_desc *d, const grp_server_info *v, uint32_t n) {
+static void print_json(const cli_opts *o, const char *q, const grd_desc *d, const grp_server_info *v,
+                       uint32_t n) {
     FILE *f = stdout;
     fputs("{\"name\": ", f);
     cli_json_string(f, q);
@@ -43,15 +44,15 @@ static void print_json(const cli_opts *o, const char *q, const grd_desc *d, cons
     else
         fputs("null", f);
     free(cost);
-    fprintf(f, ", \"retry\": %s, \"shrink\": %s, \"parameters\": [", (d->flags & GRD_FF_NO_RETRY) ? "false" : "true",
-            (d->flags & GRD_FF_SHRINK) ? "true" : "false");
+    fprintf(f, ", \"retry\": %s, \"shrink\": %s, \"parameters\": [",
+            (d->flags & GRD_FF_NO_RETRY) ? "false" : "true", (d->flags & GRD_FF_SHRINK) ? "true" : "false");
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
         fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", f);
         cli_json_string(f, p->name);
         fprintf(f, ", \"mode\": \"%s\", \"type\": \"%s\", \"unsigned\": %s, \"rank\": %u, \"dims\": ",
-                grd_mode_name(p->mode), grd_type_name(p->type), (p->flags & GRD_PF_UNSIGNED) ? "true" : "false",
-                p->rank);
+                grd_mode_name(p->mode), grd_type_name(p->type),
+                (p->flags & GRD_PF_UNSIGNED) ? "true" : "false", p->rank);
         char *dims = grd_dims_text(d, i);
         cli_json_string(f, dims ? dims : "");
         free(dims);
@@ -75,7 +76,8 @@ static void print_json(const cli_opts *o, const char *q, const grd_desc *d, cons
             cli_json_string(f, v[i].name);
             fputs(", \"host\": ", f);
             cli_json_string(f, v[i].host);
-            printf(", \"port\": %u, \"state\": \"%s\"}", v[i].port, v[i].state == GRP_SERVER_UP ? "up" : "down");
+            printf(", \"port\": %u, \"state\": \"%s\"}", v[i].port,
+                   v[i].state == GRP_SERVER_UP ? "up" : "down");
         }
         fputs("]", f);
     } else {
@@ -86,7 +88,8 @@ static void print_json(const cli_opts *o, const char *q, const grd_desc *d, cons
     fputs("}\n", f);
 }
 
-static void print_text(const cli_opts *o, const char *q, const grd_desc *d, const grp_server_info *v, uint32_t n) {
+static void print_text(const cli_opts *o, const char *q, const grd_desc *d, const grp_server_info *v,
+                       uint32_t n) {
     printf("%s\n", q);
     if (d->description && *d->description) printf("  %s\n", d->description);
     puts("");
@@ -97,7 +100,8 @@ static void print_text(const cli_opts *o, const char *q, const grd_desc *d, cons
             const grd_param *p = &d->params[i];
             char mode[16], type[64];
             snprintf(mode, sizeof mode, "  %s", grd_mode_name(p->mode));
-            snprintf(type, sizeof type, "%s%s", (p->flags & GRD_PF_UNSIGNED) ? "unsigned " : "", grd_type_name(p->type));
+            snprintf(type, sizeof type, "%s%s", (p->flags & GRD_PF_UNSIGNED) ? "unsigned " : "",
+                     grd_type_name(p->type));
             char *dims = grd_dims_text(d, i);
             const char *row[] = {mode, type, p->name, dims ? dims : ""};
             cli_table_row(&t, row);
@@ -123,8 +127,8 @@ static void print_text(const cli_opts *o, const char *q, const grd_desc *d, cons
         int first = 1;
         for (uint32_t i = 0; i < n; i++) {
             if (!has_function(&v[i], q)) continue;
-            printf("%s%llu %s (%s:%u%s)", first ? "" : ", ", (unsigned long long)v[i].id, v[i].name, v[i].host,
-                   v[i].port, v[i].state == GRP_SERVER_UP ? "" : ", down");
+            printf("%s%llu %s (%s:%u%s)", first ? "" : ", ", (unsigned long long)v[i].id, v[i].name,
+                   v[i].host, v[i].port, v[i].state == GRP_SERVER_UP ? "" : ", down");
             first = 0;
         }
         puts("");

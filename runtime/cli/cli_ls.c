@@ -51,7 +51,8 @@ static void describe_entries(cli_conn *c, fn_entry *v, size_t n, int all, uint32
     for (size_t i = 0; i < n; i++) {
         if (v[i].description) continue;
         int has = all;
-        for (uint32_t k = 0; !has && k < v[i].nservers; k++) has = v[i].servers[k] == server;
+        for (uint32_t k = 0; !has && k < v[i].nservers; k++)
+            has = v[i].servers[k] == server;
         if (!has) continue;
         char q[GRP_MAX_FUNCTION_NAME + 1];
         grd_desc *d = NULL;
@@ -59,7 +60,8 @@ static void describe_entries(cli_conn *c, fn_entry *v, size_t n, int all, uint32
         if (cli_get_descriptor(c, v[i].name, q, &d, &e) == GRID_OK) {
             v[i].description = first_line(d->description);
             grd_free(d);
-        } else if (e.code == GRID_ERR_CONN_LOST || e.code == GRID_ERR_TIMEOUT || e.code == GRID_ERR_PROTOCOL) {
+        } else if (e.code == GRID_ERR_CONN_LOST || e.code == GRID_ERR_TIMEOUT ||
+                   e.code == GRID_ERR_PROTOCOL) {
             return; /* the connection is gone: another server may still answer */
         }
     }
@@ -111,8 +113,8 @@ static void print_entries(const cli_opts *o, const fn_entry *v, size_t n, const 
         size_t len = 0;
         for (uint32_t k = 0; servers && k < v[i].nservers && len < sizeof list; k++) {
             const grp_server_info *s = &servers[v[i].servers[k]];
-            int w = snprintf(list + len, sizeof list - len, "%s%llu%s", k ? "," : "", (unsigned long long)s->id,
-                             s->state == GRP_SERVER_UP ? "" : "(down)");
+            int w = snprintf(list + len, sizeof list - len, "%s%llu%s", k ? "," : "",
+                             (unsigned long long)s->id, s->state == GRP_SERVER_UP ? "" : "(down)");
             if (w < 0) break;
             len += (size_t)w;
         }
@@ -214,7 +216,8 @@ int cli_ls(int argc, char **argv, cli_opts *o) {
         size_t cap = 0;
         for (uint32_t s = 0; s < nservers; s++)
             for (uint32_t k = 0; k < servers[s].nfunctions; k++)
-                if (matches(pattern, servers[s].functions[k]) && add_function(&v, &n, &cap, servers[s].functions[k], s)) {
+                if (matches(pattern, servers[s].functions[k]) &&
+                    add_function(&v, &n, &cap, servers[s].functions[k], s)) {
                     cli_error("out of memory");
                     free_entries(v, n);
                     grp_servers_free(servers, nservers);
@@ -226,7 +229,8 @@ int cli_ls(int argc, char **argv, cli_opts *o) {
             int missing = 0;
             for (size_t i = 0; i < n && !missing; i++)
                 if (!v[i].description)
-                    for (uint32_t k = 0; k < v[i].nservers; k++) missing |= v[i].servers[k] == s;
+                    for (uint32_t k = 0; k < v[i].nservers; k++)
+                        missing |= v[i].servers[k] == s;
             if (!missing) continue;
             cli_conn *c;
             if (cli_connect(o, servers[s].host, (int)servers[s].port, 0, &c, &e) != GRID_OK) continue;

@@ -177,7 +177,8 @@ int cli_resolve_target(cli_opts *o, int need) {
         const char *env = getenv("GRIDRPC_METASERVER");
         if (env && *env) {
             char err[512];
-            if (gr_parse_hostport(env, 0, o->meta_host, sizeof o->meta_host, &o->meta_port, err, sizeof err)) {
+            if (gr_parse_hostport(env, 0, o->meta_host, sizeof o->meta_host, &o->meta_port, err,
+                                  sizeof err)) {
                 cli_error("GRIDRPC_METASERVER: %s", err);
                 return -1;
             }

@@ -50,8 +50,8 @@ static void print_meta_json(const cli_opts *o, const grp_server_info *v, uint32_
         fprintf(f,
                 ", \"port\": %u, \"state\": \"%s\", \"cores\": %u, \"workers\": %u, \"running\": %u, "
                 "\"queued\": %u, \"pending\": %u, \"loadavg\": ",
-                s->port, s->state == GRP_SERVER_UP ? "up" : "down", s->cores, s->workers, s->running, s->queued,
-                s->pending);
+                s->port, s->state == GRP_SERVER_UP ? "up" : "down", s->cores, s->workers, s->running,
+                s->queued, s->pending);
         cli_json_number(f, s->loadavg);
         fputs(", \"speed\": ", f);
         json_measured(f, s->speed);
@@ -73,7 +73,8 @@ static void print_meta_json(const cli_opts *o, const grp_server_info *v, uint32_
 
 static int print_meta_table(const cli_opts *o, const grp_server_info *v, uint32_t n) {
     uint32_t up = 0;
-    for (uint32_t i = 0; i < n; i++) up += v[i].state == GRP_SERVER_UP;
+    for (uint32_t i = 0; i < n; i++)
+        up += v[i].state == GRP_SERVER_UP;
     printf("metaserver %s:%d, site %s: %u server%s, %u up\n", o->meta_host, o->meta_port, o->site, n,
            n == 1 ? "" : "s", up);
     if (n == 0) {
@@ -81,8 +82,8 @@ static int print_meta_table(const cli_opts *o, const grp_server_info *v, uint32_
                o->meta_port);
         return 0;
     }
-    static const char *const head[] = {"ID",      "NAME",   "ADDRESS", "STATE",   "RUN/QUEUE/PEND", "CORES",
-                                       "LOAD",    "GFLOP/S", "MB/S",   "LAT(MS)", "CALLS/FAIL",     "BEAT"};
+    static const char *const head[] = {"ID",   "NAME",    "ADDRESS", "STATE",   "RUN/QUEUE/PEND", "CORES",
+                                       "LOAD", "GFLOP/S", "MB/S",    "LAT(MS)", "CALLS/FAIL",     "BEAT"};
     cli_table t;
     if (cli_table_init(&t, 12, head, "lllllrrrrrrr")) return -1;
     for (uint32_t i = 0; i < n; i++) {
@@ -97,10 +98,12 @@ static int print_meta_table(const cli_opts *o, const grp_server_info *v, uint32_
         measured(speed, sizeof speed, s->speed, 1e-9, 2);
         measured(bw, sizeof bw, s->bandwidth, 1e-6, 1);
         measured(lat, sizeof lat, s->latency, 1e3, 2);
-        snprintf(calls, sizeof calls, "%llu/%llu", (unsigned long long)s->calls, (unsigned long long)s->failures);
+        snprintf(calls, sizeof calls, "%llu/%llu", (unsigned long long)s->calls,
+                 (unsigned long long)s->failures);
         age(beat, sizeof beat, s->beat_age_ms);
-        const char *row[] = {id,   s->name, addr, s->state == GRP_SERVER_UP ? "up" : "DOWN",
-                             load, cores, lavg, speed, bw, lat, calls, beat};
+        const char *row[] = {id,   s->name, addr,  s->state == GRP_SERVER_UP ? "up" : "DOWN",
+                             load, cores,   lavg,  speed,
+                             bw,   lat,     calls, beat};
         if (cli_table_row(&t, row)) {
             cli_table_free(&t);
             return -1;

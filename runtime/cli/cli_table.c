@@ -39,7 +39,8 @@ void cli_table_print(const cli_table *t, FILE *f) {
             size_t w = strlen(t->cells[r * (size_t)t->ncols + (size_t)i]);
             if (w > width[i]) width[i] = w;
         }
-    for (int i = 0; i < ncols; i++) total += width[i] + 2;
+    for (int i = 0; i < ncols; i++)
+        total += width[i] + 2;
     char *line = malloc(total);
     if (!line) return;
     for (size_t r = 0; r < t->nrows; r++) {
@@ -51,7 +52,8 @@ void cli_table_print(const cli_table *t, FILE *f) {
             n += (size_t)snprintf(line + n, total - n, right ? "%*s" : "%-*s", (int)width[i], s);
         }
         /* Empty or short cells at the end leave no trailing blanks. */
-        while (n > 0 && line[n - 1] == ' ') n--;
+        while (n > 0 && line[n - 1] == ' ')
+            n--;
         line[n] = '\0';
         fprintf(f, "%s\n", line);
     }
@@ -59,7 +61,8 @@ void cli_table_print(const cli_table *t, FILE *f) {
 }
 
 void cli_table_free(cli_table *t) {
-    for (size_t k = 0; k < t->nrows * (size_t)t->ncols; k++) free(t->cells[k]);
+    for (size_t k = 0; k < t->nrows * (size_t)t->ncols; k++)
+        free(t->cells[k]);
     free(t->cells);
     memset(t, 0, sizeof *t);
 }

@@ -89,7 +89,8 @@ static int split(const char *s, int brackets, cli_values *v, char *err, size_t e
     int depth = 0;
     const char *p = s;
     for (;;) {
-        while (*p && (isspace((unsigned char)*p) || *p == ',')) p++;
+        while (*p && (isspace((unsigned char)*p) || *p == ','))
+            p++;
         if (!*p) break;
         if (brackets && *p == '[') {
             depth++;
@@ -114,7 +115,8 @@ static int split(const char *s, int brackets, cli_values *v, char *err, size_t e
             continue;
         }
         const char *q = p;
-        while (*q && !isspace((unsigned char)*q) && *q != ',' && !(brackets && (*q == '[' || *q == ']'))) q++;
+        while (*q && !isspace((unsigned char)*q) && *q != ',' && !(brackets && (*q == '[' || *q == ']')))
+            q++;
         if (push(v, &cap, p, (size_t)(q - p), err, errsize)) return -1;
         p = q;
     }
@@ -182,7 +184,8 @@ int cli_values_parse(const char *text, cli_values *out, char *err, size_t errsiz
         free(buf);
     } else {
         const char *p = text;
-        while (isspace((unsigned char)*p)) p++;
+        while (isspace((unsigned char)*p))
+            p++;
         out->is_list = *p == '[';
         rc = split(text, 1, out, err, errsize);
     }
@@ -191,7 +194,8 @@ int cli_values_parse(const char *text, cli_values *out, char *err, size_t errsiz
 }
 
 void cli_values_free(cli_values *v) {
-    for (uint32_t i = 0; i < v->n; i++) free(v->tok[i]);
+    for (uint32_t i = 0; i < v->n; i++)
+        free(v->tok[i]);
     free(v->tok);
     memset(v, 0, sizeof *v);
 }
@@ -233,7 +237,8 @@ int cli_store_number(const char *tok, uint32_t type, int uns, void *dst, char *e
     unsigned long long uv = 0;
     int neg = 0;
     const char *p = tok;
-    while (isspace((unsigned char)*p)) p++;
+    while (isspace((unsigned char)*p))
+        p++;
     neg = *p == '-';
     if (uns && !neg) {
         uv = strtoull(tok, &end, 10);
@@ -243,8 +248,8 @@ int cli_store_number(const char *tok, uint32_t type, int uns, void *dst, char *e
     if (end == tok || *end) {
         double d = strtod(tok, &end);
         if (end == tok || *end) {
-            snprintf(err, errsize, "'%s' is not a number (expected a whole %s%s)", tok, uns ? "unsigned " : "",
-                     tname);
+            snprintf(err, errsize, "'%s' is not a number (expected a whole %s%s)", tok,
+                     uns ? "unsigned " : "", tname);
             return -1;
         }
         if (d != floor(d) || !isfinite(d) || fabs(d) >= 9.2e18) {
@@ -275,7 +280,11 @@ int cli_store_number(const char *tok, uint32_t type, int uns, void *dst, char *e
         uint16_t b2 = (uint16_t)uv;
         uint32_t b4 = (uint32_t)uv;
         uint64_t b8 = (uint64_t)uv;
-        memcpy(dst, size == 1 ? (void *)&b1 : size == 2 ? (void *)&b2 : size == 4 ? (void *)&b4 : (void *)&b8,
+        memcpy(dst,
+               size == 1   ? (void *)&b1
+               : size == 2 ? (void *)&b2
+               : size == 4 ? (void *)&b4
+                           : (void *)&b8,
                size);
         return 0;
     }
@@ -289,7 +298,12 @@ int cli_store_number(const char *tok, uint32_t type, int uns, void *dst, char *e
     int16_t b2 = (int16_t)sv;
     int32_t b4 = (int32_t)sv;
     int64_t b8 = (int64_t)sv;
-    memcpy(dst, size == 1 ? (void *)&b1 : size == 2 ? (void *)&b2 : size == 4 ? (void *)&b4 : (void *)&b8, size);
+    memcpy(dst,
+           size == 1   ? (void *)&b1
+           : size == 2 ? (void *)&b2
+           : size == 4 ? (void *)&b4
+                       : (void *)&b8,
+           size);
     return 0;
 }
 
@@ -335,10 +349,14 @@ void cli_format_elem(const void *src, uint32_t type, int uns, int json, char *bu
             i = ((const double *)src)[1];
         }
         if (json) {
-            if (isfinite(r)) cli_format_double(r, re, sizeof re);
-            else snprintf(re, sizeof re, "null");
-            if (isfinite(i)) cli_format_double(i, im, sizeof im);
-            else snprintf(im, sizeof im, "null");
+            if (isfinite(r))
+                cli_format_double(r, re, sizeof re);
+            else
+                snprintf(re, sizeof re, "null");
+            if (isfinite(i))
+                cli_format_double(i, im, sizeof im);
+            else
+                snprintf(im, sizeof im, "null");
             snprintf(buf, size, "[%s, %s]", re, im);
             return;
         }

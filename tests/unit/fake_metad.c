@@ -86,7 +86,8 @@ static void serve(int fd) {
             if (grp_write_servers_ok(w, h.request_id, v, empty ? 0 : 2, &e)) break;
         } else {
             if (grw_skip(r, &e)) break;
-            if (grp_write_error(w, h.request_id, GRID_ERR_PROTOCOL, "fake-metad answers HELLO and SERVERS only", &e))
+            if (grp_write_error(w, h.request_id, GRID_ERR_PROTOCOL,
+                                "fake-metad answers HELLO and SERVERS only", &e))
                 break;
         }
     }
