@@ -227,6 +227,11 @@ int grd_cost(const grd_desc *desc, const int64_t *scalars, double *flops, grd_er
 /* Writes a readable multi-line dump of DESC (the golden-test form) into a malloc'd
  * string. Programs are printed back as infix expressions. */
 char *grd_dump(const grd_desc *desc);
+/* One program of DESC as the dump prints it ("2*n^3"), malloc'd; NULL when absent. */
+char *grd_expr_text(const grd_desc *desc, const grd_expr *e);
+/* The dimensions of parameter PINDEX as the dump prints them ("[n][n]", "[n : lo, hi, 1]";
+ * "" for a scalar), malloc'd; NULL for a bad index. */
+char *grd_dims_text(const grd_desc *desc, uint32_t pindex);
 
 /* Returns FNV-1a 64 of LEN bytes. */
 uint64_t grd_fnv1a64(const uint8_t *buf, size_t len);

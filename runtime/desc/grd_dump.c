@@ -246,6 +246,32 @@ static const char *str_or(const char *s, const char *dflt) {
     return s != NULL ? s : dflt;
 }
 
+/* The dimensions of array P: "[n][m : lo, hi, 1]". */
+static void put_dims(sbuf *b, const grd_desc *desc, const grd_param *p) {
+    for (uint32_t d = 0; d < p->rank && d < GRD_MAX_RANK; d++) {
+        const grd_dim *dim = &p->dims[d];
+        sb_puts(b, "[");
+        put_prog(b, desc, &dim->size);
+        /* A sub-range is shown whole, its absent parts as their defaults. */
+        if (dim->start.len || dim->end.len || dim->step.len) {
+            sb_puts(b, " : ");
+            if (dim->start.len)
+                put_prog(b, desc, &dim->start);
+            else
+                sb_puts(b, "0");
+            sb_puts(b, ", ");
+            put_prog(b, desc, dim->end.len ? &dim->end : &dim->size);
+            sb_puts(b, ", ");
+            if (dim->step.len)
+                put_prog(b, desc, &dim->step);
+            else
+                sb_puts(b, "1");
+        }
+        sb_puts(b, "]");
+    }
+    if (p->rank > GRD_MAX_RANK) sb_printf(b, "[... rank %u]", p->rank);
+}
+
 static void put_param(sbuf *b, const grd_desc *desc, uint32_t i) {
     const grd_param *p = &desc->params[i];
     sb_printf(b, "  param %u ", i);
@@ -257,28 +283,7 @@ static void put_param(sbuf *b, const grd_desc *desc, uint32_t i) {
     if (p->flags & ~(GRD_PF_UNSIGNED | GRD_PF_POINTER)) sb_printf(b, " flags 0x%x", p->flags);
     if (p->rank > 0 && p->dims != NULL) {
         sb_puts(b, " ");
-        for (uint32_t d = 0; d < p->rank && d < GRD_MAX_RANK; d++) {
-            const grd_dim *dim = &p->dims[d];
-            sb_puts(b, "[");
-            put_prog(b, desc, &dim->size);
-            /* A sub-range is shown whole, its absent parts as their defaults. */
-            if (dim->start.len || dim->end.len || dim->step.len) {
-                sb_puts(b, " : ");
-                if (dim->start.len)
-                    put_prog(b, desc, &dim->start);
-                else
-                    sb_puts(b, "0");
-                sb_puts(b, ", ");
-                put_prog(b, desc, dim->end.len ? &dim->end : &dim->size);
-                sb_puts(b, ", ");
-                if (dim->step.len)
-                    put_prog(b, desc, &dim->step);
-                else
-                    sb_puts(b, "1");
-            }
-            sb_puts(b, "]");
-        }
-        if (p->rank > GRD_MAX_RANK) sb_printf(b, "[... rank %u]", p->rank);
+        put_dims(b, desc, p);
     }
     sb_puts(b, "\n");
 }
@@ -304,6 +309,30 @@ char *grd_dump(const grd_desc *desc) {
     sb_puts(&b, "\n");
     for (uint32_t i = 0; desc->params != NULL && i < desc->nparams; i++)
         put_param(&b, desc, i);
+    if (b.failed) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+char *grd_expr_text(const grd_desc *desc, const grd_expr *e) {
+    if (desc == NULL || e == NULL || e->len == 0) return NULL;
+    sbuf b = {NULL, 0, 0, 0};
+    put_prog(&b, desc, e);
+    if (b.failed) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+char *grd_dims_text(const grd_desc *desc, uint32_t pindex) {
+    if (desc == NULL || pindex >= desc->nparams) return NULL;
+    const grd_param *p = &desc->params[pindex];
+    sbuf b = {NULL, 0, 0, 0};
+    sb_puts(&b, "");
+    if (p->rank > 0 && p->dims != NULL) put_dims(&b, desc, p);
     if (b.failed) {
         free(b.s);
         return NULL;

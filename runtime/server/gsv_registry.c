@@ -263,7 +263,8 @@ const gsv_function *gsv_registry_find(const gsv_registry *reg, const char *name,
         }
     }
     gr_seterr(e, GRID_ERR_NOT_FOUND,
-              "no function '%.300s' on this server; LIST shows the functions it serves", name);
+              "no function '%.300s' on this server; `gridrpc ls --server HOST:PORT` lists its functions",
+              name);
     return NULL;
 }
 

@@ -1,0 +1,330 @@
+/* cli_main.c: gridrpc, the command-line tool people use every day: global options,
+ * where to talk to (a metaserver or one server), the subcommands and their help. The
+ * subcommands live in files of their own (cli_status.c, cli_ls.c, cli_call.c). */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "gr_settings.h"
+
+#define DEFAULT_TIMEOUT 10.0
+
+static const char global_help[] =
+    "Global options (before or after the subcommand, before its arguments):\n"
+    "  --metaserver HOST:PORT\n"
+    "             the metaserver to ask (default: GRIDRPC_METASERVER)\n"
+    "  --server HOST:PORT\n"
+    "             talk to this one gridrpcd directly instead (default:\n"
+    "             GRIDRPC_SERVER or the configuration file's server line, used\n"
+    "             when no metaserver is set)\n"
+    "  --token TOKEN\n"
+    "             the token sent in HELLO (default: GRIDRPC_TOKEN)\n"
+    "  --site NAME\n"
+    "             this client's site, whose links status shows (default:\n"
+    "             GRIDRPC_SITE, else the host name)\n"
+    "  --json     print JSON for scripts instead of tables\n"
+    "  --timeout DURATION\n"
+    "             limit for connecting and for each request (30, 500ms, 2m;\n"
+    "             0: none; default 10 s; for call also the whole call)\n"
+    "  -h, --help show help (of the subcommand, after it) and exit\n"
+    "  -V, --version\n"
+    "             show the version and exit\n";
+
+static void usage(void) {
+    fputs("Usage: gridrpc [OPTIONS] COMMAND [ARGS...]\n"
+          "Look at a GridRPC grid and call its functions from the shell.\n"
+          "\n"
+          "Commands:\n"
+          "  status            servers, up or down, load, speed, and the bandwidth and\n"
+          "                    latency from this site (with --server: that server's load)\n"
+          "  ls [PATTERN]      functions and their one-line descriptions\n"
+          "  describe FUNC     a function's parameters, dimensions, cost and servers\n"
+          "  call FUNC ARGS... call a function with arguments from the shell and print\n"
+          "                    its results\n"
+          "  help [COMMAND]    show this help, or a command's\n"
+          "\n",
+          stdout);
+    fputs(global_help, stdout);
+    fputs("\n"
+          "Examples:\n"
+          "  gridrpc --metaserver gridhost:7100 status\n"
+          "  gridrpc --server node1:7000 ls linalg/\n"
+          "  gridrpc describe linalg/dmmul\n"
+          "  gridrpc call linalg/dmmul 2 '[1,2,3,4]' '[1,0,0,1]'\n"
+          "\n"
+          "Exit status: 0 done, 1 the request failed (the reason goes to standard\n"
+          "error), 2 usage error.\n",
+          stdout);
+}
+
+void cli_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs(CLI_PROGRAM ": ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+enum { OPT_METASERVER = 256, OPT_SERVER, OPT_TOKEN, OPT_SITE, OPT_JSON, OPT_TIMEOUT };
+
+static const struct option long_opts[] = {
+    {"metaserver", required_argument, NULL, OPT_METASERVER},
+    {"server", required_argument, NULL, OPT_SERVER},
+    {"token", required_argument, NULL, OPT_TOKEN},
+    {"site", required_argument, NULL, OPT_SITE},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Parses ARG as HOST:PORT for OPTION into HOST and *PORT; prints why not. */
+static int parse_addr(const char *option, const char *arg, char *host, int *port) {
+    char err[512];
+    if (gr_parse_hostport(arg, 0, host, GRP_MAX_HOST + 1, port, err, sizeof err) != 0) {
+        cli_error("%s: %s", option, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Parses options from ARGV[*] (getopt's optind) up to the first operand. HELP prints
+ * the help of the command being parsed. Returns 0, 1 when help was shown, -1 on a
+ * usage error (printed). */
+static int parse_options(int argc, char **argv, cli_opts *o, void (*help)(void)) {
+    opterr = 0;
+    for (;;) {
+        int prev = optind;
+        int c = getopt_long(argc, argv, "+:hV", long_opts, NULL);
+        if (c == -1) return 0;
+        char err[512];
+        switch (c) {
+        case OPT_METASERVER:
+            if (parse_addr("--metaserver", optarg, o->meta_host, &o->meta_port)) return -1;
+            break;
+        case OPT_SERVER:
+            if (parse_addr("--server", optarg, o->server_host, &o->server_port)) return -1;
+            break;
+        case OPT_TOKEN:
+            if (strlen(optarg) > GRP_MAX_TOKEN) {
+                cli_error("--token: longer than the protocol's %d bytes", GRP_MAX_TOKEN);
+                return -1;
+            }
+            snprintf(o->token, sizeof o->token, "%s", optarg);
+            o->have_token = 1;
+            break;
+        case OPT_SITE:
+            if (!*optarg || strlen(optarg) > GRP_MAX_SITE) {
+                cli_error("--site: give a name of 1 to %d bytes", GRP_MAX_SITE);
+                return -1;
+            }
+            snprintf(o->site, sizeof o->site, "%s", optarg);
+            break;
+        case OPT_JSON: o->json = 1; break;
+        case OPT_TIMEOUT:
+            if (gr_parse_duration(optarg, &o->timeout, err, sizeof err) != 0) {
+                cli_error("--timeout: %s", err);
+                return -1;
+            }
+            o->have_timeout = 1;
+            break;
+        case 'h': help(); return 1;
+        case 'V': printf("gridrpc (GridRPC) %s\n", PACKAGE_VERSION); return 1;
+        case ':': cli_error("%s needs a value", argv[prev]); return -1;
+        default:
+            if (optopt && optopt < 256)
+                cli_error("unknown option '-%c'; see gridrpc --help", optopt);
+            else
+                cli_error("unknown option '%s'; see gridrpc --help", argv[prev]);
+            return -1;
+        }
+    }
+}
+
+int cli_sub_options(int argc, char **argv, cli_opts *o, void (*help)(void), int *rc) {
+    optind = 1;
+    int r = parse_options(argc, argv, o, help);
+    if (r != 0) {
+        *rc = r > 0 ? CLI_OK : CLI_USAGE;
+        return -1;
+    }
+    return optind;
+}
+
+const char *cli_target_name(const cli_opts *o, char *buf, size_t size) {
+    if (o->target == CLI_METASERVER)
+        snprintf(buf, size, "the metaserver at %s:%d", o->meta_host, o->meta_port);
+    else
+        snprintf(buf, size, "the server at %s:%d", o->server_host, o->server_port);
+    return buf;
+}
+
+int cli_resolve_target(cli_opts *o, int need) {
+    (void)need;
+    if (o->server_host[0]) {
+        o->target = CLI_SERVER;
+        return 0;
+    }
+    if (!o->meta_host[0]) {
+        const char *env = getenv("GRIDRPC_METASERVER");
+        if (env && *env) {
+            char err[512];
+            if (gr_parse_hostport(env, 0, o->meta_host, sizeof o->meta_host, &o->meta_port, err,
+                                  sizeof err)) {
+                cli_error("GRIDRPC_METASERVER: %s", err);
+                return -1;
+            }
+        }
+    }
+    if (o->meta_host[0]) {
+        o->target = CLI_METASERVER;
+        return 0;
+    }
+    if (grid_get_server_np(o->server_host, sizeof o->server_host, &o->server_port) != GRID_OK) {
+        cli_error("%s", grid_last_error());
+        return -1;
+    }
+    if (o->server_host[0]) {
+        o->target = CLI_SERVER;
+        return 0;
+    }
+    cli_error("no metaserver or server to ask: pass --metaserver HOST:PORT or --server HOST:PORT, or set "
+              "GRIDRPC_METASERVER or GRIDRPC_SERVER");
+    return -1;
+}
+
+/* Defaults that come from the environment: the site and the token. */
+static void defaults(cli_opts *o) {
+    const char *site = getenv("GRIDRPC_SITE");
+    if (site && *site)
+        snprintf(o->site, sizeof o->site, "%.*s", GRP_MAX_SITE, site);
+    else if (gethostname(o->site, sizeof o->site) != 0 || !o->site[0])
+        snprintf(o->site, sizeof o->site, "localhost");
+    o->site[sizeof o->site - 1] = '\0';
+    const char *tok = getenv("GRIDRPC_TOKEN");
+    if (tok) snprintf(o->token, sizeof o->token, "%.*s", GRP_MAX_TOKEN, tok);
+    o->timeout = DEFAULT_TIMEOUT;
+}
+
+static void help_status(void) {
+    fputs("Usage: gridrpc [OPTIONS] status\n"
+          "Show the servers a metaserver knows: id, name, address, up or down, calls\n"
+          "running/queued/pending (assigned, not yet done), cores, load average, speed\n"
+          "(GFLOP/s), bandwidth (MB/s) and latency (ms) from this site ('-' when not\n"
+          "measured yet), calls and failures, and the age of the last heartbeat.\n"
+          "With --server HOST:PORT: that one server's load (PING).\n"
+          "\n",
+          stdout);
+    fputs(global_help, stdout);
+}
+static void help_ls(void) {
+    fputs("Usage: gridrpc [OPTIONS] ls [PATTERN]\n"
+          "List functions with their one-line descriptions. From a metaserver: every\n"
+          "function its servers registered and which servers have it; with --server:\n"
+          "the functions that server serves. PATTERN filters names: a shell pattern\n"
+          "(linalg/d*) or, without wildcards, a part of the name (dmm).\n"
+          "\n",
+          stdout);
+    fputs(global_help, stdout);
+}
+static void help_describe(void) {
+    fputs("Usage: gridrpc [OPTIONS] describe FUNC\n"
+          "Show a function's interface: its description, each parameter's mode, type\n"
+          "and dimension expressions, its Complexity (flops as an expression of the\n"
+          "scalar arguments), its flags, and the servers that have it.\n"
+          "\n",
+          stdout);
+    fputs(global_help, stdout);
+}
+static void help_call(void) {
+    fputs("Usage: gridrpc [OPTIONS] call FUNC ARGS...\n"
+          "Call FUNC and print its results. Give one argument per IN and INOUT parameter,\n"
+          "in order (see gridrpc describe FUNC); OUT parameters are left out (their\n"
+          "arrays are sized from the dimension expressions), WORK arrays too. Filenames\n"
+          "are given in every mode (an OUT file is written there).\n"
+          "  numbers    42, -1.5, 1e-3; complex scalars as [re,im]\n"
+          "  strings    as they are (quote them for the shell)\n"
+          "  arrays     [1,2,3,4] (flat, row-major; complex ones as re,im pairs), or\n"
+          "             @FILE: numbers separated by white space; string arrays as\n"
+          "             [\"a\",\"b\"]\n"
+          "Each OUT and INOUT argument is printed by name (matrices row by row); with\n"
+          "--json one object {\"function\":..,\"results\":{NAME: value}}. The call goes\n"
+          "where any program's call goes (the metaserver's choice, or --server).\n"
+          "\n"
+          "Example: gridrpc call linalg/dmmul 2 '[1,2,3,4]' '[1,0,0,1]'\n"
+          "\n",
+          stdout);
+    fputs(global_help, stdout);
+}
+
+static const struct {
+    const char *name;
+    int (*run)(int, char **, cli_opts *);
+    void (*help)(void);
+} commands[] = {
+    {"status", cli_status, help_status},
+    {"ls", cli_ls, help_ls},
+    {"describe", cli_describe, help_describe},
+    {"call", cli_call, help_call},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static int find_command(const char *name) {
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0) return (int)i;
+    return -1;
+}
+
+int main(int argc, char **argv) {
+    cli_opts o;
+    memset(&o, 0, sizeof o);
+    defaults(&o);
+    optind = 1;
+    int r = parse_options(argc, argv, &o, usage);
+    if (r) return r > 0 ? CLI_OK : CLI_USAGE;
+    if (optind >= argc) {
+        cli_error("no command given: use status, ls, describe or call (gridrpc --help)");
+        return CLI_USAGE;
+    }
+    const char *cmd = argv[optind];
+    if (strcmp(cmd, "help") == 0) {
+        if (optind + 1 >= argc) {
+            usage();
+            return CLI_OK;
+        }
+        int k = find_command(argv[optind + 1]);
+        if (k < 0) {
+            cli_error("no command '%s': use status, ls, describe or call", argv[optind + 1]);
+            return CLI_USAGE;
+        }
+        commands[k].help();
+        return CLI_OK;
+    }
+    int k = find_command(cmd);
+    if (k < 0) {
+        cli_error("unknown command '%s': use status, ls, describe or call (gridrpc --help)", cmd);
+        return CLI_USAGE;
+    }
+    /* The command sees its own name as argv[0] and parses the rest itself. */
+    int sub_argc = argc - optind;
+    char **sub_argv = argv + optind;
+    int rc;
+    int first = cli_sub_options(sub_argc, sub_argv, &o, commands[k].help, &rc);
+    if (first < 0) return rc;
+    if (o.have_timeout) {
+        grid_set_timeouts_np(o.timeout, o.timeout);
+    }
+    if (o.have_token && grid_set_token_np(o.token) != GRID_OK) {
+        cli_error("--token: %s", grid_last_error());
+        return CLI_USAGE;
+    }
+    return commands[k].run(sub_argc - first, sub_argv + first, &o);
+}

@@ -1,0 +1,172 @@
+/* cli_status.c: gridrpc status: the servers a metaserver knows, with their state, load,
+ * speed and the link from this site (SERVERS), or one server's load (PING). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* "-" for an unknown (zero) measurement, else V scaled, with DECIMALS decimals. */
+static void measured(char *buf, size_t size, double v, double scale, int decimals) {
+    if (v > 0)
+        snprintf(buf, size, "%.*f", decimals, v * scale);
+    else
+        snprintf(buf, size, "-");
+}
+
+static void age(char *buf, size_t size, uint64_t ms) {
+    double s = (double)ms / 1000.0;
+    if (s < 10)
+        snprintf(buf, size, "%.1fs", s);
+    else if (s < 120)
+        snprintf(buf, size, "%.0fs", s);
+    else if (s < 7200)
+        snprintf(buf, size, "%.0fm", s / 60);
+    else
+        snprintf(buf, size, "%.0fh", s / 3600);
+}
+
+/* A measurement for JSON: null when unknown. */
+static void json_measured(FILE *f, double v) {
+    if (v > 0)
+        cli_json_number(f, v);
+    else
+        fputs("null", f);
+}
+
+static void print_meta_json(const cli_opts *o, const grp_server_info *v, uint32_t n) {
+    FILE *f = stdout;
+    fputs("{\"metaserver\": {\"host\": ", f);
+    cli_json_string(f, o->meta_host);
+    fprintf(f, ", \"port\": %d}, \"site\": ", o->meta_port);
+    cli_json_string(f, o->site);
+    fputs(", \"servers\": [", f);
+    for (uint32_t i = 0; i < n; i++) {
+        const grp_server_info *s = &v[i];
+        fprintf(f, "%s\n  {\"id\": %llu, \"name\": ", i ? "," : "", (unsigned long long)s->id);
+        cli_json_string(f, s->name);
+        fputs(", \"host\": ", f);
+        cli_json_string(f, s->host);
+        fprintf(f,
+                ", \"port\": %u, \"state\": \"%s\", \"cores\": %u, \"workers\": %u, \"running\": %u, "
+                "\"queued\": %u, \"pending\": %u, \"loadavg\": ",
+                s->port, s->state == GRP_SERVER_UP ? "up" : "down", s->cores, s->workers, s->running,
+                s->queued, s->pending);
+        cli_json_number(f, s->loadavg);
+        fputs(", \"speed\": ", f);
+        json_measured(f, s->speed);
+        fputs(", \"bandwidth\": ", f);
+        json_measured(f, s->bandwidth);
+        fputs(", \"latency\": ", f);
+        json_measured(f, s->latency);
+        fprintf(f, ", \"beat_age_ms\": %llu, \"calls\": %llu, \"failures\": %llu, \"functions\": [",
+                (unsigned long long)s->beat_age_ms, (unsigned long long)s->calls,
+                (unsigned long long)s->failures);
+        for (uint32_t k = 0; k < s->nfunctions; k++) {
+            if (k) fputs(", ", f);
+            cli_json_string(f, s->functions[k]);
+        }
+        fputs("]}", f);
+    }
+    fputs("\n]}\n", f);
+}
+
+static int print_meta_table(const cli_opts *o, const grp_server_info *v, uint32_t n) {
+    uint32_t up = 0;
+    for (uint32_t i = 0; i < n; i++)
+        up += v[i].state == GRP_SERVER_UP;
+    printf("metaserver %s:%d, site %s: %u server%s, %u up\n", o->meta_host, o->meta_port, o->site, n,
+           n == 1 ? "" : "s", up);
+    if (n == 0) {
+        printf("no servers have registered yet: start one with gridrpcd --metaserver %s:%d\n", o->meta_host,
+               o->meta_port);
+        return 0;
+    }
+    static const char *const head[] = {"ID",   "NAME",    "ADDRESS", "STATE",   "RUN/QUEUE/PEND", "CORES",
+                                       "LOAD", "GFLOP/S", "MB/S",    "LAT(MS)", "CALLS/FAIL",     "BEAT"};
+    cli_table t;
+    if (cli_table_init(&t, 12, head, "lllllrrrrrrr")) return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        const grp_server_info *s = &v[i];
+        char id[24], addr[GRP_MAX_HOST + 16], load[64], cores[16], lavg[32], speed[32], bw[32], lat[32],
+            calls[48], beat[32];
+        snprintf(id, sizeof id, "%llu", (unsigned long long)s->id);
+        snprintf(addr, sizeof addr, strchr(s->host, ':') ? "[%s]:%u" : "%s:%u", s->host, s->port);
+        snprintf(load, sizeof load, "%u/%u/%u", s->running, s->queued, s->pending);
+        snprintf(cores, sizeof cores, "%u", s->cores);
+        snprintf(lavg, sizeof lavg, "%.2f", s->loadavg);
+        measured(speed, sizeof speed, s->speed, 1e-9, 2);
+        measured(bw, sizeof bw, s->bandwidth, 1e-6, 1);
+        measured(lat, sizeof lat, s->latency, 1e3, 2);
+        snprintf(calls, sizeof calls, "%llu/%llu", (unsigned long long)s->calls,
+                 (unsigned long long)s->failures);
+        age(beat, sizeof beat, s->beat_age_ms);
+        const char *row[] = {id,   s->name, addr,  s->state == GRP_SERVER_UP ? "up" : "DOWN",
+                             load, cores,   lavg,  speed,
+                             bw,   lat,     calls, beat};
+        if (cli_table_row(&t, row)) {
+            cli_table_free(&t);
+            return -1;
+        }
+    }
+    cli_table_print(&t, stdout);
+    cli_table_free(&t);
+    return 0;
+}
+
+static int status_server(const cli_opts *o) {
+    gr_err e = {0, ""};
+    cli_conn *c;
+    grp_pong p;
+    int rc = cli_connect(o, o->server_host, o->server_port, 0, &c, &e);
+    if (!rc) {
+        rc = cli_ping(c, &p, &e);
+        if (rc) cli_close(c);
+    }
+    if (rc) {
+        cli_error("%s", e.msg);
+        return CLI_FAIL;
+    }
+    if (o->json) {
+        fputs("{\"server\": {\"host\": ", stdout);
+        cli_json_string(stdout, o->server_host);
+        printf(", \"port\": %d, \"name\": ", o->server_port);
+        cli_json_string(stdout, c->hello.server);
+        printf(", \"state\": \"up\", \"running\": %u, \"queued\": %u, \"workers\": %u, \"cores\": %u, "
+               "\"loadavg\": ",
+               p.running, p.queued, p.workers, p.cores);
+        cli_json_number(stdout, p.loadavg);
+        fputs("}}\n", stdout);
+    } else {
+        printf("server   %s:%d (%s)\n", o->server_host, o->server_port, c->hello.server);
+        printf("state    up\n");
+        printf("running  %u\nqueued   %u\nworkers  %u\ncores    %u\nload     %.2f\n", p.running, p.queued,
+               p.workers, p.cores, p.loadavg);
+    }
+    cli_close(c);
+    return CLI_OK;
+}
+
+int cli_status(int argc, char **argv, cli_opts *o) {
+    if (argc > 0) {
+        cli_error("status takes no arguments, got '%s' (gridrpc status --help)", argv[0]);
+        return CLI_USAGE;
+    }
+    if (cli_resolve_target(o, CLI_SERVER | CLI_METASERVER)) return CLI_FAIL;
+    if (o->target == CLI_SERVER) return status_server(o);
+    gr_err e = {0, ""};
+    grp_server_info *v = NULL;
+    uint32_t n = 0;
+    if (cli_meta_servers(o, &v, &n, &e)) {
+        cli_error("%s", e.msg);
+        return CLI_FAIL;
+    }
+    int rc = 0;
+    if (o->json)
+        print_meta_json(o, v, n);
+    else
+        rc = print_meta_table(o, v, n);
+    grp_servers_free(v, n);
+    if (rc) cli_error("out of memory");
+    return rc ? CLI_FAIL : CLI_OK;
+}
