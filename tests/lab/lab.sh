@@ -583,9 +583,10 @@ lab__cleanup_prefix() {
       [ -d "$d" ] && lab__err "could not remove cgroup $d"
     done
   fi
-  if [ "${LAB_KEEP:-0}" = 1 ] && [ -d "$LAB_ROOT/$pfx" ]; then
-    lab__err "LAB_KEEP=1: logs kept in $LAB_ROOT/$pfx"
+  if [ -d "$LAB_ROOT/$pfx" ] && { [ "${LAB_KEEP:-0}" = 1 ] || [ -f "$LAB_ROOT/$pfx/kept" ]; }; then
+    [ -f "$LAB_ROOT/$pfx/kept" ] || lab__err "LAB_KEEP=1: logs kept in $LAB_ROOT/$pfx"
     rm -f "$LAB_ROOT/$pfx/owner"
+    : >"$LAB_ROOT/$pfx/kept"
   else
     rm -rf "${LAB_ROOT:?}/$pfx"
   fi
@@ -625,6 +626,15 @@ lab_cleanup_stale() {
   for p in $pfxs; do
     [ "$p" = "${LAB_PFX:-}" ] && continue
     owner=$(cat "$LAB_ROOT/$p/owner" 2>/dev/null)
+    # A folder just made, whose owner line is not written yet: a lab starting right now.
+    if [ -z "$owner" ] && [ -d "$LAB_ROOT/$p" ] && [ ! -f "$LAB_ROOT/$p/kept" ] &&
+      [ -n "$(find "$LAB_ROOT/$p" -maxdepth 0 -newermt '-10 seconds' 2>/dev/null)" ]; then
+      continue
+    fi
+    # Kept logs (LAB_KEEP=1) with nothing else left are not leftovers.
+    if [ -f "$LAB_ROOT/$p/kept" ] && ! ip netns list 2>/dev/null | grep -q "^$p-"; then
+      continue
+    fi
     if [ -n "$owner" ]; then
       read -r pid st _ <<<"$owner"
       if [ -n "$pid" ] && [ "$(lab__starttime "$pid")" = "$st" ]; then

@@ -62,6 +62,10 @@ if command -v ping >/dev/null 2>&1; then
     diag <"$T_TMP/ping.out"
   fi
 fi
+# LAB_PID is the command itself (what a test kills to fail a server), not a wrapper.
+if tr '\0' ' ' <"/proc/$server_pid/cmdline" 2>/dev/null | grep -q 'lab_net.py serve'; then ok "LAB_PID is the started command's own pid"; else
+  fail "LAB_PID $server_pid is not the server: $(tr '\0' ' ' <"/proc/$server_pid/cmdline" 2>/dev/null)"
+fi
 # The root namespace must not reach the lab: it is isolated from the machine's network.
 if ! timeout 3 "$PY" "$NET" reach --to 10.77.0.2:5001 --timeout 1 >/dev/null 2>&1; then
   ok "the lab's addresses are not reachable from the machine's own namespace"

@@ -82,8 +82,7 @@ static int on_packet(struct nfq_q_handle *qh, struct nfgenmsg *msg, struct nfq_d
     (void)msg;
     struct fifo *f = data;
     struct nfqnl_msg_packet_hdr *ph = nfq_get_msg_packet_hdr(nfa);
-    if (!ph)
-        return 0;
+    if (!ph) return 0;
     uint32_t id = ntohl(ph->packet_id);
     if (f->count == f->cap) {
         /* Cannot happen while the kernel respects maxlen; never drop silently. */
@@ -168,15 +167,17 @@ int main(int argc, char **argv) {
 
     struct nfq_handle *h = nfq_open();
     if (!h) {
-        fprintf(stderr, "nfq_delay: cannot open a netfilter queue handle (%s): run as root, with the "
-                        "nfnetlink_queue module available\n",
+        fprintf(stderr,
+                "nfq_delay: cannot open a netfilter queue handle (%s): run as root, with the "
+                "nfnetlink_queue module available\n",
                 strerror(errno));
         return 1;
     }
     struct nfq_q_handle *qh = nfq_create_queue(h, (uint16_t)queue, on_packet, &f);
     if (!qh) {
-        fprintf(stderr, "nfq_delay: cannot bind queue %ld (%s): is another program bound to it in "
-                        "this network namespace?\n",
+        fprintf(stderr,
+                "nfq_delay: cannot bind queue %ld (%s): is another program bound to it in "
+                "this network namespace?\n",
                 queue, strerror(errno));
         nfq_close(h);
         return 1;
@@ -217,8 +218,7 @@ int main(int argc, char **argv) {
         struct timespec ts, *tsp = NULL;
         if (f.count) {
             int64_t wait = f.slot[f.head].due_ns - now_ns();
-            if (wait < 0)
-                wait = 0;
+            if (wait < 0) wait = 0;
             ts.tv_sec = wait / 1000000000;
             ts.tv_nsec = wait % 1000000000;
             tsp = &ts;
