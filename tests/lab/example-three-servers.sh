@@ -3,10 +3,10 @@
 # in one screen. Three real gridrpcd servers in three namespaces behind different links and
 # with different CPU quotas, and a client host that calls each one directly:
 #   lan  1 Gbit/s, 0 ms,    25% of a CPU   (fast link, slow/busy machine)
-#   mid  100 Mbit/s, 5 ms,  50% of a CPU
+#   mid  100 Mbit/s, 5 ms,  40% of a CPU
 #   wan  20 Mbit/s, 20 ms,  100% of a CPU  (slow link, fast idle machine)
 # A communication-heavy call (dmmul, n = 400: 3.8 MB moved) is fastest on lan; a
-# compute-heavy one with little data (EP, m = 24) is fastest on wan. Needs root and a build
+# compute-heavy one with little data (EP, m = 25) is fastest on wan. Needs root and a build
 # (BUILD_DIR, default build/). Usage: tests/lab/example-three-servers.sh [DMMUL_N [EP_M]]
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -15,7 +15,7 @@ build=$(cd "${BUILD_DIR:-build}" 2>/dev/null && pwd) || {
   exit 1
 }
 n=${1:-400}
-m=${2:-24}
+m=${2:-25}
 for f in gridrpcd examples/dmmul examples/ep; do
   [ -x "$build/$f" ] || {
     echo "example: $build/$f is missing: run make in $build" >&2
@@ -28,14 +28,13 @@ lab_init three-servers || exit $?
 
 lab_host client 10
 # name, address, rate, one-way delay of its link (ms), CPU quota (% of one CPU)
-servers=("lan 11 1gbit 0 25" "mid 12 100mbit 5 50" "wan 13 20mbit 20 100")
+servers=("lan 11 1gbit 0 25" "mid 12 100mbit 5 40" "wan 13 20mbit 20 100")
 for s in "${servers[@]}"; do
   read -r name x rate delay cpu <<<"$s"
   lab_host "$name" "$x" && lab_link "$name" "$rate" "$delay" && lab_cpu_quota "$name" "$cpu" || exit 1
   # One worker and one BLAS thread: the quota, not the core count, sets the speed.
-  lab_run_bg "$name" env OPENBLAS_NUM_THREADS=1 "$build/gridrpcd" --host "$(lab_ip "$name")" --port 7000 \
-    --module-dir "$build/stubs/.libs" --threads 1
-  lab_wait_line "$LAB_LOG" '^listening on ' 15 "$LAB_PID" || exit 1
+  lab_start "$name" env OPENBLAS_NUM_THREADS=1 "$build/gridrpcd" --host "$(lab_ip "$name")" --port 7000 \
+    --module-dir "$build/stubs/.libs" --threads 1 || exit 1
 done
 echo "== the lab (logs in $LAB_DIR):"
 lab_info | sed 's/^/   /'

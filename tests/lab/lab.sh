@@ -466,6 +466,17 @@ lab_run_bg() {
   LAB__PIDS+=("$LAB_PID")
 }
 
+# lab_start NAME CMD...: lab_run_bg, then waits (LAB_START_TIMEOUT s, default 15) for the
+# "listening on HOST:PORT" line that gridrpcd, gridmetad and lab_net.py serve print once
+# ready; sets LAB_PID, LAB_LOG and LAB_ADDR (HOST:PORT). Fails (1) when the server exits
+# or stays silent, printing its log's tail.
+lab_start() {
+  LAB_ADDR=
+  lab_run_bg "$@" || return 1
+  lab_wait_line "$LAB_LOG" '^listening on ' "${LAB_START_TIMEOUT:-15}" "$LAB_PID" || return 1
+  LAB_ADDR=$(sed -n 's/^listening on //p' "$LAB_LOG" | head -1)
+}
+
 # lab_wait_line FILE REGEX TIMEOUT [PID]: waits until a line of FILE matches the extended
 # REGEX (0), for at most TIMEOUT seconds (1, with a message and FILE's tail), or until PID
 # has exited (1: it died before printing it).
