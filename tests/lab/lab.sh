@@ -25,6 +25,8 @@ LAB__HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # lab__alive PID: the process exists and is not a zombie.
 lab__alive() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   local st
   st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
   st=${st##*) }
@@ -35,6 +37,8 @@ lab__skip() { echo "lab: skipped: $*"; }
 
 # lab__nfq_delay: the delay program's path (LAB_NFQ_DELAY, else the build folder).
 lab__nfq_delay() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   local c
   for c in "${LAB_NFQ_DELAY:-}" "${top_builddir:+$top_builddir/tests/lab/nfq_delay}" \
     "${LAB_BUILD:-$LAB__HERE/../../build}/tests/lab/nfq_delay"; do
@@ -49,6 +53,8 @@ lab__nfq_delay() {
 # lab__starttime PID: the process's start time (field 22 of /proc/PID/stat), to tell a live
 # owner from a recycled pid.
 lab__starttime() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   local s
   s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
   s=${s##*) }
@@ -58,6 +64,8 @@ lab__starttime() {
 
 # lab__cgroot: "v1 DIR" or "v2 DIR" for the cgroup hierarchy holding the cpu controller.
 lab__cgroot() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   if [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
     echo "v2 /sys/fs/cgroup"
     return 0
@@ -78,6 +86,8 @@ lab__cgroot() {
 # lab_teardown. An EXIT trap set before lab_init still runs (after the teardown); one set
 # after it replaces the lab's: call lab_teardown from it.
 lab_init() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   local name=${1:-lab} c id i
   if [ -n "${LAB_PFX:-}" ]; then
     lab__err "lab_init: this shell already has a lab ($LAB_PFX): call lab_teardown first"
@@ -103,9 +113,10 @@ lab_init() {
     return 77
   }
   # A fresh id: mkdir is the atomic reservation; no namespace may carry it either.
+  local chars=abcdefghijklmnopqrstuvwxyz0123456789 k
   for i in 1 2 3 4 5 6 7 8 9 10; do
-    id=$(tr -dc 'a-z0-9' </dev/urandom 2>/dev/null | head -c 4)
-    [ ${#id} -eq 4 ] || continue
+    id=
+    for k in 1 2 3 4; do id+=${chars:$((RANDOM % 36)):1}; done
     if ! ip netns list 2>/dev/null | grep -q "^$LAB__FAMILY$id-" && mkdir "$LAB_ROOT/$LAB__FAMILY$id" 2>/dev/null; then
       break
     fi
@@ -162,7 +173,8 @@ lab_init() {
 }
 
 lab__on_exit() {
-  local rc=$?
+  local rc=$? # first: the status the shell is exiting with
+  set +eu +o pipefail
   lab_teardown
   if [ -n "${LAB__PREV_EXIT:-}" ]; then
     eval "$LAB__PREV_EXIT"
@@ -171,6 +183,7 @@ lab__on_exit() {
 }
 
 lab__on_signal() {
+  set +eu +o pipefail
   lab__err "caught SIG$1: tearing the lab down"
   lab_teardown
   trap - EXIT
@@ -182,6 +195,8 @@ lab__on_signal() {
 
 # lab__check_name NAME: a host name the lab knows.
 lab__known() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   if [ -z "${LAB_PFX:-}" ]; then
     lab__err "no lab: call lab_init first"
     return 1
@@ -200,6 +215,8 @@ lab_ifname() { lab__known "$1" && echo "${LAB_PFX}h${LAB__IDX[$1]}"; }
 # lab_host NAME IP: a host: namespace glabXXXX-NAME with loopback up, joined to the hub's
 # bridge by a veth pair, with address 10.77.0.X/24. IP is X (1-254) or 10.77.0.X.
 lab_host() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   local name=${1:-} ip=${2:-} x h
   if [ -z "${LAB_PFX:-}" ]; then
     lab__err "lab_host: no lab: call lab_init first"
@@ -253,6 +270,8 @@ lab_host() {
 # lab__rate_bits RATE: bits per second for 20mbit, 1gbit, 500kbit, 1.5mbit, 2000000
 # (SI, decimal; also k, m, g); 0 for 0, none, off, unlimited.
 lab__rate_bits() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   local r=${1,,}
   case "$r" in
   0 | none | off | unlimited)
@@ -278,6 +297,8 @@ lab__rate_bits() {
 
 # lab__shape NS DEV BITS DELAY_MS: tbf on DEV's egress (BITS 0: none).
 lab__shape() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   local ns=$1 dev=$2 bits=$3 delay=$4
   tc -n "$ns" qdisc del dev "$dev" root 2>/dev/null
   [ "$bits" = 0 ] && return 0
@@ -298,6 +319,8 @@ lab__shape() {
 # so the round trip between them is 2 x (DELAY(A) + DELAY(B)). Can be called again to
 # change a link (with traffic flowing).
 lab_link() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   lab__known "${1:-}" || return 1
   local name=$1 bits delay=${3:-}
   bits=$(lab__rate_bits "${2:-}") || return 1
@@ -325,6 +348,8 @@ lab_link() {
 # host NAME's namespace that holds packets TOTAL_MS (started on first use). Not through
 # $(...): the pid and the queue must be recorded in the lab's shell.
 lab__delay_queue() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   local name=$1 total=$2 key="$1|$2" ns=$LAB_PFX-$1
   LAB__Q=${LAB__QUEUE[$key]:-}
   [ -n "$LAB__Q" ] && return 0
@@ -348,6 +373,8 @@ lab__delay_queue() {
 # lab__apply_delays: (re)writes every host's LABDELAY chain (one rule per peer whose path
 # has a delay), atomically per namespace with iptables-restore.
 lab__apply_delays() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   local h s total rules key
   local -A used=()
   for h in "${LAB_HOSTS[@]}"; do
@@ -396,6 +423,8 @@ lab_have_cpu_quota() { lab__cgroot >/dev/null; }
 # 0 or none: no limit), through a cgroup glabXXXX-NAME (v1 cpu.cfs_quota_us or v2 cpu.max,
 # period 100 ms).
 lab_cpu_quota() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   lab__known "${1:-}" || return 1
   local name=$1 pct=${2:-} ver root cg quota p
   if ! [[ ${pct,,} =~ ^([0-9]+(\.[0-9]+)?|none)$ ]]; then
@@ -436,6 +465,8 @@ lab_cpu_quota() {
 # lab_exec NAME CMD...: runs CMD in host NAME (in the foreground, under its CPU quota);
 # returns CMD's status. CMD is a program: for shell code, lab_exec NAME bash -c '...'.
 lab_exec() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   lab__known "${1:-}" || return 1
   local name=$1 cg
   shift
@@ -451,6 +482,8 @@ lab_exec() {
 # stdout and stderr to a log in LAB_DIR. Sets LAB_PID (its pid) and LAB_LOG (the log); the
 # teardown stops it. Call it in the lab's shell (not in $(...)): it records the pid.
 lab_run_bg() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   lab__known "${1:-}" || return 1
   local name=$1 cg
   shift
@@ -471,6 +504,8 @@ lab_run_bg() {
 # ready; sets LAB_PID, LAB_LOG and LAB_ADDR (HOST:PORT). Fails (1) when the server exits
 # or stays silent, printing its log's tail.
 lab_start() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   LAB_ADDR=
   lab_run_bg "$@" || return 1
   lab_wait_line "$LAB_LOG" '^listening on ' "${LAB_START_TIMEOUT:-15}" "$LAB_PID" || return 1
@@ -481,6 +516,8 @@ lab_start() {
 # REGEX (0), for at most TIMEOUT seconds (1, with a message and FILE's tail), or until PID
 # has exited (1: it died before printing it).
 lab_wait_line() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   local file=${1:-} re=${2:-} timeout=${3:-10} pid=${4:-} n i
   n=$(awk -v t="$timeout" 'BEGIN { n = int(t * 20 + 0.999); print (n < 1 ? 1 : n) }')
   for ((i = 0; i < n; i++)); do
@@ -498,26 +535,32 @@ lab_wait_line() {
   return 1
 }
 
-# lab_stop PID [TIMEOUT]: SIGTERM, then SIGKILL after TIMEOUT seconds (default 5); returns
-# the process's exit status when it is a child of this shell.
+# lab_stop PID [TIMEOUT]: SIGTERM, then SIGKILL after TIMEOUT seconds (default 5). Returns
+# 0 once the process is gone (1 when no PID is given); its exit status, when it is a child
+# of this shell, goes to LAB_STATUS (143: ended by the SIGTERM).
 lab_stop() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   local pid=${1:-} t=${2:-5} i n
+  LAB_STATUS=
   [ -n "$pid" ] || return 1
-  kill -TERM "$pid" 2>/dev/null || {
-    wait "$pid" 2>/dev/null
-    return $?
-  }
-  n=$(awk -v t="$t" 'BEGIN { print int(t * 20) }')
-  for ((i = 0; i < n; i++)); do
-    lab__alive "$pid" || break
-    sleep 0.05
-  done
-  kill -KILL "$pid" 2>/dev/null
+  if kill -TERM "$pid" 2>/dev/null; then
+    n=$(awk -v t="$t" 'BEGIN { print int(t * 20) }')
+    for ((i = 0; i < n; i++)); do
+      lab__alive "$pid" || break
+      sleep 0.05
+    done
+    kill -KILL "$pid" 2>/dev/null
+  fi
   wait "$pid" 2>/dev/null
+  LAB_STATUS=$?
+  return 0
 }
 
 # lab_info: the hosts, their links and quotas, one line each.
 lab_info() {
+  local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
+  set +eu +o pipefail
   local h q
   printf '%-10s %-14s %-18s %-10s %-10s %s\n' host address namespace rate delay_ms cpu
   for h in "${LAB_HOSTS[@]}"; do
