@@ -193,7 +193,7 @@ lab__on_signal() {
   exit "$2"
 }
 
-# lab__check_name NAME: a host name the lab knows.
+# lab__known NAME: NAME is a host of this lab (else a message naming the hosts there are).
 lab__known() {
   local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
   set +eu +o pipefail
@@ -208,9 +208,9 @@ lab__known() {
 }
 
 # lab_ns NAME / lab_ip NAME / lab_ifname NAME: the host's namespace, address, interface.
-lab_ns() { lab__known "$1" && echo "$LAB_PFX-$1"; }
-lab_ip() { lab__known "$1" && echo "${LAB__IP[$1]}"; }
-lab_ifname() { lab__known "$1" && echo "${LAB_PFX}h${LAB__IDX[$1]}"; }
+lab_ns() { lab__known "${1:-}" && echo "$LAB_PFX-$1"; }
+lab_ip() { lab__known "${1:-}" && echo "${LAB__IP[$1]}"; }
+lab_ifname() { lab__known "${1:-}" && echo "${LAB_PFX}h${LAB__IDX[$1]}"; }
 
 # lab_host NAME IP: a host: namespace glabXXXX-NAME with loopback up, joined to the hub's
 # bridge by a veth pair, with address 10.77.0.X/24. IP is X (1-254) or 10.77.0.X.

@@ -193,6 +193,27 @@ if [ "$(iptables-save 2>/dev/null | grep -cE "NFQUEUE|LABDELAY")" = "$root_rules
   fail "the root namespace's iptables rules changed"
 fi
 
+# A test written under set -euo pipefail can use every function (none trips it).
+top_builddir=$top_builddir bash -c '
+set -euo pipefail
+. "$1"
+lab_init strict >/dev/null
+lab_host p 30; lab_host q 31
+lab_link q 50mbit 0; lab_link q 50mbit 2; lab_link q 0 0
+lab_have_cpu_quota && lab_cpu_quota p 50
+lab_start q "$2" "$3" serve --host 10.77.0.31 --port 5003 >/dev/null
+lab_exec p "$2" "$3" reach --to "$LAB_ADDR" >/dev/null
+lab_link_down q; lab_link_up q
+lab_info >/dev/null
+lab_stop "$LAB_PID"
+lab_cleanup_stale >/dev/null
+echo END' strict "$LAB_SH" "$PY" "$NET" >"$T_TMP/strict.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^END$' "$T_TMP/strict.out"; then ok "every function works under set -euo pipefail"; else
+  fail "a lab shell under set -euo pipefail stopped early (status $rc)"
+  diag <"$T_TMP/strict.out"
+fi
+
 # The failure paths, each in a shell of its own.
 # CHILD: a bash that makes a lab with two hosts, a quota, a delay and a background
 # process, writes its prefix and that pid to FILE, then ends as MODE says:
