@@ -442,23 +442,31 @@ static int route(grc_req *q, const grc_config *cfg, int allow_reuse, gr_err *e) 
  * server to fetch it from; that decision is then released (REPORT, GRID_ERR_CANCELED).
  * A server that cannot be reached is excluded and the next one asked. */
 static int learn(grc_req *q, const grc_config *cfg, const grd_desc **out, gr_err *e) {
+    grc_route *r = &q->route;
+    int failed = GRID_OK; /* the last server failure, once one failed */
     for (;;) {
         int rc = route(q, cfg, 0, e);
-        if (rc) return rc;
+        if (rc) {
+            if (failed) { /* name every server that failed, as a call's failover does */
+                r->final = 1;
+                return gr_seterr(e, failed, "%s: no server could run the call: %s", q->t.name, r->tried);
+            }
+            return rc;
+        }
         rc = grc_descriptor(&q->t, cfg, out, e);
-        if (q->route.decision) {
-            q->route.bytes_in = q->route.bytes_out = 0;
-            q->route.sent_ns = 0;
+        if (r->decision) {
+            r->bytes_in = r->bytes_out = 0;
+            r->sent_ns = 0;
             grc_meta_report(q, rc == GRID_OK ? GRID_ERR_CANCELED : rc, cfg);
         }
-        if (rc == GRID_OK || !grc_code_is_server_failure(rc) || q->route.nexclude >= GRP_MAX_EXCLUDE) {
+        if (rc == GRID_OK || !grc_code_is_server_failure(rc) || r->nexclude >= GRP_MAX_EXCLUDE) {
             if (rc) gr_prefixerr(e, "%s on %s:%d: ", q->t.name, q->t.host, q->t.port);
             return rc;
         }
-        grc_route *r = &q->route;
+        failed = rc;
         size_t used = strlen(r->tried);
         snprintf(r->tried + used, sizeof r->tried - used, "%s%s:%d (%s)", used ? ", " : "", q->t.host, q->t.port,
-                 "cannot connect");
+                 rc == GRID_ERR_CONNECT && strstr(e->msg, "refused") ? "connection refused" : grid_error_string(rc));
         r->exclude[r->nexclude] = r->server_id;
         snprintf(r->excluded_addr[r->nexclude], sizeof r->excluded_addr[0], "%s:%d", q->t.host, q->t.port);
         r->nexclude++;
