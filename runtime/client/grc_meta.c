@@ -31,7 +31,7 @@ typedef struct known {
     int port;
     int up;
     double bandwidth, speed; /* from SERVERS_OK; 0: unknown */
-    double min_wire_ns;      /* shortest time outside the server seen for a call: its round trip */
+    double base_wire_ns;     /* smoothed time outside the server of tiny calls: the bare round trip */
     char **functions;        /* owned */
     uint32_t nfunctions;
 } known;
@@ -134,7 +134,7 @@ static void take_servers(const grp_server_info *v, uint32_t n) {
         k[i].bandwidth = v[i].bandwidth;
         k[i].speed = v[i].speed;
         known *old = find_known(v[i].id, v[i].host, (int)v[i].port);
-        if (old) k[i].min_wire_ns = old->min_wire_ns;
+        if (old) k[i].base_wire_ns = old->base_wire_ns;
         k[i].functions = calloc(v[i].nfunctions ? v[i].nfunctions : 1, sizeof(char *));
         for (uint32_t j = 0; k[i].functions && j < v[i].nfunctions; j++)
             if ((k[i].functions[k[i].nfunctions] = strdup(v[i].functions[j]))) k[i].nfunctions++;
@@ -359,14 +359,16 @@ static int ask(grc_req *q, const grc_config *cfg, grp_schedule_ok *ok, int *unre
 
 /* The predicted cost of Q's call beyond its bare round trip: transfer plus compute,
  * from the server's measured bandwidth and speed when the metaserver knows them, else
- * from this function's earlier calls scaled by Q's figures; -1 when unknown. */
+ * from this function's earlier calls (their time outside the server beyond the bare
+ * round trip, scaled by Q's bytes; their run time, scaled by Q's flops); -1 when
+ * unknown, as for a call much bigger than any measured. */
 static double predicted_ns(const fentry *fe, const grc_route *r, const known *k) {
     double bytes = (double)(r->bytes_in + r->bytes_out);
     double xfer, compute;
     if (k && k->bandwidth > 0)
         xfer = bytes / k->bandwidth * 1e9;
-    else if (fe->bytes > 0 && k && k->min_wire_ns > 0)
-        xfer = (fe->wire_ns - k->min_wire_ns) * (bytes / fe->bytes);
+    else if (fe->bytes > 0 && bytes <= 4 * fe->bytes && k && k->base_wire_ns > 0)
+        xfer = (fe->wire_ns - k->base_wire_ns) * (bytes / fe->bytes);
     else
         return -1;
     if (r->flops > 0 && k && k->speed > 0)
@@ -560,8 +562,11 @@ static void measure(const grc_req *q, fentry *fe, double total_ns) {
         fe->bytes += a * ((double)(q->route.bytes_in + q->route.bytes_out) - fe->bytes);
         fe->flops += a * (q->route.flops - fe->flops);
     }
+    /* Calls of a few KiB move no data worth counting: their time outside the server is
+     * the link's round trip, the part of every call that no decision changes. */
     known *k = find_known(q->route.server_id, q->t.host, q->t.port);
-    if (k && (k->min_wire_ns <= 0 || wire < k->min_wire_ns)) k->min_wire_ns = wire;
+    if (k && q->route.bytes_in + q->route.bytes_out <= 4096)
+        k->base_wire_ns = k->base_wire_ns > 0 ? k->base_wire_ns + a * (wire - k->base_wire_ns) : wire;
 }
 
 void grc_meta_report(grc_req *q, int code, const grc_config *cfg) {
