@@ -267,7 +267,8 @@ int grid_set_metaserver_np(const char *host, int port) {
     gr_err e;
     gr_clearerr(&e);
     if (host && strlen(host) >= GRC_MAX_HOST)
-        gr_seterr(&e, GRID_ERR_ARGS, "grid_set_metaserver_np: a host name has at most %d bytes", GRC_MAX_HOST - 1);
+        gr_seterr(&e, GRID_ERR_ARGS, "grid_set_metaserver_np: a host name has at most %d bytes",
+                  GRC_MAX_HOST - 1);
     else if (host && *host && (port < 1 || port > 65535))
         gr_seterr(&e, GRID_ERR_ARGS, "grid_set_metaserver_np: port %d is not 1..65535", port);
     else
@@ -313,7 +314,8 @@ int grid_set_call_flags_np(unsigned flags) {
     gr_err e;
     gr_clearerr(&e);
     if (flags & ~GRID_CALL_NO_RETRY_NP)
-        gr_seterr(&e, GRID_ERR_ARGS, "grid_set_call_flags_np: unknown flags 0x%x (known: GRID_CALL_NO_RETRY_NP)",
+        gr_seterr(&e, GRID_ERR_ARGS,
+                  "grid_set_call_flags_np: unknown flags 0x%x (known: GRID_CALL_NO_RETRY_NP)",
                   flags & ~GRID_CALL_NO_RETRY_NP);
     else
         grc_set_call_flags(flags);

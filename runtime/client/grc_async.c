@@ -240,8 +240,7 @@ static void *reader_main(void *arg) {
         pthread_mutex_lock(&alock);
         if (!discard) {
             s->reading = 0;
-            if (moved)
-                s->rerouting = 1;
+            if (moved) s->rerouting = 1;
             if (resent || moved)
                 pthread_cond_broadcast(&acond); /* a cancel may wait for reading to end */
             else

@@ -106,13 +106,13 @@ typedef struct grc_args {
 /* How a plain name's call was routed by the metaserver (grc_meta.c), for its REPORT and
  * its failover to another server. */
 typedef struct grc_route {
-    int routed;         /* the target came from the metaserver or its last-known servers */
-    int no_retry;       /* the caller's GRID_CALL_NO_RETRY_NP when the call started */
-    int final;          /* the error message already names the function and servers */
-    int reused;         /* the target is an earlier decision's (no SCHEDULE) */
-    int reported;       /* this attempt's REPORT is written */
-    uint64_t decision;  /* SCHEDULE_OK's; 0: a reused decision or a last-known server */
-    uint64_t server_id; /* 0 when unknown */
+    int routed;                   /* the target came from the metaserver or its last-known servers */
+    int no_retry;                 /* the caller's GRID_CALL_NO_RETRY_NP when the call started */
+    int final;                    /* the error message already names the function and servers */
+    int reused;                   /* the target is an earlier decision's (no SCHEDULE) */
+    int reported;                 /* this attempt's REPORT is written */
+    uint64_t decision;            /* SCHEDULE_OK's; 0: a reused decision or a last-known server */
+    uint64_t server_id;           /* 0 when unknown */
     uint64_t bytes_in, bytes_out; /* the CALL and RESULT sizes */
     double flops;                 /* Complexity for these arguments */
     uint32_t nexclude;            /* servers that failed this call */
@@ -176,7 +176,8 @@ int grc_meta_reroute(grc_req *q, const grc_config *cfg, gr_err *e);
 void grc_meta_report(grc_req *q, int code, const grc_config *cfg);
 /* The descriptor of plain NAME through the metaserver (introspection calls): *T gets
  * the server it came from. */
-int grc_meta_describe(const char *name, const grc_config *cfg, grc_target *t, const grd_desc **out, gr_err *e);
+int grc_meta_describe(const char *name, const grc_config *cfg, grc_target *t, const grd_desc **out,
+                      gr_err *e);
 /* The descriptor was fetched again (after STALE): later calls of NAME use D. */
 void grc_meta_learn(const char *name, const grd_desc *d);
 /* Closes the metaserver connection, stops the probe and forgets what it knew. */

@@ -130,10 +130,11 @@ static void load_file(const char *path, int required) {
         int rc = n == 2 ? apply_line(key, v, path, lineno, err, sizeof err) : 1;
         if (rc < 0) config_error("%.400s:%d: cannot use '%s %.200s': %s", path, lineno, key, v, err);
         if (rc > 0)
-            config_error("%.400s:%d: cannot use '%s%s%.200s': write 'server HOST:PORT', 'metaserver HOST:PORT', "
-                         "'timeout DURATION', 'connect_timeout DURATION' or 'token TEXT' (DURATION: 30, 0.5, "
-                         "250ms, 30s, 2m, 1h)",
-                         path, lineno, key, n > 1 ? " " : "", n > 1 ? v : "");
+            config_error(
+                "%.400s:%d: cannot use '%s%s%.200s': write 'server HOST:PORT', 'metaserver HOST:PORT', "
+                "'timeout DURATION', 'connect_timeout DURATION' or 'token TEXT' (DURATION: 30, 0.5, "
+                "250ms, 30s, 2m, 1h)",
+                path, lineno, key, n > 1 ? " " : "", n > 1 ? v : "");
     }
     fclose(f);
 }
@@ -160,9 +161,10 @@ static void load_routing(void) {
     if (pol && *pol) {
         int p = grp_policy_parse(pol);
         if (p < 0)
-            config_error("GRIDRPC_SCHEDULER: unknown scheduler '%.100s': write mct, least-load, round-robin or "
-                         "default (the metaserver's own)",
-                         pol);
+            config_error(
+                "GRIDRPC_SCHEDULER: unknown scheduler '%.100s': write mct, least-load, round-robin or "
+                "default (the metaserver's own)",
+                pol);
         else
             config.policy = (uint32_t)p;
     }

@@ -206,7 +206,8 @@ static int pick_known(fentry *fe, grc_req *q, const grc_config *cfg, const gr_er
                          "the metaserver at %s:%d (%s) is unreachable (%s) and no server is known from an "
                          "earlier contact: start gridmetad there, fix %s, or name a server: "
                          "gridrpc://HOST:PORT/%s",
-                         cfg->meta_host, cfg->meta_port, cfg->meta_source, why->msg, cfg->meta_source, fe->name);
+                         cfg->meta_host, cfg->meta_port, cfg->meta_source, why->msg, cfg->meta_source,
+                         fe->name);
     return gr_seterr(e, GRID_ERR_NOT_FOUND,
                      "the metaserver at %s:%d is unreachable (%s) and none of the %u servers it last named "
                      "has '%s'%s",
@@ -467,8 +468,10 @@ static int learn(grc_req *q, const grc_config *cfg, const grd_desc **out, gr_err
         }
         failed = rc;
         size_t used = strlen(r->tried);
-        snprintf(r->tried + used, sizeof r->tried - used, "%s%s:%d (%s)", used ? ", " : "", q->t.host, q->t.port,
-                 rc == GRID_ERR_CONNECT && strstr(e->msg, "refused") ? "connection refused" : grid_error_string(rc));
+        snprintf(r->tried + used, sizeof r->tried - used, "%s%s:%d (%s)", used ? ", " : "", q->t.host,
+                 q->t.port,
+                 rc == GRID_ERR_CONNECT && strstr(e->msg, "refused") ? "connection refused"
+                                                                     : grid_error_string(rc));
         r->exclude[r->nexclude] = r->server_id;
         snprintf(r->excluded_addr[r->nexclude], sizeof r->excluded_addr[0], "%s:%d", q->t.host, q->t.port);
         r->nexclude++;
@@ -515,7 +518,8 @@ void grc_meta_learn(const char *name, const grd_desc *d) {
     pthread_mutex_unlock(&mlock);
 }
 
-int grc_meta_describe(const char *name, const grc_config *cfg, grc_target *t, const grd_desc **out, gr_err *e) {
+int grc_meta_describe(const char *name, const grc_config *cfg, grc_target *t, const grd_desc **out,
+                      gr_err *e) {
     grc_req q;
     memset(&q, 0, sizeof q);
     if (strlen(name) >= sizeof q.t.name) return gr_seterr(e, GRID_ERR_ARGS, "function name too long");

@@ -32,7 +32,8 @@ static uint32_t ntargets;
 static grc_config pcfg;
 
 /* One request and its reply header, EXPECT or an ERROR (returned as its code). */
-static int exchange_head(grc_conn *c, uint32_t expect, const char *what, uint64_t id, int *in_step, gr_err *e) {
+static int exchange_head(grc_conn *c, uint32_t expect, const char *what, uint64_t id, int *in_step,
+                         gr_err *e) {
     grw_header h;
     int rc = grp_read_header(&c->rd, &h, e);
     if (rc) {

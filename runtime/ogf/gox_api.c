@@ -157,8 +157,7 @@ grpc_error_t grpc_function_handle_default(grpc_function_handle_t *h, const char 
     int port = 0;
     pthread_mutex_lock(&lock);
     const char *assigned = gox_config_function_host(&config, func);
-    if (assigned)
-        gox_config_server(&config, assigned, host, sizeof host, &port);
+    if (assigned) gox_config_server(&config, assigned, host, sizeof host, &port);
     pthread_mutex_unlock(&lock);
     /* With a metaserver (the file's, or the core's), a function no <FUNCTION_INFO>
      * assigns is routed per call: the handle keeps the plain name and no server. */

@@ -43,8 +43,8 @@ class FakeMeta {
         a.sin_family = AF_INET;
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         socklen_t al = sizeof a;
-        if (lfd_ < 0 || bind(lfd_, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || listen(lfd_, 16) != 0 ||
-            getsockname(lfd_, reinterpret_cast<sockaddr *>(&a), &al) != 0)
+        if (lfd_ < 0 || bind(lfd_, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
+            listen(lfd_, 16) != 0 || getsockname(lfd_, reinterpret_cast<sockaddr *>(&a), &al) != 0)
             throw std::runtime_error("fake metaserver: cannot listen");
         port_ = ntohs(a.sin_port);
         acceptor_ = std::thread([this] { accept_loop(); });
@@ -110,7 +110,8 @@ class FakeMeta {
         if (a == b) return true;
         auto sa = a.rfind('/'), sb = b.rfind('/');
         if ((sa == std::string::npos) == (sb == std::string::npos)) return false;
-        return (sa == std::string::npos ? a : a.substr(sa + 1)) == (sb == std::string::npos ? b : b.substr(sb + 1));
+        return (sa == std::string::npos ? a : a.substr(sa + 1)) ==
+               (sb == std::string::npos ? b : b.substr(sb + 1));
     }
 
     void accept_loop() {
@@ -167,7 +168,8 @@ class FakeMeta {
                 if (!rc) rc = grp_write_pong(wr, h.request_id, &p, &e);
             } else {
                 rc = grw_skip(rd, &e);
-                if (!rc) rc = grp_write_error(wr, h.request_id, GRID_ERR_PROTOCOL, "not a metaserver message", &e);
+                if (!rc)
+                    rc = grp_write_error(wr, h.request_id, GRID_ERR_PROTOCOL, "not a metaserver message", &e);
             }
             if (rc) break;
         }

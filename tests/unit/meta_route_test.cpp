@@ -119,8 +119,8 @@ TEST_F(MetaRoute, ReportCarriesDecisionBytesAndServerTimes) {
     EXPECT_STREQ("testsite", r[1].site);
     EXPECT_EQ(meta.schedules()[1].bytes_in, r[1].bytes_in);
     EXPECT_EQ(24u + 16 + 4, r[1].bytes_out);
-    EXPECT_GE(r[1].run_ns, 45000000u);                        // the server slept 50 ms
-    EXPECT_GE(r[1].total_ns, r[1].run_ns + r[1].queue_ns);    // measured around it
+    EXPECT_GE(r[1].run_ns, 45000000u);                     // the server slept 50 ms
+    EXPECT_GE(r[1].total_ns, r[1].run_ns + r[1].queue_ns); // measured around it
     EXPECT_LT(r[1].total_ns, 5000000000u);
 }
 
@@ -134,7 +134,7 @@ TEST_F(MetaRoute, BytesInIsTheCallOnTheWire) {
             if (m->h.type == GRW_CALL) {
                 static_cast<Seen *>(user)->call_bytes = GRW_HEADER_BYTES + m->len;
                 return fake_send_error(fd, m->h.request_id, GRID_ERR_FAILED, "scripted failure") ? FAKE_CLOSE
-                                                                                                  : FAKE_KEEP;
+                                                                                                 : FAKE_KEEP;
             }
             return fake_default_reply(f, fd, m, user);
         },
@@ -207,8 +207,10 @@ TEST_F(MetaRoute, EveryServerFailingNamesEachOne) {
     EXPECT_EQ(GRID_ERR_CONNECT, grid_call("test/null_call"));
     std::string msg = grid_last_error();
     EXPECT_NE(std::string::npos, msg.find("test/null_call: no server could run the call: ")) << msg;
-    EXPECT_NE(std::string::npos, msg.find("127.0.0.1:" + std::to_string(pa) + " (connection refused)")) << msg;
-    EXPECT_NE(std::string::npos, msg.find("127.0.0.1:" + std::to_string(pb) + " (connection refused)")) << msg;
+    EXPECT_NE(std::string::npos, msg.find("127.0.0.1:" + std::to_string(pa) + " (connection refused)"))
+        << msg;
+    EXPECT_NE(std::string::npos, msg.find("127.0.0.1:" + std::to_string(pb) + " (connection refused)"))
+        << msg;
 }
 
 TEST_F(MetaRoute, NoRetryFlagStopsFailover) {
@@ -353,8 +355,8 @@ TEST_F(MetaRoute, AsyncAllFailingNamesEachServer) {
     a.stop(SIGKILL);
     EXPECT_EQ(GRID_ERR_CONN_LOST, grid_wait(id));
     std::string msg = grid_last_error();
-    EXPECT_NE(std::string::npos, msg.find("test/sleep: no server could run the call: " + a.address() +
-                                          " (connection"))
+    EXPECT_NE(std::string::npos,
+              msg.find("test/sleep: no server could run the call: " + a.address() + " (connection"))
         << msg;
 }
 
@@ -392,7 +394,8 @@ TEST_F(MetaRoute, SchedulerFromEnvironmentAndBadValue) {
     setenv("GRIDRPC_SCHEDULER", "fastest", 1);
     grid_reset_np();
     EXPECT_EQ(GRID_ERR_CONFIG, grid_call("test/null_call"));
-    EXPECT_NE(std::string::npos, std::string(grid_last_error()).find("GRIDRPC_SCHEDULER")) << grid_last_error();
+    EXPECT_NE(std::string::npos, std::string(grid_last_error()).find("GRIDRPC_SCHEDULER"))
+        << grid_last_error();
 }
 
 TEST_F(MetaRoute, TinyCallsReuseTheDecision) {
@@ -457,7 +460,8 @@ TEST_F(MetaRoute, ConfigurationNamesTheMetaserver) {
     FakeMeta meta({entry(1, a.port())});
     char path[] = "/tmp/meta-route-conf-XXXXXX";
     int fd = mkstemp(path);
-    std::string text = "server " + direct.address() + "\nmetaserver 127.0.0.1:" + std::to_string(meta.port()) + "\n";
+    std::string text =
+        "server " + direct.address() + "\nmetaserver 127.0.0.1:" + std::to_string(meta.port()) + "\n";
     ASSERT_EQ(static_cast<ssize_t>(text.size()), write(fd, text.data(), text.size()));
     close(fd);
     setenv("GRIDRPC_CONFIG", path, 1);
@@ -483,7 +487,8 @@ TEST_F(MetaRoute, ConfigurationNamesTheMetaserver) {
     setenv("GRIDRPC_METASERVER", "nowhere", 1);
     grid_reset_np();
     EXPECT_EQ(GRID_ERR_CONFIG, grid_call("test/null_call"));
-    EXPECT_NE(std::string::npos, std::string(grid_last_error()).find("GRIDRPC_METASERVER")) << grid_last_error();
+    EXPECT_NE(std::string::npos, std::string(grid_last_error()).find("GRIDRPC_METASERVER"))
+        << grid_last_error();
     unsetenv("GRIDRPC_METASERVER");
 }
 

@@ -377,7 +377,7 @@ TEST_F(ClientConfig, BadValueNamesFileLineAndForms) {
     ASSERT_EQ(GRID_ERR_CONFIG, Load("timeout 2m\nretries 3\n"));
     EXPECT_NE(nullptr,
               strstr(e_.msg, ":2: cannot use 'retries 3': write 'server HOST:PORT', 'metaserver HOST:PORT', "
-                                 "'timeout DURATION'"))
+                             "'timeout DURATION'"))
         << e_.msg;
     ASSERT_EQ(GRID_ERR_CONFIG, Load("timeout\n"));
     EXPECT_NE(nullptr, strstr(e_.msg, ":1: cannot use 'timeout': write")) << e_.msg;
