@@ -207,8 +207,9 @@ int grd_validate(const grd_desc *desc, grd_error *err) {
         bounded_len(desc->description, GRD_MAX_DESCRIPTION + 1) > GRD_MAX_DESCRIPTION)
         return grd_fail(err, GRD_E_LIMIT, "description is longer than the limit of %u bytes",
                         GRD_MAX_DESCRIPTION);
-    if (desc->flags & ~GRD_FF_SHRINK)
-        return grd_fail(err, GRD_E_INVALID, "unknown function flag bits 0x%x", desc->flags & ~GRD_FF_SHRINK);
+    if (desc->flags & ~(GRD_FF_SHRINK | GRD_FF_NO_RETRY))
+        return grd_fail(err, GRD_E_INVALID, "unknown function flag bits 0x%x",
+                        desc->flags & ~(GRD_FF_SHRINK | GRD_FF_NO_RETRY));
     if (desc->language < GRD_LANG_C || desc->language > GRD_LANG_FORTRAN)
         return grd_fail(err, GRD_E_INVALID, "unknown language %u", desc->language);
     if (desc->nparams > GRD_MAX_PARAMS)

@@ -19,9 +19,13 @@
 
 #include "fake_meta.h"
 #include "fake_server.h"
+#include "grd_desc.h"
 #include "gridrpc.h"
+#include "gridrpc_stub.h"
 #include "grpc.h"
 #include "server_fixture.h"
+
+extern "C" const gridrpc_stub_module gridrpc_module_test;
 
 namespace {
 
@@ -233,6 +237,72 @@ TEST_F(MetaRoute, NoRetryFlagStopsFailover) {
     grid_set_call_flags_np(0);
     EXPECT_TRUE(echo_ok()) << grid_last_error();
     EXPECT_EQ(b.address(), last_server());
+}
+
+// A fake server whose test/null_call descriptor has FLAGS and which drops the
+// connection on every CALL (a server killed while the call runs).
+struct DroppingServer {
+    std::vector<uint8_t> desc;
+    fake_server *fs = nullptr;
+    explicit DroppingServer(uint32_t flags) {
+        const gridrpc_stub_module *mod = &gridrpc_module_test;
+        for (unsigned i = 0; i < mod->nfunctions; i++) {
+            if (strcmp(mod->functions[i].name, "null_call") != 0) continue;
+            grd_desc *d = nullptr;
+            grd_error err = {0, ""};
+            if (grd_decode(mod->functions[i].descriptor, mod->functions[i].descriptor_len, &d, &err) !=
+                GRD_OK)
+                throw std::runtime_error(err.msg);
+            d->flags |= flags;
+            uint8_t *buf = nullptr;
+            size_t len = 0;
+            if (grd_encode(d, &buf, &len, &err) != GRD_OK) throw std::runtime_error(err.msg);
+            desc.assign(buf, buf + len);
+            free(buf);
+            grd_free(d);
+        }
+        fs = fake_server_start(
+            [](fake_server *f, int fd, const fake_msg *m, void *user) -> int {
+                auto *self = static_cast<DroppingServer *>(user);
+                if (m->h.type == GRW_CALL) return FAKE_CLOSE;
+                if (m->h.type != GRW_GET_DESCRIPTOR) return fake_default_reply(f, fd, m, user);
+                fake_buf b = {nullptr, 0, 0};
+                fake_buf_begin(&b, GRW_DESCRIPTOR, m->h.request_id);
+                fake_buf_string(&b, "test/null_call", 14);
+                fake_buf_string(&b, reinterpret_cast<const char *>(self->desc.data()), self->desc.size());
+                fake_buf_finish(&b);
+                int rc = fake_send_raw(fd, b.p, b.len);
+                fake_buf_free(&b);
+                return rc ? FAKE_CLOSE : FAKE_KEEP;
+            },
+            this);
+        if (!fs) throw std::runtime_error("fake server");
+    }
+    ~DroppingServer() { fake_server_stop(fs); }
+    int port() const { return fake_server_port(fs); }
+};
+
+TEST_F(MetaRoute, RetryNoFunctionIsNotRunTwice) {
+    TestServer b;
+    {
+        DroppingServer a(GRD_FF_NO_RETRY);
+        FakeMeta meta({entry(1, a.port()), entry(2, b.port())});
+        use(meta);
+        EXPECT_EQ(GRID_ERR_CONN_LOST, grid_call("test/null_call"));
+        std::string msg = grid_last_error();
+        EXPECT_NE(std::string::npos, msg.find("not retried on another server")) << msg;
+        EXPECT_NE(std::string::npos, msg.find("Retry \"no\"")) << msg;
+        for (auto &s : meta.schedules())
+            EXPECT_EQ(0u, s.nexclude) << "a SCHEDULE asked for another server";
+    }
+    grid_reset_np();
+    {
+        DroppingServer a(0); // the same failure without the flag: b runs it
+        FakeMeta meta({entry(1, a.port()), entry(2, b.port())});
+        use(meta);
+        EXPECT_EQ(GRID_OK, grid_call("test/null_call")) << grid_last_error();
+        EXPECT_EQ(b.address(), last_server());
+    }
 }
 
 // Runs F with stderr going to a file; returns what was written.
