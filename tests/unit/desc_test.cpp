@@ -453,8 +453,8 @@ TEST(Validate, EnumsFlagsAndLimits) {
     }
     {
         DescPtr d = Dmmul();
-        d->flags = 2;
-        ExpectInvalid(d.get(), GRD_E_INVALID, "unknown function flag bits 0x2");
+        d->flags = 4;
+        ExpectInvalid(d.get(), GRD_E_INVALID, "unknown function flag bits 0x4");
     }
     {
         DescPtr d = Dmmul();
@@ -1316,7 +1316,9 @@ TEST(Hostile, BadProgramsAreRejectedByDecode) {
     EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", static_cast<grd_type>(12), GRD_IN).b)).code, GRD_E_INVALID);
     EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", GRD_INT, static_cast<grd_mode>(5)).b)).code, GRD_E_INVALID);
     EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", GRD_INT, GRD_IN, 8).b)).code, GRD_E_INVALID);
-    EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(2).u32(1).u32(0).u32(0).b)).code, GRD_E_INVALID);
+    EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(4).u32(1).u32(0).u32(0).b)).code, GRD_E_INVALID);
+    // Flag bits 0 and 1 (Shrink "yes", Retry "no") are known.
+    EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(3).u32(1).u32(0).u32(0).b)).code, GRD_OK);
     EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(0).u32(0).u32(0).u32(0).b)).code, GRD_E_INVALID);
 }
 
