@@ -128,6 +128,7 @@ static void failover_session(grc_session *s, int code, const char *msg) {
         }
         pthread_mutex_lock(&alock);
         s->pipe = np;
+        s->req.route.sent_ns = gr_now_ns(); /* under alock: the reader reads it after taking it */
         pthread_mutex_unlock(&alock);
         pthread_mutex_lock(&np->wlock);
         rc = grc_req_send(&s->req, &np->conn->wr, (uint64_t)s->id, &np->conn->server, &e);
@@ -192,6 +193,7 @@ static int resend_stale(grc_pipe *p, grc_session *s, gr_err *e) {
     int rc = grc_req_refresh(&s->req, e);
     if (!rc) rc = grc_req_check(&s->req, &p->conn->server, e);
     if (rc) return rc;
+    s->req.route.sent_ns = gr_now_ns();
     pthread_mutex_lock(&p->wlock);
     rc = grc_req_send(&s->req, &p->conn->wr, (uint64_t)s->id, &p->conn->server, e);
     pthread_mutex_unlock(&p->wlock);
@@ -334,6 +336,7 @@ int grc_call_async(const char *name, const grc_args *args, gr_err *e) {
     while (find(next_id))
         next_id++;
     s->id = next_id++;
+    s->req.route.sent_ns = gr_now_ns();
     insert(s); /* registered before it is sent, so the reply always finds its session */
     int id = s->id;
     pthread_mutex_unlock(&alock);

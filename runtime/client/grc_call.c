@@ -14,6 +14,7 @@ long grc_stat_calls;
  * *broken when the connection cannot be reused. */
 static int exchange(grc_conn *c, grc_req *q, int *broken, gr_err *e) {
     uint64_t id = c->next_id++;
+    q->route.sent_ns = gr_now_ns();
     int rc = grc_req_send(q, &c->wr, id, &c->server, e);
     if (rc) {
         *broken = 1;

@@ -119,7 +119,8 @@ typedef struct grc_route {
     uint64_t exclude[GRP_MAX_EXCLUDE];
     char excluded_addr[GRP_MAX_EXCLUDE][GRC_MAX_HOST + 8]; /* the same, by address */
     char tried[1024];       /* "a:7001 (connection refused), b:7002 (connection lost)" */
-    long long sent_ns;      /* when the CALL started to go out */
+    long long sent_ns;      /* when the CALL started to go out (set by the sender before it
+                             * hands the call to another thread: REPORT's total_ns) */
     grp_result_times times; /* from RESULT */
 } grc_route;
 
@@ -141,7 +142,7 @@ int grc_req_fill(grc_req *q, const grc_args *args, gr_err *e);
 /* Checks the arguments against the limits the server announced (before sending). */
 int grc_req_check(const grc_req *q, const grw_limits *server, gr_err *e);
 /* Writes the CALL message with request ID (the caller holds the writer). */
-int grc_req_send(grc_req *q, grw_writer *w, uint64_t id, const grw_limits *server, gr_err *e);
+int grc_req_send(const grc_req *q, grw_writer *w, uint64_t id, const grw_limits *server, gr_err *e);
 /* Reads the reply whose header H was just read: RESULT into the caller's buffers, or
  * ERROR. Returns its code; *in_step: the connection can carry another message. */
 int grc_req_reply(grc_req *q, grw_reader *r, const grw_header *h, int *in_step, gr_err *e);

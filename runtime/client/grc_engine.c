@@ -97,8 +97,7 @@ int grc_req_check(const grc_req *q, const grw_limits *server, gr_err *e) {
     return GRID_OK;
 }
 
-int grc_req_send(grc_req *q, grw_writer *w, uint64_t id, const grw_limits *server, gr_err *e) {
-    q->route.sent_ns = gr_now_ns();
+int grc_req_send(const grc_req *q, grw_writer *w, uint64_t id, const grw_limits *server, gr_err *e) {
     return grp_write_call(w, id, q->t.name, q->desc->hash, q->call, server, e);
 }
 
