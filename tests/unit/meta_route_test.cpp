@@ -523,6 +523,18 @@ TEST_F(MetaRoute, ProbeMeasuresUnknownLinks) {
         EXPECT_STREQ("testsite", r.site);
     }
     EXPECT_EQ(0u, probes[0].bytes_in); // the PING round trip
+    // A gridrpcd that answers PROBE adds the bandwidth report; one that refuses it
+    // (older) leaves the PING report alone. Either way nothing else is reported.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    probes.clear();
+    for (auto &r : meta.reports())
+        if (!r.function[0]) probes.push_back(r);
+    ASSERT_LE(probes.size(), 2u);
+    if (probes.size() == 2) {
+        EXPECT_EQ(262144u, probes[1].bytes_in);
+        EXPECT_EQ(262144u, probes[1].bytes_out);
+        EXPECT_GT(probes[1].total_ns, probes[0].total_ns);
+    }
 }
 
 TEST_F(MetaRoute, ConfigurationNamesTheMetaserver) {
