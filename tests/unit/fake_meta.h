@@ -35,13 +35,15 @@ class FakeMeta {
         double bandwidth = 0; // what SERVERS_OK says about the link from the asking site
     };
 
-    explicit FakeMeta(std::vector<Server> script) : script_(std::move(script)) {
+    // PORT 0: any free port; another: that one (a metaserver restarted where it was).
+    explicit FakeMeta(std::vector<Server> script, int port = 0) : script_(std::move(script)) {
         lfd_ = socket(AF_INET, SOCK_STREAM, 0);
         int one = 1;
         setsockopt(lfd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         sockaddr_in a{};
         a.sin_family = AF_INET;
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(static_cast<uint16_t>(port));
         socklen_t al = sizeof a;
         if (lfd_ < 0 || bind(lfd_, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
             listen(lfd_, 16) != 0 || getsockname(lfd_, reinterpret_cast<sockaddr *>(&a), &al) != 0)

@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -353,6 +354,27 @@ TEST_F(MetaRoute, MetaserverGoneUsesLastKnownServersAndWarnsOnce) {
     // Round robin over the servers it last named.
     EXPECT_NE(std::find(used.begin(), used.end(), a.address()), used.end());
     EXPECT_NE(std::find(used.begin(), used.end(), b.address()), used.end());
+}
+
+TEST_F(MetaRoute, MetaserverBackIsAskedAgainAndANewOutageWarnsAgain) {
+    setenv("GRIDRPC_REUSE", "0", 1);
+    grid_reset_np();
+    TestServer a;
+    auto meta = std::make_unique<FakeMeta>(std::vector<FakeMeta::Server>{entry(1, a.port())});
+    int port = meta->port();
+    use(*meta);
+    ASSERT_TRUE(echo_ok()) << grid_last_error();
+    meta->stop();
+    std::string err = capture_stderr([&] { EXPECT_TRUE(echo_ok()) << grid_last_error(); });
+    EXPECT_EQ(1u, count(err, "is unreachable")) << err;
+    meta.reset();
+    meta = std::make_unique<FakeMeta>(std::vector<FakeMeta::Server>{entry(1, a.port())}, port);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100)); // the client retries once a second
+    ASSERT_TRUE(echo_ok()) << grid_last_error();
+    EXPECT_EQ(1u, meta->schedules().size()); // asked again (the descriptor is known)
+    meta->stop();
+    err = capture_stderr([&] { EXPECT_TRUE(echo_ok()) << grid_last_error(); });
+    EXPECT_EQ(1u, count(err, "is unreachable")) << err;
 }
 
 TEST_F(MetaRoute, QuietSilencesTheWarning) {
