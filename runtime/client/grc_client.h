@@ -116,6 +116,7 @@ typedef struct grc_route {
     uint64_t bytes_in, bytes_out; /* the CALL and RESULT sizes */
     double flops;                 /* Complexity for these arguments */
     uint32_t nexclude;            /* servers that failed this call */
+    int attempts;                 /* failovers so far */
     uint64_t exclude[GRP_MAX_EXCLUDE];
     char excluded_addr[GRP_MAX_EXCLUDE][GRC_MAX_HOST + 8]; /* the same, by address */
     char tried[1024];       /* "a:7001 (connection refused), b:7002 (connection lost)" */

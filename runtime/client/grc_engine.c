@@ -162,7 +162,9 @@ int grc_req_failover(grc_req *q, int code, gr_err *e) {
     }
     gr_err re;
     gr_clearerr(&re);
-    int rc = r->nexclude < GRP_MAX_EXCLUDE ? grc_meta_reroute(q, &cfg, &re) : GRID_ERR_NOT_FOUND;
+    /* Once per server: a metaserver that names a failed server again does not loop. */
+    int rc = r->nexclude < GRP_MAX_EXCLUDE && ++r->attempts < GRP_MAX_EXCLUDE ? grc_meta_reroute(q, &cfg, &re)
+                                                                              : GRID_ERR_NOT_FOUND;
     if (rc == GRID_OK) return GRID_OK;
     r->final = 1;
     /* "No server left" is the expected end; anything else (the metaserver and every
