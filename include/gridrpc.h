@@ -18,9 +18,11 @@
  * is an error (GRID_ERR_ARGS) instead of a crash.
  *
  * Which server: a name may be "function", "module/function" or
- * "gridrpc://host:port/module/function". Without a host, the server is the one set by
- * GRIDRPC_SERVER=host:port, else the first "server" line of the file named by
- * GRIDRPC_CONFIG, else of ~/.gridrpc.conf (docs/api.md).
+ * "gridrpc://host:port/module/function". A URL goes to its server. Without a host, the
+ * metaserver chooses when one is configured (GRIDRPC_METASERVER=host:port, a
+ * "metaserver" line, grid_set_metaserver_np: docs/metaserver-client.md), else the server
+ * is the one set by GRIDRPC_SERVER=host:port, else the first "server" line of the file
+ * named by GRIDRPC_CONFIG, else of ~/.gridrpc.conf (docs/api.md).
  *
  * Every function here is MT-safe: threads may call concurrently; each call uses a
  * connection of its own from a pool.
@@ -118,6 +120,28 @@ int grid_get_timeouts_np(double *connect_seconds, double *call_seconds);
  * configured). GRID_ERR_CONFIG for a malformed configuration, GRID_ERR_ARGS when HOST
  * is NULL or too small. */
 int grid_get_server_np(char *host, size_t hostsize, int *port);
+
+/* ---- the metaserver (docs/metaserver-client.md) */
+/* Routes plain function names through the metaserver at HOST:PORT for the process, over
+ * GRIDRPC_METASERVER and the configuration file; HOST "" routes none (plain names go to
+ * the default server); NULL gives the configured one back. GRID_ERR_ARGS for a bad
+ * port or a host name longer than 255 bytes. */
+int grid_set_metaserver_np(const char *host, int port);
+/* The metaserver in effect (as grid_get_server_np: "" and *PORT 0 when none). */
+int grid_get_metaserver_np(char *host, size_t hostsize, int *port);
+/* The scheduling policy the process asks the metaserver for: "mct", "least-load" or
+ * "round-robin"; NULL (or "default"): the metaserver's own (GRIDRPC_SCHEDULER sets the
+ * start value). GRID_ERR_ARGS for another name, listing the accepted ones. */
+int grid_set_scheduler_np(const char *policy);
+/* Flags for the calling thread's next calls (grid_set_call_flags_np). */
+#define GRID_CALL_NO_RETRY_NP 1u /* never run the call again on another server after a failure */
+/* Sets the calling thread's call flags (an OR of GRID_CALL_*_NP; 0: none) for every
+ * call it starts until changed. GRID_ERR_ARGS for an unknown flag. */
+int grid_set_call_flags_np(unsigned flags);
+/* The server ("host:port") that ran the calling thread's last call (grid_call, or the
+ * call grid_wait last waited for); "" before any. GRID_ERR_ARGS when BUF is NULL or
+ * smaller than the name needs. */
+int grid_last_server_np(char *buf, size_t n);
 
 /* Closes every pooled connection and forgets every cached descriptor and setting, so
  * the environment is read again. Calls may be made afterwards (they reconnect); no

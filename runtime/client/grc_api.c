@@ -134,7 +134,10 @@ int grid_call_argv_np(const char *name, int nargs, void *const *argv) {
 static int lookup(const char *name, const grd_desc **d, gr_err *e) {
     grc_config cfg;
     grc_target t;
+    memset(&t, 0, sizeof t);
     int rc = grc_config_get(&cfg, e);
+    if (!rc && name && *name && strncmp(name, "gridrpc://", 10) != 0 && cfg.meta_host[0])
+        return grc_meta_describe(name, &cfg, &t, d, e);
     if (!rc) rc = grc_resolve(name, &cfg, &t, e);
     if (!rc) rc = grc_descriptor(&t, &cfg, d, e);
     if (rc && t.name[0]) gr_prefixerr(e, "%s on %s:%d: ", t.name, t.host, t.port);
@@ -260,7 +263,80 @@ int grid_get_server_np(char *host, size_t hostsize, int *port) {
     return rc;
 }
 
+int grid_set_metaserver_np(const char *host, int port) {
+    gr_err e;
+    gr_clearerr(&e);
+    if (host && strlen(host) >= GRC_MAX_HOST)
+        gr_seterr(&e, GRID_ERR_ARGS, "grid_set_metaserver_np: a host name has at most %d bytes",
+                  GRC_MAX_HOST - 1);
+    else if (host && *host && (port < 1 || port > 65535))
+        gr_seterr(&e, GRID_ERR_ARGS, "grid_set_metaserver_np: port %d is not 1..65535", port);
+    else
+        grc_config_set_metaserver(host, host && *host ? port : 0);
+    report(&e);
+    return e.code;
+}
+
+int grid_get_metaserver_np(char *host, size_t hostsize, int *port) {
+    gr_err e;
+    gr_clearerr(&e);
+    grc_config cfg;
+    int rc = host && hostsize ? grc_config_get(&cfg, &e)
+                              : gr_seterr(&e, GRID_ERR_ARGS, "grid_get_metaserver_np: HOST is NULL or empty");
+    if (!rc && strlen(cfg.meta_host) >= hostsize)
+        rc = gr_seterr(&e, GRID_ERR_ARGS, "grid_get_metaserver_np: the name '%s' needs %zu bytes, not %zu",
+                       cfg.meta_host, strlen(cfg.meta_host) + 1, hostsize);
+    if (!rc) {
+        memcpy(host, cfg.meta_host, strlen(cfg.meta_host) + 1);
+        if (port) *port = cfg.meta_host[0] ? cfg.meta_port : 0;
+    }
+    e.code = rc;
+    report(&e);
+    return rc;
+}
+
+int grid_set_scheduler_np(const char *policy) {
+    gr_err e;
+    gr_clearerr(&e);
+    int p = policy ? grp_policy_parse(policy) : GRP_POLICY_DEFAULT;
+    if (p < 0)
+        gr_seterr(&e, GRID_ERR_ARGS,
+                  "grid_set_scheduler_np: unknown scheduler '%.100s': use \"mct\", \"least-load\" or "
+                  "\"round-robin\" (NULL or \"default\": the metaserver's own)",
+                  policy);
+    else
+        grc_config_set_policy(p);
+    report(&e);
+    return e.code;
+}
+
+int grid_set_call_flags_np(unsigned flags) {
+    gr_err e;
+    gr_clearerr(&e);
+    if (flags & ~GRID_CALL_NO_RETRY_NP)
+        gr_seterr(&e, GRID_ERR_ARGS,
+                  "grid_set_call_flags_np: unknown flags 0x%x (known: GRID_CALL_NO_RETRY_NP)",
+                  flags & ~GRID_CALL_NO_RETRY_NP);
+    else
+        grc_set_call_flags(flags);
+    report(&e);
+    return e.code;
+}
+
+int grid_last_server_np(char *buf, size_t n) {
+    gr_err e;
+    gr_clearerr(&e);
+    const char *s = grc_last_server();
+    if (!buf || n <= strlen(s))
+        gr_seterr(&e, GRID_ERR_ARGS, "grid_last_server_np: BUF needs %zu bytes", strlen(s) + 1);
+    else
+        memcpy(buf, s, strlen(s) + 1);
+    report(&e);
+    return e.code;
+}
+
 void grid_reset_np(void) {
+    grc_meta_reset();
     grc_async_reset();
     grc_pool_reset();
     grc_cache_reset();

@@ -31,6 +31,7 @@ typedef struct grc_pipe {
 typedef struct grc_session {
     int id;
     int done, cancelled, reading, waited;
+    int rerouting; /* its server failed: a thread is sending it to another (grc_req_failover) */
     int code;
     char *msg;
     long long deadline_ns;
@@ -95,13 +96,94 @@ static void finish(grc_session *s, int code, const char *msg) {
 
 /* ---- the reader thread of a pipe */
 
+static int get_pipe(const grc_target *t, const grc_config *cfg, grc_pipe **out, gr_err *e);
+
+/* Session S (marked rerouting) failed with CODE (MSG) before its result arrived: sends
+ * it to another server as grc_req_failover picks, or finishes it with the error that
+ * names every server tried. Runs on the thread that saw the failure, without alock. */
+static void failover_session(grc_session *s, int code, const char *msg) {
+    gr_err e;
+    gr_seterr(&e, code, "%s", msg);
+    int rc;
+    for (;;) {
+        rc = grc_req_failover(&s->req, code, &e);
+        if (rc) break;
+        pthread_mutex_lock(&alock);
+        int gone = s->done;
+        pthread_mutex_unlock(&alock);
+        if (gone) break; /* canceled or timed out meanwhile */
+        grc_config cfg;
+        grc_pipe *np = NULL;
+        rc = grc_config_get(&cfg, &e);
+        if (!rc) rc = get_pipe(&s->req.t, &cfg, &np, &e);
+        if (rc == GRID_ERR_TIMEOUT) e.code = rc = GRID_ERR_CONNECT;
+        if (rc && grc_code_is_server_failure(rc)) {
+            code = rc;
+            continue;
+        }
+        if (!rc) rc = grc_req_check(&s->req, &np->conn->server, &e);
+        if (rc) {
+            grc_req_blame(&s->req, &e);
+            break;
+        }
+        pthread_mutex_lock(&alock);
+        s->pipe = np;
+        s->req.route.sent_ns = gr_now_ns(); /* under alock: the reader reads it after taking it */
+        pthread_mutex_unlock(&alock);
+        pthread_mutex_lock(&np->wlock);
+        rc = grc_req_send(&s->req, &np->conn->wr, (uint64_t)s->id, &np->conn->server, &e);
+        pthread_mutex_unlock(&np->wlock);
+        if (rc) shutdown(np->conn->fd, SHUT_RDWR);
+        pthread_mutex_lock(&alock);
+        /* Sent on a pipe still alive: its reader owns the call from here (and a later
+         * failure of that pipe sees it as any other). */
+        if (!rc && !np->dead) {
+            s->rerouting = 0;
+            pthread_cond_broadcast(&acond);
+            pthread_mutex_unlock(&alock);
+            return;
+        }
+        pthread_mutex_unlock(&alock);
+        code = GRID_ERR_CONN_LOST;
+        gr_seterr(&e, code, "the server closed the connection as the call was sent");
+    }
+    pthread_mutex_lock(&alock);
+    s->rerouting = 0;
+    if (!s->done) finish(s, rc, e.msg);
+    pthread_cond_broadcast(&acond);
+    pthread_mutex_unlock(&alock);
+}
+
 static void fail_pipe(grc_pipe *p, const char *why) {
+    grc_session **moved = NULL;
+    size_t nmoved = 0, cap = 0;
     pthread_mutex_lock(&alock);
     p->dead = 1;
     for (unsigned b = 0; b < NBUCKETS; b++)
-        for (grc_session *s = buckets[b]; s; s = s->hnext)
-            if (s->pipe == p && !s->done) finish(s, GRID_ERR_CONN_LOST, why);
+        for (grc_session *s = buckets[b]; s; s = s->hnext) {
+            if (s->pipe != p || s->done || s->rerouting) continue;
+            /* A call routed by the metaserver may run elsewhere (grc_req_failover says). */
+            if (s->req.route.routed && !s->cancelled) {
+                if (nmoved == cap) {
+                    size_t ncap = cap ? 2 * cap : 16;
+                    grc_session **m = realloc(moved, ncap * sizeof *m);
+                    if (m) {
+                        moved = m;
+                        cap = ncap;
+                    }
+                }
+                if (nmoved < cap) {
+                    s->rerouting = 1;
+                    moved[nmoved++] = s;
+                    continue;
+                }
+            }
+            finish(s, GRID_ERR_CONN_LOST, why);
+        }
     pthread_mutex_unlock(&alock);
+    for (size_t i = 0; i < nmoved; i++)
+        failover_session(moved[i], GRID_ERR_CONN_LOST, why);
+    free(moved);
 }
 
 /* Sends session S's CALL again after GRID_ERR_STALE, with the descriptor fetched anew;
@@ -111,6 +193,7 @@ static int resend_stale(grc_pipe *p, grc_session *s, gr_err *e) {
     int rc = grc_req_refresh(&s->req, e);
     if (!rc) rc = grc_req_check(&s->req, &p->conn->server, e);
     if (rc) return rc;
+    s->req.route.sent_ns = gr_now_ns();
     pthread_mutex_lock(&p->wlock);
     rc = grc_req_send(&s->req, &p->conn->wr, (uint64_t)s->id, &p->conn->server, e);
     pthread_mutex_unlock(&p->wlock);
@@ -139,7 +222,7 @@ static void *reader_main(void *arg) {
         if (!discard) s->reading = 1;
         pthread_mutex_unlock(&alock);
 
-        int code = GRID_OK, in_step = 1, resent = 0;
+        int code = GRID_OK, in_step = 1, resent = 0, moved = 0;
         gr_clearerr(&e);
         if (discard) {
             rc = grw_skip(&c->rd, &e);
@@ -150,18 +233,23 @@ static void *reader_main(void *arg) {
                 code = resend_stale(p, s, &e);
                 resent = code == GRID_OK;
             }
-            if (code) grc_req_blame(&s->req, &e);
+            /* The server failed while its result was arriving: run it elsewhere. */
+            moved = code && !in_step && s->req.route.routed && grc_code_is_server_failure(code);
+            if (code && !moved) grc_req_blame(&s->req, &e);
+            if (!resent && !moved) grc_req_end(&s->req, code);
         }
 
         pthread_mutex_lock(&alock);
         if (!discard) {
             s->reading = 0;
-            if (resent)
+            if (moved) s->rerouting = 1;
+            if (resent || moved)
                 pthread_cond_broadcast(&acond); /* a cancel may wait for reading to end */
             else
                 finish(s, code, e.msg);
         }
         pthread_mutex_unlock(&alock);
+        if (moved) failover_session(s, code, e.msg);
         if (!in_step) {
             fail_pipe(p, e.msg[0] ? e.msg : "the connection to the server failed");
             break;
@@ -228,7 +316,11 @@ int grc_call_async(const char *name, const grc_args *args, gr_err *e) {
         return -rc;
     }
     grc_pipe *p = NULL;
-    rc = get_pipe(&s->req.t, &cfg, &p, e);
+    for (;;) {
+        rc = get_pipe(&s->req.t, &cfg, &p, e);
+        if (rc == GRID_ERR_TIMEOUT) e->code = rc = GRID_ERR_CONNECT;
+        if (!rc || grc_req_failover(&s->req, rc, e) != GRID_OK) break;
+    }
     if (!rc) rc = grc_req_check(&s->req, &p->conn->server, e);
     if (rc) {
         grc_req_blame(&s->req, e);
@@ -244,6 +336,7 @@ int grc_call_async(const char *name, const grc_args *args, gr_err *e) {
     while (find(next_id))
         next_id++;
     s->id = next_id++;
+    s->req.route.sent_ns = gr_now_ns();
     insert(s); /* registered before it is sent, so the reply always finds its session */
     int id = s->id;
     pthread_mutex_unlock(&alock);
@@ -255,12 +348,16 @@ int grc_call_async(const char *name, const grc_args *args, gr_err *e) {
     if (rc) {
         /* The stream may hold half a message: this connection is finished. */
         shutdown(c->fd, SHUT_RDWR);
-        grc_req_blame(&s->req, e);
-    }
-    if (rc) {
         pthread_mutex_lock(&alock);
-        if (!s->done) finish(s, rc, e->msg);
+        /* A routed call goes to another server, unless the pipe's reader took it. */
+        int move = !s->done && !s->rerouting && s->req.route.routed;
+        if (move) s->rerouting = 1;
+        if (!move && !s->done && !s->rerouting) {
+            grc_req_blame(&s->req, e);
+            finish(s, rc, e->msg);
+        }
         pthread_mutex_unlock(&alock);
+        if (move) failover_session(s, rc, e->msg);
     }
     return id;
 }
@@ -281,7 +378,7 @@ static int wait_done(grc_session *s) {
     while (!s->done) {
         if (s->deadline_ns) {
             long long left = s->deadline_ns - gr_now_ns();
-            if (left <= 0 && !s->reading) {
+            if (left <= 0 && !s->reading && !s->rerouting) {
                 s->cancelled = 1;
                 finish(s, GRID_ERR_TIMEOUT,
                        "no reply within the call timeout (GRIDRPC_TIMEOUT); the call was "
@@ -319,6 +416,7 @@ int grc_wait(int id, const char **msg) {
     int timed_out = wait_done(s);
     unlist(s);
     int code = s->code;
+    if (s->req.t.host[0]) grc_set_last_server(s->req.t.host, s->req.t.port);
     snprintf(last_msg, sizeof last_msg, "%s", s->msg ? s->msg : "");
     pthread_mutex_unlock(&alock);
     if (timed_out) send_cancel(s);
@@ -367,6 +465,7 @@ int grc_wait_any(const int *ids, int n, int *done, const char **msg) {
         if (pick) {
             unlist(pick);
             *done = pick->id;
+            if (pick->req.t.host[0]) grc_set_last_server(pick->req.t.host, pick->req.t.port);
             snprintf(last_msg, sizeof last_msg, "%s", pick->msg ? pick->msg : "");
             int code = pick->code;
             pthread_mutex_unlock(&alock);
@@ -378,7 +477,8 @@ int grc_wait_any(const int *ids, int n, int *done, const char **msg) {
             for (int k = 0; ids ? k < n : list != NULL; k++) {
                 grc_session *s = ids ? find(ids[k]) : list;
                 if (!ids) list = list->onext;
-                if (s && !s->done && !s->reading && s->deadline_ns && s->deadline_ns <= gr_now_ns()) {
+                if (s && !s->done && !s->reading && !s->rerouting && s->deadline_ns &&
+                    s->deadline_ns <= gr_now_ns()) {
                     s->cancelled = 1;
                     finish(s, GRID_ERR_TIMEOUT, "no reply within the call timeout (GRIDRPC_TIMEOUT)");
                 }
@@ -414,8 +514,9 @@ int grc_cancel(int id) {
         pthread_mutex_unlock(&alock);
         return unknown(id);
     }
-    /* A reply being stored right now completes the call: wait for it. */
-    while (s->reading)
+    /* A reply being stored right now completes the call: wait for it (and for a
+     * failover that may be sending it elsewhere). */
+    while (s->reading || s->rerouting)
         pthread_cond_wait(&acond, &alock);
     int was_done = s->done;
     if (!was_done) {

@@ -14,6 +14,7 @@ long grc_stat_calls;
  * *broken when the connection cannot be reused. */
 static int exchange(grc_conn *c, grc_req *q, int *broken, gr_err *e) {
     uint64_t id = c->next_id++;
+    q->route.sent_ns = gr_now_ns();
     int rc = grc_req_send(q, &c->wr, id, &c->server, e);
     if (rc) {
         *broken = 1;
@@ -48,7 +49,13 @@ int grc_call(const char *name, const grc_args *args, gr_err *e) {
     for (;;) {
         grc_conn *c;
         rc = grc_conn_get(q.t.host, q.t.port, &cfg, &c, e);
-        if (rc) break;
+        if (rc) {
+            /* The call never left: a server that does not answer the connection at all
+             * is as failed as one that refuses it. */
+            if (rc == GRID_ERR_TIMEOUT) e->code = rc = GRID_ERR_CONNECT;
+            if (grc_req_failover(&q, rc, e) == GRID_OK) continue;
+            break;
+        }
         rc = grc_req_check(&q, &c->server, e);
         if (rc) {
             grc_conn_put(c, 0);
@@ -62,8 +69,14 @@ int grc_call(const char *name, const grc_args *args, gr_err *e) {
                       "no reply within %g s (GRIDRPC_TIMEOUT); the call may still be running",
                       cfg.call_timeout);
         grc_conn_put(c, broken || rc == GRID_ERR_TIMEOUT);
-        if (rc != GRID_ERR_STALE || grc_req_refresh(&q, e) != GRID_OK) break;
+        if (rc == GRID_ERR_STALE) {
+            if (grc_req_refresh(&q, e) == GRID_OK) continue;
+            break;
+        }
+        if (rc && grc_req_failover(&q, rc, e) == GRID_OK) continue;
+        break;
     }
+    grc_req_end(&q, rc);
     if (!rc) __atomic_add_fetch(&grc_stat_calls, 1, __ATOMIC_RELAXED);
     if (rc) grc_req_blame(&q, e);
     grc_req_free(&q);

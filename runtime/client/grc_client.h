@@ -9,6 +9,7 @@
 #include "gr_error.h"
 #include "grd_desc.h"
 #include "grm_marshal.h"
+#include "grp_meta.h"
 #include "grp_proto.h"
 #include "grw_wire.h"
 
@@ -27,6 +28,15 @@ typedef struct grc_config {
     double call_timeout;    /* seconds, 0: none */
     char token[GRP_MAX_TOKEN + 1];
     char source[1024]; /* where the default server came from, for messages */
+    /* The metaserver (GRIDRPC_METASERVER, the file's 'metaserver', grid_set_metaserver_np):
+     * when set, a plain function name is routed through it, even if a server is set. */
+    char meta_host[GRC_MAX_HOST]; /* "" when none */
+    int meta_port;
+    char meta_source[256];       /* where it came from, for messages */
+    char site[GRP_MAX_SITE + 1]; /* GRIDRPC_SITE, else the host name */
+    uint32_t policy;             /* enum grp_policy: GRIDRPC_SCHEDULER or grid_set_scheduler_np */
+    int reuse_max;               /* decision reuse: at most this many calls (GRIDRPC_REUSE, 0: off) */
+    double reuse_seconds;        /* ... and for at most this long (GRIDRPC_REUSE_FOR) */
 } grc_config;
 
 /* Returns the settings (loaded on first use). Fails with GRID_ERR_CONFIG when the
@@ -36,6 +46,11 @@ void grc_config_set_timeouts(double connect_seconds, double call_seconds);
 /* Replaces the configured token (GRIDRPC_TOKEN, the file's 'token') until it is called
  * with NULL or grc_config_reset: the OGF layer's grpc_initialize file may name one. */
 void grc_config_set_token(const char *token);
+/* Replaces the configured metaserver until it is called with NULL (the configured one
+ * again) or grc_config_reset; HOST "" means none (plain names go to the server). */
+void grc_config_set_metaserver(const char *host, int port);
+/* Replaces GRIDRPC_SCHEDULER (POLICY: enum grp_policy; -1: the configured one again). */
+void grc_config_set_policy(int policy);
 /* Forgets loaded settings (tests change the environment between calls). */
 void grc_config_reset(void);
 
@@ -88,6 +103,28 @@ typedef struct grc_args {
  * share, so that resolving, argument checks, limits, sending, reading the reply and the
  * retry after GRID_ERR_STALE exist once. */
 
+/* How a plain name's call was routed by the metaserver (grc_meta.c), for its REPORT and
+ * its failover to another server. */
+typedef struct grc_route {
+    int routed;                   /* the target came from the metaserver or its last-known servers */
+    int no_retry;                 /* the caller's GRID_CALL_NO_RETRY_NP when the call started */
+    int final;                    /* the error message already names the function and servers */
+    int reused;                   /* the target is an earlier decision's (no SCHEDULE) */
+    int reported;                 /* this attempt's REPORT is written */
+    uint64_t decision;            /* SCHEDULE_OK's; 0: a reused decision or a last-known server */
+    uint64_t server_id;           /* 0 when unknown */
+    uint64_t bytes_in, bytes_out; /* the CALL and RESULT sizes */
+    double flops;                 /* Complexity for these arguments */
+    uint32_t nexclude;            /* servers that failed this call */
+    int attempts;                 /* failovers so far */
+    uint64_t exclude[GRP_MAX_EXCLUDE];
+    char excluded_addr[GRP_MAX_EXCLUDE][GRC_MAX_HOST + 8]; /* the same, by address */
+    char tried[1024];       /* "a:7001 (connection refused), b:7002 (connection lost)" */
+    long long sent_ns;      /* when the CALL started to go out (set by the sender before it
+                             * hands the call to another thread: REPORT's total_ns) */
+    grp_result_times times; /* from RESULT */
+} grc_route;
+
 /* One call on its way: where it goes, the descriptor it was marshalled with, and its
  * arguments (sized for that descriptor). */
 typedef struct grc_req {
@@ -95,11 +132,14 @@ typedef struct grc_req {
     const grd_desc *desc;
     grm_call *call;
     int refreshed; /* the descriptor was fetched again after GRID_ERR_STALE */
+    grc_route route;
 } grc_req;
 
 /* Resolves NAME, gets its descriptor and builds the arguments from ARGS; *CFG gets the
  * settings used. On failure E names the function and server (when known). */
 int grc_req_start(grc_req *q, const char *name, const grc_args *args, grc_config *cfg, gr_err *e);
+/* Builds q->call for q->desc from ARGS (after the target and descriptor are known). */
+int grc_req_fill(grc_req *q, const grc_args *args, gr_err *e);
 /* Checks the arguments against the limits the server announced (before sending). */
 int grc_req_check(const grc_req *q, const grw_limits *server, gr_err *e);
 /* Writes the CALL message with request ID (the caller holds the writer). */
@@ -116,6 +156,50 @@ long long grc_req_deadline(const grc_config *cfg);
 void grc_req_free(grc_req *q);
 /* Prefixes E with the call's function and server ("dmmul on host:port: "). */
 void grc_req_blame(const grc_req *q, gr_err *e);
+/* After the call failed with CODE (E: why) before its result arrived: for a routed call
+ * whose server failed (refused, reset, lost; not a remote error), picks another server
+ * (q->t) unless the function or the call forbids running it again. GRID_OK: send again;
+ * otherwise the error that ends the call, in E (naming every server tried). */
+int grc_req_failover(grc_req *q, int code, gr_err *e);
+/* The call ended with CODE: REPORTs it to the metaserver (routed calls; never fails)
+ * and records the server for grid_last_server_np. */
+void grc_req_end(grc_req *q, int code);
+/* 1 if CODE, seen before the result arrived, means the server failed (so the call may
+ * run elsewhere): refused, reset, lost connection. */
+int grc_code_is_server_failure(int code);
+
+/* ---- the metaserver (grc_meta.c) */
+/* Routes Q's plain-named call (already resolved to NAME) through the metaserver: fills
+ * q->t, q->desc, q->call (from ARGS) and q->route. */
+int grc_meta_start(grc_req *q, const char *name, const grc_args *args, const grc_config *cfg, gr_err *e);
+/* Another server for Q after its server failed (q->route.exclude holds the failed). */
+int grc_meta_reroute(grc_req *q, const grc_config *cfg, gr_err *e);
+/* Sends REPORT for Q's attempt that ended with CODE (no reply is awaited). */
+void grc_meta_report(grc_req *q, int code, const grc_config *cfg);
+/* The descriptor of plain NAME through the metaserver (introspection calls): *T gets
+ * the server it came from. */
+int grc_meta_describe(const char *name, const grc_config *cfg, grc_target *t, const grd_desc **out,
+                      gr_err *e);
+/* The descriptor was fetched again (after STALE): later calls of NAME use D. */
+void grc_meta_learn(const char *name, const grd_desc *d);
+/* Closes the metaserver connection, stops the probe and forgets what it knew. */
+void grc_meta_reset(void);
+/* The thread's call flags (GRID_CALL_*_NP) and last server ("host:port"). */
+unsigned grc_call_flags(void);
+void grc_set_call_flags(unsigned flags);
+void grc_set_last_server(const char *host, int port);
+const char *grc_last_server(void);
+
+/* ---- the active link probe (grc_probe.c) */
+/* Starts (once per process and metaserver contact) a background thread that measures
+ * latency (PING) and bandwidth (PROBE) to each of the N servers and REPORTs them with
+ * function "". Takes a copy of V. */
+void grc_probe_start(const grp_server_info *v, uint32_t n, const grc_config *cfg);
+/* Stops the probe thread (its current exchange is cut) and joins it. */
+void grc_probe_stop(void);
+/* Writes a REPORT for a probe (grc_meta.c owns the connection). */
+void grc_meta_report_probe(uint64_t server_id, uint64_t bytes_in, uint64_t bytes_out, uint64_t total_ns,
+                           const grc_config *cfg);
 
 /* One synchronous call. */
 int grc_call(const char *name, const grc_args *args, gr_err *e);

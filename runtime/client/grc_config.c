@@ -1,14 +1,17 @@
-/* grc_config.c: where the client finds its server and timeouts: GRIDRPC_SERVER,
- * GRIDRPC_TIMEOUT, GRIDRPC_CONNECT_TIMEOUT and GRIDRPC_TOKEN first, then the file named
- * by GRIDRPC_CONFIG or ~/.gridrpc.conf ("server HOST:PORT", "timeout DURATION",
- * "connect_timeout DURATION", "token TEXT", '#' comments), every value in the forms of
- * gr_settings.h. Loaded once per process. */
+/* grc_config.c: where the client finds its server, metaserver and timeouts:
+ * GRIDRPC_SERVER, GRIDRPC_METASERVER, GRIDRPC_TIMEOUT, GRIDRPC_CONNECT_TIMEOUT and
+ * GRIDRPC_TOKEN first, then the file named by GRIDRPC_CONFIG or ~/.gridrpc.conf
+ * ("server HOST:PORT", "metaserver HOST:PORT", "timeout DURATION", "connect_timeout
+ * DURATION", "token TEXT", '#' comments), every value in the forms of gr_settings.h;
+ * GRIDRPC_SITE, GRIDRPC_SCHEDULER, GRIDRPC_REUSE and GRIDRPC_REUSE_FOR tune routing.
+ * Loaded once per process. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gr_settings.h"
 #include "grc_client.h"
@@ -21,6 +24,14 @@ static grc_config config;
 static double forced_connect = -1, forced_call = -1;
 static int token_forced;
 static char forced_token[sizeof config.token];
+static int meta_forced;
+static char forced_meta_host[sizeof config.meta_host];
+static int forced_meta_port;
+static int forced_policy = -1;
+
+/* Defaults of decision reuse (docs/metaserver-client.md says how they were measured). */
+#define GRC_REUSE_MAX 64
+#define GRC_REUSE_SECONDS 0.5
 
 /* Records a configuration error; only the first is kept (it is the one to fix first). */
 static void config_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -55,6 +66,17 @@ static int apply_line(const char *key, const char *v, const char *path, int line
             memcpy(config.server_host, host, sizeof host);
             config.server_port = port;
             snprintf(config.source, sizeof config.source, "%s line %d", path, lineno);
+        }
+        return 0;
+    }
+    if (strcmp(key, "metaserver") == 0) {
+        char host[GRC_MAX_HOST];
+        int port;
+        if (gr_parse_hostport(v, 0, host, sizeof host, &port, err, errsize)) return -1;
+        if (!config.meta_host[0]) { /* GRIDRPC_METASERVER, or an earlier line, came first */
+            memcpy(config.meta_host, host, sizeof host);
+            config.meta_port = port;
+            snprintf(config.meta_source, sizeof config.meta_source, "%.200s line %d", path, lineno);
         }
         return 0;
     }
@@ -108,9 +130,11 @@ static void load_file(const char *path, int required) {
         int rc = n == 2 ? apply_line(key, v, path, lineno, err, sizeof err) : 1;
         if (rc < 0) config_error("%.400s:%d: cannot use '%s %.200s': %s", path, lineno, key, v, err);
         if (rc > 0)
-            config_error("%.400s:%d: cannot use '%s%s%.200s': write 'server HOST:PORT', 'timeout DURATION', "
-                         "'connect_timeout DURATION' or 'token TEXT' (DURATION: 30, 0.5, 250ms, 30s, 2m, 1h)",
-                         path, lineno, key, n > 1 ? " " : "", n > 1 ? v : "");
+            config_error(
+                "%.400s:%d: cannot use '%s%s%.200s': write 'server HOST:PORT', 'metaserver HOST:PORT', "
+                "'timeout DURATION', 'connect_timeout DURATION' or 'token TEXT' (DURATION: 30, 0.5, "
+                "250ms, 30s, 2m, 1h)",
+                path, lineno, key, n > 1 ? " " : "", n > 1 ? v : "");
     }
     fclose(f);
 }
@@ -120,6 +144,44 @@ static void env_duration(const char *name, double *out) {
     const char *t = getenv(name);
     char err[512];
     if (t && *t && gr_parse_duration(t, out, err, sizeof err)) config_error("%s: %s", name, err);
+}
+
+/* GRIDRPC_SITE, GRIDRPC_SCHEDULER, GRIDRPC_REUSE, GRIDRPC_REUSE_FOR. */
+static void load_routing(void) {
+    const char *site = getenv("GRIDRPC_SITE");
+    if (site && *site) {
+        if (strlen(site) > GRP_MAX_SITE)
+            config_error("GRIDRPC_SITE: a site name has at most %d bytes", GRP_MAX_SITE);
+        else
+            snprintf(config.site, sizeof config.site, "%s", site);
+    } else if (gethostname(config.site, sizeof config.site - 1) != 0) {
+        snprintf(config.site, sizeof config.site, "localhost");
+    }
+    const char *pol = getenv("GRIDRPC_SCHEDULER");
+    if (pol && *pol) {
+        int p = grp_policy_parse(pol);
+        if (p < 0)
+            config_error(
+                "GRIDRPC_SCHEDULER: unknown scheduler '%.100s': write mct, least-load, round-robin or "
+                "default (the metaserver's own)",
+                pol);
+        else
+            config.policy = (uint32_t)p;
+    }
+    config.reuse_max = GRC_REUSE_MAX;
+    config.reuse_seconds = GRC_REUSE_SECONDS;
+    const char *r = getenv("GRIDRPC_REUSE");
+    if (r && *r) {
+        char *end;
+        long n = strtol(r, &end, 10);
+        if (*end || n < 0 || n > 1000000)
+            config_error("GRIDRPC_REUSE: '%.100s' is not a count of calls (0..1000000; 0: always ask the "
+                         "metaserver)",
+                         r);
+        else
+            config.reuse_max = (int)n;
+    }
+    env_duration("GRIDRPC_REUSE_FOR", &config.reuse_seconds);
 }
 
 static void load(void) {
@@ -137,6 +199,15 @@ static void load(void) {
         else
             snprintf(config.source, sizeof config.source, "GRIDRPC_SERVER");
     }
+    const char *m = getenv("GRIDRPC_METASERVER");
+    if (m && *m) {
+        if (gr_parse_hostport(m, 0, config.meta_host, sizeof config.meta_host, &config.meta_port, err,
+                              sizeof err))
+            config_error("GRIDRPC_METASERVER: %s", err);
+        else
+            snprintf(config.meta_source, sizeof config.meta_source, "GRIDRPC_METASERVER");
+    }
+    load_routing();
     const char *cf = getenv("GRIDRPC_CONFIG");
     if (cf && *cf) {
         load_file(cf, 1);
@@ -162,6 +233,12 @@ int grc_config_get(grc_config *out, gr_err *e) {
     if (forced_connect >= 0) out->connect_timeout = forced_connect;
     if (forced_call >= 0) out->call_timeout = forced_call;
     if (token_forced) memcpy(out->token, forced_token, sizeof out->token);
+    if (meta_forced) {
+        memcpy(out->meta_host, forced_meta_host, sizeof out->meta_host);
+        out->meta_port = forced_meta_port;
+        snprintf(out->meta_source, sizeof out->meta_source, "grid_set_metaserver_np");
+    }
+    if (forced_policy >= 0) out->policy = (uint32_t)forced_policy;
     int rc = load_error;
     if (rc) gr_seterr(e, rc, "%s", load_msg);
     pthread_mutex_unlock(&lock);
@@ -182,11 +259,27 @@ void grc_config_set_token(const char *token) {
     pthread_mutex_unlock(&lock);
 }
 
+void grc_config_set_metaserver(const char *host, int port) {
+    pthread_mutex_lock(&lock);
+    meta_forced = host != NULL;
+    snprintf(forced_meta_host, sizeof forced_meta_host, "%s", host ? host : "");
+    forced_meta_port = port;
+    pthread_mutex_unlock(&lock);
+}
+
+void grc_config_set_policy(int policy) {
+    pthread_mutex_lock(&lock);
+    forced_policy = policy;
+    pthread_mutex_unlock(&lock);
+}
+
 void grc_config_reset(void) {
     pthread_mutex_lock(&lock);
     loaded = 0;
     forced_connect = forced_call = -1;
     token_forced = 0;
+    meta_forced = 0;
+    forced_policy = -1;
     pthread_mutex_unlock(&lock);
 }
 
@@ -210,9 +303,9 @@ int grc_resolve(const char *name, const grc_config *cfg, grc_target *t, gr_err *
     } else {
         if (!cfg->server_host[0])
             return gr_seterr(e, GRID_ERR_CONFIG,
-                             "no server for '%s': set GRIDRPC_SERVER=host:port, add 'server host:port' to "
-                             "~/.gridrpc.conf (or the file GRIDRPC_CONFIG names), or call "
-                             "gridrpc://host:port/%s",
+                             "no server for '%s': set GRIDRPC_METASERVER=host:port (a metaserver chooses) "
+                             "or GRIDRPC_SERVER=host:port, add 'server host:port' to ~/.gridrpc.conf (or the "
+                             "file GRIDRPC_CONFIG names), or call gridrpc://host:port/%s",
                              name, name);
         snprintf(t->host, sizeof t->host, "%s", cfg->server_host);
         t->port = cfg->server_port;

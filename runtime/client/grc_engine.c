@@ -35,23 +35,39 @@ static int fill(grm_call *call, const grd_desc *d, const grc_target *t, const gr
     return rc;
 }
 
+int grc_req_fill(grc_req *q, const grc_args *args, gr_err *e) {
+    q->call = malloc(grm_call_size(q->desc->nparams));
+    if (!q->call) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+    return fill(q->call, q->desc, &q->t, args, e);
+}
+
 void grc_req_blame(const grc_req *q, gr_err *e) {
-    if (q->t.name[0]) gr_prefixerr(e, "%s on %s:%d: ", q->t.name, q->t.host, q->t.port);
+    /* A failover's final message names every server tried already. */
+    if (q->t.name[0] && !q->route.final) gr_prefixerr(e, "%s on %s:%d: ", q->t.name, q->t.host, q->t.port);
+}
+
+static int is_url(const char *name) {
+    return name && strncmp(name, "gridrpc://", 10) == 0;
 }
 
 int grc_req_start(grc_req *q, const char *name, const grc_args *args, grc_config *cfg, gr_err *e) {
     memset(&q->t, 0, sizeof q->t);
+    memset(&q->route, 0, sizeof q->route);
     q->desc = NULL;
     q->call = NULL;
     q->refreshed = 0;
+    q->route.no_retry = (grc_call_flags() & GRID_CALL_NO_RETRY_NP) != 0;
     int rc = grc_config_get(cfg, e);
+    /* A plain name goes to the metaserver when one is configured, even if a server is
+     * too; a gridrpc:// URL always goes where it says. */
+    if (!rc && name && *name && !is_url(name) && cfg->meta_host[0]) {
+        rc = grc_meta_start(q, name, args, cfg, e);
+        if (rc) grc_req_free(q);
+        return rc;
+    }
     if (!rc) rc = grc_resolve(name, cfg, &q->t, e);
     if (!rc) rc = grc_descriptor(&q->t, cfg, &q->desc, e);
-    if (!rc) {
-        q->call = malloc(grm_call_size(q->desc->nparams));
-        if (!q->call) rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
-    }
-    if (!rc) rc = fill(q->call, q->desc, &q->t, args, e);
+    if (!rc) rc = grc_req_fill(q, args, e);
     if (rc) {
         grc_req_blame(q, e);
         grc_req_free(q);
@@ -88,10 +104,82 @@ int grc_req_send(const grc_req *q, grw_writer *w, uint64_t id, const grw_limits 
 int grc_req_reply(grc_req *q, grw_reader *r, const grw_header *h, int *in_step, gr_err *e) {
     int rc = grp_expect(r, h, GRW_RESULT, "CALL", in_step, e);
     if (rc) return rc;
-    grp_result_times times;
-    rc = grp_read_result(r, q->call, &times, e);
+    rc = grp_read_result(r, q->call, &q->route.times, e);
     *in_step = rc == GRID_OK;
     return rc;
+}
+
+int grc_code_is_server_failure(int code) {
+    /* The server (or the way to it) failed, or it refused to start the call: nothing
+     * the arguments or the function did. GRID_ERR_FAILED, ARGS, TIMEOUT and the rest are
+     * the call's own outcome and are never retried. */
+    return code == GRID_ERR_CONNECT || code == GRID_ERR_CONN_LOST || code == GRID_ERR_SHUTDOWN ||
+           code == GRID_ERR_BUSY;
+}
+
+/* A few words for the failover message: why server failed the call. */
+static const char *failure_words(int code, const char *msg) {
+    switch (code) {
+    case GRID_ERR_CONNECT: return strstr(msg, "refused") ? "connection refused" : "cannot connect";
+    case GRID_ERR_CONN_LOST: return strstr(msg, "reset") ? "connection reset" : "connection lost";
+    case GRID_ERR_SHUTDOWN: return "shutting down";
+    case GRID_ERR_BUSY: return "overloaded";
+    default: return grid_error_string(code);
+    }
+}
+
+static void add_tried(grc_route *r, const grc_target *t, const char *words) {
+    size_t used = strlen(r->tried);
+    if (used < sizeof r->tried - 1)
+        snprintf(r->tried + used, sizeof r->tried - used, "%s%s:%d (%s)", used ? ", " : "", t->host, t->port,
+                 words);
+}
+
+int grc_req_failover(grc_req *q, int code, gr_err *e) {
+    grc_route *r = &q->route;
+    if (!r->routed || !grc_code_is_server_failure(code)) return code;
+    grc_config cfg;
+    gr_err ce;
+    if (grc_config_get(&cfg, &ce)) return code;
+    grc_meta_report(q, code, &cfg);
+    add_tried(r, &q->t, failure_words(code, e->msg));
+    const char *forbid = q->desc && (q->desc->flags & GRD_FF_NO_RETRY)
+                             ? "the function must not run twice (IDL Retry \"no\")"
+                         : r->no_retry ? "the call set GRID_CALL_NO_RETRY_NP"
+                                       : NULL;
+    if (forbid) {
+        grc_req_blame(q, e);
+        r->final = 1;
+        size_t n = strlen(e->msg);
+        snprintf(e->msg + n, sizeof e->msg - n, "; not retried on another server: %s", forbid);
+        e->code = code;
+        return code;
+    }
+    if (r->nexclude < GRP_MAX_EXCLUDE) {
+        r->exclude[r->nexclude] = r->server_id;
+        snprintf(r->excluded_addr[r->nexclude], sizeof r->excluded_addr[0], "%s:%d", q->t.host, q->t.port);
+        r->nexclude++;
+    }
+    gr_err re;
+    gr_clearerr(&re);
+    /* Once per server: a metaserver that names a failed server again does not loop. */
+    int rc = r->nexclude < GRP_MAX_EXCLUDE && ++r->attempts < GRP_MAX_EXCLUDE ? grc_meta_reroute(q, &cfg, &re)
+                                                                              : GRID_ERR_NOT_FOUND;
+    if (rc == GRID_OK) return GRID_OK;
+    r->final = 1;
+    /* "No server left" is the expected end; anything else (the metaserver and every
+     * known server unreachable) is worth saying too. */
+    gr_seterr(e, code, "%s: no server could run the call: %s%s%s", q->t.name, r->tried,
+              rc != GRID_ERR_NOT_FOUND && re.msg[0] ? "; " : "", rc != GRID_ERR_NOT_FOUND ? re.msg : "");
+    return code;
+}
+
+void grc_req_end(grc_req *q, int code) {
+    if (q->t.host[0]) grc_set_last_server(q->t.host, q->t.port);
+    if (!q->route.routed || q->route.reported) return;
+    grc_config cfg;
+    gr_err ce;
+    if (grc_config_get(&cfg, &ce) == GRID_OK) grc_meta_report(q, code, &cfg);
 }
 
 /* 1 if the caller's arguments, laid out for OLD, mean the same under NEW; else E says
@@ -154,5 +242,6 @@ int grc_req_refresh(grc_req *q, gr_err *e) {
     if (!same_signature(q->desc, d, q->t.name, e)) return GRID_ERR_STALE;
     rc = rebuild(q->call, d, e);
     if (!rc) q->desc = d;
+    if (!rc && q->route.routed) grc_meta_learn(q->t.name, d);
     return rc;
 }

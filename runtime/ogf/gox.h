@@ -43,6 +43,9 @@ typedef struct gox_config {
     double connect_timeout; /* -1: not set in the file */
     int has_token;          /* the file has a 'token' line: the core uses TOKEN while CFG lives */
     char token[GRID_MAX_TOKEN_NP + 1];
+    int has_meta; /* a 'metaserver HOST:PORT' (ours, or in <CLIENT>): the core uses it while CFG lives */
+    char meta_host[GOX_MAX_HOST];
+    int meta_port;
 } gox_config;
 
 /* Reads PATH (both formats) into CFG, which must be zeroed. Returns GRPC_NO_ERROR,
@@ -78,7 +81,8 @@ typedef struct gox_argv {
     grid_scalar_np slot[GRID_MAX_PARAMS_NP];
 } gox_argv;
 
-/* The core's name for HANDLE's function: gridrpc://host:port/function. */
+/* The core's name for HANDLE's function: gridrpc://host:port/function, or the plain
+ * name when the handle has no host (the metaserver chooses per call). */
 void gox_url(const grpc_function_handle_t *handle, char *url, size_t n);
 /* Describes HANDLE's function into A and fills a->url. Returns a GRPC code (recorded). */
 grpc_error_t gox_argv_describe(const grpc_function_handle_t *handle, gox_argv *a);

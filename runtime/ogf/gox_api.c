@@ -157,9 +157,16 @@ grpc_error_t grpc_function_handle_default(grpc_function_handle_t *h, const char 
     int port = 0;
     pthread_mutex_lock(&lock);
     const char *assigned = gox_config_function_host(&config, func);
-    if (assigned)
-        gox_config_server(&config, assigned, host, sizeof host, &port);
-    else if (config.nservers)
+    if (assigned) gox_config_server(&config, assigned, host, sizeof host, &port);
+    pthread_mutex_unlock(&lock);
+    /* With a metaserver (the file's, or the core's), a function no <FUNCTION_INFO>
+     * assigns is routed per call: the handle keeps the plain name and no server. */
+    char meta[GOX_MAX_HOST];
+    int meta_port;
+    if (!host[0] && grid_get_metaserver_np(meta, sizeof meta, &meta_port) == GRID_OK && meta[0])
+        return bind_handle(h, "", 0, func);
+    pthread_mutex_lock(&lock);
+    if (!host[0] && config.nservers)
         gox_config_server(&config, config.servers[0].host, host, sizeof host, &port);
     pthread_mutex_unlock(&lock);
     /* A malformed core configuration leaves HOST empty: that is reported below. */

@@ -16,6 +16,10 @@ struct grpc_arg_stack_s {
 };
 
 void gox_url(const grpc_function_handle_t *h, char *url, size_t n) {
+    if (!h->host_np[0]) {
+        snprintf(url, n, "%s", h->function_np);
+        return;
+    }
     /* An IPv6 address needs brackets in the URL. */
     int v6 = strchr(h->host_np, ':') != NULL;
     snprintf(url, n, "gridrpc://%s%s%s:%d/%s", v6 ? "[" : "", h->host_np, v6 ? "]" : "", h->port_np,

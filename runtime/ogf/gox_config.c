@@ -1,10 +1,12 @@
 /* gox_config.c: the configuration file grpc_initialize reads, in either of two formats,
  * even mixed in one file:
- *   ours (docs/api.md): "server host:port", "timeout S", "connect_timeout S",
- *     "token T" lines;
+ *   ours (docs/api.md): "server host:port", "metaserver host:port", "timeout S",
+ *     "connect_timeout S", "token T" lines;
  *   Ninf-G 5's client format: <SECTION> ... </SECTION> blocks of "attribute value"
  *     lines: <SERVER> (hostname, port, tag), <SERVER_DEFAULT> (port), <FUNCTION_INFO>
- *     (hostname, funcname), <INCLUDE> (filename), session_timeout as the call timeout.
+ *     (hostname, funcname), <INCLUDE> (filename), session_timeout as the call timeout,
+ *     and our <CLIENT> attribute "metaserver host:port" (Ninf-G has none: its servers
+ *     were found through MDS; docs/metaserver-client.md).
  * '#' starts a comment, values may be quoted; durations, ports and host:port are in the
  * forms of gr_settings.h, the same as everywhere else. What we cannot honour
  * (Ninf-G's invocation, proxies, logging...) is ignored with a warning on stderr, so a
@@ -130,9 +132,25 @@ static int parse_port(parser *p, const char *v, int *port) {
 }
 
 /* Our own format's lines (outside any section). */
+/* "metaserver HOST:PORT": the first one read wins, as for the core's own file. */
+static int set_metaserver(parser *p, const char *v) {
+    gox_config *c = p->cfg;
+    char err[512], host[GOX_MAX_HOST];
+    int port;
+    if (gr_parse_hostport(v, 0, host, sizeof host, &port, err, sizeof err))
+        return fail(p, "metaserver: %s", err);
+    if (!c->has_meta) {
+        memcpy(c->meta_host, host, sizeof host);
+        c->meta_port = port;
+        c->has_meta = 1;
+    }
+    return GRPC_NO_ERROR;
+}
+
 static int our_setting(parser *p, const char *key, const char *v) {
     gox_config *c = p->cfg;
     char err[512];
+    if (strcmp(key, "metaserver") == 0) return set_metaserver(p, v);
     if (strcmp(key, "server") == 0) {
         char host[GOX_MAX_HOST];
         int port;
@@ -152,8 +170,8 @@ static int our_setting(parser *p, const char *key, const char *v) {
         return GRPC_NO_ERROR;
     }
     return fail(p,
-                "'%s' is neither a setting ('server HOST:PORT', 'timeout DURATION', 'connect_timeout "
-                "DURATION', 'token TEXT') nor inside a Ninf-G <SECTION>",
+                "'%s' is neither a setting ('server HOST:PORT', 'metaserver HOST:PORT', 'timeout DURATION', "
+                "'connect_timeout DURATION', 'token TEXT') nor inside a Ninf-G <SECTION>",
                 key);
 }
 
@@ -208,6 +226,8 @@ static int attribute(parser *p, enum section sec, const char *secname, char **to
         }
         break;
     case S_CLIENT:
+        if (strcmp(key, "metaserver") == 0) return set_metaserver(p, v);
+        break;
     case S_IGNORED: break;
     }
     warn(p, "<%s> attribute '%s' is ignored (GridRPC does not use it)", secname, key);
@@ -354,11 +374,13 @@ int gox_config_read(const char *path, gox_config *cfg, char *msg, size_t msgsize
      * lives (gox_config_free gives the core's own back), as grpc_initialize does with
      * the timeouts. */
     if (rc == GRPC_NO_ERROR && cfg->has_token) grid_set_token_np(cfg->token);
+    if (rc == GRPC_NO_ERROR && cfg->has_meta) grid_set_metaserver_np(cfg->meta_host, cfg->meta_port);
     return rc;
 }
 
 void gox_config_free(gox_config *cfg) {
     if (cfg->has_token) grid_set_token_np(NULL);
+    if (cfg->has_meta) grid_set_metaserver_np(NULL, 0);
     free(cfg->servers);
     free(cfg->funcs);
     memset(cfg, 0, sizeof *cfg);

@@ -3,6 +3,7 @@
  * and their arguments by the descriptor-driven marshaller (grm_marshal.h): the head
  * section (scalars, strings, files) then the bulk section (numeric arrays). */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "grp_proto.h"
 
@@ -42,6 +43,35 @@ uint64_t grp_call_bulk_bytes(const grm_call *c) {
         const grd_param *p = &c->desc->params[i];
         if (p->rank && p->type != GRD_STRING && p->type != GRD_FILENAME && grm_travels(p, GRM_TO_SERVER))
             n += c->sl[i].ext.sent_bytes;
+    }
+    return n;
+}
+
+static uint64_t pad4(uint64_t n) {
+    return (n + 3) & ~(uint64_t)3;
+}
+
+uint64_t grp_call_bytes(const char *name, const grm_call *c) {
+    uint64_t n = GRW_HEADER_BYTES + 4 + pad4(strlen(name)) + 8 + 4; /* target, hash, head length */
+    for (uint32_t i = 0; i < c->desc->nparams; i++) {
+        const grd_param *p = &c->desc->params[i];
+        if (!grm_travels(p, GRM_TO_SERVER)) continue;
+        if (p->type == GRD_STRING || p->type == GRD_FILENAME) {
+            const char *s = p->rank == 0 && c->ptr[i] ? *(char *const *)c->ptr[i] : NULL;
+            struct stat st;
+            if (p->rank)
+                n += 8 * c->sl[i].ext.sent;
+            else if (!s)
+                n += 4;
+            else if (p->type == GRD_STRING)
+                n += 8 + pad4(strlen(s));
+            else
+                n += 8 + (stat(s, &st) == 0 ? pad4((uint64_t)st.st_size) : 0);
+        } else if (p->rank == 0) {
+            n += grd_type_size(p->type) > 4 ? grd_type_size(p->type) : 4;
+        } else {
+            n += pad4(c->sl[i].ext.sent_bytes);
+        }
     }
     return n;
 }

@@ -97,6 +97,10 @@ int grp_read_call_head(grw_reader *r, grm_call *c, const grw_limits *lim, gr_err
 int grp_read_call_bulk(grw_reader *r, grm_call *c, gr_err *e);
 /* Bytes of the arrays a CALL of C carries, known once its head is read. */
 uint64_t grp_call_bulk_bytes(const grm_call *c);
+/* The size of a CALL of C (client side, prepared) to function NAME: exact for the
+ * header, target, numbers and strings; an array of strings counts 8 bytes an element
+ * and a file its size now. What the client tells the metaserver a call sends. */
+uint64_t grp_call_bytes(const char *name, const grm_call *c);
 
 /* ---- RESULT: times, then the arguments travelling back */
 int grp_write_result(grw_writer *w, uint64_t id, const grp_result_times *t, const grm_call *c,

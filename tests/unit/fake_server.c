@@ -28,7 +28,7 @@ typedef struct fake_conn {
 
 struct fake_server {
     int lfd, port;
-    volatile int stopping;
+    int stopping; /* atomic: read by every connection thread */
     fake_handler handler;
     void *user;
     pthread_t acceptor;
@@ -48,7 +48,7 @@ void fake_sleep_ms(int ms) {
 static int read_full(fake_server *fs, int fd, void *dst, size_t n) {
     uint8_t *d = dst;
     while (n > 0) {
-        if (fs->stopping) return -1;
+        if (__atomic_load_n(&fs->stopping, __ATOMIC_ACQUIRE)) return -1;
         struct pollfd p = {fd, POLLIN, 0};
         int rc = poll(&p, 1, 100);
         if (rc < 0 && errno != EINTR) return -1;
@@ -101,7 +101,7 @@ static int read_message(fake_server *fs, int fd, fake_msg *m) {
 static void *conn_main(void *arg) {
     fake_conn *c = arg;
     fake_server *fs = c->fs;
-    for (int i = 0; i < 1000000 && !fs->stopping; i++) {
+    for (int i = 0; i < 1000000 && !__atomic_load_n(&fs->stopping, __ATOMIC_ACQUIRE); i++) {
         fake_msg m;
         if (read_message(fs, c->fd, &m)) break;
         pthread_mutex_lock(&fs->lock);
@@ -117,7 +117,7 @@ static void *conn_main(void *arg) {
 
 static void *accept_main(void *arg) {
     fake_server *fs = arg;
-    while (!fs->stopping) {
+    while (!__atomic_load_n(&fs->stopping, __ATOMIC_ACQUIRE)) {
         struct pollfd p = {fs->lfd, POLLIN, 0};
         if (poll(&p, 1, 100) <= 0) continue;
         int fd = accept(fs->lfd, NULL, NULL);
@@ -184,7 +184,7 @@ int fake_server_messages(const fake_server *fs) {
 
 void fake_server_stop(fake_server *fs) {
     if (!fs) return;
-    fs->stopping = 1;
+    __atomic_store_n(&fs->stopping, 1, __ATOMIC_RELEASE);
     pthread_join(fs->acceptor, NULL);
     close(fs->lfd);
     for (int i = 0; i < FAKE_MAX_CONNS; i++)

@@ -376,7 +376,8 @@ TEST_F(ClientConfig, BadValueNamesFileLineAndForms) {
     EXPECT_NE(nullptr, strstr(e_.msg, "'65536' is not a TCP port: write a number from 1 to 65535")) << e_.msg;
     ASSERT_EQ(GRID_ERR_CONFIG, Load("timeout 2m\nretries 3\n"));
     EXPECT_NE(nullptr,
-              strstr(e_.msg, ":2: cannot use 'retries 3': write 'server HOST:PORT', 'timeout DURATION'"))
+              strstr(e_.msg, ":2: cannot use 'retries 3': write 'server HOST:PORT', 'metaserver HOST:PORT', "
+                             "'timeout DURATION'"))
         << e_.msg;
     ASSERT_EQ(GRID_ERR_CONFIG, Load("timeout\n"));
     EXPECT_NE(nullptr, strstr(e_.msg, ":1: cannot use 'timeout': write")) << e_.msg;
