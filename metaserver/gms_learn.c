@@ -58,7 +58,10 @@ void gms_state_report(gms_state *st, const grp_report *m, const char *site, long
     pthread_mutex_lock(&st->lock);
     end_pending(st, m->decision);
     gms_server *s = gms_state_find_id(st, m->server_id);
-    if (m->code != GRID_OK) {
+    if (m->code == GRID_ERR_CANCELED) {
+        /* A withdrawn assignment (the client only fetched the descriptor there, or its
+         * caller cancelled): neither a failure of the server nor a measurement. */
+    } else if (m->code != GRID_OK) {
         st->failures++;
         if (s) {
             s->failures++;
@@ -78,7 +81,9 @@ void gms_state_report(gms_state *st, const grp_report *m, const char *site, long
             double run_s = (double)m->run_ns / 1e9;
             gms_fn *f = gms_server_fn(s, m->function);
             if (run_s > 0) {
-                if (f && m->flops > 0) {
+                /* Below a millisecond the run time is mostly the call's own overhead,
+                 * not the flops: such a sample would drag the speed towards zero. */
+                if (f && m->flops > 0 && run_s >= GMS_MIN_SPEED_RUN_S) {
                     double speed = m->flops / run_s;
                     f->speed = ewma(f->speed, speed, f->speed <= 0);
                     s->speed = ewma(s->speed, speed, s->speed <= 0);

@@ -245,6 +245,19 @@ static void test_state(void) {
     gms_server *sb = server(&st, b);
     ok(!sb->up && sb->failures == 1 && st.failures == 1,
        "REPORT of a lost connection: failure counted, marked down");
+    /* A withdrawn assignment (the client only fetched the descriptor) is no failure. */
+    grp_report withdrawn;
+    memset(&withdrawn, 0, sizeof withdrawn);
+    withdrawn.server_id = s1->id;
+    withdrawn.code = GRID_ERR_CANCELED;
+    gms_state_report(&st, &withdrawn, "lab", gr_now_ns(), gms_unix_ms());
+    ok(s1->failures == 0 && st.failures == 1 && s1->up, "REPORT of a cancelled call: no failure, still up");
+    /* A run too short to time the flops leaves the speed alone. */
+    double before = f->speed;
+    rep.run_ns = 200000; /* 0.2 ms: overhead, not flops */
+    rep.flops = 16;
+    gms_state_report(&st, &rep, "lab", gr_now_ns(), gms_unix_ms());
+    ok(f->speed == before, "a sub-millisecond run does not move the speed (%g, was %g)", f->speed, before);
     grp_heartbeat hb;
     memset(&hb, 0, sizeof hb);
     hb.server_id = b;
