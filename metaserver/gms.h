@@ -61,7 +61,8 @@ int gms_options_parse(int argc, char **argv, gms_options *o);
 #define GMS_LINK_MAX_AGE_MS 600000  /* link measurements older than this are stale */
 #define GMS_EWMA_ALPHA 0.3          /* weight of a new sample */
 #define GMS_SMALL_BYTES 65536       /* transfers below this measure latency only */
-#define GMS_MIN_SPEED_RUN_S 1e-3   /* shorter runs say too little about the speed */
+#define GMS_MIN_SPEED_RUN_S 1e-3    /* shorter runs say too little about the speed */
+#define GMS_DEFAULT_CALL_S 0.01     /* seconds of a call nothing predicts (no flops, no history) */
 #define GMS_DECISIONS 200           /* the ring of recent decisions */
 #define GMS_DECISION_CANDS 8        /* candidates kept per decision (the best ones) */
 #define GMS_HISTORY 300             /* load samples per server: 5 minutes at 1/s */

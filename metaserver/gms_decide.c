@@ -119,10 +119,11 @@ int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, l
     }
     p->decision = id;
     p->srv = s;
-    p->seconds = cand->compute;
+    /* A call that nothing predicts still occupies the server: count it as the default. */
+    p->seconds = cand->compute > 0 ? cand->compute : GMS_DEFAULT_CALL_S;
     p->expires_ns = now_ns + (long long)((cand->estimate * 3 + 60) * 1e9);
     s->pending++;
-    s->pending_s += cand->compute;
+    s->pending_s += p->seconds;
 
     gms_decision *d = &st->ring[st->decisions % GMS_DECISIONS];
     d->id = id;

@@ -3,10 +3,10 @@
  * and explained by the same numbers whatever the policy.
  *
  * The cost model (minimum completion time), for one call on one server:
- *   wait     = the work outstanding there / its cores, once every core is busy;
+ *   wait     = the work outstanding there / its cores;
  *              work = the predicted seconds of calls we assigned (pending) plus, for
  *              calls we know only as counts from the heartbeat, the server's mean call
- *              time (or this call's own compute time when none was measured yet);
+ *              time (or this call's own compute time, or GMS_DEFAULT_CALL_S);
  *   transfer = (bytes in + bytes out) / bandwidth(site, server) + latency(site, server);
  *   compute  = flops / speed(server, function), or the function's measured mean run
  *              time when the call declares no flops. */
@@ -31,12 +31,12 @@ static void estimate(const gms_job *job, gms_cand *c) {
     double transfer = (double)(job->bytes_in + job->bytes_out) / bw + c->latency;
     uint32_t cores = c->cores ? c->cores : 1;
     uint32_t n = gms_cand_outstanding(c);
-    double wait = 0;
-    if (n >= cores) {
-        uint32_t unknown = n - c->pending;
-        double per_call = c->mean_call_s > 0 ? c->mean_call_s : compute;
-        wait = (c->pending_s + unknown * per_call) / cores;
-    }
+    /* Every outstanding call delays this one by its share of the cores, even before all
+     * are busy (gridrpcd gives a lone call every core): so a burst fills idle servers
+     * first. A call that nothing predicts still counts, as GMS_DEFAULT_CALL_S. */
+    uint32_t unknown = n - c->pending;
+    double per_call = c->mean_call_s > 0 ? c->mean_call_s : compute > 0 ? compute : GMS_DEFAULT_CALL_S;
+    double wait = (c->pending_s + unknown * per_call) / cores;
     c->compute = compute;
     c->transfer = transfer;
     c->wait = wait;

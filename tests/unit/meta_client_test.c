@@ -492,7 +492,7 @@ int main(void) {
        "the JSON has the servers and the decisions with their candidates");
     free(page);
     page = http_get(d.http, "/");
-    ok(page && strstr(page, " 200 ") && strstr(page, "text/html") && strstr(page, "/api/status"),
+    ok(page && strstr(page, " 200 ") && strstr(page, "text/html") && strstr(page, "api/status"),
        "GET /: the status page");
     free(page);
     page = http_get(d.http, "/nope");

@@ -134,6 +134,42 @@ static gms_server *server(gms_state *st, uint64_t id) {
     return gms_state_find_id(st, id);
 }
 
+/* A burst of calls that nothing predicts (no flops, no history) on three idle two-core
+ * servers whose links differ by microseconds: each call still counts as work where it
+ * was assigned, so the burst fills the idle servers first instead of the nearest one. */
+static void test_burst_without_predictions(void) {
+    gms_state st;
+    gms_state_init(&st, GRP_POLICY_MCT, 1000, 3);
+    uint64_t id[3];
+    for (int i = 0; i < 3; i++) {
+        char host[32];
+        snprintf(host, sizeof host, "10.0.0.%d", i + 1);
+        reg(&st, host, 7000, 2, 0, "test/sleep", &id[i]);
+    }
+    for (int i = 0; i < 3; i++) { /* measured round trips of 50, 60 and 70 us */
+        grp_report probe;
+        memset(&probe, 0, sizeof probe);
+        probe.server_id = id[i];
+        probe.total_ns = 50000 + 10000 * (uint64_t)i;
+        gms_state_report(&st, &probe, "lab", gr_now_ns(), gms_unix_ms());
+    }
+    gr_err e;
+    int count[3] = {0, 0, 0};
+    grp_schedule m = sched("sleep", 0, 0);
+    for (int k = 0; k < 6; k++) {
+        grp_schedule_ok r;
+        if (gms_state_schedule(&st, &m, "lab", gr_now_ns(), gms_unix_ms(), &r, NULL, &e)) break;
+        for (int i = 0; i < 3; i++)
+            count[i] += r.server_id == id[i];
+        if (k == 2)
+            ok(count[0] == 1 && count[1] == 1 && count[2] == 1,
+               "three unpredictable calls go to three idle servers (%d %d %d)", count[0], count[1], count[2]);
+    }
+    ok(count[0] == 2 && count[1] == 2 && count[2] == 2, "six go two to each two-core server (%d %d %d)",
+       count[0], count[1], count[2]);
+    gms_state_free(&st);
+}
+
 static void test_state(void) {
     gms_state st;
     gms_state_init(&st, GRP_POLICY_MCT, 1000, 3);
@@ -311,6 +347,7 @@ int main(void) {
     test_least_load();
     test_round_robin();
     test_state();
+    test_burst_without_predictions();
     test_json_escape();
     printf("1..%d\n", tests);
     return failed ? 1 : 0;

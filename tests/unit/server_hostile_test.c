@@ -456,9 +456,9 @@ static void hostile_cases(void) {
         int v[1] = {3};
         int ok = fd >= 0 && !begin_call(fd, "no_such_function", 1, 20) && !write_int_head(v, 1) &&
                  !grw_finish(&wr, &e) && read_reply(fd, &code, msg, sizeof msg, 5) == GRW_ERROR &&
-                 code == GRID_ERR_NOT_FOUND && strstr(msg, "no_such_function") && strstr(msg, "LIST");
+                 code == GRID_ERR_NOT_FOUND && strstr(msg, "no_such_function") && strstr(msg, "gridrpc ls");
         diag("unknown function: %s", msg);
-        result(ok, "an unknown function: ERROR GRID_ERR_NOT_FOUND naming it and suggesting LIST");
+        result(ok, "an unknown function: ERROR GRID_ERR_NOT_FOUND naming it and suggesting gridrpc ls");
         ok = fd >= 0 && !begin_call(fd, "test/echo_double", 12345, 21) && !write_int_head(v, 1) &&
              !grw_finish(&wr, &e) && read_reply(fd, &code, msg, sizeof msg, 5) == GRW_ERROR &&
              code == GRID_ERR_STALE;

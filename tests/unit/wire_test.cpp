@@ -665,7 +665,13 @@ TEST(RoundTrip, NamesAndDefaults) {
                            "ERROR", "CANCEL", "PING",     "PONG",           "LIST",       "LIST_OK"};
     for (uint32_t t = 0; t <= 12; t++)
         EXPECT_STREQ(grw_type_name(t), names[t]);
-    EXPECT_STREQ(grw_type_name(13), "?");
+    EXPECT_STREQ(grw_type_name(13), "PROBE");
+    EXPECT_STREQ(grw_type_name(14), "PROBE_OK");
+    EXPECT_STREQ(grw_type_name(15), "?");
+    EXPECT_STREQ(grw_type_name(19), "?");
+    EXPECT_STREQ(grw_type_name(20), "REGISTER");
+    EXPECT_STREQ(grw_type_name(28), "SERVERS_OK");
+    EXPECT_STREQ(grw_type_name(29), "?");
     EXPECT_STREQ(grw_type_name(0xffffffffu), "?");
     grw_limits l;
     grw_limits_default(&l);

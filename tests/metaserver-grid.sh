@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# metaserver-grid.sh: a whole grid on loopback, as a user runs it: gridmetad with its
+# registry file, three gridrpcd that register with it, and clients that name only the
+# metaserver (GRIDRPC_METASERVER). Checks that servers register and show in `gridrpc
+# status`, that plain calls give correct results, that concurrent calls are spread over
+# the servers (work counted at assignment), that a server killed while it holds a call
+# is marked down and the call is retried elsewhere with a correct result, that a
+# metaserver killed (SIGKILL) and restarted on its file lists every server at once, and
+# that servers find the restarted metaserver by themselves. TAP output.
+. "$top_srcdir/tests/lib.sh"
+B=$top_builddir
+export GRIDRPC_QUIET=1
+unset GRIDRPC_SERVER GRIDRPC_CONFIG
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  wait 2>/dev/null
+}
+trap cleanup EXIT
+
+# wait_line FILE REGEX: up to 10 s for a line to appear.
+wait_line() {
+  for _ in $(seq 1 100); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+start_meta() { # start_meta PORT -> $meta_pid, $META
+  "$B/gridmetad" --host 127.0.0.1 --port "$1" --db "$T_TMP/registry.db" --heartbeat 100ms \
+    >"$T_TMP/meta.out" 2>"$T_TMP/meta.err" &
+  meta_pid=$!
+  pids+=("$meta_pid")
+  wait_line "$T_TMP/meta.out" '^listening on ' || { cat "$T_TMP/meta.err" | diag; return 1; }
+  META=$(sed -n 's/^listening on //p' "$T_TMP/meta.out")
+}
+# status_json: the metaserver's view, as gridrpc status --json prints it.
+status_json() { "$B/gridrpc" --metaserver "$META" --json status; }
+# count_up: servers the metaserver has up.
+count_up() {
+  status_json 2>/dev/null | python3 -c 'import json,sys; print(sum(s["state"]=="up" for s in json.load(sys.stdin)["servers"]))'
+}
+wait_up() { # wait_up N: up to 10 s until N servers are up
+  for _ in $(seq 1 100); do [ "$(count_up)" = "$1" ] && return 0; sleep 0.1; done
+  return 1
+}
+
+start_meta 0
+port=${META##*:}
+declare -A srv_pid
+for name in s1 s2 s3; do
+  "$B/gridrpcd" --host 127.0.0.1 --port 0 --module-dir "$B/stubs/.libs" --threads 2 --quiet \
+    --metaserver "$META" --name "$name" >"$T_TMP/$name.out" 2>"$T_TMP/$name.err" &
+  srv_pid[$name]=$!
+  pids+=("$!")
+done
+if wait_up 3; then ok "three servers register and are up"; else fail "three servers register and are up"; status_json | diag; fi
+
+export GRIDRPC_METASERVER=$META
+out=$("$B/examples/dmmul" 200 2>&1)
+if echo "$out" | grep -q 'OK$'; then ok "a plain dmmul through the metaserver is correct"; else fail "dmmul via metaserver"; echo "$out" | diag; fi
+out=$("$B/gridrpc" call linalg/dmmul 2 '[1,2,3,4]' '[5,6,7,8]' 2>&1)
+if echo "$out" | tr -s ' \n' ' ' | grep -q '19 22 43 50'; then ok "gridrpc call routes through the metaserver"; else fail "gridrpc call via metaserver"; echo "$out" | diag; fi
+
+# Six concurrent 1 s calls on three servers of two workers: each server gets some.
+before=$(status_json | python3 -c 'import json,sys; print(" ".join(str(s["calls"]) for s in sorted(json.load(sys.stdin)["servers"], key=lambda s: s["id"])))')
+cpids=()
+for i in 1 2 3 4 5 6; do "$B/gridrpc" call test/sleep 1 >/dev/null 2>"$T_TMP/c$i.err" & cpids+=("$!"); done
+rc=0
+for p in "${cpids[@]}"; do wait "$p" || rc=1; done
+[ $rc -eq 0 ] && ok "six concurrent calls succeed" || { fail "six concurrent calls succeed"; cat "$T_TMP"/c*.err | diag; }
+after=$(status_json | python3 -c 'import json,sys; print(" ".join(str(s["calls"]) for s in sorted(json.load(sys.stdin)["servers"], key=lambda s: s["id"])))')
+spread=$(python3 -c "
+b=list(map(int,'$before'.split())); a=list(map(int,'$after'.split()))
+d=[x-y for x,y in zip(a,b)]
+print('ok' if sum(d)==6 and all(x>=1 for x in d) and max(d)<=3 else 'bad %s'%d)")
+if [ "$spread" = ok ]; then ok "concurrent calls are spread over all three servers"; else fail "spread: $spread (calls before: $before, after: $after)"; fi
+
+# A server killed while it runs a call: the call is retried elsewhere and succeeds.
+"$B/gridrpc" call test/sleep 2 >"$T_TMP/long.out" 2>"$T_TMP/long.err" &
+long=$!
+victim=
+for _ in $(seq 1 50); do
+  victim=$(status_json 2>/dev/null | python3 -c 'import json,sys
+for s in json.load(sys.stdin)["servers"]:
+    if s["running"] > 0 or s["pending"] > 0: print(s["name"]); break' 2>/dev/null)
+  [ -n "$victim" ] && break
+  sleep 0.1
+done
+sleep 0.3
+if [ -n "$victim" ]; then
+  kill -KILL "${srv_pid[$victim]}"
+  if wait "$long"; then ok "a call whose server was killed is retried elsewhere and succeeds"; else fail "retry after a killed server"; diag <"$T_TMP/long.err"; fi
+else
+  fail "no server showed the running call"; wait "$long"
+fi
+if wait_up 2; then ok "the killed server is marked down"; else fail "the killed server is marked down"; status_json | diag; fi
+
+# SIGKILL the metaserver and restart it on the same file and port: it lists every server at once.
+kill -KILL "$meta_pid"
+wait "$meta_pid" 2>/dev/null
+start_meta "$port"
+n=$(status_json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["servers"]))')
+[ "$n" = 3 ] && ok "a restarted metaserver lists every registered server at once" || { fail "restart lists $n servers, not 3"; status_json | diag; }
+if wait_up 2; then ok "the live servers find the restarted metaserver"; else fail "servers find the restarted metaserver"; status_json | diag; fi
+out=$("$B/examples/dmmul" 150 2>&1)
+echo "$out" | grep -q 'OK$' && ok "calls work after the restart" || { fail "calls after the restart"; echo "$out" | diag; }
+finish
