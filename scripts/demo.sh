@@ -2,19 +2,24 @@
 # demo.sh: the five-minute tour. Sets the machine up (scripts/setup.sh), starts a
 # computing server (gridrpcd) on loopback with the library of stubs/, and runs the
 # examples against it: real remote calls, results checked against local computations,
-# remote and local timings side by side. Stops the server cleanly at the end.
+# remote and local timings side by side; then a small grid: gridmetad with three servers
+# registered, calls that name no server, how they were scheduled, a server killed while
+# it runs a call and the call finishing elsewhere. Stops everything cleanly at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 build=${BUILD_DIR:-build}
 log=$(mktemp "${TMPDIR:-/tmp}/gridrpcd-demo.XXXXXX")
 server_pid=
+grid_pids=()
 cleanup() {
+  for p in "${grid_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${grid_pids[@]}"; do wait "$p" 2>/dev/null || true; done
   if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
     kill -TERM "$server_pid"
     wait "$server_pid" 2>/dev/null || true
   fi
-  rm -f "$log" "$log.out"
+  rm -f "$log" "$log.out" "$log".meta* "$log".s?.out
 }
 trap cleanup EXIT
 
@@ -54,5 +59,56 @@ kill -TERM "$server_pid"
 wait "$server_pid" && echo "   gridrpcd exited cleanly"
 server_pid=
 tail -n 8 "$log" | sed 's/^/   /'
+echo
+echo "== 6. a grid: gridmetad and three servers on loopback; clients name only the metaserver"
+"$build/gridmetad" --host 127.0.0.1 --port 0 --http 0 --db "$log.meta.db" --heartbeat 200ms \
+  >"$log.meta.out" 2>"$log.meta.err" &
+grid_pids+=($!)
+for _ in $(seq 1 100); do grep -q '^http on ' "$log.meta.out" 2>/dev/null && break; sleep 0.1; done
+meta=$(sed -n 's/^listening on //p' "$log.meta.out")
+[ -n "$meta" ] || { cat "$log.meta.err"; echo "demo: gridmetad did not start" >&2; exit 1; }
+echo "   gridmetad at $meta, status page at http://$(sed -n 's/^http on //p' "$log.meta.out")/"
+declare -A spid
+for name in s1 s2 s3; do
+  "$build/gridrpcd" --host 127.0.0.1 --port 0 --module-dir "$build/stubs/.libs" --threads 1 --quiet \
+    --metaserver "$meta" --name "$name" >"$log.$name.out" 2>/dev/null &
+  spid[$name]=$!
+  grid_pids+=($!)
+done
+export GRIDRPC_METASERVER=$meta GRIDRPC_QUIET=1
+unset GRIDRPC_SERVER
+for _ in $(seq 1 50); do
+  [ "$("$build/gridrpc" --json status 2>/dev/null | python3 -c 'import json,sys; print(sum(s["state"]=="up" for s in json.load(sys.stdin)["servers"]))' 2>/dev/null)" = 3 ] && break
+  sleep 0.2
+done
+echo "   GRIDRPC_METASERVER=$meta; no server named:"
+"$build/examples/dmmul" 500 | sed 's/^/   /'
+echo "   six concurrent 0.5 s calls are spread over the servers (work counted when assigned):"
+for _ in 1 2 3 4 5 6; do "$build/gridrpc" call test/sleep 0.5 >/dev/null & done
+wait %1 %2 %3 %4 %5 %6 2>/dev/null || true
+"$build/gridrpc" status | sed 's/^/   /'
+echo "   a 2 s call; its server is killed after 0.5 s; the client retries it on another server:"
+"$build/gridrpc" call test/sleep 2 >/dev/null 2>&1 &
+call=$!
+sleep 0.5
+victim=$("$build/gridrpc" --json status | python3 -c 'import json,sys
+for s in json.load(sys.stdin)["servers"]:
+    if s["running"] or s["pending"]: print(s["name"]); break')
+if [ -n "$victim" ]; then
+  kill -KILL "${spid[$victim]}"
+  echo "   killed $victim"
+fi
+if wait "$call"; then echo "   the call finished on another server"; else echo "   the call failed"; fi
+sleep 1
+"$build/gridrpc" status | sed 's/^/   /'
+echo "   the last decisions, as the metaserver explains them (GET /api/status):"
+python3 -c '
+import json,sys,urllib.request
+d=json.load(urllib.request.urlopen("http://%s/api/status" % sys.argv[1], timeout=5)); names={s["id"]:s["name"] for s in d["servers"]}
+for x in d["decisions"][:3]:
+    c=", ".join("%s %.4fs" % (names.get(k["server"],k["server"]), k["estimate"]) for k in x["candidates"])
+    print("   %s from %s: %s -> %s" % (x["function"], x["site"], c, names.get(x["chosen"])))' \
+  "$(sed -n 's/^http on //p' "$log.meta.out")" || true
+
 echo
 echo "demo: done. Try it yourself: GRIDRPC_SERVER=$address $build/examples/dmmul 1500 (after starting gridrpcd)."

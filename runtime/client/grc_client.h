@@ -118,12 +118,15 @@ typedef struct grc_route {
     uint32_t nexclude;            /* servers that failed this call */
     int attempts;                 /* failovers so far */
     uint64_t exclude[GRP_MAX_EXCLUDE];
-    char excluded_addr[GRP_MAX_EXCLUDE][GRC_MAX_HOST + 8]; /* the same, by address */
+    char excluded_addr[GRP_MAX_EXCLUDE][GRC_MAX_HOST + 16]; /* the same, by address */
     char tried[1024];       /* "a:7001 (connection refused), b:7002 (connection lost)" */
     long long sent_ns;      /* when the CALL started to go out (set by the sender before it
                              * hands the call to another thread: REPORT's total_ns) */
     grp_result_times times; /* from RESULT */
 } grc_route;
+
+/* Adds the server of T (id R->server_id) to the servers this call must not try again. */
+void grc_route_exclude(grc_route *r, const grc_target *t);
 
 /* One call on its way: where it goes, the descriptor it was marshalled with, and its
  * arguments (sized for that descriptor). */

@@ -135,6 +135,16 @@ static void add_tried(grc_route *r, const grc_target *t, const char *words) {
                  words);
 }
 
+void grc_route_exclude(grc_route *r, const grc_target *t) {
+    if (r->nexclude >= GRP_MAX_EXCLUDE) return;
+    /* Formatted on the stack: the route lives inside the request that holds T. */
+    char addr[sizeof r->excluded_addr[0]];
+    snprintf(addr, sizeof addr, "%s:%d", t->host, t->port);
+    memcpy(r->excluded_addr[r->nexclude], addr, sizeof addr);
+    r->exclude[r->nexclude] = r->server_id;
+    r->nexclude++;
+}
+
 int grc_req_failover(grc_req *q, int code, gr_err *e) {
     grc_route *r = &q->route;
     if (!r->routed || !grc_code_is_server_failure(code)) return code;
@@ -159,9 +169,7 @@ int grc_req_failover(grc_req *q, int code, gr_err *e) {
         return code;
     }
     if (r->nexclude < GRP_MAX_EXCLUDE) {
-        r->exclude[r->nexclude] = r->server_id;
-        snprintf(r->excluded_addr[r->nexclude], sizeof r->excluded_addr[0], "%s:%d", q->t.host, q->t.port);
-        r->nexclude++;
+        grc_route_exclude(r, &q->t);
     }
     gr_err re;
     gr_clearerr(&re);

@@ -472,9 +472,7 @@ static int learn(grc_req *q, const grc_config *cfg, const grd_desc **out, gr_err
                  q->t.port,
                  rc == GRID_ERR_CONNECT && strstr(e->msg, "refused") ? "connection refused"
                                                                      : grid_error_string(rc));
-        r->exclude[r->nexclude] = r->server_id;
-        snprintf(r->excluded_addr[r->nexclude], sizeof r->excluded_addr[0], "%s:%d", q->t.host, q->t.port);
-        r->nexclude++;
+        grc_route_exclude(r, &q->t);
     }
 }
 
