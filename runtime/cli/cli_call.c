@@ -13,6 +13,7 @@
 typedef struct slot {
     void *mem;   /* a scalar's bytes or an array's elements (malloc'd) */
     char *str;   /* a string or filename scalar's char * variable */
+    char *given; /* what the command line gave: an INOUT call replaces str with a new copy */
     char **strs; /* an array of strings */
     uint64_t elems;
     grd_extent ext;
@@ -88,7 +89,7 @@ static int set_scalar(call_state *st, uint32_t i, const char *text, char *err, s
     if (is_text(p->type)) {
         st->argv[i] = &s->str;
         if (!given(p)) return 0; /* an OUT string: the library stores a malloc'd copy */
-        s->str = strdup(text);
+        s->str = s->given = strdup(text);
         if (!s->str) return snprintf(err, errsize, "out of memory"), -1;
         return 0;
     }
@@ -189,6 +190,7 @@ static void free_state(call_state *st) {
     for (uint32_t i = 0; st->d && i < st->d->nparams; i++) {
         slot *s = &st->s[i];
         free(s->mem);
+        if (s->given != s->str) free(s->given);
         free(s->str);
         if (s->strs)
             for (uint64_t k = 0; k < s->elems; k++)
