@@ -84,8 +84,9 @@ done
 echo "   GRIDRPC_METASERVER=$meta; no server named:"
 "$build/examples/dmmul" 500 | sed 's/^/   /'
 echo "   six concurrent 0.5 s calls are spread over the servers (work counted when assigned):"
-for _ in 1 2 3 4 5 6; do "$build/gridrpc" call test/sleep 0.5 >/dev/null & done
-wait %1 %2 %3 %4 %5 %6 2>/dev/null || true
+calls=()
+for _ in 1 2 3 4 5 6; do "$build/gridrpc" call test/sleep 0.5 >/dev/null & calls+=($!); done
+for p in "${calls[@]}"; do wait "$p" || true; done
 "$build/gridrpc" status | sed 's/^/   /'
 echo "   a 2 s call; its server is killed after 0.5 s; the client retries it on another server:"
 "$build/gridrpc" call test/sleep 2 >/dev/null 2>&1 &
@@ -95,7 +96,7 @@ victim=$("$build/gridrpc" --json status | python3 -c 'import json,sys
 for s in json.load(sys.stdin)["servers"]:
     if s["running"] or s["pending"]: print(s["name"]); break')
 if [ -n "$victim" ]; then
-  kill -KILL "${spid[$victim]}"
+  { kill -KILL "${spid[$victim]}"; wait "${spid[$victim]}"; } 2>/dev/null || true
   echo "   killed $victim"
 fi
 if wait "$call"; then echo "   the call finished on another server"; else echo "   the call failed"; fi
