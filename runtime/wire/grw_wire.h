@@ -35,7 +35,7 @@ enum grw_type {
     GRW_PONG = 10,
     GRW_LIST = 11,
     GRW_LIST_OK = 12,
-    GRW_PROBE = 13,    /* bandwidth probe: any peer that answers CALL */
+    GRW_PROBE = 13, /* bandwidth probe: any peer that answers CALL */
     GRW_PROBE_OK = 14,
     /* 20-39: the metaserver's (grp_meta.h) */
     GRW_REGISTER = 20,

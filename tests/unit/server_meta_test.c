@@ -306,6 +306,7 @@ static void check_load(fake_meta *fm, int port) {
     result(id > 0 && i >= 0, "a beat shows running 1 while test/sleep runs");
     int rc = id > 0 ? grid_wait(id) : -1;
     if (rc != GRID_OK) diag("the call failed: %s", grid_last_error());
+    grid_reset_np(); /* joins the async reader before this server is stopped */
     from = fake_meta_beats(fm);
     i = wait_beat_running(fm, from, 0, 1, &b);
     result(rc == GRID_OK && i >= 0 && b.hb.calls_done == done_before + 1,
