@@ -125,8 +125,11 @@ typedef struct grc_route {
     grp_result_times times; /* from RESULT */
 } grc_route;
 
-/* Adds the server of T (id R->server_id) to the servers this call must not try again. */
-void grc_route_exclude(grc_route *r, const grc_target *t);
+/* Clears R for a new call. */
+void grc_route_reset(grc_route *r);
+/* Records that the server of T (id R->server_id) failed the call with CODE (MSG): named
+ * in the final error's list and excluded from the next SCHEDULE. */
+void grc_route_failed(grc_route *r, const grc_target *t, int code, const char *msg);
 
 /* One call on its way: where it goes, the descriptor it was marshalled with, and its
  * arguments (sized for that descriptor). */

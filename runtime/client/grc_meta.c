@@ -467,12 +467,7 @@ static int learn(grc_req *q, const grc_config *cfg, const grd_desc **out, gr_err
             return rc;
         }
         failed = rc;
-        size_t used = strlen(r->tried);
-        snprintf(r->tried + used, sizeof r->tried - used, "%s%s:%d (%s)", used ? ", " : "", q->t.host,
-                 q->t.port,
-                 rc == GRID_ERR_CONNECT && strstr(e->msg, "refused") ? "connection refused"
-                                                                     : grid_error_string(rc));
-        grc_route_exclude(r, &q->t);
+        grc_route_failed(r, &q->t, rc, e->msg);
     }
 }
 
