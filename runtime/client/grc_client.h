@@ -105,6 +105,13 @@ typedef struct grc_args {
 
 /* How a plain name's call was routed by the metaserver (grc_meta.c), for its REPORT and
  * its failover to another server. */
+/* The servers that failed one call. */
+typedef struct grc_failed {
+    uint64_t exclude[GRP_MAX_EXCLUDE];                      /* their ids (0: unknown) */
+    char excluded_addr[GRP_MAX_EXCLUDE][GRC_MAX_HOST + 16]; /* the same, by address */
+    char tried[1024]; /* "a:7001 (connection refused), b:7002 (connection lost)" */
+} grc_failed;
+
 typedef struct grc_route {
     int routed;                   /* the target came from the metaserver or its last-known servers */
     int no_retry;                 /* the caller's GRID_CALL_NO_RETRY_NP when the call started */
@@ -115,18 +122,18 @@ typedef struct grc_route {
     uint64_t server_id;           /* 0 when unknown */
     uint64_t bytes_in, bytes_out; /* the CALL and RESULT sizes */
     double flops;                 /* Complexity for these arguments */
-    uint32_t nexclude;            /* servers that failed this call */
+    uint32_t nexclude;            /* servers that failed this call (entries of failed) */
     int attempts;                 /* failovers so far */
-    uint64_t exclude[GRP_MAX_EXCLUDE];
-    char excluded_addr[GRP_MAX_EXCLUDE][GRC_MAX_HOST + 16]; /* the same, by address */
-    char tried[1024];       /* "a:7001 (connection refused), b:7002 (connection lost)" */
-    long long sent_ns;      /* when the CALL started to go out (set by the sender before it
-                             * hands the call to another thread: REPORT's total_ns) */
-    grp_result_times times; /* from RESULT */
+    struct grc_failed *failed;    /* allocated at the first failure: most calls never fail */
+    long long sent_ns;            /* when the CALL started to go out (set by the sender before it
+                                   * hands the call to another thread: REPORT's total_ns) */
+    grp_result_times times;       /* from RESULT */
 } grc_route;
 
-/* Clears R for a new call. */
+/* Clears R for a new call (grc_req_free releases what it holds). */
 void grc_route_reset(grc_route *r);
+/* The failed servers, "a:7001 (connection refused), ...", or "". */
+const char *grc_route_tried(const grc_route *r);
 /* Records that the server of T (id R->server_id) failed the call with CODE (MSG): named
  * in the final error's list and excluded from the next SCHEDULE. */
 void grc_route_failed(grc_route *r, const grc_target *t, int code, const char *msg);

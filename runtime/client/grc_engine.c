@@ -51,13 +51,11 @@ static int is_url(const char *name) {
 }
 
 void grc_route_reset(grc_route *r) {
-    /* Field by field: the exclude tables (17 KiB) are read only below nexclude, and
-     * clearing them would cost every call, routed or not. */
     r->routed = r->no_retry = r->final = r->reused = r->reported = r->attempts = 0;
     r->decision = r->server_id = r->bytes_in = r->bytes_out = 0;
     r->flops = 0;
     r->nexclude = 0;
-    r->tried[0] = '\0';
+    r->failed = NULL;
     r->sent_ns = 0;
     memset(&r->times, 0, sizeof r->times);
 }
@@ -90,6 +88,9 @@ int grc_req_start(grc_req *q, const char *name, const grc_args *args, grc_config
 void grc_req_free(grc_req *q) {
     free(q->call);
     q->call = NULL;
+    free(q->route.failed);
+    q->route.failed = NULL;
+    q->route.nexclude = 0;
 }
 
 long long grc_req_deadline(const grc_config *cfg) {
@@ -140,17 +141,20 @@ static const char *failure_words(int code, const char *msg) {
     }
 }
 
+const char *grc_route_tried(const grc_route *r) {
+    return r->failed ? r->failed->tried : "";
+}
+
 void grc_route_failed(grc_route *r, const grc_target *t, int code, const char *msg) {
-    size_t used = strlen(r->tried);
-    if (used < sizeof r->tried - 1)
-        snprintf(r->tried + used, sizeof r->tried - used, "%s%s:%d (%s)", used ? ", " : "", t->host, t->port,
+    if (!r->failed && !(r->failed = calloc(1, sizeof *r->failed))) return; /* the list goes unsaid */
+    grc_failed *f = r->failed;
+    size_t used = strlen(f->tried);
+    if (used < sizeof f->tried - 1)
+        snprintf(f->tried + used, sizeof f->tried - used, "%s%s:%d (%s)", used ? ", " : "", t->host, t->port,
                  failure_words(code, msg));
     if (r->nexclude >= GRP_MAX_EXCLUDE) return;
-    /* Formatted on the stack: the route lives inside the request that holds T. */
-    char addr[sizeof r->excluded_addr[0]];
-    snprintf(addr, sizeof addr, "%s:%d", t->host, t->port);
-    memcpy(r->excluded_addr[r->nexclude], addr, sizeof addr);
-    r->exclude[r->nexclude] = r->server_id;
+    snprintf(f->excluded_addr[r->nexclude], sizeof f->excluded_addr[0], "%s:%d", t->host, t->port);
+    f->exclude[r->nexclude] = r->server_id;
     r->nexclude++;
 }
 
@@ -186,7 +190,7 @@ int grc_req_failover(grc_req *q, int code, gr_err *e) {
     r->final = 1;
     /* "No server left" is the expected end; anything else (the metaserver and every
      * known server unreachable) is worth saying too. */
-    gr_seterr(e, code, "%s: no server could run the call: %s%s%s", q->t.name, r->tried,
+    gr_seterr(e, code, "%s: no server could run the call: %s%s%s", q->t.name, grc_route_tried(r),
               rc != GRID_ERR_NOT_FOUND && re.msg[0] ? "; " : "", rc != GRID_ERR_NOT_FOUND ? re.msg : "");
     return code;
 }

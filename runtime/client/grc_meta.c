@@ -176,7 +176,8 @@ static int excluded(const grc_route *r, const known *k) {
     char addr[GRC_MAX_HOST + 8];
     snprintf(addr, sizeof addr, "%s:%d", k->host, k->port);
     for (uint32_t i = 0; i < r->nexclude; i++)
-        if ((k->id && r->exclude[i] == k->id) || strcmp(r->excluded_addr[i], addr) == 0) return 1;
+        if ((k->id && r->failed->exclude[i] == k->id) || strcmp(r->failed->excluded_addr[i], addr) == 0)
+            return 1;
     return 0;
 }
 
@@ -335,7 +336,7 @@ static int ask(grc_req *q, const grc_config *cfg, grp_schedule_ok *ok, int *unre
     m.bytes_out = q->route.bytes_out;
     m.flops = q->route.flops;
     for (uint32_t i = 0; i < q->route.nexclude; i++)
-        if (q->route.exclude[i]) m.exclude[m.nexclude++] = q->route.exclude[i];
+        if (q->route.failed->exclude[i]) m.exclude[m.nexclude++] = q->route.failed->exclude[i];
     uint64_t id = conn->next_id++;
     long long t0 = gr_now_ns();
     conn->rd.deadline_ns = conn->wr.deadline_ns = t0 + (long long)(META_TIMEOUT_S * 1e9);
@@ -452,7 +453,8 @@ static int learn(grc_req *q, const grc_config *cfg, const grd_desc **out, gr_err
         if (rc) {
             if (failed) { /* name every server that failed, as a call's failover does */
                 r->final = 1;
-                return gr_seterr(e, failed, "%s: no server could run the call: %s", q->t.name, r->tried);
+                return gr_seterr(e, failed, "%s: no server could run the call: %s", q->t.name,
+                                 grc_route_tried(r));
             }
             return rc;
         }
