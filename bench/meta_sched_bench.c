@@ -62,7 +62,7 @@ static void run(unsigned nservers, unsigned iters) {
         grp_schedule_ok ok;
         const char *site = i & 1 ? "site1" : "site3";
         long long t0 = gr_now_ns();
-        int rc = gms_state_schedule(&st, &q, site, t0, gms_unix_ms(), &ok, NULL, &e);
+        int rc = gms_state_schedule(&st, &q, site, t0, gms_unix_ms(), 0, 0, NULL, &ok, NULL, &e);
         t[i] = gr_now_ns() - t0;
         if (rc) {
             fprintf(stderr, "meta_sched_bench: %s\n", e.msg);
