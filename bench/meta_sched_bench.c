@@ -37,7 +37,8 @@ static void run(unsigned nservers, unsigned iters) {
         m.functions = fns;
         uint64_t id = gms_state_register(&st, &m, gr_now_ns(), gms_unix_ms());
         grp_heartbeat hb = {
-            id, (uint32_t)rand() % 8, (uint32_t)rand() % 4, m.cores, m.cores, rand() % 400 / 100.0, 0};
+            id, (uint32_t)rand() % 8, (uint32_t)rand() % 4, m.cores, m.cores, rand() % 400 / 100.0,
+            0,  rand() % 300 / 100.0};
         gms_state_heartbeat(&st, &hb, gr_now_ns(), gms_unix_ms());
         for (unsigned s = 0; s < 4; s++) {
             char site[32];
@@ -87,7 +88,7 @@ static void run(unsigned nservers, unsigned iters) {
 int main(int argc, char **argv) {
     unsigned iters = argc > 1 ? (unsigned)atoi(argv[1]) : 20000;
     if (iters < 100) iters = 100;
-    gms_log_set_level(GMS_LOG_ERROR);
+    gr_log_init("meta_sched_bench", GMS_LOG_ERROR);
     run(10, iters);
     run(100, iters);
     run(1000, iters / 4);

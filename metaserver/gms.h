@@ -22,15 +22,17 @@
 #include <stdint.h>
 
 #include "gr_error.h"
+#include "gr_log.h"
 #include "grp_meta.h"
 #include "grp_proto.h"
 
 /* ---------------------------------------------------------------- logging */
 
 enum { GMS_LOG_ERROR = 0, GMS_LOG_WARN = 1, GMS_LOG_INFO = 2, GMS_LOG_DEBUG = 3 };
-void gms_log_set_level(int level);
-int gms_log_enabled(int level);
-void gms_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The daemons' shared log (runtime/common/gr_log.c), under this prefix; main calls
+ * gr_log_init("gridmetad", level) once. */
+#define gms_log gr_log
+#define gms_log_enabled gr_log_enabled
 
 /* ---------------------------------------------------------------- options */
 

@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "gr_log.h"
 #include "grd_desc.h"
 #include "grp_limits.h"
 #include "gridrpc_stub.h"
@@ -72,10 +73,10 @@ void gsv_options_free(gsv_options *opt);
 
 /* ---------------------------------------------------------------- logging */
 
-/* The level below which messages are dropped; set once at startup. */
-void gsv_log_set_level(int level);
-int gsv_log_enabled(int level);
-void gsv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The daemons' shared log (runtime/common/gr_log.c), under this prefix; main calls
+ * gr_log_init("gridrpcd", level) once. */
+#define gsv_log gr_log
+#define gsv_log_enabled gr_log_enabled
 
 /* ---------------------------------------------------------------- module registry */
 

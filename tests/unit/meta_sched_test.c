@@ -487,7 +487,7 @@ static void test_json_escape(void) {
 }
 
 int main(void) {
-    gms_log_set_level(GMS_LOG_ERROR);
+    gr_log_init("meta-sched-test", GMS_LOG_ERROR);
     test_mct();
     test_least_load();
     test_round_robin();
