@@ -27,6 +27,7 @@ import os
 import select
 import subprocess
 import time
+import fcntl
 import html.parser
 import http.server
 import json
@@ -159,8 +160,12 @@ class Cdp:
         self.rfd, from_browser_w = os.pipe()
 
         def fds():  # in the child: the pipe ends at the numbers chromium expects
-            os.dup2(to_browser_r, 3)
-            os.dup2(from_browser_w, 4)
+            # Moved above 10 first: dup2 onto itself (a pipe end that already is 3 or 4)
+            # would keep its close-on-exec flag.
+            a = fcntl.fcntl(to_browser_r, fcntl.F_DUPFD, 10)
+            b = fcntl.fcntl(from_browser_w, fcntl.F_DUPFD, 10)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
 
         self.proc = subprocess.Popen(
             [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
