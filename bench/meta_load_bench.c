@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -324,6 +325,7 @@ static void client_main(int mode, int who, const char *host, int port, int ready
 
 typedef struct figures {
     double per_s, p50_us, p99_us;
+    double metad_cpu_us, client_cpu_us; /* CPU time per request: gridmetad's, the clients' */
     uint64_t errors;
     char first_error[200];
 } figures;
@@ -336,6 +338,29 @@ static double percentile(const uint32_t *hist, uint64_t total, double q) {
         if (seen >= want) return BUCKET_BASE_NS * pow(BUCKET_STEP, b + 0.5) / 1e3;
     }
     return NAN;
+}
+
+/* CPU seconds (user + system) gridmetad has used so far, from /proc; NAN if unknown. */
+static double metad_cpu(void) {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)metad_pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return NAN;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long long ut, st;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return NAN;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double children_cpu(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+           (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
 static figures run_clients(int mode, int nclients, const char *host, int port, double seconds) {
@@ -367,7 +392,7 @@ static figures run_clients(int mode, int nclients, const char *host, int port, d
             exit(1);
         }
     }
-    double t0 = now();
+    double t0 = now(), m0 = metad_cpu(), c0 = children_cpu();
     close(go[1]); /* every client sees EOF at once and starts */
     int failed = 0;
     for (int i = 0; i < nclients; i++) {
@@ -375,7 +400,7 @@ static figures run_clients(int mode, int nclients, const char *host, int port, d
         waitpid(pids[i], &st, 0);
         if (!WIFEXITED(st) || WEXITSTATUS(st)) failed = 1;
     }
-    double wall = now() - t0;
+    double wall = now() - t0, m1 = metad_cpu(), c1 = children_cpu();
     close(ready[0]);
     if (failed) {
         fprintf(stderr, "meta_load_bench: a client failed (its message is above)\n");
@@ -396,6 +421,8 @@ static figures run_clients(int mode, int nclients, const char *host, int port, d
     }
     /* Each client ran SECONDS from the common start; the slowest finishing adds little. */
     f.per_s = (double)total / (wall > seconds ? seconds + (wall - seconds) / 2 : seconds);
+    f.metad_cpu_us = total ? (m1 - m0) / (double)total * 1e6 : NAN;
+    f.client_cpu_us = total ? (c1 - c0) / (double)total * 1e6 : NAN;
     f.p50_us = percentile(hist, total, 0.50);
     f.p99_us = percentile(hist, total, 0.99);
     munmap(res, (size_t)nclients * sizeof *res);
@@ -498,11 +525,13 @@ int main(int argc, char **argv) {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     printf("gridmetad %s, scheduler %s, registry %s; %ld cores; %.1f s per point\n", metad, sched,
            db == dbfile ? "in a temporary file" : db, ncpu, seconds);
-    printf("%7s %7s %12s %9s %9s %12s %9s %8s %7s\n", "servers", "clients", "decisions/s", "p50_us", "p99_us",
-           "probe_rt/s", "probe_p50", "x_probe", "errors");
+    printf("(cpu: CPU microseconds per request, user + system, in gridmetad / in the client processes)\n");
+    printf("%7s %7s %12s %8s %8s %9s %9s %11s %9s %9s %7s %7s\n", "servers", "clients", "decisions/s",
+           "p50_us", "p99_us", "cpu_metad", "cpu_cli", "probe_rt/s", "probe_p50", "cpu_metad", "x_probe",
+           "errors");
     if (csv)
-        fprintf(csv,
-                "servers,clients,decisions_per_s,p50_us,p99_us,probe_per_s,probe_p50_us,x_probe,errors\n");
+        fprintf(csv, "servers,clients,decisions_per_s,p50_us,p99_us,metad_cpu_us,client_cpu_us,probe_per_s,"
+                     "probe_p50_us,probe_metad_cpu_us,x_probe,errors\n");
     srand(12345);
     for (int s = 0; s < nservers; s++) {
         int port = metad_start(metad, db, sched);
@@ -519,14 +548,15 @@ int main(int argc, char **argv) {
         for (int k = 0; k < nclients; k++) {
             figures d = run_clients(MODE_DECIDE, (int)clients[k], "127.0.0.1", port, seconds);
             figures p = run_clients(MODE_PROBE, (int)clients[k], "127.0.0.1", port, seconds);
-            printf("%7u %7u %12.0f %9.1f %9.1f %12.0f %9.1f %8.2f %7llu\n", servers[s], clients[k], d.per_s,
-                   d.p50_us, d.p99_us, p.per_s, p.p50_us, d.per_s / p.per_s, (unsigned long long)d.errors);
+            printf("%7u %7u %12.0f %8.1f %8.1f %9.1f %9.1f %11.0f %9.1f %9.1f %7.2f %7llu\n", servers[s],
+                   clients[k], d.per_s, d.p50_us, d.p99_us, d.metad_cpu_us, d.client_cpu_us, p.per_s,
+                   p.p50_us, p.metad_cpu_us, d.per_s / p.per_s, (unsigned long long)d.errors);
             fflush(stdout);
             if (d.errors) fprintf(stderr, "meta_load_bench: SCHEDULE failed: %s\n", d.first_error);
             if (csv)
-                fprintf(csv, "%u,%u,%.1f,%.2f,%.2f,%.1f,%.2f,%.4f,%llu\n", servers[s], clients[k], d.per_s,
-                        d.p50_us, d.p99_us, p.per_s, p.p50_us, d.per_s / p.per_s,
-                        (unsigned long long)d.errors);
+                fprintf(csv, "%u,%u,%.1f,%.2f,%.2f,%.2f,%.2f,%.1f,%.2f,%.2f,%.4f,%llu\n", servers[s],
+                        clients[k], d.per_s, d.p50_us, d.p99_us, d.metad_cpu_us, d.client_cpu_us, p.per_s,
+                        p.p50_us, p.metad_cpu_us, d.per_s / p.per_s, (unsigned long long)d.errors);
         }
         kill(beater, SIGKILL);
         waitpid(beater, NULL, 0);

@@ -6,7 +6,7 @@ Reads from RESULTS_DIR whichever of these exist (a missing one leaves its panel 
 with a note):
   meta_sched.csv  servers,median_us,mean_us,p99_us,decisions       (meta_sched_bench)
   meta_load.csv   servers,clients,decisions_per_s,p50_us,p99_us,probe_per_s,... (meta_load_bench)
-  meta_route.csv  mode,median_us,min_us,max_us,x_direct, no header (meta_route_bench)
+  meta_route.csv  mode,median_us,min_us,max_us,x_direct[,x_paired], no header (meta_route_bench)
 Panels: decision time vs servers registered (target 20 us at 100); decisions/s vs
 concurrent clients, one line per server count, with the bare PROBE round trips of the
 same gridmetad dashed (target 20,000/s); routed/direct latency of a null call (targets
@@ -82,7 +82,7 @@ def load_panel(ax, rows):
 
 def route_panel(ax, rows):
     ax.set_title("A null call routed by gridmetad, vs direct")
-    ax.set_ylabel("time per call / direct")
+    ax.set_ylabel("time per call / direct (median of rounds)")
     if not rows:
         missing(ax, "meta_route.csv")
         return
@@ -92,7 +92,8 @@ def route_panel(ax, rows):
     labels = {"direct": "direct\n(gridrpc://)", "reuse": "routed,\ndecision reused", "ask": "routed,\nasks each call"}
     targets = {"reuse": 1.1, "ask": 2.5}
     x = range(len(modes))
-    med = [float(by[m]["x_direct"]) for m in modes]
+    # The paired ratio (median of each round's ratio) where the bench wrote it.
+    med = [float(by[m].get("x_paired") or by[m]["x_direct"]) for m in modes]
     lo = [med[i] - float(by[m]["min_us"]) / direct for i, m in enumerate(modes)] if direct else None
     hi = [float(by[m]["max_us"]) / direct - med[i] for i, m in enumerate(modes)] if direct else None
     ax.bar(x, med, yerr=[lo, hi] if direct else None, capsize=4, color=["0.6", "tab:blue", "tab:orange"][: len(modes)])
@@ -115,7 +116,7 @@ def main(argv):
     sched = read_rows(os.path.join(d, "meta_sched.csv"))
     load = read_rows(os.path.join(d, "meta_load.csv"))
     route = read_rows(os.path.join(d, "meta_route.csv"), header=False,
-                      names=["mode", "median_us", "min_us", "max_us", "x_direct"])
+                      names=["mode", "median_us", "min_us", "max_us", "x_direct", "x_paired"])
     if not (sched or load or route):
         sys.stderr.write("plot_meta.py: no meta_*.csv in %s: run bench/run-meta.sh first\n" % d)
         return 1
