@@ -31,6 +31,7 @@ else
 fi
 
 mkdir scratch
+: >server.out
 # shellcheck disable=SC2086
 TMPDIR=$T_TMP/scratch "$GRIDRPCD" --host 127.0.0.1 --port 0 --log-level warn $mods >server.out 2>&1 &
 spid=$!
