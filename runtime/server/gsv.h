@@ -37,6 +37,12 @@
 
 /* ---------------------------------------------------------------- options */
 
+/* The default modules' directory, where make install puts the standard modules (set by
+ * the build to $(pkglibdir)/modules). */
+#ifndef GRIDRPC_MODULE_DIR
+#define GRIDRPC_MODULE_DIR "/usr/local/lib/gridrpc/modules"
+#endif
+
 enum { GSV_MODE_POOL = 0, GSV_MODE_THREAD = 1 };
 enum { GSV_QUEUE_FCFS = 0, GSV_QUEUE_SJF = 1 };
 enum { GSV_LOG_ERROR = 0, GSV_LOG_WARN = 1, GSV_LOG_INFO = 2, GSV_LOG_DEBUG = 3 };
@@ -46,9 +52,10 @@ typedef struct gsv_options {
     int port;
     const char **modules; /* --module, in order */
     unsigned nmodules;
-    const char **module_dirs; /* --module-dir, in order (the default when none given) */
+    const char **module_dirs; /* --module-dir, in order */
     unsigned nmodule_dirs;
-    int default_dir;   /* module_dirs holds only the configured default */
+    int defaults;      /* load the default modules too: none of --module and --module-dir
+                          was given, or --default-modules was */
     unsigned threads;  /* 0: one per core */
     int mode;          /* GSV_MODE_* */
     int queue;         /* GSV_QUEUE_* */
