@@ -68,7 +68,7 @@ static _Noreturn void isolated_child(gsv_server *s, gsv_job *job, int ch, pid_t 
     job->fn->stub->invoke(job->call.ptr);
     long long rn = gr_now_ns() - t0;
     char b = 1;
-    if (write(ch, &b, 1) != 1) _exit(3);
+    if (send(ch, &b, 1, MSG_NOSIGNAL) != 1) _exit(3);
     ssize_t k;
     while ((k = read(ch, &b, 1)) < 0 && errno == EINTR) {
     }
@@ -129,15 +129,14 @@ static int run_isolated(gsv_server *s, gsv_job *job, long long queue_ns, long lo
         gsv_sched_invoking(s, job, 0);
         if (k == 1 && !killed) {
             pthread_mutex_lock(&c->wlock);
-            began = !c->broken && write(ch[0], "g", 1) == 1;
+            began = !c->broken && send(ch[0], "g", 1, MSG_NOSIGNAL) == 1;
             if (!began) pthread_mutex_unlock(&c->wlock);
         }
-        if (!began && k == 1) {
-            char no = 'n';
-            if (write(ch[0], &no, 1) != 1) {
-                /* The child is gone already: nothing to tell it. */
-            }
-        }
+        /* Declined (canceled, or the connection is gone): the child exits unheard. A
+         * child that is gone already cannot be told, which changes nothing. */
+        if (!began && k == 1 && send(ch[0], "n", 1, MSG_NOSIGNAL) != 1)
+            gsv_log(GSV_LOG_DEBUG, "%s: the child of call %llu was gone before its answer was declined",
+                    c->peer, (unsigned long long)job->request_id);
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
         if (began) {
