@@ -22,10 +22,11 @@ static int pick(const char *server, const grc_config *cfg, char *host, size_t ho
         char buf[GRC_MAX_HOST + 16], err[512];
         size_t len = strcspn(hp, "/");
         if (hp[len] == '/' && hp[len + 1])
-            return gr_seterr(e, GRID_ERR_ARGS,
-                             "grid_list_functions_np: '%s' names a function: give the server alone (host:port)",
-                             server);
-        if (len >= sizeof buf) return gr_seterr(e, GRID_ERR_ARGS, "grid_list_functions_np: server name too long");
+            return gr_seterr(
+                e, GRID_ERR_ARGS,
+                "grid_list_functions_np: '%s' names a function: give the server alone (host:port)", server);
+        if (len >= sizeof buf)
+            return gr_seterr(e, GRID_ERR_ARGS, "grid_list_functions_np: server name too long");
         memcpy(buf, hp, len);
         buf[len] = '\0';
         if (gr_parse_hostport(buf, 0, host, hostsize, port, err, sizeof err))

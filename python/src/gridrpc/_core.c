@@ -5,15 +5,16 @@
  * each argument: Python numbers and strings become the C scalars, arrays are taken
  * through the buffer protocol (numpy arrays, array.array, memoryview: C-contiguous,
  * the right element type and size, checked with grid_array_shape_np before anything is
- * sent), OUT scalars and strings come back as Python values. The GIL is released while
- * the call is on the network, so other Python threads run (and may call too: the C
- * library is MT-safe).
+ * sent), OUT scalars and strings come back as Python values, and an OUT array passed
+ * as None is allocated (through the allocator the package registers: numpy.zeros) and
+ * returned. The GIL is released while the call is on the network, so other Python
+ * threads run (and may call too: the C library is MT-safe).
  *
- * Asynchronous calls (start) keep the same conversion state on the heap, inside a
- * Pending object, until the call completes: the buffers stay exported (a numpy array
- * cannot be resized meanwhile) and converted strings stay referenced. The Python layer
- * (__init__.py) waits for completions in one background thread (wait_any) and turns
- * them into futures.
+ * Asynchronous calls (prepare, then Pending.send from the package's sender thread)
+ * keep the same conversion state on the heap, inside a Pending object, until the call
+ * completes: the buffers stay exported (a numpy array cannot be resized meanwhile) and
+ * converted strings stay referenced. The Python layer (_futures.py) waits for
+ * completions in one background thread (wait_any) and turns them into futures.
  *
  * Errors are raised through a factory the package registers (_set_error_factory), so
  * they are gridrpc.GridError subclasses carrying the code and the library's message.
@@ -46,9 +47,9 @@ static long async_open;         /* Pending objects holding a call's state (under
  * library's settings when they changed, so a user who fixes GRIDRPC_SERVER after a
  * ConnectError or ConfigError needs no reset(). Only after a failure: the happy path
  * costs nothing. */
-static const char *const env_names[] = {"GRIDRPC_SERVER",  "GRIDRPC_METASERVER", "GRIDRPC_CONFIG",
-                                        "GRIDRPC_TOKEN",   "GRIDRPC_TIMEOUT",    "GRIDRPC_CONNECT_TIMEOUT",
-                                        "GRIDRPC_SCHEDULER", "HOME"};
+static const char *const env_names[] = {
+    "GRIDRPC_SERVER",  "GRIDRPC_METASERVER",      "GRIDRPC_CONFIG",    "GRIDRPC_TOKEN",
+    "GRIDRPC_TIMEOUT", "GRIDRPC_CONNECT_TIMEOUT", "GRIDRPC_SCHEDULER", "HOME"};
 #define NENV (sizeof env_names / sizeof env_names[0])
 static char *env_seen[NENV]; /* malloc'd values at the last load; NULL: unset */
 static int env_dirty;        /* a call failed since the last successful one */
@@ -278,7 +279,7 @@ static PyObject *get_fn(PyObject *name, const char *cname) {
     info->memo_valid = 0;
     grid_function_np *f = &info->f;
     int rc;
-    sync_in_flight++; /* a reload must not reset the library under it */
+    sync_in_flight++;                        /* a reload must not reset the library under it */
     PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
     rc = grid_describe_np(cname, f);
     PyEval_RestoreThread(ts);
@@ -618,12 +619,15 @@ static int to_array(callstate *cs, int i, PyObject *o) {
     shape_str(dims, rank, shp, sizeof shp);
     if (o == Py_None && p->mode == GRID_MODE_OUT) {
         /* Allocated here from the evaluated dimensions, and returned by the call. */
-        if (!allocator) return arg_error(KIND_TYPE, ARG_FMT ": no array allocator registered", ARG_ARGS(cs, i));
+        if (!allocator)
+            return arg_error(KIND_TYPE, ARG_FMT ": no array allocator registered", ARG_ARGS(cs, i));
         PyObject *shape = PyTuple_New(rank);
         for (int d = 0; shape && d < rank; d++) {
             PyObject *v = PyLong_FromLongLong(dims[d]);
-            if (!v) Py_CLEAR(shape);
-            else PyTuple_SET_ITEM(shape, d, v);
+            if (!v)
+                Py_CLEAR(shape);
+            else
+                PyTuple_SET_ITEM(shape, d, v);
         }
         if (!shape) return -1;
         o = PyObject_CallFunction(allocator, "sN", alloc_dtype(p), shape);
@@ -833,7 +837,8 @@ static PyObject *results(callstate *cs) {
 
 PyDoc_STRVAR(call_doc, "call(name, *args)\n--\n\n"
                        "Calls the remote function NAME with one argument per IDL parameter and returns its\n"
-                       "OUT/INOUT scalars and strings (None, one value or a tuple). OUT arrays are filled.");
+                       "OUT/INOUT scalars and strings and the OUT arrays passed as None (None, one value or\n"
+                       "a tuple). OUT arrays passed are filled in place.");
 
 static PyObject *core_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
@@ -919,7 +924,8 @@ static PyObject *pending_finish(PendingObject *self, PyObject *arg) {
     long rc = PyLong_AsLong(arg);
     if (rc == -1 && PyErr_Occurred()) return NULL;
     if (!self->cs || self->sending) {
-        PyErr_SetString(PyExc_RuntimeError, self->cs ? "the call is being sent" : "this call was already finished");
+        PyErr_SetString(PyExc_RuntimeError,
+                        self->cs ? "the call is being sent" : "this call was already finished");
         return NULL;
     }
     self->in_flight = 0;
@@ -1035,18 +1041,20 @@ static PendingObject *new_pending(PyObject *const *args, Py_ssize_t nargs) {
     return po;
 }
 
-PyDoc_STRVAR(prepare_doc, "prepare(name, *args)\n--\n\n"
-                          "Converts and checks an asynchronous call's arguments (as call does) and returns a\n"
-                          "Pending object; its send() starts the call.");
+PyDoc_STRVAR(prepare_doc,
+             "prepare(name, *args)\n--\n\n"
+             "Converts and checks an asynchronous call's arguments (as call does) and returns a\n"
+             "Pending object; its send() starts the call.");
 
 static PyObject *core_prepare(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     return (PyObject *)new_pending(args, nargs);
 }
 
-PyDoc_STRVAR(start_doc, "start(name, *args)\n--\n\n"
-                        "prepare() and send() in one: starts an asynchronous call in this thread and returns\n"
-                        "its Pending object.");
+PyDoc_STRVAR(start_doc,
+             "start(name, *args)\n--\n\n"
+             "prepare() and send() in one: starts an asynchronous call in this thread and returns\n"
+             "its Pending object.");
 
 static PyObject *core_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
@@ -1061,9 +1069,10 @@ static PyObject *core_start(PyObject *self, PyObject *const *args, Py_ssize_t na
     return (PyObject *)po;
 }
 
-PyDoc_STRVAR(open_calls_doc, "open_calls()\n--\n\n"
-                             "Asynchronous calls whose arguments the binding still holds (prepared, being sent,\n"
-                             "in flight, or done and not yet finished).");
+PyDoc_STRVAR(open_calls_doc,
+             "open_calls()\n--\n\n"
+             "Asynchronous calls whose arguments the binding still holds (prepared, being sent,\n"
+             "in flight, or done and not yet finished).");
 
 static PyObject *core_open_calls(PyObject *self, PyObject *unused) {
     (void)self;
@@ -1307,7 +1316,8 @@ static PyMethodDef core_methods[] = {
     {"error_name", (PyCFunction)(void (*)(void))core_error_name, METH_FASTCALL,
      "error_name(code) -> (name, description)"},
     {"_set_error_factory", core_set_error_factory, METH_O, "registers factory(code, message, kind)"},
-    {"_set_allocator", core_set_allocator, METH_O, "registers allocator(dtype, shape) for OUT arrays passed as None"},
+    {"_set_allocator", core_set_allocator, METH_O,
+     "registers allocator(dtype, shape) for OUT arrays passed as None"},
     {NULL, NULL, 0, NULL},
 };
 
