@@ -326,6 +326,18 @@ def test_shutdown_raises_shutdown_error(one_thread_server) -> None:
     assert running.result(timeout=30) is None
 
 
+def test_server_killed_during_a_call_raises_connection_lost_error(one_thread_server) -> None:
+    f = gridrpc.call_async(one_thread_server.url("test/sleep"), 5.0)
+    deadline = time.monotonic() + 10
+    while f.id == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    one_thread_server.stop(signal.SIGKILL)
+    with pytest.raises(gridrpc.ConnectionLostError) as e:
+        f.result(timeout=30)
+    assert e.value.code == 6 and e.value.name == "GRID_ERR_CONN_LOST"
+
+
 def test_negative_size_raises_argument_value_error() -> None:
     with pytest.raises(gridrpc.ArgumentValueError) as e:
         gridrpc.call("test/echo_double", -1, None, None)
