@@ -265,6 +265,15 @@ int grid_call_argv_np(const char *name, int nargs, void *const *argv);
  * check or allocate arrays before a call. */
 int grid_array_shape_np(const char *name, void *const *argv, int param, long long *dims);
 
+/* The functions a server serves, "module/function", sorted: SERVER is "host:port" (or
+ * "gridrpc://host:port"); NULL or "": the configured metaserver (the functions of every
+ * server registered with it), else the configured server. *NAMES receives a malloc'd
+ * array of *COUNT malloc'd strings (free it with grid_free_names_np). One LIST round
+ * trip; GRID_ERR_CONFIG when nothing is configured, GRID_ERR_CONNECT etc. as calls. */
+int grid_list_functions_np(const char *server, char ***names, int *count);
+/* Frees what grid_list_functions_np returned (NULL is fine). */
+void grid_free_names_np(char **names, int count);
+
 /* Counts 1 to 64 arguments (standard C99: never called with none). */
 #define GRID_NARGS_NP_(...)                                                                                  \
     GRID_NARGS_PICK_NP_(__VA_ARGS__, 64, 63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, \

@@ -86,6 +86,8 @@ static void unlist(grc_session *s) {
 }
 
 static void finish(grc_session *s, int code, const char *msg) {
+    /* grid_get_stats_np counts completed calls, asynchronous ones too. */
+    if (!code) __atomic_add_fetch(&grc_stat_calls, 1, __ATOMIC_RELAXED);
     s->done = 1;
     s->code = code;
     free(s->msg);
