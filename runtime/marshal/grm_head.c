@@ -252,7 +252,7 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
         if (grm_travels(p, dir) && numeric_scalar(p)) ok = xdr_scalar(&x, p->type, c->ptr[i]);
     }
     if (!ok) {
-        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: the scalar arguments are truncated", d->module, d->name);
+        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the scalar arguments are truncated");
         goto out;
     }
     if (dir == GRM_TO_SERVER) {
@@ -268,8 +268,7 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
             u_int fl = 0;
             if (!xdr_bool(&x, &present) || (present && !xdr_bytes(&x, &fp, &fl, len))) {
                 free(fp);
-                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: file '%s' is truncated", d->module, d->name,
-                               p->name);
+                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "file '%s' is truncated", p->name);
                 break;
             }
             if (!present) {
@@ -287,8 +286,7 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
             char *s = NULL;
             if (!xdr_bool(&x, &present) || (present && !xdr_string(&x, &s, len))) {
                 free(s);
-                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: string '%s' is truncated", d->module, d->name,
-                               p->name);
+                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "string '%s' is truncated", p->name);
                 break;
             }
             *(char **)c->ptr[i] = s;
@@ -309,8 +307,7 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
                 for (size_t j = 0; j <= k && j < n; j++)
                     free(in[j]);
                 free(in);
-                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: string array '%s' is truncated", d->module,
-                               d->name, p->name);
+                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "string array '%s' is truncated", p->name);
                 break;
             }
             if (c->side == GRM_SERVER_SIDE) {
@@ -334,8 +331,7 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
         }
     }
     if (!rc && xdr_getpos(&x) != len)
-        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: %u unexpected bytes after the arguments", d->module,
-                       d->name, len - xdr_getpos(&x));
+        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%u unexpected bytes after the arguments", len - xdr_getpos(&x));
 out:
     xdr_destroy(&x);
     free(buf);
