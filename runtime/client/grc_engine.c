@@ -78,14 +78,6 @@ int grc_req_start(grc_req *q, const char *name, const grc_args *args, grc_config
     }
     if (!rc) rc = grc_resolve(name, cfg, &q->t, e);
     if (!rc) rc = grc_descriptor(&q->t, cfg, &q->desc, e);
-    /* The server's message names the function again and points to the command line
-     * only; the prefix names the function, and a program lists from C. */
-    if (rc == GRID_ERR_NOT_FOUND)
-        gr_seterr(e, rc,
-                  "the server has no such function; grid_list_functions_np(\"%s:%d\", ...) "
-                  "(grpc_list_functions_np) or "
-                  "`gridrpc ls --server %s:%d` lists those it has",
-                  q->t.host, q->t.port, q->t.host, q->t.port);
     if (!rc) rc = grc_req_fill(q, args, e);
     if (rc) {
         grc_req_blame(q, e);
