@@ -1,4 +1,4 @@
-/* grc_list.c: grid_list_functions_np, the names of the functions a server serves, or
+/* grc_list.c: grid_list_functions_np (and grid_free_functions_np), the names of the functions a server serves, or
  * that the servers registered with the metaserver serve (both answer LIST), for
  * bindings and programs that want to show what they can call. One LIST round trip on
  * a pooled connection. */
@@ -89,9 +89,16 @@ int grid_list_functions_np(const char *server, char ***names, int *count) {
     uint32_t n = 0;
     int rc = names && count ? list(server, &v, &n, &e)
                             : gr_seterr(&e, GRID_ERR_ARGS, "grid_list_functions_np: NAMES or COUNT is NULL");
+    /* One more slot for the NULL that ends the array. */
+    char **out = NULL;
+    if (!rc && !(out = realloc(v, (n + 1) * sizeof *out))) {
+        grp_free_names(v, n);
+        rc = gr_seterr(&e, GRID_ERR_NOMEM, "out of memory for %u function names", n);
+    }
     if (!rc) {
-        if (n > 1) qsort(v, n, sizeof *v, cmp_name);
-        *names = v;
+        if (n > 1) qsort(out, n, sizeof *out, cmp_name);
+        out[n] = NULL;
+        *names = out;
         *count = (int)n; /* the decoder refuses more than 65536 */
     } else if (names && count) {
         *names = NULL;
@@ -101,6 +108,9 @@ int grid_list_functions_np(const char *server, char ***names, int *count) {
     return rc;
 }
 
-void grid_free_names_np(char **names, int count) {
-    if (names) grp_free_names(names, count > 0 ? (uint32_t)count : 0);
+void grid_free_functions_np(char **names) {
+    if (!names) return;
+    for (char **p = names; *p; p++)
+        free(*p);
+    free(names);
 }

@@ -1207,7 +1207,7 @@ static PyObject *core_list_functions(PyObject *self, PyObject *const *args, Py_s
         else
             PyList_SET_ITEM(list, i, s);
     }
-    grid_free_names_np(names, count);
+    grid_free_functions_np(names);
     return list;
 }
 
