@@ -323,8 +323,12 @@ static void *reader_main(void *arg) {
     grc_pipe *p = arg;
     gr_err e;
     for (;;) {
-        /* Wait for bytes without the rlock, so that a probe may take them first. */
-        if (p->conn->rd.pos >= p->conn->rd.len) {
+        /* Wait for bytes without the rlock, so that a probe may take them first (the
+         * reader's buffer is a probe's too while it holds the rlock: look under it). */
+        pthread_mutex_lock(&p->rlock);
+        int buffered = p->conn->rd.pos < p->conn->rd.len;
+        pthread_mutex_unlock(&p->rlock);
+        if (!buffered) {
             struct pollfd pf = {p->conn->fd, POLLIN, 0};
             if (poll(&pf, 1, -1) < 0 && errno != EINTR) {
                 fail_pipe(p, "cannot wait for the server's replies");
