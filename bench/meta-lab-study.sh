@@ -186,6 +186,9 @@ st = json.load(urllib.request.urlopen("http://%s/api/status" % url, timeout=5))
 name = {s["id"]: s["name"] for s in st["servers"]}
 new = [d for d in st["decisions"] if d["id"] > since]
 with open(path, "a") as f:
+    # What the scheduler believes of each server (cores and workers divide its wait).
+    f.write("%s servers: %s\n" % (tag, " ".join("%s(cores=%d,workers=%d,speed=%.3g,calls=%d)" % (
+        s["name"], s["cores"], s["workers"], s["speed"], s["calls"]) for s in sorted(st["servers"], key=lambda s: s["name"]))))
     for d in sorted(new, key=lambda d: d["id"]):
         c = " ".join("%s=%.3f(w%.3f+t%.3f+c%.3f%s)" % (name.get(x["server"], x["server"]), x["estimate"], x["wait"],
                                                        x["transfer"], x["compute"], ",assumed" if x["assumed_link"] else "")
