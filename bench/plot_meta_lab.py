@@ -111,11 +111,12 @@ def plot(ep, mix, path):
         ax = axes[i]
         labels = ["%s\n%s" % k for k, _, _, _ in mix]
         x = range(len(mix))
-        ax.bar([v - 0.2 for v in x], [m[1] for m in mix], 0.4, label="mean per call")
-        ax.bar([v + 0.2 for v in x], [m[2] for m in mix], 0.4, label="worst call")
+        ax.bar([v - 0.27 for v in x], [m[1] for m in mix], 0.27, label="mean per call")
+        ax.bar(list(x), [m[2] for m in mix], 0.27, label="worst call")
+        ax.bar([v + 0.27 for v in x], [m[3] for m in mix], 0.27, label="total (all clients, median round)")
         ax.set_xticks(list(x))
         ax.set_xticklabels(labels, fontsize=8)
-        ax.set_ylabel("completion time (s)")
+        ax.set_ylabel("seconds")
         ax.set_title("dmmul + EP mix, three schedulers")
         ax.legend()
     fig.tight_layout()
