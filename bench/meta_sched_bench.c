@@ -4,7 +4,8 @@
  * gms_state_schedule for the shared function (candidate snapshot, MCT over all of them,
  * pending counted, decision kept) as gridmetad runs it, without the socket. Each
  * decision is followed by its REPORT (not timed) so the pending work stays bounded.
- * Prints one line per size: median, mean and 99th percentile in microseconds. */
+ * Prints one line per size: median, mean and 99th percentile in microseconds.
+ * Usage: meta_sched_bench [--csv FILE] [ITERATIONS]   (default 20000; a quarter at 1000) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@ static int cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static void run(unsigned nservers, unsigned iters) {
+static void run(unsigned nservers, unsigned iters, FILE *csv) {
     gms_state st;
     gms_state_init(&st, GRP_POLICY_MCT, 1000, 3);
     srand(12345);
@@ -37,7 +38,8 @@ static void run(unsigned nservers, unsigned iters) {
         m.functions = fns;
         uint64_t id = gms_state_register(&st, &m, gr_now_ns(), gms_unix_ms());
         grp_heartbeat hb = {
-            id, (uint32_t)rand() % 8, (uint32_t)rand() % 4, m.cores, m.cores, rand() % 400 / 100.0, 0};
+            id, (uint32_t)rand() % 8, (uint32_t)rand() % 4, m.cores, m.cores, rand() % 400 / 100.0,
+            0,  rand() % 300 / 100.0};
         gms_state_heartbeat(&st, &hb, gr_now_ns(), gms_unix_ms());
         for (unsigned s = 0; s < 4; s++) {
             char site[32];
@@ -62,7 +64,7 @@ static void run(unsigned nservers, unsigned iters) {
         grp_schedule_ok ok;
         const char *site = i & 1 ? "site1" : "site3";
         long long t0 = gr_now_ns();
-        int rc = gms_state_schedule(&st, &q, site, t0, gms_unix_ms(), &ok, NULL, &e);
+        int rc = gms_state_schedule(&st, &q, site, t0, gms_unix_ms(), 0, 0, NULL, &ok, NULL, &e);
         t[i] = gr_now_ns() - t0;
         if (rc) {
             fprintf(stderr, "meta_sched_bench: %s\n", e.msg);
@@ -80,16 +82,35 @@ static void run(unsigned nservers, unsigned iters) {
         sum += (double)t[i];
     printf("%5u servers: median %7.2f us  mean %7.2f us  p99 %7.2f us  (%u decisions)\n", nservers,
            t[iters / 2] / 1e3, sum / iters / 1e3, t[iters * 99 / 100] / 1e3, iters);
+    if (csv)
+        fprintf(csv, "%u,%.3f,%.3f,%.3f,%u\n", nservers, t[iters / 2] / 1e3, sum / iters / 1e3,
+                t[iters * 99 / 100] / 1e3, iters);
     free(t);
     gms_state_free(&st);
 }
 
 int main(int argc, char **argv) {
-    unsigned iters = argc > 1 ? (unsigned)atoi(argv[1]) : 20000;
+    unsigned iters = 20000;
+    FILE *csv = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
+            if (!(csv = fopen(argv[++i], "w"))) {
+                perror(argv[i]);
+                return 2;
+            }
+            fprintf(csv, "servers,median_us,mean_us,p99_us,decisions\n");
+        } else if (argv[i][0] >= '1' && argv[i][0] <= '9') {
+            iters = (unsigned)atoi(argv[i]);
+        } else {
+            fprintf(stderr, "usage: meta_sched_bench [--csv FILE] [ITERATIONS]\n");
+            return 2;
+        }
+    }
     if (iters < 100) iters = 100;
-    gms_log_set_level(GMS_LOG_ERROR);
-    run(10, iters);
-    run(100, iters);
-    run(1000, iters / 4);
+    gr_log_init("meta_sched_bench", GMS_LOG_ERROR);
+    run(10, iters, csv);
+    run(100, iters, csv);
+    run(1000, iters / 4, csv);
+    if (csv) fclose(csv);
     return 0;
 }

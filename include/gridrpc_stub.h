@@ -12,7 +12,10 @@
  *                           a string there, which the server copies and never frees
  *                           unless it was malloc'd by the body: see the server docs)
  *   filename                pointer to a char *: the path of a local file holding the
- *                           argument (IN) or to be written by the body (OUT)
+ *                           argument (IN, INOUT) or a fresh empty one for the body to
+ *                           write (OUT), in the call's scratch folder, which the server
+ *                           removes after the call; NULL when the client passed NULL
+ *                           (an array of filenames: char *[], as an array of strings)
  * invoke runs on a server worker thread; bodies must be reentrant.
  */
 #ifndef GRIDRPC_STUB_H

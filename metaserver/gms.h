@@ -22,15 +22,17 @@
 #include <stdint.h>
 
 #include "gr_error.h"
+#include "gr_log.h"
 #include "grp_meta.h"
 #include "grp_proto.h"
 
 /* ---------------------------------------------------------------- logging */
 
 enum { GMS_LOG_ERROR = 0, GMS_LOG_WARN = 1, GMS_LOG_INFO = 2, GMS_LOG_DEBUG = 3 };
-void gms_log_set_level(int level);
-int gms_log_enabled(int level);
-void gms_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The daemons' shared log (runtime/common/gr_log.c), under this prefix; main calls
+ * gr_log_init("gridmetad", level) once. */
+#define gms_log gr_log
+#define gms_log_enabled gr_log_enabled
 
 /* ---------------------------------------------------------------- options */
 
@@ -46,6 +48,7 @@ typedef struct gms_options {
     unsigned down_after; /* missed heartbeats before a server is down */
     unsigned max_conns;
     double io_timeout; /* seconds a request may stall in the middle; 0: never */
+    double max_hold;   /* seconds a SCHEDULE may wait while every server is full; 0: never */
     int log_level;
 } gms_options;
 
@@ -55,20 +58,22 @@ int gms_options_parse(int argc, char **argv, gms_options *o);
 
 /* ---------------------------------------------------------------- model constants */
 
-#define GMS_DEFAULT_SPEED 1e9       /* flops/s of a server that gave no estimate */
-#define GMS_DEFAULT_BANDWIDTH 100e6 /* bytes/s of a link nothing is known about */
-#define GMS_DEFAULT_LATENCY 0.5e-3  /* seconds, one round trip */
-#define GMS_LINK_MAX_AGE_MS 600000  /* link measurements older than this are stale */
-#define GMS_EWMA_ALPHA 0.3          /* weight of a new sample */
-#define GMS_SMALL_BYTES 65536       /* transfers below this measure latency only */
-#define GMS_MIN_SPEED_RUN_S 1e-3    /* shorter runs say too little about the speed */
-#define GMS_DEFAULT_CALL_S 0.01     /* seconds of a call nothing predicts (no flops, no history) */
-#define GMS_DECISIONS 200           /* the ring of recent decisions */
-#define GMS_DECISION_CANDS 8        /* candidates kept per decision (the best ones) */
-#define GMS_HISTORY 300             /* load samples per server: 5 minutes at 1/s */
-#define GMS_HISTORY_STEP_MS 1000    /* at most one sample per second */
-#define GMS_PENDING_SLOTS 65536     /* outstanding decisions tracked at once */
-#define GMS_MAX_SITES 4096          /* client sites remembered */
+#define GMS_DEFAULT_SPEED 1e9         /* flops/s of a server that gave no estimate */
+#define GMS_DEFAULT_BANDWIDTH 100e6   /* bytes/s of a link nothing is known about */
+#define GMS_DEFAULT_LATENCY 0.5e-3    /* seconds, one round trip */
+#define GMS_LINK_MAX_AGE_MS 600000    /* link measurements older than this are stale */
+#define GMS_EWMA_ALPHA 0.3            /* weight of a new sample */
+#define GMS_SMALL_BYTES 65536         /* transfers below this measure latency only */
+#define GMS_MIN_SPEED_RUN_S 1e-3      /* shorter runs say too little about the speed */
+#define GMS_DEFAULT_CALL_S 0.01       /* seconds of a call nothing predicts (no flops, no history) */
+#define GMS_DECISIONS 200             /* the ring of recent decisions */
+#define GMS_DECISION_CANDS 8          /* candidates kept per decision (the best ones) */
+#define GMS_HISTORY 300               /* load samples per server: 5 minutes at 1/s */
+#define GMS_HISTORY_STEP_MS 1000      /* at most one sample per second */
+#define GMS_PENDING_SLOTS 65536       /* outstanding decisions tracked at once */
+#define GMS_MAX_SITES 4096            /* client sites remembered */
+#define GMS_DEFAULT_HOLD_S 20.0       /* --max-hold's default (at most GRP_MAX_HOLD_S) */
+#define GMS_HOLD_SLICE_NS 250000000LL /* a held request checks its client this often */
 
 /* ---------------------------------------------------------------- schedulers */
 
@@ -76,9 +81,11 @@ int gms_options_parse(int argc, char **argv, gms_options *o);
  * fills these under its lock; tests and the bench fill them by hand). */
 typedef struct gms_cand {
     uint64_t id;
-    uint32_t cores, running, queued; /* from the last heartbeat */
-    uint32_t pending;                /* assigned by us, not yet reported done */
-    double pending_s;                /* their predicted compute seconds */
+    uint32_t cores, workers, running, queued; /* from the last heartbeat */
+    double work_s;                            /* the server's prediction of their seconds; 0: none */
+    uint32_t pending;                         /* assigned by us, not yet reported done */
+    double pending_s;                         /* their predicted compute seconds */
+    double fresh_s;                           /* of those, assigned since the last heartbeat */
     double loadavg;
     double speed;       /* flops/s for this function: measured, estimate or default */
     double mean_call_s; /* mean run seconds of a call on this server; 0: unknown */
@@ -98,10 +105,17 @@ typedef struct gms_job {
 /* Calls outstanding on C: those the heartbeat saw plus pending ones that had not yet
  * reached the server (a pending call that reached it is in running + queued). */
 uint32_t gms_cand_outstanding(const gms_cand *c);
+/* The calls C may hold before it is full: what its workers run at once plus a core's
+ * worth each queued; beyond that a call waits at the metaserver, where a later and
+ * better decision can still be made. */
+uint32_t gms_cand_slots(const gms_cand *c);
+int gms_cand_full(const gms_cand *c);
 /* Fills every candidate's estimate (wait + transfer + compute, the MCT model, whatever
  * the policy: decisions are explained the same way) and returns the index POLICY
  * chooses, or -1 when N is 0. RR: the rotation counter of round-robin. */
 int gms_sched_pick(int policy, const gms_job *job, gms_cand *c, size_t n, uint64_t rr);
+/* Fills C's estimate alone (as gms_sched_pick does for each candidate). */
+void gms_sched_estimate(const gms_job *job, gms_cand *c);
 
 /* ---------------------------------------------------------------- state */
 
@@ -135,6 +149,7 @@ typedef struct gms_server {
     uint32_t port;
     uint32_t cores, workers, running, queued;
     double loadavg;
+    double work_s;      /* HEARTBEAT's prediction of the seconds its calls still need */
     double reg_speed;   /* REGISTER's estimate; 0: none */
     double speed;       /* measured EWMA over all its functions; 0: none */
     double mean_call_s; /* measured run seconds EWMA; 0: none */
@@ -145,6 +160,7 @@ typedef struct gms_server {
     uint64_t calls, failures;
     uint32_t pending;
     double pending_s;
+    double fresh_s; /* pending seconds assigned since the last heartbeat */
     gms_fn *fns;
     uint32_t nfns;
     gms_link *links;
@@ -176,7 +192,7 @@ typedef struct gms_pending {
     uint64_t decision; /* 0: free slot */
     gms_server *srv;
     double seconds;
-    long long expires_ns;
+    long long assigned_ns, expires_ns;
 } gms_pending;
 
 typedef struct gms_decision_cand {
@@ -194,7 +210,9 @@ typedef struct gms_decision {
     uint64_t chosen;
     uint32_t ncands; /* kept (at most GMS_DECISION_CANDS) */
     uint32_t ntotal; /* candidates considered */
+    uint32_t nfull;  /* of those, full (chosen only when every one was, after the hold) */
     double elapsed_ns;
+    double held_s; /* the request waited this long for room */
     gms_decision_cand cands[GMS_DECISION_CANDS];
 } gms_decision;
 
@@ -225,6 +243,13 @@ typedef struct gms_state {
     uint64_t next_decision;
     gms_decision *ring; /* GMS_DECISIONS */
     uint64_t decisions, calls, failures, pending_dropped;
+    /* Requests held while every server was full: they wait on ROOM for a change of
+     * ROOM_EPOCH (work ended or a server came up) or STOPPING. */
+    pthread_cond_t room;
+    uint64_t room_epoch;
+    uint32_t holding;
+    uint64_t held, held_over; /* requests ever held; of those, placed on a full server */
+    int stopping;
 } gms_state;
 
 int gms_state_init(gms_state *st, int policy, unsigned heartbeat_ms, unsigned down_after);
@@ -235,9 +260,23 @@ uint64_t gms_state_register(gms_state *st, const grp_register *m, long long now_
 /* HEARTBEAT: GRID_OK, or GRID_ERR_NOT_FOUND for an unknown id. */
 int gms_state_heartbeat(gms_state *st, const grp_heartbeat *m, long long now_ns, int64_t unix_ms);
 /* SCHEDULE from SITE (never ""): GRID_OK with OK filled, or an error in E. When EXPLAIN
- * is not NULL it receives a copy of the decision (for the debug log). */
+ * is not NULL it receives a copy of the decision (for the debug log). Every server
+ * being full: with MAY_HOLD, GMS_HELD and *EPOCH set for gms_state_wait_room (nothing
+ * assigned); without, the best full one. HELD_S: how long the request has waited. */
+#define GMS_HELD (-1)
 int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, long long now_ns,
-                       int64_t unix_ms, grp_schedule_ok *ok, gms_decision *explain, gr_err *e);
+                       int64_t unix_ms, int may_hold, double held_s, uint64_t *epoch, grp_schedule_ok *ok,
+                       gms_decision *explain, gr_err *e);
+/* Waits until room may have been made since EPOCH, or until DEADLINE_NS (monotonic).
+ * Returns 0, or -1 when the metaserver is stopping. */
+int gms_state_wait_room(gms_state *st, uint64_t epoch, long long deadline_ns);
+/* Ends P's work on its server (REPORT, expiry, a reused slot) and wakes held requests
+ * (under st->lock). */
+void gms_pending_end(gms_state *st, gms_pending *p);
+/* Wakes held requests (under st->lock): work ended or a server came up. */
+void gms_state_room_made(gms_state *st);
+/* Shutdown: held requests give up. */
+void gms_state_stop(gms_state *st);
 /* REPORT from SITE (never ""). */
 void gms_state_report(gms_state *st, const grp_report *m, const char *site, long long now_ns,
                       int64_t unix_ms);

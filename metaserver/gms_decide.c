@@ -1,7 +1,8 @@
 /* gms_decide.c: answering clients from the state: SCHEDULE (a snapshot of the candidate
- * servers for the call's site, gms_sched_pick, then the work counted as pending on the
- * chosen server at once, and the decision kept for the page and the log), SERVERS,
- * LIST and the PING totals. */
+ * servers for the call's site; those with room first, for gms_sched_pick; the work
+ * counted as pending on the chosen server at once; the decision kept for the page and
+ * the log; or, every server being full, the request held), SERVERS, LIST and the PING
+ * totals. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,15 +31,30 @@ static void fill_link(const gms_server *s, uint32_t site, int64_t now_ms, gms_ca
     c->latency = have_lat ? lat : n_lat ? sum_lat / n_lat : GMS_DEFAULT_LATENCY;
 }
 
-static void fill_cand(const gms_server *s, const gms_fn *f, uint32_t site, int64_t now_ms, gms_cand *c) {
+/* The speed a server's start-up estimate stands for (the default when it gave none). */
+static double base_speed(const gms_server *s) {
+    return s->reg_speed > 0 ? s->reg_speed : GMS_DEFAULT_SPEED;
+}
+
+/* SPEED_RATIO: the function's measured speed over the server's start-up estimate,
+ * averaged over the servers that measured it (0: none did). A server that has not run
+ * the function yet is predicted at that ratio times its own estimate, not at the
+ * estimate itself: a function's flops (its Complexity's units) can be far from the
+ * start-up benchmark's, and comparing a measured server with an estimated one would
+ * then decide by units, not by speed. */
+static void fill_cand(const gms_server *s, const gms_fn *f, uint32_t site, int64_t now_ms, double speed_ratio,
+                      gms_cand *c) {
     c->id = s->id;
     c->cores = s->cores;
+    c->workers = s->workers;
     c->running = s->running;
     c->queued = s->queued;
+    c->work_s = s->work_s;
     c->pending = s->pending;
     c->pending_s = s->pending_s;
+    c->fresh_s = s->fresh_s;
     c->loadavg = s->loadavg;
-    c->speed = f->speed > 0 ? f->speed : s->reg_speed > 0 ? s->reg_speed : GMS_DEFAULT_SPEED;
+    c->speed = f->speed > 0 ? f->speed : speed_ratio > 0 ? speed_ratio * base_speed(s) : base_speed(s);
     c->mean_call_s = s->mean_call_s;
     c->fn_run_s = f->run_s;
     fill_link(s, site, now_ms, c);
@@ -71,7 +87,8 @@ static int in_list(uint64_t id, const uint64_t *v, uint32_t n) {
 }
 
 int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, long long now_ns,
-                       int64_t unix_ms, grp_schedule_ok *ok, gms_decision *explain, gr_err *e) {
+                       int64_t unix_ms, int may_hold, double held_s, uint64_t *epoch, grp_schedule_ok *ok,
+                       gms_decision *explain, gr_err *e) {
     pthread_mutex_lock(&st->lock);
     uint32_t k;
     if (!gms_map_get(&st->fnames, m->function, &k)) {
@@ -81,7 +98,15 @@ int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, l
                          m->function);
     }
     gms_fnent *ent = &st->fnents[k];
-    uint32_t n = 0, down = 0, excluded = 0;
+    double ratio_sum = 0;
+    uint32_t ratio_n = 0;
+    for (uint32_t i = 0; i < ent->n; i++) {
+        const gms_fn *f = &ent->srv[i]->fns[ent->fi[i]];
+        if (f->speed > 0) ratio_sum += f->speed / base_speed(ent->srv[i]), ratio_n++;
+    }
+    double ratio = ratio_n ? ratio_sum / ratio_n : 0;
+    uint32_t si = gms_state_site(st, site, 0);
+    uint32_t n = 0, down = 0, excluded = 0, full = 0;
     for (uint32_t i = 0; i < ent->n; i++) {
         gms_server *s = ent->srv[i];
         if (in_list(s->id, m->exclude, m->nexclude)) {
@@ -92,8 +117,24 @@ int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, l
             down++;
             continue;
         }
+        gms_cand *c = &st->cbuf[n];
         st->cbuf_srv[n] = s;
-        fill_cand(s, &s->fns[ent->fi[i]], gms_state_site(st, site, 0), unix_ms, &st->cbuf[n++]);
+        fill_cand(s, &s->fns[ent->fi[i]], si, unix_ms, ratio, c);
+        /* Servers with room first: the policy chooses among them. */
+        if (!gms_cand_full(c)) {
+            uint32_t j = n - full;
+            if (j != n) {
+                gms_cand t = st->cbuf[j];
+                st->cbuf[j] = *c;
+                *c = t;
+                gms_server *ts = st->cbuf_srv[j];
+                st->cbuf_srv[j] = s;
+                st->cbuf_srv[n] = ts;
+            }
+        } else {
+            full++;
+        }
+        n++;
     }
     if (n == 0) {
         pthread_mutex_unlock(&st->lock);
@@ -102,9 +143,21 @@ int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, l
                          "`gridrpc status` shows the servers and their state",
                          m->function, down, excluded);
     }
+    if (full == n && may_hold) {
+        if (held_s == 0) st->held++;
+        *epoch = st->room_epoch;
+        pthread_mutex_unlock(&st->lock);
+        return GMS_HELD;
+    }
+    if (full == n && held_s > 0) st->held_over++;
     int policy = m->policy != GRP_POLICY_DEFAULT ? (int)m->policy : st->policy;
     gms_job job = {m->flops, m->bytes_in, m->bytes_out};
-    int c = gms_sched_pick(policy, &job, st->cbuf, n, ent->rr++);
+    /* Every candidate gets its estimate (the explanation shows them all); the choice
+     * is among those with room, unless none has. */
+    uint32_t room = n - full;
+    int c = gms_sched_pick(policy, &job, st->cbuf, room ? room : n, ent->rr++);
+    for (uint32_t i = room ? room : n; i < n; i++)
+        gms_sched_estimate(&job, &st->cbuf[i]);
     gms_cand *cand = &st->cbuf[c];
     gms_server *s = st->cbuf_srv[c];
 
@@ -112,18 +165,18 @@ int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, l
     uint64_t id = st->next_decision++;
     gms_pending *p = &st->pending[id % GMS_PENDING_SLOTS];
     if (p->decision) {
-        if (p->srv->pending) p->srv->pending--;
-        p->srv->pending_s -= p->seconds;
-        if (p->srv->pending_s < 0 || !p->srv->pending) p->srv->pending_s = 0;
+        gms_pending_end(st, p);
         st->pending_dropped++;
     }
     p->decision = id;
     p->srv = s;
     /* A call that nothing predicts still occupies the server: count it as the default. */
     p->seconds = cand->compute > 0 ? cand->compute : GMS_DEFAULT_CALL_S;
+    p->assigned_ns = now_ns;
     p->expires_ns = now_ns + (long long)((cand->estimate * 3 + 60) * 1e9);
     s->pending++;
     s->pending_s += p->seconds;
+    s->fresh_s += p->seconds;
 
     gms_decision *d = &st->ring[st->decisions % GMS_DECISIONS];
     d->id = id;
@@ -133,6 +186,8 @@ int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, l
     d->policy = policy;
     d->chosen = s->id;
     keep_candidates(d, st->cbuf, n, (uint32_t)c);
+    d->nfull = full;
+    d->held_s = held_s;
     d->elapsed_ns = (double)(gr_now_ns() - now_ns);
     st->decisions++;
     if (explain) *explain = *d;

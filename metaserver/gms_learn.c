@@ -19,10 +19,7 @@ static void end_pending(gms_state *st, uint64_t decision) {
     if (!decision) return;
     gms_pending *p = &st->pending[decision % GMS_PENDING_SLOTS];
     if (p->decision != decision) return;
-    if (p->srv->pending) p->srv->pending--;
-    p->srv->pending_s -= p->seconds;
-    if (p->srv->pending_s < 0 || !p->srv->pending) p->srv->pending_s = 0;
-    p->decision = 0;
+    gms_pending_end(st, p);
 }
 
 static void learn_link(gms_state *st, gms_server *s, const char *site, uint64_t bytes, double transfer_s,

@@ -47,7 +47,7 @@ int main(int argc, char **argv) {
     static gms_state st;
     int rc = gms_options_parse(argc, argv, &opt);
     if (rc >= 0) return rc;
-    gms_log_set_level(opt.log_level);
+    gr_log_init("gridmetad", opt.log_level);
 
     signal(SIGPIPE, SIG_IGN);
     /* Blocked before any thread starts, so SIGTERM and SIGINT reach only the signalfd. */

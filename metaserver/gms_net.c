@@ -278,6 +278,7 @@ void gms_net_run(gms_net *n, int sigfd) {
     n->fd = -1;
     /* Wake every connection thread and wait (a little) for them to leave. */
     __atomic_store_n(&n->stopping, 1, __ATOMIC_RELAXED);
+    gms_state_stop(n->st);
     pthread_mutex_lock(&n->lock);
     for (gms_conn *c = n->conns; c; c = c->next)
         shutdown(c->fd, SHUT_RDWR);

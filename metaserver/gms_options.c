@@ -38,6 +38,10 @@ static const char help_text[] =
     "                           round-robin; a client may ask for another per call\n"
     "      --heartbeat TIME     how often servers are asked to send a heartbeat (default 1s)\n"
     "      --down-after N       missed heartbeats before a server is marked down (default 3)\n"
+    "      --max-hold TIME      a server is full with its workers busy and a core's worth\n"
+    "                           queued each; while every server for a call is full, the\n"
+    "                           call waits here up to TIME for room (default 20s; at most\n"
+    "                           60s; 0: never wait, send it to the best full server)\n"
     "\n"
     "Status page:\n"
     "      --http PORT          serve the status page and GET /api/status (JSON) on PORT\n"
@@ -92,6 +96,7 @@ enum {
     OPT_DOWN_AFTER,
     OPT_MAX_CONNS,
     OPT_IO_TIMEOUT,
+    OPT_MAX_HOLD,
     OPT_LOG_LEVEL,
     OPT_QUIET,
 };
@@ -108,6 +113,7 @@ static const struct option long_options[] = {
     {"down-after", required_argument, NULL, OPT_DOWN_AFTER},
     {"max-connections", required_argument, NULL, OPT_MAX_CONNS},
     {"io-timeout", required_argument, NULL, OPT_IO_TIMEOUT},
+    {"max-hold", required_argument, NULL, OPT_MAX_HOLD},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, OPT_QUIET},
@@ -194,6 +200,12 @@ static int apply(gms_options *o, int val, const char *v) {
     case OPT_IO_TIMEOUT:
         if (gr_parse_duration(v, &o->io_timeout, err, sizeof err)) return usage_error("%s: %s", opt, err);
         return 0;
+    case OPT_MAX_HOLD:
+        if (gr_parse_duration(v, &o->max_hold, err, sizeof err)) return usage_error("%s: %s", opt, err);
+        /* Clients wait GRP_MAX_HOLD_S for a held answer before they give up on us. */
+        if (o->max_hold > GRP_MAX_HOLD_S)
+            return usage_error("%s: '%s' is longer than clients wait (%ds)", opt, v, GRP_MAX_HOLD_S);
+        return 0;
     case OPT_LOG_LEVEL:
         for (int i = 0; levels[i]; i++)
             if (strcmp(v, levels[i]) == 0) {
@@ -219,6 +231,7 @@ int gms_options_parse(int argc, char **argv, gms_options *o) {
     o->down_after = 3;
     o->max_conns = 1024;
     o->io_timeout = 30;
+    o->max_hold = GMS_DEFAULT_HOLD_S;
     o->log_level = GMS_LOG_INFO;
     const char *env = getenv("GRIDRPC_TOKEN");
     if (env && *env) {

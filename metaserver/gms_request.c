@@ -4,8 +4,10 @@
  * through the protocol layer (grp_proto.h, grp_meta.h). A body that cannot be read is
  * answered ERROR: when the stream is still in step the connection goes on, otherwise it
  * is closed; nothing a peer sends takes the metaserver down. */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include "config.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,7 +168,35 @@ static int on_schedule(gms_conn *c, const grw_header *h) {
     grp_schedule_ok ok;
     int debug = gms_log_enabled(GMS_LOG_DEBUG);
     gms_decision *d = debug ? malloc(sizeof *d) : NULL;
-    int rc = gms_state_schedule(c->net->st, &m, site_of(c, m.site), gr_now_ns(), gms_unix_ms(), &ok, d, &e);
+    gms_state *st = c->net->st;
+    long long t0 = gr_now_ns(), until = t0 + (long long)(c->net->opt->max_hold * 1e9);
+    int rc, rounds = 0;
+    for (;;) {
+        /* Every server being full, the request waits here, where a later decision can
+         * still place it better, until work ends somewhere or the hold runs out. */
+        long long now = gr_now_ns();
+        uint64_t epoch = 0;
+        rc = gms_state_schedule(st, &m, site_of(c, m.site), now, gms_unix_ms(), now < until,
+                                (double)(now - t0) / 1e9, &epoch, &ok, d, &e);
+        if (rc != GMS_HELD) break;
+        if (rounds++ == 0)
+            gms_log(GMS_LOG_DEBUG, "%s: SCHEDULE %s: every server is full: held (at most %.3g s)", c->peer,
+                    m.function, c->net->opt->max_hold);
+        long long slice = now + GMS_HOLD_SLICE_NS;
+        if (gms_state_wait_room(st, epoch, slice < until ? slice : until)) {
+            free(d);
+            return gms_conn_send_error(c, h->request_id, GRID_ERR_SHUTDOWN,
+                                       "the metaserver is shutting down: retry, or name a server")
+                       ? GMS_CLOSE
+                       : GMS_KEEP;
+        }
+        struct pollfd pf = {c->fd, POLLRDHUP, 0};
+        if (poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+            free(d);
+            gms_log(GMS_LOG_DEBUG, "%s: left while its SCHEDULE %s was held", c->peer, m.function);
+            return GMS_CLOSE;
+        }
+    }
     if (rc) {
         free(d);
         gms_log(GMS_LOG_DEBUG, "%s: SCHEDULE %s: %s", c->peer, m.function, e.msg);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include "gms.h"
 
@@ -23,6 +24,11 @@ int gms_link_fresh(int64_t at_ms, int64_t now_ms) {
 int gms_state_init(gms_state *st, int policy, unsigned heartbeat_ms, unsigned down_after) {
     memset(st, 0, sizeof *st);
     pthread_mutex_init(&st->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* gr_now_ns's clock */
+    pthread_cond_init(&st->room, &ca);
+    pthread_condattr_destroy(&ca);
     st->policy = policy;
     st->heartbeat_ms = heartbeat_ms;
     st->down_after = down_after;
@@ -74,6 +80,7 @@ void gms_state_free(gms_state *st) {
     free(st->pending);
     free(st->ring);
     pthread_mutex_destroy(&st->lock);
+    pthread_cond_destroy(&st->room);
 }
 
 gms_server *gms_state_find_id(gms_state *st, uint64_t id) {
@@ -276,6 +283,7 @@ uint64_t gms_state_register(gms_state *st, const grp_register *m, long long now_
     s->nfns = n;
     if (gms_state_reindex(st)) gms_log(GMS_LOG_ERROR, "out of memory while indexing functions");
     gms_db_put_server(st->db, s);
+    gms_state_room_made(st);
     uint64_t id = s->id;
     pthread_mutex_unlock(&st->lock);
     gms_log(GMS_LOG_INFO, "server %llu %s: %s:%u '%s', %u cores, %u functions", (unsigned long long)id,
@@ -314,10 +322,13 @@ int gms_state_heartbeat(gms_state *st, const grp_heartbeat *m, long long now_ns,
     s->workers = m->workers;
     if (m->cores) s->cores = m->cores;
     s->loadavg = m->loadavg;
+    s->work_s = m->work_s;
+    s->fresh_s = 0; /* what we assigned before this beat is in it, or still on its way */
     s->up = 1;
     s->last_beat_ns = now_ns;
     s->last_beat_unix_ms = unix_ms;
     add_sample(s, unix_ms);
+    gms_state_room_made(st);
     /* The registry needs the state and a recent beat, not every beat. */
     if (!was_up || unix_ms - s->persisted_ms >= 5000) {
         s->persisted_ms = unix_ms;
@@ -330,6 +341,46 @@ int gms_state_heartbeat(gms_state *st, const grp_heartbeat *m, long long now_ns,
         gms_log(GMS_LOG_INFO, "server %llu '%s' is up again (heartbeat)", (unsigned long long)m->server_id,
                 name);
     return GRID_OK;
+}
+
+void gms_pending_end(gms_state *st, gms_pending *p) {
+    gms_server *s = p->srv;
+    if (s->pending) s->pending--;
+    s->pending_s -= p->seconds;
+    if (s->pending_s < 0 || !s->pending) s->pending_s = 0;
+    if (p->assigned_ns > s->last_beat_ns) {
+        s->fresh_s -= p->seconds;
+        if (s->fresh_s < 0 || !s->pending) s->fresh_s = 0;
+    }
+    p->decision = 0;
+    gms_state_room_made(st);
+}
+
+void gms_state_room_made(gms_state *st) {
+    st->room_epoch++;
+    if (st->holding) pthread_cond_broadcast(&st->room);
+}
+
+int gms_state_wait_room(gms_state *st, uint64_t epoch, long long deadline_ns) {
+    pthread_mutex_lock(&st->lock);
+    st->holding++;
+    while (st->room_epoch == epoch && !st->stopping) {
+        long long now = gr_now_ns();
+        if (now >= deadline_ns) break;
+        struct timespec ts = {(time_t)(deadline_ns / 1000000000LL), (long)(deadline_ns % 1000000000LL)};
+        pthread_cond_timedwait(&st->room, &st->lock, &ts);
+    }
+    st->holding--;
+    int stopping = st->stopping;
+    pthread_mutex_unlock(&st->lock);
+    return stopping ? -1 : 0;
+}
+
+void gms_state_stop(gms_state *st) {
+    pthread_mutex_lock(&st->lock);
+    st->stopping = 1;
+    pthread_cond_broadcast(&st->room);
+    pthread_mutex_unlock(&st->lock);
 }
 
 void gms_state_sweep(gms_state *st, long long now_ns, int64_t unix_ms) {
@@ -348,10 +399,7 @@ void gms_state_sweep(gms_state *st, long long now_ns, int64_t unix_ms) {
         gms_pending *p = &st->pending[i];
         if (!p->decision || p->expires_ns > now_ns) continue;
         /* Its REPORT never came: the work is no longer counted against the server. */
-        if (p->srv->pending) p->srv->pending--;
-        p->srv->pending_s -= p->seconds;
-        if (p->srv->pending_s < 0 || !p->srv->pending) p->srv->pending_s = 0;
-        p->decision = 0;
+        gms_pending_end(st, p);
         st->pending_dropped++;
     }
     (void)unix_ms;

@@ -64,18 +64,25 @@ static double num(double v) {
 }
 
 static void server_json(gms_buf *b, const gms_server *s, long long now_ns) {
+    gms_cand c = {0};
+    c.cores = s->cores;
+    c.workers = s->workers;
+    c.running = s->running;
+    c.queued = s->queued;
+    c.pending = s->pending;
+    int full = gms_cand_full(&c);
     gms_buf_printf(b, "{\"id\":%llu,\"name\":", (unsigned long long)s->id);
     gms_buf_json_string(b, s->name);
     gms_buf_printf(b, ",\"host\":");
     gms_buf_json_string(b, s->host);
     gms_buf_printf(b,
                    ",\"port\":%u,\"state\":\"%s\",\"cores\":%u,\"workers\":%u,\"running\":%u,\"queued\":%u,"
-                   "\"pending\":%u,\"loadavg\":%.3f,\"speed\":%.6g,\"beat_age_ms\":%lld,\"calls\":%llu,"
-                   "\"failures\":%llu,\"functions\":[",
+                   "\"pending\":%u,\"work_s\":%.6g,\"full\":%s,\"loadavg\":%.3f,\"speed\":%.6g,"
+                   "\"beat_age_ms\":%lld,\"calls\":%llu,\"failures\":%llu,\"functions\":[",
                    s->port, s->up ? "up" : "down", s->cores, s->workers, s->running, s->queued, s->pending,
-                   num(s->loadavg), num(s->speed > 0 ? s->speed : s->reg_speed),
-                   (now_ns - s->last_beat_ns) / 1000000, (unsigned long long)s->calls,
-                   (unsigned long long)s->failures);
+                   num(s->work_s), full ? "true" : "false", num(s->loadavg),
+                   num(s->speed > 0 ? s->speed : s->reg_speed), (now_ns - s->last_beat_ns) / 1000000,
+                   (unsigned long long)s->calls, (unsigned long long)s->failures);
     for (uint32_t i = 0; i < s->nfns; i++) {
         if (i) gms_buf_printf(b, ",");
         gms_buf_json_string(b, s->fns[i].name);
@@ -96,10 +103,12 @@ void gms_status_json(gms_state *st, gms_buf *b) {
     gms_buf_printf(
         b,
         "{\"metaserver\":{\"version\":\"%s\",\"scheduler\":\"%s\",\"uptime_s\":%lld,\"calls\":%llu,"
-        "\"failures\":%llu,\"decisions\":%llu,\"heartbeat_ms\":%u,\"down_after\":%u},\n\"servers\":[",
+        "\"failures\":%llu,\"decisions\":%llu,\"heartbeat_ms\":%u,\"down_after\":%u,\"holding\":%u,"
+        "\"held\":%llu,\"held_over\":%llu},\n\"servers\":[",
         PACKAGE_VERSION, grp_policy_name((uint32_t)st->policy), (now_ns - st->start_ns) / 1000000000LL,
         (unsigned long long)st->calls, (unsigned long long)st->failures, (unsigned long long)st->decisions,
-        st->heartbeat_ms, st->down_after);
+        st->heartbeat_ms, st->down_after, st->holding, (unsigned long long)st->held,
+        (unsigned long long)st->held_over);
     for (uint32_t i = 0; i < st->nservers; i++) {
         if (i) gms_buf_printf(b, ",\n");
         server_json(b, st->servers[i], now_ns);
@@ -132,10 +141,11 @@ void gms_status_json(gms_state *st, gms_buf *b) {
         gms_buf_json_string(b, d->function);
         gms_buf_printf(b, ",\"site\":");
         gms_buf_json_string(b, d->site);
-        gms_buf_printf(
-            b, ",\"policy\":\"%s\",\"chosen\":%llu,\"considered\":%u,\"elapsed_us\":%.2f,\"candidates\":[",
-            grp_policy_name((uint32_t)d->policy), (unsigned long long)d->chosen, d->ntotal,
-            d->elapsed_ns / 1000);
+        gms_buf_printf(b,
+                       ",\"policy\":\"%s\",\"chosen\":%llu,\"considered\":%u,\"full\":%u,\"held_s\":%.3f,"
+                       "\"elapsed_us\":%.2f,\"candidates\":[",
+                       grp_policy_name((uint32_t)d->policy), (unsigned long long)d->chosen, d->ntotal,
+                       d->nfull, num(d->held_s), d->elapsed_ns / 1000);
         for (uint32_t i = 0; i < d->ncands; i++) {
             const gms_decision_cand *c = &d->cands[i];
             gms_buf_printf(

@@ -88,6 +88,40 @@ if [ $rc -eq 0 ] && [ -f out/other.so ] && grep -q -- '-shared' v.out && ./load 
 ls out src >ls.out
 if ! grep -q 'tmp' ls.out && [ ! -f src/demo_stub.c ] && [ ! -f demo_stub.c ]; then ok "leaves no stub or partial file behind"; else fail "left files behind"; diag <ls.out; fi
 
+# A body that includes grpc_executable.h and polls grpc_is_canceled_np (Ninf-G's
+# cooperative cancel) links with --no-undefined: gridrpcd provides the function when it
+# loads the module; loaded anywhere else, the call answers 0 (not cancelled).
+cat >src/cancel.idl <<'IDL'
+Module cancel;
+Globals { #include "grpc_executable.h" }
+Define poll(OUT int *c, OUT int *err)
+{ grpc_error_t e = -1; *c = grpc_is_canceled_np(&e); *err = e; }
+IDL
+"$GRIDRPC_MODULE" -o cancel.so src/cancel.idl >cancel.out 2>&1; rc=$?
+if [ $rc -eq 0 ] && [ -f cancel.so ]; then ok "a body calling grpc_is_canceled_np links"; else fail "grpc_is_canceled_np module (rc $rc)"; diag <cancel.out; fi
+cat >loadc.c <<'C'
+#include <dlfcn.h>
+#include <stdio.h>
+#include "gridrpc_stub.h"
+int main(void) {
+    void *h = dlopen("./cancel.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) { printf("dlopen: %s\n", dlerror()); return 1; }
+    gridrpc_stub_entry_fn entry = (gridrpc_stub_entry_fn)dlsym(h, GRIDRPC_STUB_ENTRY_SYMBOL);
+    const gridrpc_stub_module *m = entry ? entry() : NULL;
+    int c = -1, err = -1;
+    void *a[] = {&c, &err};
+    if (!m || m->nfunctions != 1) { printf("bad table\n"); return 1; }
+    m->functions[0].invoke(a);
+    printf("%d %d\n", c, err);
+    return 0;
+}
+C
+if "$CC" -I"$GRIDRPC_INCLUDE" -o loadc loadc.c -ldl >ccc.out 2>&1 && ./loadc >loadc.out 2>&1 && [ "$(cat loadc.out)" = "0 0" ]; then
+  ok "outside gridrpcd, grpc_is_canceled_np answers 0 and GRPC_NO_ERROR"
+else
+  fail "grpc_is_canceled_np outside the server"; diag <ccc.out; diag <loadc.out 2>/dev/null
+fi
+
 # Failures: each names its cause, exits 1 and writes no module.
 "$GRIDRPC_MODULE" -o missing.so src/demo.idl src/nosuch.c >miss.out 2>&1; rc=$?
 if [ $rc -eq 1 ] && grep -q "gridrpc-module: cannot read 'src/nosuch.c'" miss.out && [ ! -f missing.so ]; then

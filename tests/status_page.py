@@ -12,8 +12,22 @@
       shows NAME, and that both the row and its state cell say data-state="STATE".
   check DOM --api URL
       The same for every server the JSON at URL lists (a real gridmetad).
-Exit status of check: 0 when everything matches, 1 otherwise (each problem printed).
+  live URL --chromium PATH --profile DIR --want NAME:STATE,... --then CMD
+       --want NAME:STATE,... [--dump DOM] [--timeout S]
+      One page load in headless chromium, driven over its DevTools pipe
+      (--remote-debugging-pipe; standard library only): waits until the page shows the
+      first states, marks the document, runs CMD (sh -c, e.g. kills a server), then
+      waits until the same document (the mark still there: polled, not reloaded) shows
+      the second states; DOM gets the final page. Each wait is bounded by S seconds
+      (default 20). Prints one "PASS what" or "FAIL what: why" line per step.
+Exit status of check and live: 0 when everything matches, 1 otherwise (each problem
+printed).
 """
+import os
+import select
+import subprocess
+import time
+import fcntl
 import html.parser
 import http.server
 import json
@@ -137,11 +151,176 @@ def check(argv):
     return 1 if problems else 0
 
 
+class Cdp:
+    """Chrome DevTools protocol over --remote-debugging-pipe: JSON messages ending in a
+    NUL byte, commands on the browser's fd 3, replies and events on its fd 4."""
+
+    def __init__(self, chromium, profile, url):
+        to_browser_r, self.wfd = os.pipe()
+        self.rfd, from_browser_w = os.pipe()
+
+        def fds():  # in the child: the pipe ends at the numbers chromium expects
+            # Moved above 10 first: dup2 onto itself (a pipe end that already is 3 or 4)
+            # would keep its close-on-exec flag.
+            a = fcntl.fcntl(to_browser_r, fcntl.F_DUPFD, 10)
+            b = fcntl.fcntl(from_browser_w, fcntl.F_DUPFD, 10)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+
+        self.proc = subprocess.Popen(
+            [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--user-data-dir=" + profile, "--remote-debugging-pipe", url],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(profile + ".err", "w"),
+            preexec_fn=fds, close_fds=False)
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+        self.buf = b""
+        self.next_id = 0
+        self.session = None
+
+    def close(self):
+        try:
+            self.send("Browser.close", timeout=5)
+        except Exception:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def send(self, method, params=None, session=None, timeout=20):
+        self.next_id += 1
+        msg = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        os.write(self.wfd, json.dumps(msg).encode() + b"\0")
+        until = time.monotonic() + timeout
+        while True:
+            while b"\0" in self.buf:
+                raw, self.buf = self.buf.split(b"\0", 1)
+                reply = json.loads(raw)
+                if reply.get("id") == self.next_id:
+                    if "error" in reply:
+                        raise RuntimeError("%s: %s" % (method, reply["error"].get("message")))
+                    return reply.get("result", {})
+            left = until - time.monotonic()
+            if left <= 0 or not select.select([self.rfd], [], [], left)[0]:
+                raise TimeoutError("%s: no reply from chromium within %d s" % (method, timeout))
+            chunk = os.read(self.rfd, 1 << 16)
+            if not chunk:
+                raise RuntimeError("%s: chromium closed its DevTools pipe (exited?)" % method)
+            self.buf += chunk
+
+    def attach(self, url_prefix, timeout):
+        until = time.monotonic() + timeout
+        while time.monotonic() < until:
+            for t in self.send("Target.getTargets")["targetInfos"]:
+                if t["type"] == "page" and t["url"].startswith(url_prefix):
+                    self.session = self.send("Target.attachToTarget",
+                                             {"targetId": t["targetId"], "flatten": True})["sessionId"]
+                    return
+            time.sleep(0.2)
+        raise TimeoutError("no page for %s in chromium within %d s" % (url_prefix, timeout))
+
+    def eval(self, expr):
+        r = self.send("Runtime.evaluate", {"expression": expr, "returnByValue": True}, self.session)
+        if "exceptionDetails" in r:
+            raise RuntimeError("page script failed: %s" % r["exceptionDetails"].get("text"))
+        return r["result"].get("value")
+
+
+# The page's server rows as the person sees them, and the mark of this document.
+ROWS_JS = """JSON.stringify({
+  conn: (document.getElementById("conn") || {dataset: {}}).dataset.state || null,
+  mark: window.__statusPageMark || null,
+  rows: Array.from(document.querySelectorAll('tr[id^="server-"]')).map(function (r) {
+    var cell = r.querySelector("td.state");
+    return {state: r.dataset.state, cell: cell ? cell.dataset.state : null,
+            name: r.dataset.name, text: r.textContent};
+  })})"""
+
+
+def states_problems(view, want):
+    rows = {r["name"]: r for r in view["rows"]}
+    problems = []
+    for name, st in want:
+        r = rows.get(name)
+        if r is None:
+            problems.append("no row for %s (rows: %s)" % (name, sorted(rows)))
+        elif r["state"] != st or r["cell"] != st or st not in r["text"]:
+            problems.append("%s shows %r (state cell %r), not %r" % (name, r["state"], r["cell"], st))
+    if view["conn"] != "ok":
+        problems.append("connection indicator %r, not 'ok'" % view["conn"])
+    return problems
+
+
+def wait_states(cdp, want, timeout):
+    until = time.monotonic() + timeout
+    t0 = time.monotonic()
+    while True:
+        view = json.loads(cdp.eval(ROWS_JS))
+        problems = states_problems(view, want)
+        if not problems:
+            return view, time.monotonic() - t0, []
+        if time.monotonic() >= until:
+            return view, time.monotonic() - t0, problems
+        time.sleep(0.2)
+
+
+def live(argv):
+    url, opts, wants, i = argv[0], {"--timeout": "20"}, [], 1
+    while i + 1 < len(argv):
+        if argv[i] == "--want":
+            wants.append([tuple(x.split(":")) for x in argv[i + 1].split(",")])
+        else:
+            opts[argv[i]] = argv[i + 1]
+        i += 2
+    timeout = float(opts["--timeout"])
+    if len(wants) != 2 or "--chromium" not in opts or "--profile" not in opts or "--then" not in opts:
+        sys.stderr.write(__doc__)
+        return 2
+    failed = 0
+
+    def report(ok, what, why=""):
+        nonlocal failed
+        failed |= not ok
+        print(("PASS %s" % what) if ok else ("FAIL %s: %s" % (what, why)), flush=True)
+
+    cdp = Cdp(opts["--chromium"], opts["--profile"], url)
+    try:
+        cdp.attach(url, timeout)
+        first = ", ".join("%s %s" % w for w in wants[0])
+        view, took, problems = wait_states(cdp, wants[0], timeout)
+        report(not problems, "the page loads and shows %s (after %.1f s)" % (first, took), "; ".join(problems))
+        if problems:
+            return 1
+        mark = "mark-%d" % os.getpid()
+        cdp.eval("window.__statusPageMark = %s" % json.dumps(mark))
+        rc = subprocess.call(["sh", "-c", opts["--then"]])
+        report(rc == 0, "ran: %s" % opts["--then"], "exit status %d" % rc)
+        second = ", ".join("%s %s" % w for w in wants[1])
+        view, took, problems = wait_states(cdp, wants[1], timeout)
+        report(not problems, "the open page then shows %s (after %.1f s)" % (second, took), "; ".join(problems))
+        report(view["mark"] == mark, "without a reload (the page polls)",
+               "the document was replaced (mark %r)" % view["mark"])
+        if "--dump" in opts:
+            with open(opts["--dump"], "w", encoding="utf-8") as f:
+                f.write(cdp.eval("document.documentElement.outerHTML"))
+    except (RuntimeError, TimeoutError, OSError) as exc:
+        report(False, "driving chromium", str(exc))
+    finally:
+        cdp.close()
+    return 1 if failed else 0
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "serve":
         serve(sys.argv[2:])
     elif len(sys.argv) >= 3 and sys.argv[1] == "check":
         sys.exit(check(sys.argv[2:]))
+    elif len(sys.argv) >= 3 and sys.argv[1] == "live":
+        sys.exit(live(sys.argv[2:]))
     else:
         sys.stderr.write(__doc__)
         sys.exit(2)

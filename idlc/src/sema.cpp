@@ -183,12 +183,13 @@ class Analyzer {
         // Dimensions and cost may name parameters declared later, so resolve them now.
         for (size_t i = 0; i < f.params.size(); ++i) {
             const auto &p = f.params[i];
+            // 'OUT string s[]' is one string the body stores through s (Ninf-G): param()
+            // made it the out scalar '*s'.
+            if (fn.params[i].pointer && !p.star) continue;
             for (size_t d = 0; d < p.dims.size(); ++d) {
                 const auto &ad = p.dims[d];
                 if (ad.empty) {
-                    diag_.error(ad.loc, "array '" + p.name +
-                                            "' has an empty dimension '[]': give its size, as in " + p.name +
-                                            "[n]");
+                    emptyDimension(p, fn.params[i], d);
                     continue;
                 }
                 std::string what = "dimension " + std::to_string(d + 1) + " of '" + p.name + "'";
@@ -203,6 +204,39 @@ class Analyzer {
         options(f, fn, index);
         body(f, fn, index);
         return fn;
+    }
+
+    // An empty dimension '[]' has a meaning only on a lone dimension of an OUT or
+    // INOUT string (one string, as '*s'); anywhere else its size cannot be known, and the
+    // message says what to write for the likely intent.
+    static bool emptyMeansOneString(const ast::Param &p, const Param &mp) {
+        return p.dims.size() == 1 && p.dims[0].empty && !p.star && mp.type == Type::String &&
+               (mp.mode == Mode::Out || mp.mode == Mode::InOut);
+    }
+
+    void emptyDimension(const ast::Param &p, const Param &mp, size_t d) {
+        const Loc &at = p.dims[d].loc;
+        const std::string &n = p.name;
+        if (mp.type == Type::String && p.dims.size() == 1 && mp.mode == Mode::In) {
+            diag_.error(at, "'" + n + "[]' on an IN string has no size: write 'IN string " + n +
+                                "' for one string or '" + n + "[n]' for n strings");
+        } else if (mp.type == Type::Filename && p.dims.size() == 1) {
+            diag_.error(at, "'" + n + "[]' on a filename has no size: write 'filename " + n +
+                                "' for one file or '" + n + "[n]' for n files");
+        } else if (mp.type == Type::String && p.dims.size() == 1) {
+            diag_.error(at, "'" + n + "[]' on a " + modeName(mp.mode) + " string has no size: write '" + n +
+                                "[n]' for n strings");
+        } else if (mp.type == Type::String) {
+            diag_.error(at, "array '" + n + "' has an empty dimension '[]' (dimension " +
+                                std::to_string(d + 1) + " of " + std::to_string(p.dims.size()) +
+                                "): give every size, as in " + n +
+                                "[n]; only a lone '[]' on an OUT or INOUT "
+                                "string has a meaning (one string)");
+        } else {
+            diag_.error(at, "array '" + n + "' has an empty dimension '[]': give its size, as in " + n +
+                                "[n] (only an OUT or INOUT string may be written " + n +
+                                "[], meaning one string)");
+        }
     }
 
     Param param(const ast::Function &f, const ast::Param &p) {
@@ -263,6 +297,7 @@ class Analyzer {
                 diag_.error(types[0]->loc,
                             "'unsigned' applies to integer types only, not to " + types[0]->text);
         }
+        if (mode && emptyMeansOneString(p, mp)) mp.pointer = true;
         if (mode && p.star && mp.mode != Mode::Out && mp.mode != Mode::InOut)
             diag_.error(p.loc, "'*" + p.name + "' marks a scalar the function writes, but '" + p.name +
                                    "' is " + modeName(mp.mode) + ": drop the '*' or make it OUT");

@@ -339,7 +339,9 @@ static int ask(grc_req *q, const grc_config *cfg, grp_schedule_ok *ok, int *unre
         if (q->route.failed->exclude[i]) m.exclude[m.nexclude++] = q->route.failed->exclude[i];
     uint64_t id = conn->next_id++;
     long long t0 = gr_now_ns();
-    conn->rd.deadline_ns = conn->wr.deadline_ns = t0 + (long long)(META_TIMEOUT_S * 1e9);
+    conn->wr.deadline_ns = t0 + (long long)(META_TIMEOUT_S * 1e9);
+    /* While every server is full the metaserver holds the answer (GRP_MAX_HOLD_S). */
+    conn->rd.deadline_ns = t0 + (long long)((META_TIMEOUT_S + GRP_MAX_HOLD_S) * 1e9);
     grw_header h = {0};
     int in_step = 0;
     rc = grp_write_schedule(&conn->wr, id, &m, e);
@@ -353,7 +355,11 @@ static int ask(grc_req *q, const grc_config *cfg, grp_schedule_ok *ok, int *unre
         return rc;
     }
     double dt = (double)(gr_now_ns() - t0);
-    rtt_ns = rtt_ns > 0 ? 0.8 * rtt_ns + 0.2 * dt : dt;
+    /* An answer held while every server was full says nothing of the round trip. */
+    if (rtt_ns <= 0)
+        rtt_ns = dt;
+    else if (dt < 4 * rtt_ns)
+        rtt_ns = 0.8 * rtt_ns + 0.2 * dt;
     return GRID_OK;
 }
 

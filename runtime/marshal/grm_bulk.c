@@ -80,7 +80,10 @@ static int server_allocate(grm_call *c, gr_err *e) {
     const grd_desc *d = c->desc;
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
-        if (p->rank > 0 && !c->sl[i].own_buf) {
+        if (p->type == GRD_FILENAME && p->mode == GRD_OUT) {
+            int rc = grm_files_allocate_out(c, i, e);
+            if (rc) return rc;
+        } else if (p->rank > 0 && !c->sl[i].own_buf) {
             size_t bytes = (size_t)c->sl[i].ext.bytes;
             if (bytes == 0) {
                 c->ptr[i] = NULL;
@@ -94,18 +97,6 @@ static int server_allocate(grm_call *c, gr_err *e) {
                                  d->module, d->name, bytes, p->name);
             c->ptr[i] = b;
             c->sl[i].own_buf = 1;
-        } else if (p->rank == 0 && p->type == GRD_FILENAME && p->mode == GRD_OUT) {
-            const char *dir = getenv("TMPDIR");
-            char path[4096];
-            snprintf(path, sizeof path, "%s/gridrpc-file-XXXXXX", dir && *dir ? dir : "/tmp");
-            int fd = mkstemp(path);
-            if (fd < 0)
-                return gr_seterr(e, GRID_ERR_IO, "the server cannot create a temporary file for '%s'",
-                                 p->name);
-            close(fd);
-            c->sl[i].tmpfile = strdup(path);
-            if (!c->sl[i].tmpfile) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
-            c->sl[i].val.str = c->sl[i].tmpfile;
         }
     }
     return GRID_OK;

@@ -12,6 +12,7 @@ void grm_init(grm_call *c, const grd_desc *d, int side) {
      * clearing all of it would dominate a small call. */
     c->desc = d;
     c->side = side;
+    c->scratch = NULL;
     for (uint32_t i = 0; i < d->nparams; i++) {
         memset(&c->sl[i].val, 0, sizeof c->sl[i].val);
         c->ptr[i] = grm_is_text(d->params[i].type) ? (void *)&c->sl[i].val.str : (void *)&c->sl[i].val;
@@ -114,10 +115,9 @@ int grm_from_va(grm_call *c, const grd_desc *d, va_list ap, const grw_limits *li
             continue;
         }
         if (p->type == GRD_FILENAME) {
+            /* A path; NULL is allowed: an IN one reaches the body as NULL, an OUT one's
+             * file is not kept. */
             v->str = va_arg(ap, char *);
-            if (!v->str)
-                return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL: pass the path of a local file",
-                                 d->module, d->name, arg_name(p, i, nm, sizeof nm));
             continue;
         }
         if (p->mode != GRD_IN) {
@@ -153,9 +153,6 @@ int grm_from_argv(grm_call *c, const grd_desc *d, void *const *argv, const grw_l
         if (p->rank == 0 && !argv[i])
             return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL: pass the address of its variable",
                              d->module, d->name, arg_name(p, i, nm, sizeof nm));
-        if (p->rank == 0 && p->type == GRD_FILENAME && !*(char *const *)argv[i])
-            return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL: pass the path of a local file", d->module,
-                             d->name, arg_name(p, i, nm, sizeof nm));
     }
     return check_args(c, lim, e);
 }
@@ -172,15 +169,34 @@ void grm_release(grm_call *c) {
         }
         if (c->sl[i].own_buf) free(c->ptr[i]);
         free(c->sl[i].own_ptr);
-        if (c->sl[i].tmpfile) {
-            unlink(c->sl[i].tmpfile);
-            free(c->sl[i].tmpfile);
-        }
+        free(c->sl[i].tmpfile); /* the file goes with the scratch folder */
         c->sl[i].own_buf = 0;
         c->sl[i].own_ptr = NULL;
         c->sl[i].own_strv = NULL;
         c->sl[i].tmpfile = NULL;
     }
+    grm_scratch_remove(c);
+}
+
+struct strv_move {
+    char **v, **packed;
+    size_t n;
+    int gather;
+};
+static int strv_run(uint64_t off, uint64_t cnt, void *arg) {
+    struct strv_move *m = arg;
+    for (uint64_t k = 0; k < cnt; k++, m->n++) {
+        if (m->gather)
+            m->packed[m->n] = m->v ? m->v[off + k] : NULL;
+        else
+            m->v[off + k] = m->packed[m->n];
+    }
+    return 0;
+}
+
+void grm_strv_move(const grd_extent *ext, char **v, char **packed, int gather) {
+    struct strv_move m = {v, packed, 0, gather};
+    grm_for_each_run(ext, strv_run, &m);
 }
 
 int grm_for_each_run(const grd_extent *ext, grm_run_fn fn, void *arg) {

@@ -53,100 +53,67 @@ static size_t pad4(size_t n) {
     return (n + 3) & ~(size_t)3;
 }
 
-/* Moves the sent elements of a string array between the array V and the packed list
- * PACKED, in order: gathering (V -> PACKED) to send, scattering (PACKED -> V) on receipt. */
-struct strv_move {
-    char **v;
-    char **packed;
-    size_t n;
-    int gather;
-};
-static int strv_run(uint64_t off, uint64_t cnt, void *arg) {
-    struct strv_move *m = arg;
-    for (uint64_t k = 0; k < cnt; k++, m->n++) {
-        if (m->gather)
-            m->packed[m->n] = m->v ? m->v[off + k] : NULL;
-        else
-            m->v[off + k] = m->packed[m->n];
-    }
-    return 0;
+/* One element of a text parameter: a string, or a file's contents. */
+typedef struct text_item {
+    char *data; /* the string (not owned when writing one), or the file's bytes (owned) */
+    uint32_t len;
+    bool_t present; /* FALSE: a NULL string, file name or file */
+} text_item;
+
+static int is_file(const grd_param *p) {
+    return p->type == GRD_FILENAME;
 }
 
-/* Reads a whole local file (at most MAX bytes) into a malloc'd buffer. */
-static int read_file(const char *path, uint32_t max, uint8_t **out, uint32_t *len, gr_err *e) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return gr_seterr(e, GRID_ERR_IO, "cannot read file '%s': %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) < 0 || (uint64_t)st.st_size > max) {
-        close(fd);
-        return gr_seterr(e, GRID_ERR_LIMIT, "file '%s' is larger than the limit of %u bytes", path, max);
+/* The elements of text parameter I of C that travel now: one for a scalar, the sent
+ * ones of an array. Files are read here; on the server a file the body removed travels
+ * as absent, on the client a file that cannot be read fails the call. */
+static int collect_text(const grm_call *c, uint32_t i, uint32_t max, text_item **out, size_t *count,
+                        gr_err *e) {
+    const grd_param *p = &c->desc->params[i];
+    size_t n = p->rank ? (size_t)c->sl[i].ext.sent : 1;
+    text_item *it = calloc(n ? n : 1, sizeof *it);
+    char **v = calloc(n ? n : 1, sizeof(char *));
+    *out = it;
+    *count = it ? n : 0;
+    if (!it || !v) {
+        free(v);
+        return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
     }
-    size_t n = (size_t)st.st_size;
-    uint8_t *buf = malloc(n ? n : 1);
-    if (!buf) {
-        close(fd);
-        return gr_seterr(e, GRID_ERR_NOMEM, "out of memory reading '%s'", path);
-    }
-    size_t got = 0;
-    while (got < n) {
-        ssize_t k = read(fd, buf + got, n - got);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
-        got += (size_t)k;
-    }
-    close(fd);
-    *out = buf;
-    *len = (uint32_t)got;
-    return GRID_OK;
-}
-
-static int write_file_at(const char *path, const uint8_t *p, uint32_t n, int create_tmp, char **tmp_out,
-                         gr_err *e) {
-    int fd;
-    char *tmp = NULL;
-    if (create_tmp) {
-        const char *dir = getenv("TMPDIR");
-        size_t len = strlen(dir && *dir ? dir : "/tmp") + 32;
-        tmp = malloc(len);
-        if (!tmp) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
-        snprintf(tmp, len, "%s/gridrpc-file-XXXXXX", dir && *dir ? dir : "/tmp");
-        fd = mkstemp(tmp);
-        path = tmp;
-    } else {
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    }
-    if (fd < 0) {
-        int err = errno;
-        free(tmp);
-        return gr_seterr(e, GRID_ERR_IO, "cannot write file '%s': %s", create_tmp ? "(temporary)" : path,
-                         strerror(err));
-    }
-    size_t done = 0;
-    while (done < n) {
-        ssize_t k = write(fd, p + done, n - done);
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0) {
-            int err = errno;
-            close(fd);
-            if (tmp) {
-                unlink(tmp);
-                free(tmp);
-            }
-            return gr_seterr(e, GRID_ERR_IO, "cannot write file '%s': %s (is the disk full?)", path,
-                             strerror(err));
+    if (p->rank)
+        grm_strv_move(&c->sl[i].ext, c->ptr[i], v, 1);
+    else
+        v[0] = *(char *const *)c->ptr[i];
+    int rc = GRID_OK;
+    for (size_t k = 0; k < n && !rc; k++) {
+        if (!v[k]) continue;
+        if (!is_file(p)) {
+            it[k].data = v[k];
+            it[k].len = (uint32_t)strlen(v[k]);
+            it[k].present = TRUE;
+            continue;
         }
-        done += (size_t)k;
+        uint8_t *bytes = NULL;
+        rc = grm_file_read(v[k], max, c->side == GRM_SERVER_SIDE, &bytes, &it[k].len, e);
+        it[k].data = (char *)bytes;
+        it[k].present = bytes != NULL;
+        if (rc) gr_prefixerr(e, "%s/%s: '%s': ", c->desc->module, c->desc->name, p->name);
     }
-    close(fd);
-    if (tmp_out) *tmp_out = tmp;
-    return GRID_OK;
+    free(v);
+    return rc;
+}
+
+static void free_items(const grd_param *p, text_item *it, size_t n) {
+    if (!it) return;
+    if (is_file(p))
+        for (size_t k = 0; k < n; k++)
+            free(it[k].data);
+    free(it);
 }
 
 int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *lim, gr_err *e) {
     const grd_desc *d = c->desc;
-    uint8_t *files[GRD_MAX_PARAMS] = {0};
-    uint32_t flen[GRD_MAX_PARAMS] = {0};
-    char **strv[GRD_MAX_PARAMS] = {0};
+    text_item *items[GRD_MAX_PARAMS] = {0};
+    size_t nitems[GRD_MAX_PARAMS] = {0};
     int rc = GRID_OK;
     size_t size = 0;
     uint32_t max_head = lim ? lim->max_head : 0xffffffffu;
@@ -163,26 +130,10 @@ int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *
     for (uint32_t i = 0; i < d->nparams && !rc; i++) {
         const grd_param *p = &d->params[i];
         if (!grm_travels(p, dir) || !grm_is_text(p->type)) continue;
-        if (p->type == GRD_FILENAME && p->rank == 0) {
-            const char *path = *(char *const *)c->ptr[i];
-            if (path) rc = read_file(path, max_head, &files[i], &flen[i], e);
-            size += 4 + (path ? 4 + pad4(flen[i]) : 0);
-        } else if (p->rank == 0) {
-            const char *s = *(char *const *)c->ptr[i];
-            size += 4 + (s ? 4 + pad4(strlen(s)) : 0);
-        } else {
-            size_t n = c->sl[i].ext.sent;
-            strv[i] = calloc(n ? n : 1, sizeof(char *));
-            if (!strv[i]) {
-                rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
-                break;
-            }
-            struct strv_move mv = {c->ptr[i], strv[i], 0, 1};
-            grm_for_each_run(&c->sl[i].ext, strv_run, &mv);
-            for (size_t k = 0; k < n; k++)
-                size += 4 + (strv[i][k] ? 4 + pad4(strlen(strv[i][k])) : 0);
-        }
-        if (size > max_head)
+        rc = collect_text(c, i, max_head, &items[i], &nitems[i], e);
+        for (size_t k = 0; k < nitems[i] && !rc; k++)
+            size += 4 + (items[i][k].present ? 4 + pad4(items[i][k].len) : 0);
+        if (!rc && size > max_head)
             rc = gr_seterr(e, GRID_ERR_LIMIT,
                            "strings and files of the call take more than the limit of %u bytes", max_head);
     }
@@ -207,21 +158,12 @@ int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *
         for (uint32_t i = 0; i < d->nparams && ok; i++) {
             const grd_param *p = &d->params[i];
             if (!grm_travels(p, dir) || !grm_is_text(p->type)) continue;
-            if (p->type == GRD_FILENAME && p->rank == 0) {
-                bool_t present = *(char *const *)c->ptr[i] != NULL;
-                char *fp = (char *)files[i];
-                u_int fl = flen[i];
-                ok = xdr_bool(&x, &present) && (!present || xdr_bytes(&x, &fp, &fl, max_head));
-            } else if (p->rank == 0) {
-                char *s = *(char **)c->ptr[i];
-                bool_t present = s != NULL;
-                ok = xdr_bool(&x, &present) && (!present || xdr_string(&x, &s, max_head));
-            } else {
-                for (size_t k = 0; k < c->sl[i].ext.sent && ok; k++) {
-                    char *s = strv[i][k];
-                    bool_t present = s != NULL;
-                    ok = xdr_bool(&x, &present) && (!present || xdr_string(&x, &s, max_head));
-                }
+            for (size_t k = 0; k < nitems[i] && ok; k++) {
+                text_item *t = &items[i][k];
+                u_int len = t->len;
+                ok = xdr_bool(&x, &t->present) &&
+                     (!t->present || (is_file(p) ? xdr_bytes(&x, &t->data, &len, max_head)
+                                                 : xdr_string(&x, &t->data, max_head)));
             }
         }
         if (!ok || xdr_getpos(&x) != size)
@@ -230,10 +172,100 @@ int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *
     }
     if (!rc) rc = grw_write_opaque(w, buf, (uint32_t)size, e);
     free(buf);
-    for (uint32_t i = 0; i < d->nparams; i++) {
-        free(files[i]);
-        free(strv[i]);
+    for (uint32_t i = 0; i < d->nparams; i++)
+        free_items(&d->params[i], items[i], nitems[i]);
+    return rc;
+}
+
+/* Decodes N elements of text parameter P into IT (strings NUL-terminated, files as
+ * bytes; each malloc'd). Returns 0 when the head is cut short. */
+static int decode_text(XDR *x, const grd_param *p, text_item *it, size_t n, u_int max) {
+    for (size_t k = 0; k < n; k++) {
+        u_int len = 0;
+        if (!xdr_bool(x, &it[k].present)) return 0;
+        if (!it[k].present) continue;
+        if (is_file(p) ? !xdr_bytes(x, &it[k].data, &len, max) : !xdr_string(x, &it[k].data, max)) return 0;
+        it[k].len = is_file(p) ? len : (uint32_t)strlen(it[k].data);
     }
+    return 1;
+}
+
+/* Server: every file received becomes a file of the call's scratch folder; the
+ * element's data is replaced by that file's path. */
+static int files_to_scratch(grm_call *c, uint32_t i, text_item *it, size_t n, gr_err *e) {
+    for (size_t k = 0; k < n; k++) {
+        if (!it[k].present) continue;
+        char *path;
+        int rc = grm_file_scratch(c, i, k, (uint8_t *)it[k].data, it[k].len, &path, e);
+        free(it[k].data);
+        it[k].data = path;
+        if (rc) return rc;
+    }
+    return GRID_OK;
+}
+
+/* Client: each file received is written at the path the caller gave for it. */
+static int files_to_client(grm_call *c, uint32_t i, const text_item *it, size_t n, gr_err *e) {
+    const grd_param *p = &c->desc->params[i];
+    char **dest = calloc(n ? n : 1, sizeof(char *));
+    if (!dest) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+    if (p->rank)
+        grm_strv_move(&c->sl[i].ext, c->ptr[i], dest, 1);
+    else
+        dest[0] = *(char **)c->ptr[i];
+    int rc = GRID_OK;
+    for (size_t k = 0; k < n && !rc; k++)
+        if (it[k].present && dest[k]) rc = grm_file_save(dest[k], (uint8_t *)it[k].data, it[k].len, e);
+    free(dest);
+    return rc;
+}
+
+/* Stores the N decoded elements IT of text parameter I where the body (server) or the
+ * caller (client) finds them; takes the elements' memory. */
+static int place_text(grm_call *c, uint32_t i, text_item *it, size_t n, gr_err *e) {
+    const grd_param *p = &c->desc->params[i];
+    int server = c->side == GRM_SERVER_SIDE;
+    int rc = GRID_OK;
+    char **packed = NULL;
+    if (is_file(p)) {
+        rc = server ? files_to_scratch(c, i, it, n, e) : files_to_client(c, i, it, n, e);
+        if (rc || !server) goto done;
+    }
+    if (p->rank == 0) {
+        *(char **)c->ptr[i] = it[0].data;
+        if (server && is_file(p))
+            c->sl[i].tmpfile = it[0].data;
+        else if (server)
+            c->sl[i].own_ptr = it[0].data;
+        it[0].data = NULL;
+        goto done;
+    }
+    packed = calloc(n ? n : 1, sizeof(char *));
+    if (!packed) {
+        rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t k = 0; k < n; k++) {
+        packed[k] = it[k].data;
+        it[k].data = NULL;
+    }
+    if (server) {
+        /* The body's array, NULL when it has no elements (as every empty array). */
+        uint64_t elems = c->sl[i].ext.elems;
+        char **v = elems ? calloc((size_t)elems, sizeof(char *)) : NULL;
+        c->sl[i].own_strv = packed; /* ext.sent of them, freed by grm_release */
+        if (elems && !v) {
+            rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        c->ptr[i] = v;
+        c->sl[i].own_buf = v != NULL;
+    }
+    grm_strv_move(&c->sl[i].ext, c->ptr[i], packed, 0);
+    if (!server) free(packed); /* the strings are the caller's now */
+done:
+    for (size_t k = 0; k < n; k++)
+        free(it[k].data);
     return rc;
 }
 
@@ -262,76 +294,30 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
     for (uint32_t i = 0; i < d->nparams && !rc; i++) {
         const grd_param *p = &d->params[i];
         if (!grm_travels(p, dir) || !grm_is_text(p->type)) continue;
-        bool_t present = FALSE;
-        if (p->type == GRD_FILENAME && p->rank == 0) {
-            char *fp = NULL;
-            u_int fl = 0;
-            if (!xdr_bool(&x, &present) || (present && !xdr_bytes(&x, &fp, &fl, len))) {
-                free(fp);
-                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: file '%s' is truncated", d->module, d->name,
-                               p->name);
-                break;
-            }
-            if (!present) {
-                free(fp);
-                continue;
-            }
-            if (c->side == GRM_SERVER_SIDE) {
-                rc = write_file_at(NULL, (uint8_t *)fp, fl, 1, &c->sl[i].tmpfile, e);
-                if (!rc) c->sl[i].val.str = c->sl[i].tmpfile;
-            } else {
-                rc = write_file_at(*(char **)c->ptr[i], (uint8_t *)fp, fl, 0, NULL, e);
-            }
-            free(fp);
-        } else if (p->rank == 0) {
-            char *s = NULL;
-            if (!xdr_bool(&x, &present) || (present && !xdr_string(&x, &s, len))) {
-                free(s);
-                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: string '%s' is truncated", d->module, d->name,
-                               p->name);
-                break;
-            }
-            *(char **)c->ptr[i] = s;
-            if (c->side == GRM_SERVER_SIDE) c->sl[i].own_ptr = s;
-        } else {
-            size_t n = c->sl[i].ext.sent;
-            char **in = calloc(n ? n : 1, sizeof(char *));
-            if (!in) {
-                rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
-                break;
-            }
-            size_t k;
-            for (k = 0; k < n; k++) {
-                present = FALSE;
-                if (!xdr_bool(&x, &present) || (present && !xdr_string(&x, &in[k], len))) break;
-            }
-            if (k < n) {
-                for (size_t j = 0; j <= k && j < n; j++)
-                    free(in[j]);
-                free(in);
-                rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: string array '%s' is truncated", d->module,
-                               d->name, p->name);
-                break;
-            }
-            if (c->side == GRM_SERVER_SIDE) {
-                char **v = calloc(c->sl[i].ext.elems ? c->sl[i].ext.elems : 1, sizeof(char *));
-                if (!v) {
-                    for (size_t j = 0; j < n; j++)
-                        free(in[j]);
-                    free(in);
-                    rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
-                    break;
-                }
-                c->ptr[i] = v;
-                c->sl[i].own_buf = 1;
-            }
-            struct strv_move mv = {c->ptr[i], in, 0, 0};
-            grm_for_each_run(&c->sl[i].ext, strv_run, &mv);
-            if (c->side == GRM_SERVER_SIDE)
-                c->sl[i].own_strv = in;
-            else
-                free(in);
+        /* Every element takes at least 4 bytes of the head: a count beyond what is left
+         * is refused before anything is allocated for it. */
+        size_t n = p->rank ? (size_t)c->sl[i].ext.sent : 1;
+        const char *what =
+            is_file(p) ? (p->rank ? "file array" : "file") : (p->rank ? "string array" : "string");
+        if (n > (len - xdr_getpos(&x)) / 4) {
+            rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: %s '%s' is truncated", d->module, d->name, what,
+                           p->name);
+            break;
         }
+        text_item *it = calloc(n ? n : 1, sizeof *it);
+        if (!it) {
+            rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+            break;
+        }
+        if (!decode_text(&x, p, it, n, len)) {
+            for (size_t k = 0; k < n; k++)
+                free(it[k].data);
+            rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: %s '%s' is truncated", d->module, d->name, what,
+                           p->name);
+        } else {
+            rc = place_text(c, i, it, n, e);
+        }
+        free(it);
     }
     if (!rc && xdr_getpos(&x) != len)
         rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: %u unexpected bytes after the arguments", d->module,

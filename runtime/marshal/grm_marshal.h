@@ -38,7 +38,7 @@ typedef struct grm_slot {
     unsigned char own_buf; /* ptr[i] is a buffer this call allocated */
     char *own_ptr;         /* a received string (the body may repoint an INOUT one) */
     char **own_strv;       /* received strings of an array (ext.sent of them) */
-    char *tmpfile;         /* a temporary file holding a filename argument */
+    char *tmpfile;         /* the path of a scalar filename's file (in the call's scratch folder) */
 } grm_slot;
 
 /* A call's arguments. It is allocated with room for its function's parameters only
@@ -53,6 +53,9 @@ typedef struct grm_call {
     /* Integer scalars as the call began: every extent is computed from these, so an
      * INOUT size changed by the function does not change the result's shape. */
     int64_t ival[GRD_MAX_PARAMS];
+    /* Server: the folder holding the call's files (filename arguments), made at the
+     * first one and removed whole by grm_release; NULL until then. */
+    char *scratch;
     grm_slot sl[]; /* one per parameter */
 } grm_call;
 
@@ -82,19 +85,23 @@ int grm_prepare(grm_call *c, const grw_limits *lim, gr_err *e);
  * direction DIR as an XDR opaque<> into W. */
 int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *lim, gr_err *e);
 /* Reads the head section of direction DIR into C (grm_init'ed for its descriptor).
- * Server (TO_SERVER): stores values, allocates strings and temp files, then computes
- * extents. Client
- * (TO_CLIENT): stores OUT values through the caller's pointers. */
+ * Server (TO_SERVER): stores values, allocates strings, writes each file received
+ * into the call's scratch folder, computes extents; a string, file or array absent or
+ * of no elements reaches the body as NULL. Client (TO_CLIENT): stores OUT values
+ * through the caller's pointers and writes each file received at the caller's path
+ * (a NULL path discards it). */
 int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr_err *e);
 
 /* Writes the bulk section (numeric arrays, the sent part of each) of direction DIR. */
 int grm_write_bulk(grw_writer *w, const grm_call *c, int dir, gr_err *e);
 /* Reads the bulk section of direction DIR. Server: allocates every array (zeroed, full
- * size) including OUT and WORK ones, and reads the IN ones. Client: reads into the
+ * size; NULL when it has no elements) including OUT and WORK ones, gives every OUT
+ * filename a fresh file in the call's scratch folder, and reads the IN arrays. Client: reads into the
  * caller's buffers; elements outside a sub-range keep what the caller had. */
 int grm_read_bulk(grw_reader *r, grm_call *c, int dir, gr_err *e);
 
-/* Server: frees what the call allocated and removes its temp files. */
+/* Server: frees what the call allocated and removes its scratch folder (every file of
+ * its filename arguments, and whatever the body wrote there). */
 void grm_release(grm_call *c);
 
 /* Initialises an empty call for DESC on SIDE (scalars point at val[]). Only the slots

@@ -150,6 +150,7 @@ int grp_write_heartbeat(grw_writer *w, uint64_t id, const grp_heartbeat *m, gr_e
     if (!rc) rc = grw_write_u32(w, m->cores, e);
     if (!rc) rc = write_double(w, m->loadavg, e);
     if (!rc) rc = grw_write_u64(w, m->calls_done, e);
+    if (!rc) rc = write_double(w, m->work_s, e);
     if (!rc) rc = grw_finish(w, e);
     return rc;
 }
@@ -162,6 +163,7 @@ int grp_read_heartbeat(grw_reader *r, grp_heartbeat *m, gr_err *e) {
     if (!rc) rc = grw_read_u32(r, &m->cores, e);
     if (!rc) rc = read_measure(r, &m->loadavg, "a load average of", e);
     if (!rc) rc = grw_read_u64(r, &m->calls_done, e);
+    if (!rc) rc = read_measure(r, &m->work_s, "an outstanding work (seconds) of", e);
     if (!rc) rc = grw_end(r, e);
     return rc;
 }

@@ -68,6 +68,10 @@ typedef struct grp_heartbeat {
     uint32_t running, queued, workers, cores;
     double loadavg;
     uint64_t calls_done; /* since the server started */
+    /* The server's own prediction of the seconds its running and queued calls still
+     * need (each call's predicted run time, from that function's calls it has run, less
+     * what has already run); it sees calls no metaserver routed. 0: none predicted. */
+    double work_s;
 } grp_heartbeat;
 int grp_write_heartbeat(grw_writer *w, uint64_t id, const grp_heartbeat *m, gr_err *e);
 int grp_read_heartbeat(grw_reader *r, grp_heartbeat *m, gr_err *e);

@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "gr_log.h"
 #include "grd_desc.h"
 #include "grp_limits.h"
 #include "gridrpc_stub.h"
@@ -72,10 +73,10 @@ void gsv_options_free(gsv_options *opt);
 
 /* ---------------------------------------------------------------- logging */
 
-/* The level below which messages are dropped; set once at startup. */
-void gsv_log_set_level(int level);
-int gsv_log_enabled(int level);
-void gsv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The daemons' shared log (runtime/common/gr_log.c), under this prefix; main calls
+ * gr_log_init("gridrpcd", level) once. */
+#define gsv_log gr_log
+#define gsv_log_enabled gr_log_enabled
 
 /* ---------------------------------------------------------------- module registry */
 
@@ -138,7 +139,15 @@ typedef struct gsv_sched {
     pthread_t *pool;
     unsigned npool;
     struct gsv_job *running_list; /* jobs being invoked: CANCEL flags them */
+    struct gsv_fstat *fstats;     /* per function (registry order): what its runs took */
+    double mean_run_s;            /* EWMA of every call's run seconds; 0: none yet */
 } gsv_sched;
+
+/* What the calls of one function took here (gsv_work.c, under sched.lock). */
+typedef struct gsv_fstat {
+    double run_s; /* EWMA of run seconds; 0: none yet */
+    double speed; /* EWMA of Complexity flops / run second, for calls that declare flops */
+} gsv_fstat;
 
 /* ---------------------------------------------------------------- server */
 
@@ -266,6 +275,10 @@ unsigned gsv_sched_wait_idle(gsv_server *s, long long deadline_ns);
 /* Joins the pool's threads (only after gsv_sched_wait_idle returned 0). */
 void gsv_sched_join(gsv_server *s);
 void gsv_sched_load(gsv_server *s, unsigned *running, unsigned *queued);
+/* Learns from a call of JOB's function that ran RUN_NS (gsv_work.c). */
+void gsv_work_learn(gsv_server *s, const struct gsv_job *job, long long run_ns);
+/* The predicted seconds the running and queued calls still need (HEARTBEAT's work_s). */
+double gsv_work_outstanding(gsv_server *s);
 /* Calls running now (taken off the queue and not yet answered). */
 unsigned gsv_sched_running(gsv_server *s);
 

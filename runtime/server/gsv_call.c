@@ -121,6 +121,7 @@ void gsv_call_run(gsv_server *s, gsv_job *job) {
         int rc = run_isolated(s, job, queue_ns, &run_ns, &e);
         gsv_call_log(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in,
                      rc ? 0 : grp_result_bytes(&job->call), queue_ns, run_ns, rc, e.msg);
+        if (!rc) gsv_work_learn(s, job, run_ns);
         gsv_job_free(job);
         atomic_fetch_add(&s->calls_done, 1);
         return;
@@ -131,6 +132,7 @@ void gsv_call_run(gsv_server *s, gsv_job *job) {
     current_job = NULL;
     gsv_sched_invoking(s, job, 0);
     long long run_ns = gr_now_ns() - job->t_started;
+    gsv_work_learn(s, job, run_ns);
     uint64_t bytes = grp_result_bytes(&job->call);
     int rc = send_result(s, job, queue_ns, run_ns, bytes, &e);
     gsv_call_log(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in, rc ? 0 : bytes,

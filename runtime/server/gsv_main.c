@@ -51,7 +51,7 @@ int main(int argc, char **argv) {
     gsv_server *s = &server;
     int rc = gsv_options_parse(argc, argv, &s->opt);
     if (rc >= 0) return rc;
-    gsv_log_set_level(s->opt.log_level);
+    gr_log_init("gridrpcd", s->opt.log_level);
 
     /* OpenBLAS threads busy-wait about 0.1 s after each call by default; on a server
      * that spin steals the cores the next request's I/O needs (measured: remote dmmul

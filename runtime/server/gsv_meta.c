@@ -203,6 +203,7 @@ static int beat(gsv_meta *m, int *in_step, gr_err *e) {
     hb.cores = s->cores;
     if (getloadavg(&hb.loadavg, 1) < 1) hb.loadavg = 0;
     hb.calls_done = atomic_load(&s->calls_done);
+    hb.work_s = gsv_work_outstanding(s);
     begin_write(m);
     int rc = grp_write_heartbeat(&m->w, ++m->next_id, &hb, e);
     *in_step = 0;

@@ -104,6 +104,9 @@ int gsv_sched_start(gsv_server *s, gsv_runner run, gr_err *e) {
     pthread_mutex_init(&q->lock, NULL);
     pthread_cond_init(&q->work, NULL);
     pthread_cond_init(&q->idle, NULL);
+    q->fstats = calloc(s->reg.nfns ? s->reg.nfns : 1, sizeof *q->fstats);
+    if (!q->fstats)
+        return gr_seterr(e, GRID_ERR_NOMEM, "out of memory for %u functions' statistics", s->reg.nfns);
     if (s->opt.mode != GSV_MODE_POOL) return GRID_OK;
     q->pool = calloc(s->workers, sizeof *q->pool);
     if (!q->pool) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory for %u workers", s->workers);
@@ -258,6 +261,8 @@ void gsv_sched_join(gsv_server *s) {
     pthread_mutex_unlock(&q->lock);
     free(q->pool);
     q->pool = NULL;
+    free(q->fstats);
+    q->fstats = NULL;
 }
 
 void gsv_sched_load(gsv_server *s, unsigned *running, unsigned *queued) {

@@ -163,7 +163,7 @@ static int hello(int fd, const char *token) {
 
 static int session(int port) {
     int fd = dial(port);
-    if (fd >= 0 && hello(fd, NULL)) {
+    if (fd >= 0 && hello(fd, getenv("META_TEST_TOKEN"))) {
         close(fd);
         return -1;
     }
@@ -203,7 +203,7 @@ static uint64_t do_register(int fd, const char *host, uint32_t port, uint32_t co
 }
 
 static int beat(int fd, uint64_t id, uint32_t running, gr_err *e) {
-    grp_heartbeat m = {id, running, 0, 2, 2, 0.5, 0};
+    grp_heartbeat m = {id, running, 0, 2, 2, 0.5, 0, 0};
     prep(fd);
     if (grp_write_heartbeat(&wr, next_id++, &m, e)) return e->code;
     int rc = reply(fd, GRW_HEARTBEAT_OK, e);
@@ -228,6 +228,75 @@ static int schedule(int fd, const char *fn, const uint64_t *exclude, uint32_t ne
     int rc = reply(fd, GRW_SCHEDULE_OK, e);
     if (!rc) rc = grp_read_schedule_ok(&rd, ok, e);
     return rc;
+}
+
+/* Registers a one-core, one-worker server with the single function FN. */
+static uint64_t register_one(int fd, uint32_t port, const char *fn) {
+    grp_function f;
+    memset(&f, 0, sizeof f);
+    snprintf(f.name, sizeof f.name, "%s", fn);
+    grp_register m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "one-core %u", port);
+    snprintf(m.host, sizeof m.host, "127.0.0.1");
+    m.port = port;
+    m.cores = m.workers = 1;
+    m.nfunctions = 1;
+    m.functions = &f;
+    gr_err e;
+    prep(fd);
+    if (grp_write_register(&wr, next_id++, &m, &e) || reply(fd, GRW_REGISTER_OK, &e)) return 0;
+    grp_register_ok ok;
+    return grp_read_register_ok(&rd, &ok, &e) ? 0 : ok.server_id;
+}
+
+/* Milliseconds until FD has something to read (-1: nothing within LIMIT_MS). */
+static int ms_until_readable(int fd, int limit_ms) {
+    long long t0 = gr_now_ns();
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, limit_ms) != 1) return -1;
+    return (int)((gr_now_ns() - t0) / 1000000);
+}
+
+/* Every server for a function full (a one-core server holds 2 calls): a third SCHEDULE
+ * is held until a REPORT makes room; past --max-hold (1 s here) it is placed anyway. */
+static void test_hold(int port) {
+    int fa = session(port), fb = session(port);
+    uint64_t id = fa >= 0 ? register_one(fa, 7009, "hold/only") : 0;
+    ok(id != 0, "REGISTER a one-core server (2 calls before it is full)");
+    if (!id || fb < 0) return;
+    gr_err e;
+    grp_schedule_ok s1, s2, s3;
+    int rc1 = schedule(fa, "only", NULL, 0, &s1, &e), rc2 = schedule(fa, "only", NULL, 0, &s2, &e);
+    ok(rc1 == GRID_OK && rc2 == GRID_OK, "two SCHEDULEs fill it");
+    grp_schedule m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.function, sizeof m.function, "only");
+    m.flops = 1e9;
+    prep(fb);
+    grp_write_schedule(&wr, next_id++, &m, &e);
+    ok(ms_until_readable(fb, 300) == -1, "a third is held: no answer within 300 ms");
+    grp_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.decision = s1.decision;
+    rep.server_id = s1.server_id;
+    snprintf(rep.function, sizeof rep.function, "only");
+    rep.run_ns = rep.total_ns = 100000000;
+    prep(fa);
+    grp_write_report(&wr, next_id++, &rep, &e);
+    int waited = ms_until_readable(fb, 3000);
+    int rc = waited >= 0 ? reply(fb, GRW_SCHEDULE_OK, &e) : -1;
+    if (!rc) rc = grp_read_schedule_ok(&rd, &s3, &e);
+    ok(rc == GRID_OK && s3.server_id == id && waited < 900,
+       "a REPORT makes room: the held SCHEDULE is answered at once (%d ms), with that server", waited);
+    /* Full again: the next waits out --max-hold (1 s), then goes to the full server. */
+    long long t0 = gr_now_ns();
+    rc = schedule(fb, "only", NULL, 0, &s3, &e);
+    long long ms = (gr_now_ns() - t0) / 1000000;
+    ok(rc == GRID_OK && s3.server_id == id && ms >= 900 && ms < 4000,
+       "with no room made, it is answered after --max-hold, over the limit (%lld ms)", ms);
+    close(fa);
+    close(fb);
 }
 
 static int servers(int fd, grp_server_info **v, uint32_t *n, gr_err *e) {
@@ -508,7 +577,7 @@ int main(void) {
     close(fd);
     sleep_ms(100); /* the writer thread commits queued changes within milliseconds */
     stop(&d, SIGKILL);
-    const char *tok[] = {"--token", "s3cret", NULL};
+    const char *tok[] = {"--token", "s3cret", "--max-hold", "1s", "--down-after", "1000", NULL};
     if (start(&d, tok)) {
         ok(0, "gridmetad restarts on the same registry");
     } else {
@@ -529,6 +598,8 @@ int main(void) {
            "SCHEDULE works at once after the restart (grace counted from startup)");
         ok(beat(fd, b, 0, &e) == GRID_OK, "a server's heartbeat with its old id is accepted");
         close(fd);
+        setenv("META_TEST_TOKEN", "s3cret", 1);
+        test_hold(d.port);
         int status = stop(&d, SIGTERM);
         ok(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "SIGTERM: exit 0");
     }

@@ -158,7 +158,7 @@ static void test_burst_without_predictions(void) {
     grp_schedule m = sched("sleep", 0, 0);
     for (int k = 0; k < 6; k++) {
         grp_schedule_ok r;
-        if (gms_state_schedule(&st, &m, "lab", gr_now_ns(), gms_unix_ms(), &r, NULL, &e)) break;
+        if (gms_state_schedule(&st, &m, "lab", gr_now_ns(), gms_unix_ms(), 0, 0, NULL, &r, NULL, &e)) break;
         for (int i = 0; i < 3; i++)
             count[i] += r.server_id == id[i];
         if (k == 2)
@@ -184,8 +184,8 @@ static void test_state(void) {
     grp_schedule_ok r1, r2;
     grp_schedule m = sched("dmmul", 1e9, 1000);
     long long now = gr_now_ns();
-    int rc1 = gms_state_schedule(&st, &m, "lab", now, gms_unix_ms(), &r1, NULL, &e);
-    int rc2 = gms_state_schedule(&st, &m, "lab", now, gms_unix_ms(), &r2, NULL, &e);
+    int rc1 = gms_state_schedule(&st, &m, "lab", now, gms_unix_ms(), 0, 0, NULL, &r1, NULL, &e);
+    int rc2 = gms_state_schedule(&st, &m, "lab", now, gms_unix_ms(), 0, 0, NULL, &r2, NULL, &e);
     ok(rc1 == GRID_OK && rc2 == GRID_OK && r1.server_id != r2.server_id,
        "two simultaneous decisions spread over two idle servers (pending counted at assignment: %llu, %llu)",
        (unsigned long long)r1.server_id, (unsigned long long)r2.server_id);
@@ -198,15 +198,18 @@ static void test_state(void) {
     q.exclude[0] = a;
     q.nexclude = 1;
     grp_schedule_ok r3;
-    ok(gms_state_schedule(&st, &q, "lab", now, gms_unix_ms(), &r3, NULL, &e) == GRID_OK && r3.server_id == b,
+    ok(gms_state_schedule(&st, &q, "lab", now, gms_unix_ms(), 0, 0, NULL, &r3, NULL, &e) == GRID_OK &&
+           r3.server_id == b,
        "the qualified name works and the exclude list is honoured");
     q.exclude[1] = b;
     q.nexclude = 2;
-    ok(gms_state_schedule(&st, &q, "lab", now, gms_unix_ms(), &r3, NULL, &e) == GRID_ERR_CONNECT &&
+    ok(gms_state_schedule(&st, &q, "lab", now, gms_unix_ms(), 0, 0, NULL, &r3, NULL, &e) ==
+               GRID_ERR_CONNECT &&
            strstr(e.msg, "2 already tried"),
        "every server excluded: GRID_ERR_CONNECT (%s)", e.msg);
     grp_schedule u = sched("nosuch", 0, 0);
-    ok(gms_state_schedule(&st, &u, "lab", now, gms_unix_ms(), &r3, NULL, &e) == GRID_ERR_NOT_FOUND &&
+    ok(gms_state_schedule(&st, &u, "lab", now, gms_unix_ms(), 0, 0, NULL, &r3, NULL, &e) ==
+               GRID_ERR_NOT_FOUND &&
            strstr(e.msg, "gridrpc ls"),
        "an unknown function: GRID_ERR_NOT_FOUND pointing to gridrpc ls (%s)", e.msg);
 
@@ -263,7 +266,7 @@ static void test_state(void) {
     gms_decision d;
     grp_schedule m2 = sched("dmmul", 1e6, 1000000);
     grp_schedule_ok r4;
-    gms_state_schedule(&st, &m2, "lab", gr_now_ns(), gms_unix_ms(), &r4, &d, &e);
+    gms_state_schedule(&st, &m2, "lab", gr_now_ns(), gms_unix_ms(), 0, 0, NULL, &r4, &d, &e);
     int found_measured = 0, found_assumed = 0;
     for (uint32_t i = 0; i < d.ncands; i++) {
         if (d.cands[i].server == s1->id && !d.cands[i].assumed_link) found_measured = 1;
@@ -334,6 +337,148 @@ static void test_state(void) {
     gms_state_free(&st);
 }
 
+/* The server's own prediction of its work (HEARTBEAT work_s) rules over our guesses,
+ * and what we assigned since its last heartbeat is added to it. */
+static void test_server_work(void) {
+    /* A: near (1 GB/s) and running one call straight from another client that the server
+     * predicts needs 3 s more; B: far (2 MB/s, 0.6 s round trips) and idle. EP: 2 s of
+     * compute, 1 KB. */
+    gms_cand c[2] = {cand(1, 1, 1, 0, 1e9, 1e9, 1e-4), cand(2, 1, 0, 0, 1e9, 2e6, 0.6)};
+    c[0].work_s = 3;
+    gms_job ep = {2e9, 500, 500};
+    int k = gms_sched_pick(GRP_POLICY_MCT, &ep, c, 2, 0);
+    ok(k == 1 && near(c[0].wait, 3),
+       "mct: a compute-heavy call leaves the near server whose own prediction is 3 s of work (wait %g, chose "
+       "%d)",
+       c[0].wait, k);
+    /* Without the server's prediction the same call counts as the mean call, 0.5 s. */
+    c[0].work_s = 0;
+    k = gms_sched_pick(GRP_POLICY_MCT, &ep, c, 2, 0);
+    ok(k == 0 && near(c[0].wait, 0.5), "mct: without it, the mean call (0.5 s) is assumed (wait %g)",
+       c[0].wait);
+
+    /* Two like servers, each holding one call the server predicts: A 1 s, B 1.5 s. A
+     * was given a 1 s call since its heartbeat: A now has 2 s ahead, B 1.5 s. */
+    gms_cand d[2] = {cand(1, 1, 1, 0, 1e9, 1e9, 1e-4), cand(2, 1, 1, 0, 1e9, 1e9, 1e-4)};
+    d[0].work_s = 1;
+    d[0].pending = 1;
+    d[0].pending_s = 1;
+    d[0].fresh_s = 1;
+    d[1].work_s = 1.5;
+    gms_job one = {1e9, 0, 0};
+    k = gms_sched_pick(GRP_POLICY_MCT, &one, d, 2, 0);
+    ok(k == 1 && near(d[0].wait, 2) && near(d[1].wait, 1.5),
+       "mct: work assigned since the last heartbeat is added to the server's prediction (waits %g, %g)",
+       d[0].wait, d[1].wait);
+    /* A call assigned before the heartbeat but not held by the server (still uploading)
+     * is still on its way: counted too. */
+    d[0].fresh_s = 0;
+    d[0].running = 0;
+    d[0].work_s = 0.25;
+    d[1].running = 1;
+    gms_sched_pick(GRP_POLICY_MCT, &one, d, 2, 0);
+    ok(near(d[0].wait, 1.25), "mct: a pending call the server does not hold yet counts (wait %g)", d[0].wait);
+}
+
+static void test_slots(void) {
+    gms_cand c = cand(1, 2, 0, 0, 1e9, 1e9, 1e-4);
+    c.workers = 1;
+    ok(gms_cand_slots(&c) == 4, "a 2-core server with 1 worker holds 4 calls before it is full (%u)",
+       gms_cand_slots(&c));
+    c.workers = 8;
+    ok(gms_cand_slots(&c) == 10, "with 8 workers, 10 (%u)", gms_cand_slots(&c));
+    c.running = 8;
+    c.queued = 1;
+    ok(!gms_cand_full(&c), "9 outstanding of 10: room");
+    c.pending = 10;
+    ok(gms_cand_full(&c), "10 assigned and not reported: full");
+}
+
+/* Every server full: a request is held (nothing assigned) until work ends; without
+ * the hold it goes to the best full server. */
+static void test_hold(void) {
+    gms_state st;
+    gms_state_init(&st, GRP_POLICY_MCT, 1000, 3);
+    uint64_t a, b;
+    reg(&st, "10.0.0.1", 7000, 1, 1e9, "test/work", &a); /* 1 core, 1 worker: 2 calls */
+    reg(&st, "10.0.0.2", 7000, 1, 1e9, "test/work", &b);
+    gr_err e;
+    grp_schedule m = sched("work", 1e9, 0);
+    grp_schedule_ok r[4];
+    int okc = 0;
+    for (int i = 0; i < 4; i++)
+        okc += gms_state_schedule(&st, &m, "lab", gr_now_ns(), gms_unix_ms(), 1, 0, NULL, &r[i], NULL, &e) ==
+               GRID_OK;
+    ok(okc == 4 && server(&st, a)->pending == 2 && server(&st, b)->pending == 2,
+       "four calls fill two one-core servers, two each");
+    uint64_t epoch = 0;
+    grp_schedule_ok h;
+    uint64_t before = st.decisions;
+    int rc = gms_state_schedule(&st, &m, "lab", gr_now_ns(), gms_unix_ms(), 1, 0, &epoch, &h, NULL, &e);
+    ok(rc == GMS_HELD && st.decisions == before && server(&st, a)->pending == 2 && st.held == 1,
+       "a fifth is held: nothing assigned (rc %d)", rc);
+    long long t0 = gr_now_ns();
+    ok(gms_state_wait_room(&st, epoch, t0 + 50000000LL) == 0 && gr_now_ns() - t0 >= 40000000LL,
+       "waiting for room with no change lasts until the deadline");
+    /* A REPORT ends one of A's calls: room. */
+    grp_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.decision = r[0].decision;
+    rep.server_id = r[0].server_id;
+    snprintf(rep.function, sizeof rep.function, "work");
+    rep.run_ns = 1000000000;
+    gms_state_report(&st, &rep, "lab", gr_now_ns(), gms_unix_ms());
+    ok(st.room_epoch != epoch, "a REPORT makes room (the epoch moved)");
+    t0 = gr_now_ns();
+    ok(gms_state_wait_room(&st, epoch, t0 + 5000000000LL) == 0 && gr_now_ns() - t0 < 1000000000LL,
+       "so a wait from before it returns at once");
+    rc = gms_state_schedule(&st, &m, "lab", gr_now_ns(), gms_unix_ms(), 1, 0.05, &epoch, &h, NULL, &e);
+    ok(rc == GRID_OK && h.server_id == r[0].server_id && st.held_over == 0,
+       "the held request now goes where the room is (server %llu)", (unsigned long long)h.server_id);
+    /* Full again; a request past its hold goes to the best full server. */
+    gms_decision d;
+    rc = gms_state_schedule(&st, &m, "lab", gr_now_ns(), gms_unix_ms(), 0, 20, &epoch, &h, &d, &e);
+    ok(rc == GRID_OK && st.held_over == 1 && d.nfull == 2 && d.held_s == 20,
+       "past its hold, a request is placed on a full server (held_over %llu, %u full)",
+       (unsigned long long)st.held_over, d.nfull);
+    gms_state_stop(&st);
+    ok(gms_state_wait_room(&st, st.room_epoch, gr_now_ns() + 5000000000LL) == -1,
+       "a metaserver stopping ends every wait");
+    gms_state_free(&st);
+}
+
+/* A function measured on one server predicts it on another that has not run it, scaled
+ * by their start-up estimates, instead of taking the estimate (other units) as is. */
+static void test_speed_ratio(void) {
+    gms_state st;
+    gms_state_init(&st, GRP_POLICY_MCT, 1000, 3);
+    uint64_t a, b;
+    reg(&st, "10.0.0.1", 7000, 4, 1e9, "ep/ep", &a);
+    reg(&st, "10.0.0.2", 7000, 4, 2e9, "ep/ep", &b);
+    gr_err e;
+    grp_schedule m = sched("ep", 1e8, 0);
+    grp_schedule_ok r;
+    gms_state_schedule(&st, &m, "lab", gr_now_ns(), gms_unix_ms(), 0, 0, NULL, &r, NULL, &e);
+    grp_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.decision = r.decision;
+    rep.server_id = a;
+    snprintf(rep.function, sizeof rep.function, "ep");
+    rep.flops = 1e8;
+    rep.run_ns = 1000000000; /* 1e8 "flops" in 1 s: 10x slower than A's estimate */
+    gms_state_report(&st, &rep, "lab", gr_now_ns(), gms_unix_ms());
+    gms_decision d;
+    gms_state_schedule(&st, &m, "lab", gr_now_ns(), gms_unix_ms(), 0, 0, NULL, &r, &d, &e);
+    double ca = -1, cb = -1;
+    for (uint32_t i = 0; i < d.ncands; i++) {
+        if (d.cands[i].server == a) ca = d.cands[i].compute;
+        if (d.cands[i].server == b) cb = d.cands[i].compute;
+    }
+    ok(near(ca, 1) && near(cb, 0.5) && r.server_id == b,
+       "ep measured at 1e8/s on A predicts 2e8/s on B (twice A's estimate): compute %g s and %g s", ca, cb);
+    gms_state_free(&st);
+}
+
 static void test_json_escape(void) {
     gms_buf b = {0};
     gms_buf_json_string(&b, "a\"b\\c\n\x01");
@@ -342,12 +487,16 @@ static void test_json_escape(void) {
 }
 
 int main(void) {
-    gms_log_set_level(GMS_LOG_ERROR);
+    gr_log_init("meta-sched-test", GMS_LOG_ERROR);
     test_mct();
     test_least_load();
     test_round_robin();
     test_state();
     test_burst_without_predictions();
+    test_server_work();
+    test_slots();
+    test_hold();
+    test_speed_ratio();
     test_json_escape();
     printf("1..%d\n", tests);
     return failed ? 1 : 0;

@@ -172,7 +172,7 @@ TEST(ProtoMeta, RegisterOkValidatesIdAndInterval) {
 
 TEST(ProtoMeta, HeartbeatRoundTripAndBadLoad) {
     gr_err e;
-    grp_heartbeat m = {42, 3, 5, 8, 16, 2.75, 1234567};
+    grp_heartbeat m = {42, 3, 5, 8, 16, 2.75, 1234567, 4.5};
     Pair p;
     ASSERT_EQ(GRID_OK, grp_write_heartbeat(p.w, 4, &m, &e));
     p.header(GRW_HEARTBEAT, 4);
@@ -185,6 +185,14 @@ TEST(ProtoMeta, HeartbeatRoundTripAndBadLoad) {
     EXPECT_EQ(16u, got.cores);
     EXPECT_EQ(2.75, got.loadavg);
     EXPECT_EQ(1234567u, got.calls_done);
+    EXPECT_EQ(4.5, got.work_s);
+    m.work_s = -1;
+    Pair w;
+    grp_write_heartbeat(w.w, 4, &m, &e);
+    w.header(GRW_HEARTBEAT, 4);
+    EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_heartbeat(w.r, &got, &e));
+    EXPECT_NE(nullptr, strstr(e.msg, "outstanding work")) << e.msg;
+    m.work_s = 0;
     m.loadavg = std::numeric_limits<double>::infinity();
     Pair q;
     grp_write_heartbeat(q.w, 4, &m, &e);
@@ -497,7 +505,7 @@ TEST(ProtoMetaGolden, EveryMessage) {
         golden("register_ok", p.raw());
     }
     {
-        grp_heartbeat m = {42, 3, 5, 8, 16, 2.75, 1234567};
+        grp_heartbeat m = {42, 3, 5, 8, 16, 2.75, 1234567, 4.5};
         Pair p;
         grp_write_heartbeat(p.w, kId, &m, &e);
         golden("heartbeat", p.raw());

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# status-page-grid.sh: the status page against a REAL grid, in headless chromium:
+# gridmetad --http with two real gridrpcd registered (heartbeat 200 ms, down after 3
+# missed), the page loads and shows both servers up; then one gridrpcd is killed and the
+# same open page (no reload: it polls api/status) shows it down, the other still up,
+# and its final DOM agrees with gridmetad's own api/status. tests/status-page.sh checks
+# the page's details with scripted JSON; this one checks the whole path. Every wait is
+# bounded; every process started here is killed on exit. Skips (77) without chromium.
+. "$top_srcdir/tests/lib.sh"
+B=$top_builddir
+PY=${PYTHON:-python3}
+HELPER=$top_srcdir/tests/status_page.py
+CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+if [ -z "$CHROMIUM" ]; then
+  echo "# chromium is not installed (apt-get install chromium): skipping the status page test"
+  rm -rf "$T_TMP"
+  exit 77
+fi
+export GRIDRPC_QUIET=1
+unset GRIDRPC_SERVER GRIDRPC_CONFIG GRIDRPC_METASERVER
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  wait 2>/dev/null
+}
+trap cleanup EXIT
+
+# wait_line FILE REGEX: up to 10 s for a line to appear.
+wait_line() {
+  for _ in $(seq 1 100); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+# api_states: "alpha:up beta:down", as api/status says now.
+api_states() {
+  "$PY" - "$HTTP/api/status" <<'PYEOF' 2>/dev/null
+import json, sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=5) as r:
+    print(" ".join(sorted("%s:%s" % (s["name"], s["state"]) for s in json.load(r)["servers"])))
+PYEOF
+}
+wait_states() { # wait_states WANT: up to 10 s until api/status says exactly WANT
+  for _ in $(seq 1 100); do [ "$(api_states)" = "$1" ] && return 0; sleep 0.1; done
+  return 1
+}
+
+"$B/gridmetad" --host 127.0.0.1 --port 0 --http 0 --db "$T_TMP/registry.db" --heartbeat 200ms \
+  --down-after 3 >"$T_TMP/meta.out" 2>"$T_TMP/meta.err" &
+pids+=("$!")
+if wait_line "$T_TMP/meta.out" '^http on ' && wait_line "$T_TMP/meta.out" '^listening on '; then
+  META=$(sed -n 's/^listening on //p' "$T_TMP/meta.out")
+  HTTP=http://$(sed -n 's/^http on //p' "$T_TMP/meta.out")
+  ok "gridmetad listens on $META, its page on $HTTP"
+else
+  fail "gridmetad did not start"
+  diag <"$T_TMP/meta.err"
+  finish
+  exit 1
+fi
+
+declare -A srv_pid
+for name in alpha beta; do
+  "$B/gridrpcd" --host 127.0.0.1 --port 0 --module-dir "$B/stubs/.libs" --threads 1 --quiet \
+    --metaserver "$META" --name "$name" >"$T_TMP/$name.out" 2>"$T_TMP/$name.err" &
+  srv_pid[$name]=$!
+  pids+=("$!")
+done
+if wait_states "alpha:up beta:up"; then
+  ok "both gridrpcd register and are up in api/status"
+else
+  fail "both gridrpcd register: api/status says '$(api_states)'"
+  diag <"$T_TMP/meta.err"
+fi
+
+# One page load: both up; beta killed; the open page shows it down.
+timeout 120 "$PY" "$HELPER" live "$HTTP/" --chromium "$CHROMIUM" --profile "$T_TMP/chrome" \
+  --want alpha:up,beta:up --then "kill -KILL ${srv_pid[beta]}" --want alpha:up,beta:down \
+  --dump "$T_TMP/live.html" --timeout 20 >"$T_TMP/live.out" 2>"$T_TMP/live.err"
+rc=$?
+wait "${srv_pid[beta]}" 2>/dev/null # reaped here: no "Killed" notice from bash
+while read -r verdict what; do
+  case $verdict in
+    PASS) ok "$what" ;;
+    FAIL) fail "$what" ;;
+  esac
+done <"$T_TMP/live.out"
+if [ $rc -ne 0 ]; then
+  grep -q '^FAIL' "$T_TMP/live.out" || fail "the live page check (exit status $rc)"
+  diag <"$T_TMP/live.err"
+  [ -f "$T_TMP/chrome.err" ] && tail -20 "$T_TMP/chrome.err" | diag
+fi
+
+# The metaserver agrees: beta is down, and the final DOM shows what api/status says.
+if wait_states "alpha:up beta:down"; then ok "api/status has beta down"; else fail "api/status says '$(api_states)'"; fi
+if [ -s "$T_TMP/live.html" ] && "$PY" "$HELPER" check "$T_TMP/live.html" --api "$HTTP/api/status" --conn ok \
+  >"$T_TMP/check.out" 2>&1; then
+  ok "the page's final DOM agrees with gridmetad's api/status"
+else
+  fail "the final DOM against api/status"
+  [ -f "$T_TMP/check.out" ] && diag <"$T_TMP/check.out"
+fi
+finish
