@@ -9,8 +9,8 @@
 #        several client processes each making a mix of dmmul (data-heavy) and EP
 #        (compute-heavy) calls; mean and worst completion time per call, and the total,
 #        with every link fast ("LAN") and mixed ("WAN").
-# Writes bench/results/meta-lab-ep.csv, meta-lab-mix-calls.csv, meta-lab-decisions.txt
-# and, through bench/plot_meta_lab.py, meta-lab-mix.csv and meta-lab.svg, and prints the
+# Writes bench/results/meta-lab-ep.csv, meta-lab-mix-calls.csv, meta-lab-mix-total.csv,
+# meta-lab-decisions-{ep,mix}.txt (every decision with its candidates' estimates) and, through bench/plot_meta_lab.py, meta-lab-mix.csv and meta-lab.svg, and prints the
 # tables. Needs root (skips with exit 77 otherwise) and a build (BUILD_DIR, default
 # build/). Every wait is bounded; the lab is torn down on every exit.
 #
@@ -18,6 +18,7 @@
 #     --smoke   a short run (under a minute): both studies cut down, results in a new
 #               temporary folder unless --out is given; fails on any failed
 #               or wrong call (for the test suite); no performance claim is checked
+#   GRIDMETAD_ARGS="--max-hold 0" adds options to every gridmetad (words split on spaces)
 set -u -o pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -134,7 +135,7 @@ start_grid() {
   local tag=$1 n=$2 i up
   meta_port=$((meta_port + 1))
   lab_start meta "$B/gridmetad" --host $META_IP --port $meta_port --db "$LAB_DIR/$tag.db" \
-    --heartbeat 250ms --http $((meta_port + 100)) --http-host $META_IP -v || return 1
+    --heartbeat 250ms --http $((meta_port + 100)) --http-host $META_IP -v ${GRIDMETAD_ARGS:-} || return 1
   meta_pid=$LAB_PID
   META=$META_IP:$meta_port META_HTTP=$META_IP:$((meta_port + 100))
   cp /dev/null "$LAB_DIR/$tag.names"
@@ -176,10 +177,11 @@ print(" ".join("%s:%d" % (k, int(a[k]) - int(b.get(k, 0))) for k in sorted(a)))'
 # names: maps "10.77.0.1N:7000" in a CSV stream to "sN" (the server column).
 names() { sed -E 's/,10\.77\.0\.1([1-4]):7000,/,s\1,/'; }
 # decisions TAG FROM: the metaserver's decisions after id FROM, one line each, with every
-# candidate's estimate (from GET /api/status), appended to meta-lab-decisions.txt; prints
-# the newest decision id.
+# candidate's estimate (from GET /api/status), appended to $DECISIONS; prints
+# the newest decision id, how many of the new decisions were held (every server full)
+# and their seconds held in all.
 decisions() {
-  lab_exec client python3 - "$META_HTTP" "$2" "$1" "$out/meta-lab-decisions.txt" <<'EOF'
+  lab_exec client python3 - "$META_HTTP" "$2" "$1" "$DECISIONS" <<'EOF'
 import json, sys, urllib.request
 url, since, tag, path = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 st = json.load(urllib.request.urlopen("http://%s/api/status" % url, timeout=5))
@@ -193,24 +195,31 @@ with open(path, "a") as f:
         c = " ".join("%s=%.3f(w%.3f+t%.3f+c%.3f%s)" % (name.get(x["server"], x["server"]), x["estimate"], x["wait"],
                                                        x["transfer"], x["compute"], ",assumed" if x["assumed_link"] else "")
                      for x in d["candidates"])
-        f.write("%s #%d %s %s -> %s | %s\n" % (tag, d["id"], d["policy"], d["function"], name.get(d["chosen"], d["chosen"]), c))
-print(max([since] + [d["id"] for d in st["decisions"]]))
+        held = " (held %.2f s, %d full)" % (d["held_s"], d["full"]) if d.get("held_s") or d.get("full") else ""
+        f.write("%s #%d %s %s -> %s%s | %s\n" % (tag, d["id"], d["policy"], d["function"], name.get(d["chosen"], d["chosen"]),
+                                                held, c))
+held = [d.get("held_s", 0) for d in new if d.get("held_s", 0) > 0]
+print(max([since] + [d["id"] for d in st["decisions"]]), len(held), "%.2f" % sum(held))
 EOF
 }
 
 # ---- Study 1: EP spread over 1..S servers
 study_ep() {
-  local csv=$out/meta-lab-ep.csv S i rep before after lines wall spread base=
-  echo "servers,rep,calls,m,wall_s,speedup,spread_client,spread_status" >"$csv"
+  local csv=$out/meta-lab-ep.csv S i rep before after lines wall spread last nheld theld
+  echo "servers,rep,calls,m,wall_s,spread_client,spread_status,held_calls,held_s" >"$csv"
+  DECISIONS=$out/meta-lab-decisions-ep.txt
+  : >"$DECISIONS"
   echo "== EP spread: $ep_calls whole EP runs (m = $ep_m) at once, servers at 40% of a CPU, one worker each"
   for i in 1 2 3 4; do lab_link "s$i" 0 0 && lab_cpu_quota "s$i" 40 || return 1; done
   for S in $ep_servers; do
     start_grid "ep$S" "$S" || return 1
     local last=0
-    # Warm-up: one call per server, so that each server's speed is measured, not guessed.
-    in_client timeout 60 "$CLIENT" burst "$ep_m" "$S" >/dev/null || { echo "meta-lab-study: EP warm-up failed" >&2; failed=1; }
+    # Warm-up, round-robin: two calls per server, so that every server's EP speed is
+    # measured (not guessed, nor one noisy sample) before the measured bursts.
+    in_client env GRIDRPC_SCHEDULER=round-robin timeout 60 "$CLIENT" burst "$ep_m" $((2 * S)) >/dev/null ||
+      { echo "meta-lab-study: EP warm-up failed" >&2; failed=1; }
     sleep 0.5
-    last=$(decisions "ep S=$S warm-up" 0) || last=0
+    read -r last _ < <(decisions "ep S=$S warm-up" 0) || last=0
     for ((rep = 1; rep <= reps; rep++)); do
       before=$(calls_by_server)
       lines=$(in_client timeout 120 "$CLIENT" burst "$ep_m" "$ep_calls" | names) || {
@@ -219,15 +228,14 @@ study_ep() {
       }
       sleep 0.5 # the REPORTs of the last calls
       after=$(calls_by_server)
-      last=$(decisions "ep S=$S rep $rep" "$last") || last=0
+      read -r last nheld theld < <(decisions "ep S=$S rep $rep" "$last") || { last=0 nheld=? theld=?; }
       wall=$(sed -n 's/^wall,//p' <<<"$lines")
       [ -n "$wall" ] || continue
-      [ -z "$base" ] && [ "$S" = "${ep_servers%% *}" ] && base=$wall
       spread=$(grep '^call,' <<<"$lines" | cut -d, -f6 | sort | uniq -c | awk '{ printf "%s%s:%d", (NR > 1 ? " " : ""), $2, $1 }')
-      printf '%s,%s,%s,%s,%s,%s,%s,%s\n' "$S" "$rep" "$ep_calls" "$ep_m" "$wall" \
-        "$(awk -v b="$base" -v w="$wall" 'BEGIN { printf "%.2f", b / w }')" "$spread" "$(delta "$before" "$after")" >>"$csv"
-      printf '   S=%d rep %d: wall %.2f s, speedup %.2f; ran on: %s (status: %s)\n' "$S" "$rep" "$wall" \
-        "$(awk -v b="$base" -v w="$wall" 'BEGIN { printf "%.2f", b / w }')" "$spread" "$(delta "$before" "$after")"
+      printf '%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$S" "$rep" "$ep_calls" "$ep_m" "$wall" "$spread" "$(delta "$before" "$after")" \
+        "$nheld" "$theld" >>"$csv"
+      printf '   S=%d rep %d: wall %.2f s; ran on: %s (status: %s); held by the metaserver: %s calls, %s s\n' "$S" "$rep" \
+        "$wall" "$spread" "$(delta "$before" "$after")" "$nheld" "$theld"
     done
     stop_grid
   done
@@ -235,9 +243,11 @@ study_ep() {
 
 # ---- Study 2: the three schedulers on a mixed workload, LAN and WAN
 study_mix() {
-  local csv=$out/meta-lab-mix-calls.csv setup sched i pids t0 t1 last k
+  local csv=$out/meta-lab-mix-calls.csv setup sched i pids t0 t1 last k nheld
   echo "setup,scheduler,round,client,seq,func,size,server,start_s,seconds,ok" >"$csv"
   echo "setup,scheduler,round,total_s" >"$out/meta-lab-mix-total.csv"
+  DECISIONS=$out/meta-lab-decisions-mix.txt
+  : >"$DECISIONS"
   echo "== the schedulers: ${#specs[@]} clients, each: ${specs[*]}"
   for setup in $setups; do
     # s1: fast link, a third of a CPU (the busy/slow machine); s2: a whole CPU; s3: 60%.
@@ -261,7 +271,7 @@ study_mix() {
       sleep 0.25
     done
     [ "$k" = 3 ] || echo "meta-lab-study: warning: only ${k:-0} of 3 links measured from the client site" >&2
-    last=$(decisions "$setup warm-up" 0) || last=0
+    read -r last _ < <(decisions "$setup warm-up" 0) || last=0
     for ((rep = 1; rep <= reps; rep++)); do
       for sched in $scheds; do
         pids=()
@@ -282,14 +292,14 @@ study_mix() {
         cat "$LAB_DIR"/mix.*.out | grep '^call,' | names | sed "s/^call,/$setup,$sched,$rep,/" >>"$csv"
         echo "$setup,$sched,$rep,$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" >>"$out/meta-lab-mix-total.csv"
         sleep 1 # the last REPORTs, and heartbeats showing idle servers again
-        last=$(decisions "$setup $sched round $rep" "$last") || last=0
+        read -r last nheld _ < <(decisions "$setup $sched round $rep" "$last") || last=0
+        [ "${nheld:-0}" != 0 ] && echo "   $setup $sched round $rep: $nheld calls held by the metaserver (every server full)"
       done
     done
     stop_grid
   done
 }
 
-: >"$out/meta-lab-decisions.txt"
 if [ "$study" != mix ]; then study_ep || failed=1; fi
 if [ "$study" != ep ]; then study_mix || failed=1; fi
 lab_teardown

@@ -31,13 +31,17 @@ def ep_table(rows):
     base = statistics.median(float(r["wall_s"]) for r in by_s[min(by_s)])
     out = []
     print("EP spread (%s calls of m = %s at once; median of %d runs)" % (rows[0]["calls"], rows[0]["m"], len(by_s[min(by_s)])))
-    print("%8s %10s %10s %10s   %s" % ("servers", "wall_s", "min-max", "speedup", "calls per server (client's view, each run)"))
+    print("%8s %10s %12s %8s %10s   %s" % ("servers", "wall_s", "min-max", "speedup", "held",
+                                          "calls per server (client's view, each run)"))
     for s in sorted(by_s):
         walls = [float(r["wall_s"]) for r in by_s[s]]
         med = statistics.median(walls)
         out.append((s, med, base / med))
-        print("%8d %10.2f %10s %10.2f   %s" % (s, med, "%.2f-%.2f" % (min(walls), max(walls)), base / med,
-                                            " | ".join(r["spread_client"] for r in by_s[s])))
+        # Calls the metaserver held (every server full), and for how long, over the runs.
+        held = "%s/%ss" % (sum(int(r.get("held_calls") or 0) for r in by_s[s] if (r.get("held_calls") or "?") != "?"),
+                           "%.0f" % sum(float(r.get("held_s") or 0) for r in by_s[s] if (r.get("held_s") or "?") != "?"))
+        print("%8d %10.2f %12s %8.2f %10s   %s" % (s, med, "%.2f-%.2f" % (min(walls), max(walls)), base / med, held,
+                                                 " | ".join(r["spread_client"] for r in by_s[s])))
     return out
 
 
