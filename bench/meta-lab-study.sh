@@ -10,21 +10,24 @@
 #        (compute-heavy) calls; mean and worst completion time per call, and the total,
 #        with every link fast ("LAN") and mixed ("WAN").
 # Writes bench/results/meta-lab-ep.csv, meta-lab-mix-calls.csv, meta-lab-mix-total.csv,
-# meta-lab-decisions-{ep,mix}.txt (every decision with its candidates' estimates) and, through bench/plot_meta_lab.py, meta-lab-mix.csv and meta-lab.svg, and prints the
-# tables. Needs root (skips with exit 77 otherwise) and a build (BUILD_DIR, default
-# build/). Every wait is bounded; the lab is torn down on every exit.
+# meta-lab-decisions-{ep,mix}.txt (every decision with its candidates' estimates) and,
+# through bench/plot_meta_lab.py, meta-lab-mix.csv and meta-lab.svg; prints the tables.
+# Needs root (skips with exit 77 otherwise) and a build (BUILD_DIR, else top_builddir,
+# else build/). Every wait is bounded; the lab is torn down on every exit.
 #
 #   bench/meta-lab-study.sh [--smoke] [--study ep|mix|all] [--reps R] [--out DIR]
-#     --smoke   a short run (under a minute): both studies cut down, results in a new
-#               temporary folder unless --out is given; fails on any failed
-#               or wrong call (for the test suite); no performance claim is checked
+#     --smoke   a short run (about 30 s): both studies cut down, results in a temporary
+#               folder (removed after a pass) unless --out is given; fails (exit 1) on
+#               any failed or wrong call; no performance claim is checked. For the test
+#               suite: a plain test judged by its exit status (77: skipped)
 #   GRIDMETAD_ARGS="--max-hold 0" adds options to every gridmetad (words split on spaces)
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@" # the test harness runs scripts with sh
 set -u -o pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 smoke=0 study=all reps=3 out=
 usage() {
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,/^# *GRIDMETAD_ARGS/p' "$0" | sed 's/^# \{0,1\}//'
 }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -65,8 +68,9 @@ if [ "$(id -u)" != 0 ]; then
   echo "meta-lab-study: skipped: needs root (network namespaces, tc, cgroups); run as root"
   exit 77
 fi
-B=$(cd "${BUILD_DIR:-$top/build}" 2>/dev/null && pwd) || {
-  echo "meta-lab-study: no build folder ${BUILD_DIR:-$top/build}: build first (README.md)" >&2
+# The build: BUILD_DIR, else make check's top_builddir, else build/.
+B=$(cd "${BUILD_DIR:-${top_builddir:-$top/build}}" 2>/dev/null && pwd) || {
+  echo "meta-lab-study: no build folder ${BUILD_DIR:-${top_builddir:-$top/build}}: build first (README.md)" >&2
   exit 1
 }
 for f in gridmetad gridrpcd gridrpc stubs/.libs/nas.so stubs/.libs/linalg.so; do
@@ -83,8 +87,14 @@ if [ ! -x "$B/bench/meta_lab_client" ]; then
 fi
 CLIENT=$B/bench/meta_lab_client
 # The smoke run keeps its figures apart, so that it never overwrites a full study's.
+out_tmp=0
 if [ -z "$out" ]; then
-  if [ $smoke = 1 ]; then out=$(mktemp -d "${TMPDIR:-/tmp}/meta-lab-smoke.XXXXXX") || exit 1; else out=$top/bench/results; fi
+  if [ $smoke = 1 ]; then
+    out=$(mktemp -d "${TMPDIR:-/tmp}/meta-lab-smoke.XXXXXX") || exit 1
+    out_tmp=1
+  else
+    out=$top/bench/results
+  fi
 fi
 mkdir -p "$out" || exit 1
 
@@ -305,7 +315,12 @@ if [ "$study" != ep ]; then study_mix || failed=1; fi
 lab_teardown
 python3 "$here/plot_meta_lab.py" --dir "$out" || failed=1
 if [ $failed != 0 ]; then
-  echo "meta-lab-study: FAILED (a server did not start, or a call failed or gave a wrong result; see above)" >&2
+  echo "meta-lab-study: FAILED (a server did not start, or a call failed or gave a wrong result; see above; results in $out)" >&2
   exit 1
 fi
-echo "meta-lab-study: done; CSV, decisions and the plot in $out"
+if [ $out_tmp = 1 ]; then
+  rm -rf "$out"
+  echo "meta-lab-study: smoke run passed (its temporary results are removed)"
+else
+  echo "meta-lab-study: done; CSV, decisions and the plot in $out"
+fi
