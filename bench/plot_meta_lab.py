@@ -30,18 +30,24 @@ def ep_table(rows):
         return []
     base = statistics.median(float(r["wall_s"]) for r in by_s[min(by_s)])
     out = []
+    flagged = False
     print("EP spread (%s calls of m = %s at once; median of %d runs)" % (rows[0]["calls"], rows[0]["m"], len(by_s[min(by_s)])))
     print("%8s %10s %12s %8s %10s   %s" % ("servers", "wall_s", "min-max", "speedup", "held",
                                           "calls per server (client's view, each run)"))
     for s in sorted(by_s):
         walls = [float(r["wall_s"]) for r in by_s[s]]
         med = statistics.median(walls)
-        out.append((s, med, base / med))
         # Calls the metaserver held (every server full), and for how long, over the runs.
-        held = "%s/%ss" % (sum(int(r.get("held_calls") or 0) for r in by_s[s] if (r.get("held_calls") or "?") != "?"),
-                           "%.0f" % sum(float(r.get("held_s") or 0) for r in by_s[s] if (r.get("held_s") or "?") != "?"))
+        nheld = sum(int(r.get("held_calls") or 0) for r in by_s[s] if (r.get("held_calls") or "?") != "?")
+        sheld = sum(float(r.get("held_s") or 0) for r in by_s[s] if (r.get("held_s") or "?") != "?")
+        held = "%d/%.0fs%s" % (nheld, sheld, "*" if nheld else "")
+        flagged = flagged or nheld > 0
+        out.append((s, med, base / med, nheld))
         print("%8d %10.2f %12s %8.2f %10s   %s" % (s, med, "%.2f-%.2f" % (min(walls), max(walls)), base / med, held,
                                                  " | ".join(r["spread_client"] for r in by_s[s])))
+    if flagged:
+        print("* calls held by the metaserver (every server full) for that long in all: the wall time includes "
+              "the holds, and speedups against a held run are not the servers' doing")
     return out
 
 
@@ -106,6 +112,10 @@ def plot(ep, mix, path):
         s = [e[0] for e in ep]
         ax.plot(s, [e[2] for e in ep], "o-", label="measured")
         ax.plot(s, s, "--", color="grey", label="ideal")
+        for e in ep:
+            if e[3]:
+                ax.annotate("%d calls held\nby the metaserver" % e[3], (e[0], e[2]), textcoords="offset points",
+                            xytext=(8, -4), fontsize=8, color="firebrick")
         ax.set_xlabel("servers (40% of a CPU each)")
         ax.set_ylabel("speedup against one server")
         ax.set_xticks(s)
