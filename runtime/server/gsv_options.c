@@ -12,13 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gr_opts.h"
 #include "gr_settings.h"
 #include "grp_limits.h"
 #include "gsv.h"
-
-#ifndef GRIDRPC_MODULE_DIR
-#define GRIDRPC_MODULE_DIR "/usr/local/lib/gridrpc/modules"
-#endif
 
 static const char help_text[] =
     "Usage: gridrpcd [OPTIONS]\n"
@@ -27,9 +24,14 @@ static const char help_text[] =
     "Modules:\n"
     "      --module PATH.so     load this module (repeatable); a module that cannot be loaded\n"
     "                           stops the server\n"
-    "      --module-dir DIR     load every *.so in DIR (repeatable; default: " GRIDRPC_MODULE_DIR ");\n"
-    "                           a bad module there is reported and skipped\n"
-    "                           GRIDRPC_MODULE_PATH (colon-separated directories) adds more\n"
+    "      --module-dir DIR     load every *.so in DIR (repeatable); a bad module there is\n"
+    "                           reported and skipped\n"
+    "      --default-modules    load the default modules too, after those named with --module\n"
+    "                           and --module-dir\n"
+    "      The default modules, served when neither --module nor --module-dir is given: every\n"
+    "      *.so in " GRIDRPC_MODULE_DIR "\n"
+    "      (make install puts the standard ones there: linalg, lsq, nas and test), then in\n"
+    "      the directories of GRIDRPC_MODULE_PATH (colon-separated).\n"
     "      Functions answer to 'module/function', and to 'function' when no other loaded\n"
     "      module has a function of that name.\n"
     "\n"
@@ -87,26 +89,17 @@ static const char help_text[] =
 /* Reports a usage error on stderr, naming the option; returns the exit status 2. */
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...) {
-    char msg[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int rc = gr_usage_verror("gridrpcd", fmt, ap);
     va_end(ap);
-    fprintf(stderr, "gridrpcd: %s (see gridrpcd --help)\n", msg);
-    return 2;
+    return rc;
 }
 
 /* A count (--threads): not a setting of gr_settings, as it has no unit. */
 static int parse_count(const char *opt, const char *v, unsigned long max, unsigned *out) {
-    char *end;
-    errno = 0;
-    if (*v < '0' || *v > '9') return usage_error("%s: '%s' is not a non-negative integer", opt, v);
-    unsigned long long n = strtoull(v, &end, 10);
-    if (errno || *end != '\0') return usage_error("%s: '%s' is not a non-negative integer", opt, v);
-    if (n == 0) return usage_error("%s: '%s' must be at least 1", opt, v);
-    if (n > max) return usage_error("%s: '%s' is too large: at most %lu", opt, v, max);
-    *out = (unsigned)n;
-    return 0;
+    char msg[600];
+    return gr_opt_count(opt, v, max, out, msg, sizeof msg) ? usage_error("%s", msg) : 0;
 }
 
 static int parse_size(const char *opt, const char *v, uint64_t max, uint64_t *out) {
@@ -176,6 +169,7 @@ enum {
     OPT_PORT,
     OPT_MODULE,
     OPT_MODULE_DIR,
+    OPT_DEFAULT_MODULES,
     OPT_THREADS,
     OPT_MODE,
     OPT_QUEUE,
@@ -200,6 +194,7 @@ static const struct option long_options[] = {
     {"port", required_argument, NULL, OPT_PORT},
     {"module", required_argument, NULL, OPT_MODULE},
     {"module-dir", required_argument, NULL, OPT_MODULE_DIR},
+    {"default-modules", no_argument, NULL, OPT_DEFAULT_MODULES},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"mode", required_argument, NULL, OPT_MODE},
     {"queue", required_argument, NULL, OPT_QUEUE},
@@ -224,32 +219,16 @@ static const struct option long_options[] = {
 
 /* "--name" of the option whose value is VAL, for messages. */
 static const char *option_name(int val, char *buf, size_t n) {
-    for (const struct option *o = long_options; o->name; o++)
-        if (o->val == val) {
-            snprintf(buf, n, "--%s", o->name);
-            return buf;
-        }
-    snprintf(buf, n, "-%c", val);
-    return buf;
+    return gr_opt_name(long_options, val, buf, n);
 }
 
 /* What getopt_long refused (OPT: its optopt; ARG: the word it stopped at), said the
  * way a person typed it: an unknown short option, a value given to a flag, or an
  * unknown or ambiguous long name. */
 static int bad_option(const char *arg, int opt) {
-    char name[64];
-    int with_value = strncmp(arg, "--", 2) == 0 && strchr(arg, '=');
-    if (opt > 0 && opt < 256 && !with_value) return usage_error("unknown option '-%c'", opt);
-    if (opt && with_value) return usage_error("%s takes no value", option_name(opt, name, sizeof name));
-    snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
-    char matches[512] = "";
-    int n = 0;
-    for (const struct option *o = long_options; o->name; o++)
-        if (strncmp(o->name, name + 2, strlen(name + 2)) == 0 && ++n)
-            snprintf(matches + strlen(matches), sizeof matches - strlen(matches), "%s--%s", n > 1 ? ", " : "",
-                     o->name);
-    if (n > 1) return usage_error("option '%s' is ambiguous: %s", name, matches);
-    return usage_error("unknown option '%s'", name);
+    char msg[700];
+    gr_opt_refused(long_options, arg, opt, msg, sizeof msg);
+    return usage_error("%s", msg);
 }
 
 /* parse_choice's index is the option's value. */
@@ -275,10 +254,8 @@ static int apply(gsv_options *o, int val, const char *v) {
         if (gr_parse_port(v, GR_PORT_ZERO, &o->port, err, sizeof err)) return usage_error("%s: %s", opt, err);
         return 0;
     case OPT_MODULE: return push(&o->modules, &o->nmodules, v);
-    case OPT_MODULE_DIR:
-        /* The first --module-dir replaces the default; the next ones add to it. */
-        if (o->default_dir) o->nmodule_dirs = 0, o->default_dir = 0;
-        return push(&o->module_dirs, &o->nmodule_dirs, v);
+    case OPT_MODULE_DIR: return push(&o->module_dirs, &o->nmodule_dirs, v);
+    case OPT_DEFAULT_MODULES: o->defaults = 1; return 0;
     case OPT_THREADS: return parse_count(opt, v, 4096, &o->threads);
     case OPT_MODE: return parse_choice(opt, v, modes, "pool or thread", &o->mode);
     case OPT_QUEUE: return parse_choice(opt, v, queues, "fcfs or sjf", &o->queue);
@@ -338,8 +315,6 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     o->io_timeout = 60;
     o->shutdown_timeout = 30;
     o->log_level = GSV_LOG_INFO;
-    if (push(&o->module_dirs, &o->nmodule_dirs, GRIDRPC_MODULE_DIR)) return 1;
-    o->default_dir = 1;
 
     /* '+': stop at the first word that is not an option (it is a mistake, reported
      * below); ':': report a missing value here rather than through getopt. */
@@ -359,6 +334,8 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     }
     if (optind < argc)
         return usage_error("unexpected argument '%s': modules are given with --module", argv[optind]);
+    /* Naming modules means serving those: the defaults only when asked for. */
+    if (o->nmodules == 0 && o->nmodule_dirs == 0) o->defaults = 1;
     /* The metaserver-only options do nothing alone: say so rather than ignore them. */
     if (!o->meta_port && (o->adv_port || o->name || o->speed > 0 || o->meta_token))
         return usage_error("--advertise, --name, --speed and --metaserver-token need --metaserver HOST:PORT");
