@@ -111,6 +111,10 @@ static int run_isolated(gsv_server *s, gsv_job *job, long long queue_ns, long lo
 }
 
 void gsv_call_run(gsv_server *s, gsv_job *job) {
+    if (job->obj) {
+        gsv_object_run(s, job); /* a method of a remote object: gsv_object.c */
+        return;
+    }
     gr_err e;
     gr_clearerr(&e);
     job->t_started = gr_now_ns();
@@ -154,6 +158,7 @@ void gsv_call_fail(gsv_server *s, gsv_job *job, int code, const char *msg) {
 
 void gsv_job_free(gsv_job *job) {
     if (!job) return;
+    if (job->obj) gsv_object_job_done(job);
     if (job->call.desc) grm_release(&job->call);
     if (job->conn) gsv_conn_unref(job->conn);
     free(job);

@@ -1,0 +1,129 @@
+/* objtest.c: a client in the style of Ninf-G's samples (grpc.h only, a Ninf-G
+ * client.conf) for remote objects (issue 10, item 7), one scenario per run:
+ *   objtest CONFIG counter|leave|errors
+ * counter: state persists across invocations; two handles are two objects;
+ *          _initialize ran; arrays in, out and inout; async invocations of one object
+ *          run in order while another object's run beside them.
+ * leave:   creates an object and exits without destructing it (the server must still
+ *          run its _finalize when the connection goes).
+ * errors:  unknown class, unknown method, wrong argument count, a destructed handle.
+ * Prints "OK", or one "FAILED: ..." line per problem (exit 1); 2 when it cannot start. */
+#include "grpc.h"
+
+#include <math.h>
+
+static int failed;
+
+static void expect(int cond, const char *what) {
+    if (!cond) {
+        fprintf(stderr, "FAILED: %s\n", what);
+        failed = 1;
+    }
+}
+
+static int ok(grpc_error_t rc, const char *what) {
+    if (rc == GRPC_NO_ERROR) return 1;
+    fprintf(stderr, "FAILED: %s: %s (%s)\n", what, grpc_error_string(rc), grpc_last_error_np());
+    failed = 1;
+    return 0;
+}
+
+static void counter(void) {
+    grpc_object_handle_t_np a, b;
+    long total = 0, now = 0, t1 = 0, now2 = 0, nb = 0;
+    int calls = -1, init = 0;
+    if (!ok(grpc_object_handle_default_np(&a, "counter/counter"), "init a")) return;
+    /* The host of the config file: its port comes from there. */
+    if (!ok(grpc_object_handle_init_np(&b, "127.0.0.1", "counter/counter"), "init b")) return;
+
+    if (ok(grpc_invoke_np(&a, "get", &total, &calls, &init), "get"))
+        expect(total == 1000 && calls == 0 && init == 1, "_initialize ran: total 1000, no calls yet");
+    if (ok(grpc_invoke_np(&a, "add", 5, &now), "add 5")) expect(now == 1005, "a: 1000 + 5 = 1005");
+    if (ok(grpc_invoke_np(&a, "add", 7, &now), "add 7")) expect(now == 1012, "a keeps its state: 1012");
+    if (ok(grpc_invoke_np(&b, "add", 1, &nb), "b add 1")) expect(nb == 1001, "b is another object: 1001");
+    if (ok(grpc_invoke_np(&a, "get", &total, &calls, &init), "get"))
+        expect(total == 1012 && calls == 2, "a counted its two adds only");
+
+    /* Arrays: out[i] = in[i] * total, acc += (sum, n). */
+    double in[5] = {1, 2, 3, 4, 5}, out[5] = {0}, acc[2] = {10, 0};
+    if (ok(grpc_invoke_np(&a, "scale", 5, in, out, acc), "scale")) {
+        int good = 1;
+        for (int i = 0; i < 5; i++)
+            good &= fabs(out[i] - in[i] * 1012) < 1e-9;
+        expect(good, "scale: out = in * total");
+        expect(acc[0] == 25 && acc[1] == 5, "scale: inout acc += (15, 5)");
+    }
+
+    /* Async: slow then add on a run in that order; b runs meanwhile. */
+    grpc_sessionid_t s1, s2, s3;
+    ok(grpc_invoke_async_np(&a, "slow", &s1, 300, &t1), "async slow");
+    ok(grpc_invoke_async_np(&a, "add", &s2, 3, &now2), "async add");
+    ok(grpc_invoke_async_np(&b, "add", &s3, 10, &nb), "async b add");
+    expect(grpc_probe(s1) == GRPC_NOT_COMPLETED, "the slow method is still running right after the call");
+    if (ok(grpc_wait(s3), "wait b")) expect(nb == 1011, "b: 1001 + 10");
+    if (ok(grpc_wait_all(), "wait_all")) {
+        expect(t1 == 1013, "slow ran first on a: 1012 + 1");
+        expect(now2 == 1016, "then add 3 on a: 1016");
+    }
+    expect(grpc_get_error(s1) == GRPC_NO_ERROR && grpc_get_error(s2) == GRPC_NO_ERROR, "sessions succeeded");
+
+    ok(grpc_object_handle_destruct_np(&a), "destruct a");
+    ok(grpc_object_handle_destruct_np(&b), "destruct b");
+}
+
+static void leave(void) {
+    grpc_object_handle_t_np a;
+    long now = 0;
+    if (!ok(grpc_object_handle_default_np(&a, "counter/counter"), "init")) return;
+    if (ok(grpc_invoke_np(&a, "add", 42, &now), "add")) expect(now == 1042, "add 42");
+    /* Exit without grpc_object_handle_destruct_np: the connection closes with the process. */
+}
+
+static void errors(void) {
+    grpc_object_handle_t_np a;
+    long now;
+    grpc_error_t rc = grpc_object_handle_default_np(&a, "counter/nosuchclass");
+    expect(rc == GRPC_FUNCTION_NOT_FOUND, "an unknown class is GRPC_FUNCTION_NOT_FOUND");
+    expect(strstr(grpc_last_error_np(), "nosuchclass") != NULL, "the message names the unknown class");
+    if (!ok(grpc_object_handle_default_np(&a, "counter"), "init by the plain class name")) return;
+    rc = grpc_invoke_np(&a, "nosuchmethod", 1);
+    expect(rc == GRPC_FUNCTION_NOT_FOUND, "an unknown method is GRPC_FUNCTION_NOT_FOUND");
+    expect(strstr(grpc_last_error_np(), "nosuchmethod") && strstr(grpc_last_error_np(), "counter") &&
+               strstr(grpc_last_error_np(), "add"),
+           "the message names the class, the method and the methods there are");
+    rc = grpc_invoke_np(&a, "add", 1);
+    expect(rc == GRPC_OTHER_ERROR_CODE, "a wrong argument count is an error, not a crash");
+    expect(strstr(grpc_last_error_np(), "takes 2 arguments") != NULL, "the message says how many");
+    rc = grpc_invoke_np(&a, "add", 1, &now);
+    expect(rc == GRPC_NO_ERROR && now == 1001, "the object still works after refused invocations");
+    ok(grpc_object_handle_destruct_np(&a), "destruct");
+    rc = grpc_invoke_np(&a, "add", 1, &now);
+    expect(rc == GRPC_INVALID_OBJECT_HANDLE_NP, "a destructed handle is GRPC_INVALID_OBJECT_HANDLE_NP");
+    rc = grpc_object_handle_destruct_np(&a);
+    expect(rc == GRPC_INVALID_OBJECT_HANDLE_NP, "destructing twice is GRPC_INVALID_OBJECT_HANDLE_NP");
+    grpc_sessionid_t s;
+    rc = grpc_invoke_async_np(NULL, "add", &s, 1, &now);
+    expect(rc == GRPC_INVALID_OBJECT_HANDLE_NP, "a NULL handle is GRPC_INVALID_OBJECT_HANDLE_NP");
+}
+
+int main(int argc, char *argv[]) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s CONFIG counter|leave|errors\n", argv[0]);
+        return 2;
+    }
+    if (grpc_initialize(argv[1]) != GRPC_NO_ERROR) {
+        fprintf(stderr, "grpc_initialize: %s\n", grpc_last_error_np());
+        return 2;
+    }
+    if (strcmp(argv[2], "counter") == 0)
+        counter();
+    else if (strcmp(argv[2], "leave") == 0)
+        leave();
+    else if (strcmp(argv[2], "errors") == 0)
+        errors();
+    else
+        return 2;
+    if (strcmp(argv[2], "leave") != 0) grpc_finalize();
+    if (!failed) printf("OK\n");
+    return failed;
+}
