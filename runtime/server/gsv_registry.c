@@ -142,8 +142,13 @@ int gsv_registry_load(gsv_registry *reg, const char *path, gr_err *e) {
     mods[reg->nmods].path = p;
     mods[reg->nmods].table = t;
     reg->nmods++;
-    gsv_log(GSV_LOG_INFO, "loaded module '%s' (%u functions, %u classes) from '%s'", t->name, t->nfunctions,
-            reg->nclasses - nclasses, path);
+    unsigned added_classes = reg->nclasses - nclasses;
+    if (added_classes)
+        gsv_log(GSV_LOG_INFO, "loaded module '%s' (%u function%s, %u class%s) from '%s'", t->name, t->nfunctions,
+                t->nfunctions == 1 ? "" : "s", added_classes, added_classes == 1 ? "" : "es", path);
+    else
+        gsv_log(GSV_LOG_INFO, "loaded module '%s' (%u function%s) from '%s'", t->name, t->nfunctions,
+                t->nfunctions == 1 ? "" : "s", path);
     return GRID_OK;
 }
 
