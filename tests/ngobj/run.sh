@@ -1,0 +1,82 @@
+#!/bin/sh
+# ngobj/run.sh: issue 10's item 7, remote objects (Ninf-G's DefClass / DefState /
+# DefMethod), the way Ninf-G programs use them: a class with inline bodies built by
+# gridrpc-module, served by a gridrpcd on loopback, used by a grpc.h client (objtest.c)
+# configured by a Ninf-G client.conf. The class's _finalize appends to a file, so the
+# test sees it run on destruct and when a client leaves without destructing.
+. "$top_srcdir/tests/lib.sh"
+cd "$T_TMP" || exit 1
+GRIDRPCD=${GRIDRPCD:-$top_builddir/gridrpcd}
+GRIDRPC_MODULE="$top_builddir/scripts/gridrpc-module"
+GRIDRPC_INCLUDE="$top_srcdir/include"
+export IDLC GRIDRPC_INCLUDE CC
+src=$top_srcdir/tests/ngobj
+CLIENT_CFLAGS=${STUB_CFLAGS:-}
+
+if "$GRIDRPC_MODULE" -o counter.so "$src/counter.idl" >build.out 2>&1; then
+  ok "counter.idl (DefClass with DefState and DefMethods) builds with gridrpc-module"
+else
+  fail "counter.idl does not build with gridrpc-module"; diag <build.out; finish; exit 1
+fi
+# shellcheck disable=SC2086
+if $CC $CLIENT_CFLAGS -o objtest "$src/objtest.c" -I"$top_srcdir/include" -L"$top_builddir/.libs" \
+  -Wl,-rpath,"$top_builddir/.libs" -lgridrpc -lm >cc.out 2>&1; then
+  ok "the grpc.h client builds"
+else
+  fail "building objtest.c"; diag <cc.out; finish; exit 1
+fi
+
+NGOBJ_FINALIZE_LOG=$T_TMP/finalize.log
+export NGOBJ_FINALIZE_LOG
+: >"$NGOBJ_FINALIZE_LOG"
+: >server.out
+"$GRIDRPCD" --host 127.0.0.1 --port 0 --log-level warn --module "$T_TMP/counter.so" >server.out 2>&1 &
+spid=$!
+port=
+i=0
+while [ $i -lt 200 ]; do
+  port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' server.out | head -n 1)
+  [ -n "$port" ] && break
+  kill -0 $spid 2>/dev/null || break
+  sleep 0.05; i=$((i + 1))
+done
+if [ -n "$port" ]; then ok "gridrpcd loads the class (port $port)"; else fail "gridrpcd did not start"; diag <server.out; fi
+
+cat >client.conf <<CONF
+# Ninf-G 5 client configuration
+<SERVER>
+    hostname 127.0.0.1
+    port $port
+</SERVER>
+CONF
+
+for t in counter errors; do
+  timeout 60 ./objtest client.conf "$t" >"$t.out" 2>"$t.err"; rc=$?
+  if [ $rc -eq 0 ] && grep -qx OK "$t.out"; then ok "$t: as Ninf-G programs expect"; else fail "$t (rc $rc)"; diag <"$t.err"; fi
+done
+# counter destructs its two objects (totals 1016 and 1011), errors its one (1001).
+for total in 1016 1011 1001; do
+  if grep -qx "finalize $total" "$NGOBJ_FINALIZE_LOG"; then
+    ok "_finalize ran when the handle of the object at $total was destructed"
+  else
+    fail "no _finalize for the object at $total"; diag <"$NGOBJ_FINALIZE_LOG"
+  fi
+done
+
+# A client that exits without destructing: the server ends the object with the connection.
+timeout 60 ./objtest client.conf leave >leave.out 2>leave.err; rc=$?
+if [ $rc -eq 0 ] && grep -qx OK leave.out; then ok "leave: an object made and used"; else fail "leave (rc $rc)"; diag <leave.err; fi
+i=0
+while [ $i -lt 100 ] && ! grep -qx "finalize 1042" "$NGOBJ_FINALIZE_LOG"; do sleep 0.05; i=$((i + 1)); done
+if grep -qx "finalize 1042" "$NGOBJ_FINALIZE_LOG"; then
+  ok "the object of a client that left was finalized (no leak on the server)"
+else
+  fail "the object of a client that left was never finalized"; diag <"$NGOBJ_FINALIZE_LOG"
+fi
+n=$(wc -l <"$NGOBJ_FINALIZE_LOG")
+if [ "$n" -eq 4 ]; then ok "each object was finalized exactly once"; else fail "$n _finalize runs for 4 objects"; diag <"$NGOBJ_FINALIZE_LOG"; fi
+if kill -0 $spid 2>/dev/null; then ok "the server is still up"; else fail "the server died"; diag <server.out; fi
+
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+finish
