@@ -63,6 +63,13 @@ for total in 1016 1011 1001; do
   fi
 done
 
+# Raw clients: ids that name nothing, stale hashes, huge sizes, other connections (TAP).
+if OBJ_TEST_PORT=$port timeout 60 "$top_builddir/obj-hostile-test" >hostile.out 2>&1; then
+  ok "hostile object messages are refused and the server stays up ($(grep -c '^ok' hostile.out) checks)"
+else
+  fail "obj-hostile-test"; diag <hostile.out
+fi
+
 # A client that exits without destructing: the server ends the object with the connection.
 timeout 60 ./objtest client.conf leave >leave.out 2>leave.err; rc=$?
 if [ $rc -eq 0 ] && grep -qx OK leave.out; then ok "leave: an object made and used"; else fail "leave (rc $rc)"; diag <leave.err; fi
@@ -73,8 +80,13 @@ if grep -qx "finalize 1042" "$NGOBJ_FINALIZE_LOG"; then
 else
   fail "the object of a client that left was never finalized"; diag <"$NGOBJ_FINALIZE_LOG"
 fi
+# obj-hostile-test made two objects: one destroyed at 1006, one whose connection closed at 1003.
 n=$(wc -l <"$NGOBJ_FINALIZE_LOG")
-if [ "$n" -eq 4 ]; then ok "each object was finalized exactly once"; else fail "$n _finalize runs for 4 objects"; diag <"$NGOBJ_FINALIZE_LOG"; fi
+if [ "$n" -eq 6 ] && grep -qx "finalize 1006" "$NGOBJ_FINALIZE_LOG" && grep -qx "finalize 1003" "$NGOBJ_FINALIZE_LOG"; then
+  ok "each of the 6 objects was finalized exactly once"
+else
+  fail "$n _finalize runs for 6 objects"; diag <"$NGOBJ_FINALIZE_LOG"
+fi
 if kill -0 $spid 2>/dev/null; then ok "the server is still up"; else fail "the server died"; diag <server.out; fi
 
 kill "$spid" 2>/dev/null
