@@ -248,6 +248,22 @@ int grid_object_invoke_async_argv_np(grid_object_np *obj, const char *method, in
     return invoke_async(obj, method, &args);
 }
 
+int grid_object_invoke_counted_np(int nargs, grid_object_np *obj, const char *method, ...) {
+    va_list ap;
+    va_start(ap, method);
+    int rc = grid_object_invoke_va_np(obj, method, nargs - 2, ap);
+    va_end(ap);
+    return rc;
+}
+
+int grid_object_invoke_async_counted_np(int nargs, grid_object_np *obj, const char *method, ...) {
+    va_list ap;
+    va_start(ap, method);
+    int id = grid_object_invoke_async_va_np(obj, method, nargs - 2, ap);
+    va_end(ap);
+    return id;
+}
+
 int grid_object_destroy_np(grid_object_np *obj) {
     int rc = bad_object(obj, "grid_object_destroy_np");
     if (rc) return rc;

@@ -7,6 +7,7 @@
  * leave:   creates an object and exits without destructing it (the server must still
  *          run its _finalize when the connection goes).
  * errors:  unknown class, unknown method, wrong argument count, a destructed handle.
+ * core:    the same objects through the core API (grid_object_*_np, GRIDRPC_SERVER).
  * Prints "OK", or one "FAILED: ..." line per problem (exit 1); 2 when it cannot start. */
 #include "grpc.h"
 
@@ -106,9 +107,32 @@ static void errors(void) {
     expect(rc == GRPC_INVALID_OBJECT_HANDLE_NP, "a NULL handle is GRPC_INVALID_OBJECT_HANDLE_NP");
 }
 
+static void core(void) {
+    grid_object_np *o = NULL;
+    long now = 0;
+    if (grid_object_create_np(&o, NULL, "counter/counter") != GRID_OK) {
+        fprintf(stderr, "FAILED: grid_object_create_np: %s\n", grid_last_error());
+        failed = 1;
+        return;
+    }
+    expect(grid_object_invoke_np(o, "add", 2, &now) == GRID_OK && now == 1002, "grid_object_invoke_np: 1002");
+    int id = grid_object_invoke_async_np(o, "add", 3, &now);
+    expect(id > 0 && grid_wait(id) == GRID_OK && now == 1005,
+           "grid_object_invoke_async_np then grid_wait: 1005");
+    expect(grid_object_invoke_np(o, "add", 2) == GRID_ERR_ARGS, "a wrong argument count is GRID_ERR_ARGS");
+    char url[1100];
+    snprintf(url, sizeof url, "%s.scale", grid_object_url_np(o));
+    grid_function_np fn;
+    expect(grid_describe_np(url, &fn) == GRID_OK && fn.nparams == 4, "grid_describe_np of Class.method");
+    expect(grid_object_destroy_np(o) == GRID_OK, "grid_object_destroy_np");
+    expect(grid_object_create_np(&o, NULL, "counter/none") == GRID_ERR_NOT_FOUND &&
+               strstr(grid_last_error(), "counter/none"),
+           "an unknown class is GRID_ERR_NOT_FOUND, named");
+}
+
 int main(int argc, char *argv[]) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s CONFIG counter|leave|errors\n", argv[0]);
+        fprintf(stderr, "usage: %s CONFIG counter|leave|errors|core\n", argv[0]);
         return 2;
     }
     if (grpc_initialize(argv[1]) != GRPC_NO_ERROR) {
@@ -121,6 +145,8 @@ int main(int argc, char *argv[]) {
         leave();
     else if (strcmp(argv[2], "errors") == 0)
         errors();
+    else if (strcmp(argv[2], "core") == 0)
+        core();
     else
         return 2;
     if (strcmp(argv[2], "leave") != 0) grpc_finalize();
