@@ -227,25 +227,27 @@ int grd_validate(const grd_desc *desc, grd_error *err) {
      * their checks rely on the referenced parameter being well-formed. */
     for (uint32_t i = 0; i < desc->nparams; i++) {
         const grd_param *p = &desc->params[i];
-        snprintf(ctx, sizeof ctx, "parameter %u name", i);
+        snprintf(ctx, sizeof ctx, "parameter %u name", i + 1);
         if ((rc = check_name(p->name, ctx, err)) != GRD_OK) return rc;
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(desc->params[j].name, p->name) == 0)
-                return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): the name is also parameter %u's", i,
-                                p->name, j);
+                return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): the name is also parameter %u's",
+                                i + 1, p->name, j + 1);
         if (p->type < GRD_CHAR || p->type > GRD_FILENAME)
-            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): unknown type %u", i, p->name, p->type);
+            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): unknown type %u", i + 1, p->name,
+                            p->type);
         if (p->mode < GRD_IN || p->mode > GRD_WORK)
-            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): unknown mode %u", i, p->name, p->mode);
+            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): unknown mode %u", i + 1, p->name,
+                            p->mode);
         if (p->flags & ~(GRD_PF_UNSIGNED | GRD_PF_POINTER))
-            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): unknown flag bits 0x%x", i, p->name,
+            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): unknown flag bits 0x%x", i + 1, p->name,
                             p->flags & ~(GRD_PF_UNSIGNED | GRD_PF_POINTER));
         if (p->rank > GRD_MAX_RANK)
-            return grd_fail(err, GRD_E_LIMIT, "parameter %u ('%s'): rank %u exceeds the limit of %u", i,
+            return grd_fail(err, GRD_E_LIMIT, "parameter %u ('%s'): rank %u exceeds the limit of %u", i + 1,
                             p->name, p->rank, GRD_MAX_RANK);
         if (p->rank > 0 && p->dims == NULL)
-            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): rank %u but no dimensions", i, p->name,
-                            p->rank);
+            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): rank %u but no dimensions", i + 1,
+                            p->name, p->rank);
     }
 
     for (uint32_t i = 0; i < desc->nparams; i++) {
@@ -256,9 +258,11 @@ int grd_validate(const grd_desc *desc, grd_error *err) {
                                         &p->dims[d].step};
             if (progs[0]->len == 0)
                 return grd_fail(err, GRD_E_INVALID,
-                                "parameter %u ('%s') dimension %u: the size program is empty", i, p->name, d);
+                                "parameter %u ('%s') dimension %u: the size program is empty", i + 1, p->name,
+                                d + 1);
             for (int f = 0; f < 4; f++) {
-                snprintf(ctx, sizeof ctx, "parameter %u ('%s') dimension %u %s", i, p->name, d, field[f]);
+                snprintf(ctx, sizeof ctx, "parameter %u ('%s') dimension %u %s", i + 1, p->name, d + 1,
+                         field[f]);
                 if ((rc = check_prog(desc, progs[f], ctx, err)) != GRD_OK) return rc;
             }
         }

@@ -105,9 +105,9 @@ static int get_prog(cursor *c, grd_expr *e, const char *what) {
 
 static int get_param(cursor *c, grd_param *p, uint32_t i) {
     int rc;
-    snprintf(c->ctx, sizeof c->ctx, "parameter %u", i);
+    snprintf(c->ctx, sizeof c->ctx, "parameter %u", i + 1);
     if ((rc = get_str(c, &p->name, GRD_MAX_NAME, "name")) != GRD_OK) return rc;
-    snprintf(c->ctx, sizeof c->ctx, "parameter %u ('%s')", i, p->name);
+    snprintf(c->ctx, sizeof c->ctx, "parameter %u ('%s')", i + 1, p->name);
     uint32_t rank;
     if ((rc = get_u32(c, &p->type, "type")) != GRD_OK || (rc = get_u32(c, &p->mode, "mode")) != GRD_OK ||
         (rc = get_u32(c, &p->flags, "flags")) != GRD_OK || (rc = get_u32(c, &rank, "rank")) != GRD_OK)
@@ -123,13 +123,13 @@ static int get_param(cursor *c, grd_param *p, uint32_t i) {
     for (uint32_t d = 0; d < rank; d++) {
         char what[48];
         grd_dim *dim = &p->dims[d];
-        snprintf(what, sizeof what, "dimension %u size", d);
+        snprintf(what, sizeof what, "dimension %u size", d + 1);
         if ((rc = get_prog(c, &dim->size, what)) != GRD_OK) return rc;
-        snprintf(what, sizeof what, "dimension %u start", d);
+        snprintf(what, sizeof what, "dimension %u start", d + 1);
         if ((rc = get_prog(c, &dim->start, what)) != GRD_OK) return rc;
-        snprintf(what, sizeof what, "dimension %u end", d);
+        snprintf(what, sizeof what, "dimension %u end", d + 1);
         if ((rc = get_prog(c, &dim->end, what)) != GRD_OK) return rc;
-        snprintf(what, sizeof what, "dimension %u step", d);
+        snprintf(what, sizeof what, "dimension %u step", d + 1);
         if ((rc = get_prog(c, &dim->step, what)) != GRD_OK) return rc;
     }
     return GRD_OK;

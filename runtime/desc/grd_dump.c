@@ -274,7 +274,7 @@ static void put_dims(sbuf *b, const grd_desc *desc, const grd_param *p) {
 
 static void put_param(sbuf *b, const grd_desc *desc, uint32_t i) {
     const grd_param *p = &desc->params[i];
-    sb_printf(b, "  param %u ", i);
+    sb_printf(b, "  param %u ", i + 1);
     sb_puts(b, str_or(p->name, "?"));
     sb_printf(b, ": %s ", grd_mode_name(p->mode));
     if (p->flags & GRD_PF_UNSIGNED) sb_puts(b, "unsigned ");

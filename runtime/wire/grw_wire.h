@@ -47,6 +47,8 @@ enum grw_type {
     GRW_REPORT = 26, /* no reply */
     GRW_SERVERS = 27,
     GRW_SERVERS_OK = 28,
+    GRW_UNREGISTER = 29,
+    GRW_UNREGISTER_OK = 30,
     /* Remote objects (Ninf-G's DefClass): runtime/proto/grp_object.c */
     GRW_OBJ_CREATE = 60,
     GRW_OBJ_CREATED = 61,
