@@ -249,6 +249,11 @@ grpc_error_t grpc_object_handle_default_np(grpc_object_handle_t_np *handle, cons
 grpc_error_t grpc_object_handle_init_np(grpc_object_handle_t_np *handle, const char *server,
                                         const char *class_name);
 grpc_error_t grpc_object_handle_destruct_np(grpc_object_handle_t_np *handle);
+/* With a handle attribute: HOSTNAME (and PORT) the server, FUNCNAME the class. */
+grpc_error_t grpc_object_handle_init_with_attr_np(grpc_object_handle_t_np *handle,
+                                                  grpc_handle_attr_t_np *attr);
+/* Fills ATTR (initialized here; destruct it after) with the handle's server and class. */
+grpc_error_t grpc_object_handle_get_attr_np(grpc_object_handle_t_np *handle, grpc_handle_attr_t_np *attr);
 grpc_error_t(grpc_invoke_np)(grpc_object_handle_t_np *handle, const char *method, ...);
 grpc_error_t(grpc_invoke_async_np)(grpc_object_handle_t_np *handle, const char *method,
                                    grpc_sessionid_t *session, ...);

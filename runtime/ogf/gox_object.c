@@ -67,6 +67,44 @@ grpc_error_t grpc_object_handle_init_np(grpc_object_handle_t_np *h, const char *
     return create(h, host, port, cls);
 }
 
+/* With attributes (Ninf-G): HOSTNAME (and PORT, 0: the configured one) name the server,
+ * FUNCNAME the class. Read through the attribute calls, which check the attribute. */
+grpc_error_t grpc_object_handle_init_with_attr_np(grpc_object_handle_t_np *h, grpc_handle_attr_t_np *a) {
+    void *host = NULL, *cls = NULL, *port = NULL;
+    grpc_error_t rc = grpc_handle_attr_get_np(a, GRPC_HANDLE_ATTR_HOSTNAME, &host);
+    if (!rc) rc = grpc_handle_attr_get_np(a, GRPC_HANDLE_ATTR_FUNCNAME, &cls);
+    if (!rc) rc = grpc_handle_attr_get_np(a, GRPC_HANDLE_ATTR_PORT, &port);
+    if (!rc && (!cls || !*(char *)cls))
+        rc = gox_result(
+            GRPC_FUNCTION_NOT_FOUND,
+            "the handle attribute names no class: set GRPC_HANDLE_ATTR_FUNCNAME to \"module/Class\"");
+    if (!rc) rc = check_class(h, cls);
+    if (!rc) {
+        char addr[GOX_MAX_HOST];
+        int p = 0;
+        if (host && *(char *)host)
+            gox_server_address(host, addr, sizeof addr, &p);
+        else
+            rc = gox_default_server(cls, addr, sizeof addr, &p);
+        if (!rc && port && *(int *)port > 0) p = *(int *)port;
+        if (!rc) rc = create(h, addr, p, cls);
+    }
+    free(host);
+    free(cls);
+    free(port);
+    return rc;
+}
+
+grpc_error_t grpc_object_handle_get_attr_np(grpc_object_handle_t_np *h, grpc_handle_attr_t_np *a) {
+    grpc_error_t rc = gox_check_initialized();
+    if (!rc) rc = check_object(h);
+    if (!rc) rc = grpc_handle_attr_initialize_np(a);
+    if (!rc) rc = grpc_handle_attr_set_np(a, GRPC_HANDLE_ATTR_HOSTNAME, h->host_np);
+    if (!rc) rc = grpc_handle_attr_set_np(a, GRPC_HANDLE_ATTR_FUNCNAME, h->class_np);
+    if (!rc) rc = grpc_handle_attr_set_np(a, GRPC_HANDLE_ATTR_PORT, &h->port_np);
+    return rc;
+}
+
 grpc_error_t grpc_object_handle_destruct_np(grpc_object_handle_t_np *h) {
     grpc_error_t rc = gox_check_initialized();
     if (!rc) rc = check_object(h);

@@ -92,7 +92,7 @@ static int add_class(gsv_registry *reg, const char *mod, const gridrpc_stub_clas
         gsv_function *g = &c->methods[i];
         grd_error de;
         if (!f->name || !*f->name || strlen(f->name) > GRD_MAX_NAME || !f->invoke || !f->descriptor) {
-            rc = gr_seterr(e, GRID_ERR_CONFIG, "module '%s': method %u of class '%s' is invalid", path, i,
+            rc = gr_seterr(e, GRID_ERR_CONFIG, "module '%s': method %u of class '%s' is invalid", path, i + 1,
                            sc->name);
             break;
         }

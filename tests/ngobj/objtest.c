@@ -105,6 +105,25 @@ static void errors(void) {
     grpc_sessionid_t s;
     rc = grpc_invoke_async_np(NULL, "add", &s, 1, &now);
     expect(rc == GRPC_INVALID_OBJECT_HANDLE_NP, "a NULL handle is GRPC_INVALID_OBJECT_HANDLE_NP");
+
+    /* Handle attributes: the server (a host of the config file) and the class. */
+    grpc_handle_attr_t_np at, got;
+    void *v = NULL;
+    grpc_handle_attr_initialize_np(&at);
+    grpc_handle_attr_set_np(&at, GRPC_HANDLE_ATTR_HOSTNAME, "127.0.0.1");
+    grpc_handle_attr_set_np(&at, GRPC_HANDLE_ATTR_FUNCNAME, "counter/counter");
+    if (ok(grpc_object_handle_init_with_attr_np(&a, &at), "init_with_attr")) {
+        rc = grpc_invoke_np(&a, "add", 4, &now);
+        expect(rc == GRPC_NO_ERROR && now == 1004, "an object from attributes: 1004");
+        if (ok(grpc_object_handle_get_attr_np(&a, &got), "get_attr")) {
+            ok(grpc_handle_attr_get_np(&got, GRPC_HANDLE_ATTR_FUNCNAME, &v), "get FUNCNAME");
+            expect(v && strcmp(v, "counter/counter") == 0, "get_attr gives the class back");
+            if (v) grpc_handle_attr_release_np(v);
+            grpc_handle_attr_destruct_np(&got);
+        }
+        ok(grpc_object_handle_destruct_np(&a), "destruct the object from attributes");
+    }
+    grpc_handle_attr_destruct_np(&at);
 }
 
 static void core(void) {
