@@ -104,10 +104,16 @@ static void schedule(gsv_server *s, gsv_job *job) {
 }
 
 /* Queues JOB for its object: it runs now if the object is idle, else after the jobs
- * before it. */
-static void submit(gsv_server *s, gsv_job *job) {
+ * before it. An invocation of an object destroyed meanwhile (its owner closed while the
+ * request was read) is refused: returns 0 and JOB is not the object's. */
+static int submit(gsv_server *s, gsv_job *job) {
     gsv_object *o = job->obj;
     pthread_mutex_lock(&olock);
+    if (job->obj_op == GSV_OBJ_INVOKE && !o->listed) {
+        pthread_mutex_unlock(&olock);
+        job->obj = NULL;
+        return 0;
+    }
     o->jobs++;
     int now = !o->busy;
     if (now) {
@@ -122,6 +128,7 @@ static void submit(gsv_server *s, gsv_job *job) {
     }
     pthread_mutex_unlock(&olock);
     if (now) schedule(s, job);
+    return 1;
 }
 
 void gsv_object_job_done(gsv_job *job) {
@@ -193,7 +200,7 @@ static int on_create(gsv_conn *c, const grw_header *h) {
     o->listed = 1;
     nobjects++;
     pthread_mutex_unlock(&olock);
-    submit(s, job);
+    submit(s, job); /* a create is never refused */
     return GSV_KEEP;
 }
 
@@ -245,39 +252,51 @@ static int on_invoke(gsv_conn *c, const grw_header *h) {
             gsv_job_free(job);
         }
     }
-    /* The read's hold: the job (when there is one) holds the object from here. */
+    /* The job holds the object from here (submit counts it); then the read's hold goes,
+     * never before: a hold of zero lets the object be freed. */
+    int queued = !rc && submit(s, job);
+    if (!rc && !queued) {
+        gr_seterr(
+            &e, GRID_ERR_NOT_FOUND,
+            "object %016llx was destroyed while this invocation arrived (the connection that created it "
+            "closed): create a new object",
+            (unsigned long long)t.object);
+        gsv_call_fail(s, job, e.code, e.msg);
+    }
     if (o) {
         pthread_mutex_lock(&olock);
         o->jobs--;
         int last = !o->listed && o->jobs == 0 && !o->busy;
         pthread_mutex_unlock(&olock);
-        if (last && rc) {
-            free(o->state);
-            free(o);
-            job = NULL;
-        }
-    }
-    if (rc) return gsv_request_failed(c, h, "OBJ_INVOKE message", &e);
-    submit(s, job);
-    return GSV_KEEP;
-}
-
-static void destroy(gsv_object *o, gsv_conn *c, int op, uint64_t request_id) {
-    gsv_job *job = new_job(c, o, o->cls->final, op, request_id);
-    if (!job) {
-        /* No memory for the job: the object still ends, without _finalize. */
-        gsv_log(GSV_LOG_ERROR, "out of memory: object of %s destroyed without its _finalize",
-                o->cls->qualified);
-        pthread_mutex_lock(&olock);
-        int last = o->jobs == 0 && !o->busy;
-        pthread_mutex_unlock(&olock);
         if (last) {
             free(o->state);
             free(o);
         }
-        return;
     }
-    submit(o->srv, job);
+    if (rc) return gsv_request_failed(c, h, "OBJ_INVOKE message", &e);
+    return GSV_KEEP;
+}
+
+/* Ends O (unlisted by the caller, who also took a hold on it: jobs + 1, so that its
+ * last job cannot free it meanwhile): queues its _finalize after its other jobs, then
+ * drops the hold. */
+static void destroy(gsv_object *o, gsv_conn *c, int op, uint64_t request_id) {
+    gsv_job *job = new_job(c, o, o->cls->final, op, request_id);
+    if (job) {
+        submit(o->srv, job); /* a destroy is never refused */
+    } else {
+        /* No memory for the job: the object still ends, without _finalize. */
+        gsv_log(GSV_LOG_ERROR, "out of memory: object of %s destroyed without its _finalize",
+                o->cls->qualified);
+    }
+    pthread_mutex_lock(&olock);
+    o->jobs--;
+    int last = o->jobs == 0 && !o->busy;
+    pthread_mutex_unlock(&olock);
+    if (last) {
+        free(o->state);
+        free(o);
+    }
 }
 
 static int on_destroy(gsv_conn *c, const grw_header *h) {
@@ -286,7 +305,10 @@ static int on_destroy(gsv_conn *c, const grw_header *h) {
     if (grp_read_obj_destroy(&c->r, &id, &e)) return gsv_request_failed(c, h, "OBJ_DESTROY message", &e);
     pthread_mutex_lock(&olock);
     gsv_object *o = find_listed(id, &e);
-    if (o) unlist(o);
+    if (o) {
+        unlist(o);
+        o->jobs++; /* destroy's hold */
+    }
     pthread_mutex_unlock(&olock);
     if (!o) return fail(c, h, "OBJ_DESTROY", &e);
     destroy(o, c, GSV_OBJ_DESTROY, h->request_id);
@@ -300,7 +322,10 @@ void gsv_objects_conn_closed(gsv_conn *c) {
         for (unsigned b = 0; b < NBUCKETS && !o; b++)
             for (gsv_object *x = buckets[b]; x && !o; x = x->hnext)
                 if (x->owner == c) o = x;
-        if (o) unlist(o);
+        if (o) {
+            unlist(o);
+            o->jobs++; /* destroy's hold */
+        }
         pthread_mutex_unlock(&olock);
         if (!o) return;
         gsv_log(GSV_LOG_DEBUG, "%s: connection closed: destroying its object of %s", c->peer,
