@@ -144,8 +144,9 @@ int gsv_registry_load(gsv_registry *reg, const char *path, gr_err *e) {
     reg->nmods++;
     unsigned added_classes = reg->nclasses - nclasses;
     if (added_classes)
-        gsv_log(GSV_LOG_INFO, "loaded module '%s' (%u function%s, %u class%s) from '%s'", t->name, t->nfunctions,
-                t->nfunctions == 1 ? "" : "s", added_classes, added_classes == 1 ? "" : "es", path);
+        gsv_log(GSV_LOG_INFO, "loaded module '%s' (%u function%s, %u class%s) from '%s'", t->name,
+                t->nfunctions, t->nfunctions == 1 ? "" : "s", added_classes, added_classes == 1 ? "" : "es",
+                path);
     else
         gsv_log(GSV_LOG_INFO, "loaded module '%s' (%u function%s) from '%s'", t->name, t->nfunctions,
                 t->nfunctions == 1 ? "" : "s", path);
