@@ -304,6 +304,12 @@ void gsv_objects_conn_closed(gsv_conn *c);
 /* Objects alive now (tests, logs). */
 unsigned gsv_objects_count(void);
 
+/* The job the calling worker invokes now (NULL: none), for grpc_is_canceled_np. */
+void gsv_call_current(gsv_job *job);
+/* CANCEL of an invocation that waits in its object's queue (not yet in the scheduler):
+ * takes it out and returns it (the caller answers it), or NULL. */
+gsv_job *gsv_object_cancel(gsv_conn *c, uint64_t request_id);
+
 /* Runs JOB on the current thread: sets the BLAS threads, invokes the function, sends
  * RESULT (or ERROR), logs the call and frees JOB. */
 void gsv_call_run(gsv_server *s, gsv_job *job);

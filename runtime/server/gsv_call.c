@@ -46,6 +46,10 @@ static __thread gsv_job *current_job;
 /* Called by long-running functions (Ninf-G's cooperative cancel, grpc_executable.h):
  * 1 when the client canceled the call being run on this thread. Exported from gridrpcd
  * for the modules it loads. */
+void gsv_call_current(gsv_job *job) {
+    current_job = job;
+}
+
 int grpc_is_canceled_np(int *error);
 int grpc_is_canceled_np(int *error) {
     if (error) *error = 0;

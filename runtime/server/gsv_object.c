@@ -315,6 +315,30 @@ static int on_destroy(gsv_conn *c, const grw_header *h) {
     return GSV_KEEP;
 }
 
+gsv_job *gsv_object_cancel(gsv_conn *c, uint64_t request_id) {
+    gsv_job *found = NULL;
+    pthread_mutex_lock(&olock);
+    for (unsigned b = 0; b < NBUCKETS && !found; b++)
+        for (gsv_object *o = buckets[b]; o && !found; o = o->hnext)
+            for (gsv_job **pp = &o->qhead; *pp; pp = &(*pp)->obj_next) {
+                gsv_job *j = *pp;
+                if (j->conn != c || j->request_id != request_id || j->obj_op != GSV_OBJ_INVOKE) continue;
+                *pp = j->obj_next;
+                if (o->qtail == j) {
+                    o->qtail = NULL;
+                    for (gsv_job *k = o->qhead; k; k = k->obj_next)
+                        o->qtail = k;
+                }
+                /* It never had its turn: the object's running job keeps it alive. */
+                o->jobs--;
+                j->obj = NULL;
+                found = j;
+                break;
+            }
+    pthread_mutex_unlock(&olock);
+    return found;
+}
+
 void gsv_objects_conn_closed(gsv_conn *c) {
     for (;;) {
         gsv_object *o = NULL;
@@ -373,7 +397,9 @@ void gsv_object_run(gsv_server *s, gsv_job *job) {
         /* gridrpc_stub.h: the entry after the last argument is the object's state. */
         job->call.ptr[job->fn->desc->nparams] = o->state;
         gsv_sched_invoking(s, job, 1);
+        gsv_call_current(job); /* a CANCEL flags it for grpc_is_canceled_np */
         job->fn->stub->invoke(job->call.ptr);
+        gsv_call_current(NULL);
         gsv_sched_invoking(s, job, 0);
     }
     long long run_ns = gr_now_ns() - job->t_started;

@@ -155,6 +155,7 @@ static int on_cancel(gsv_conn *c, const grw_header *h) {
     gr_err e;
     if (grp_read_empty(&c->r, &e)) return gsv_request_failed(c, h, "CANCEL message", &e);
     gsv_job *job = gsv_sched_cancel(c->srv, c, h->request_id);
+    if (!job) job = gsv_object_cancel(c, h->request_id); /* waiting for its object's turn */
     if (job) gsv_call_fail(c->srv, job, GRID_ERR_CANCELED, "the call was canceled before it started");
     return GSV_KEEP;
 }

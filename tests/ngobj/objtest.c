@@ -8,10 +8,13 @@
  *          run its _finalize when the connection goes).
  * errors:  unknown class, unknown method, wrong argument count, a destructed handle.
  * core:    the same objects through the core API (grid_object_*_np, GRIDRPC_SERVER).
+ * cancel:  grpc_cancel of an invocation waiting for its object's turn (it never runs)
+ *          and of a running one (the method sees grpc_is_canceled_np).
  * Prints "OK", or one "FAILED: ..." line per problem (exit 1); 2 when it cannot start. */
 #include "grpc.h"
 
 #include <math.h>
+#include <time.h>
 
 static int failed;
 
@@ -126,6 +129,34 @@ static void errors(void) {
     grpc_handle_attr_destruct_np(&at);
 }
 
+static double seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void cancel(void) {
+    grpc_object_handle_t_np a;
+    long now = 0, total = 0;
+    int calls, init;
+    grpc_sessionid_t s1, s2;
+    if (!ok(grpc_object_handle_default_np(&a, "counter/counter"), "init")) return;
+    double t0 = seconds();
+    ok(grpc_invoke_async_np(&a, "wait_cancel", &s1, 5000), "async wait_cancel");
+    ok(grpc_invoke_async_np(&a, "add", &s2, 3, &now), "async add behind it");
+    usleep(200000);
+    ok(grpc_cancel(s2), "cancel the add waiting for its turn");
+    ok(grpc_cancel(s1), "cancel the running wait_cancel");
+    expect(grpc_wait(s2) == GRPC_SESSION_FAILED && grpc_get_error(s2) == GRPC_CANCELED_NP,
+           "the add was canceled");
+    grpc_wait(s1);
+    if (ok(grpc_invoke_np(&a, "get", &total, &calls, &init), "get")) {
+        expect(total == 1100, "the running method saw grpc_is_canceled_np (+100) and the add never ran (+3)");
+        expect(seconds() - t0 < 3.0, "the canceled method returned early");
+    }
+    ok(grpc_object_handle_destruct_np(&a), "destruct");
+}
+
 static void core(void) {
     grid_object_np *o = NULL;
     long now = 0;
@@ -151,7 +182,7 @@ static void core(void) {
 
 int main(int argc, char *argv[]) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s CONFIG counter|leave|errors|core\n", argv[0]);
+        fprintf(stderr, "usage: %s CONFIG counter|leave|errors|core|cancel\n", argv[0]);
         return 2;
     }
     if (grpc_initialize(argv[1]) != GRPC_NO_ERROR) {
@@ -166,6 +197,8 @@ int main(int argc, char *argv[]) {
         errors();
     else if (strcmp(argv[2], "core") == 0)
         core();
+    else if (strcmp(argv[2], "cancel") == 0)
+        cancel();
     else
         return 2;
     if (strcmp(argv[2], "leave") != 0) grpc_finalize();
