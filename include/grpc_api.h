@@ -254,6 +254,17 @@ grpc_error_t grpc_object_handle_init_with_attr_np(grpc_object_handle_t_np *handl
                                                   grpc_handle_attr_t_np *attr);
 /* Fills ATTR (initialized here; destruct it after) with the handle's server and class. */
 grpc_error_t grpc_object_handle_get_attr_np(grpc_object_handle_t_np *handle, grpc_handle_attr_t_np *attr);
+/* N objects at once (all or none), and their end. */
+grpc_error_t grpc_object_handle_array_init_np(grpc_object_handle_t_np *handles, size_t n, const char *server,
+                                              const char *class_name);
+grpc_error_t grpc_object_handle_array_default_np(grpc_object_handle_t_np *handles, size_t n,
+                                                 const char *class_name);
+grpc_error_t grpc_object_handle_array_destruct_np(grpc_object_handle_t_np *handles, size_t n);
+/* The handle SESSION (from grpc_invoke_async_np) was started with, while it lives. */
+grpc_error_t grpc_object_handle_get_from_session_np(grpc_object_handle_t_np **handle,
+                                                    grpc_sessionid_t session);
+/* GRPC_NO_ERROR for an initialized handle, else GRPC_INVALID_OBJECT_HANDLE_NP. */
+grpc_error_t grpc_object_handle_is_ready_np(grpc_object_handle_t_np *handle);
 grpc_error_t(grpc_invoke_np)(grpc_object_handle_t_np *handle, const char *method, ...);
 grpc_error_t(grpc_invoke_async_np)(grpc_object_handle_t_np *handle, const char *method,
                                    grpc_sessionid_t *session, ...);

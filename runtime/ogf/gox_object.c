@@ -4,6 +4,7 @@
  * initialized (its _initialize runs) and destroyed with it (its _finalize runs).
  * Asynchronous invocations are sessions of the same table as grpc_call_async's, so
  * every wait, probe and cancel takes them. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,43 @@
 #include "gox.h"
 
 #define OBJECT_MAGIC 0x4f424a48u /* "OBJH" */
+
+/* The handle of each asynchronous invocation, for
+ * grpc_object_handle_get_from_session_np: dropped when its handle is destructed. */
+static pthread_mutex_t slock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    grpc_sessionid_t id;
+    grpc_object_handle_t_np *h;
+} * smap;
+static size_t nsmap, capsmap;
+
+static int remember(grpc_sessionid_t id, grpc_object_handle_t_np *h) {
+    pthread_mutex_lock(&slock);
+    if (nsmap == capsmap) {
+        size_t cap = capsmap ? capsmap * 2 : 64;
+        void *m = realloc(smap, cap * sizeof *smap);
+        if (!m) {
+            pthread_mutex_unlock(&slock);
+            return -1;
+        }
+        smap = m;
+        capsmap = cap;
+    }
+    smap[nsmap].id = id;
+    smap[nsmap].h = h;
+    nsmap++;
+    pthread_mutex_unlock(&slock);
+    return 0;
+}
+
+static void forget_handle(const grpc_object_handle_t_np *h) {
+    pthread_mutex_lock(&slock);
+    size_t k = 0;
+    for (size_t i = 0; i < nsmap; i++)
+        if (smap[i].h != h) smap[k++] = smap[i];
+    nsmap = k;
+    pthread_mutex_unlock(&slock);
+}
 
 static grpc_error_t check_object(const grpc_object_handle_t_np *h) {
     if (h && h->magic_np == OBJECT_MAGIC && h->object_np) return GRPC_NO_ERROR;
@@ -112,6 +150,7 @@ grpc_error_t grpc_object_handle_destruct_np(grpc_object_handle_t_np *h) {
     struct grid_object_np *o = h->object_np;
     h->magic_np = 0;
     h->object_np = NULL;
+    forget_handle(h);
     int g = grid_object_destroy_np(o);
     return g ? gox_result_core(gox_map(g)) : gox_result(GRPC_NO_ERROR, NULL);
 }
@@ -142,7 +181,7 @@ static grpc_error_t invoke(grpc_object_handle_t_np *h, const char *method, grpc_
     int id = ap ? grid_object_invoke_async_va_np(h->object_np, m, given, *ap)
                 : grid_object_invoke_async_argv_np(h->object_np, m, nargs, argv);
     if (id <= 0) return gox_result_core(gox_map(id < 0 ? -id : GRID_ERR_INTERNAL));
-    if (gox_add_object_session(id)) {
+    if (gox_add_object_session(id) || remember(id, h)) {
         grid_cancel(id);
         grid_wait(id);
         grid_forget_np(id);
@@ -233,4 +272,61 @@ grpc_error_t grpc_invoke_arg_stack_async_np(grpc_object_handle_t_np *h, const ch
                                             grpc_sessionid_t *session, grpc_arg_stack_t *stack) {
     if (!session) return start(h, method, session, 1);
     return invoke_stack(h, method, session, stack);
+}
+
+/* ---- Arrays of handles and sessions (Ninf-G) */
+
+grpc_error_t grpc_object_handle_array_init_np(grpc_object_handle_t_np *hs, size_t n, const char *server,
+                                              const char *cls) {
+    grpc_error_t rc = gox_check_initialized();
+    if (!rc && !hs) rc = gox_result(GRPC_INVALID_OBJECT_HANDLE_NP, "the array of object handles is NULL");
+    for (size_t i = 0; !rc && i < n; i++) {
+        rc = grpc_object_handle_init_np(&hs[i], server, cls);
+        if (rc) {
+            /* All or none: the objects made so far end again. */
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", grpc_last_error_np());
+            while (i-- > 0)
+                grpc_object_handle_destruct_np(&hs[i]);
+            return gox_result(rc, "object %zu of %zu: %s", i + 1, n, msg);
+        }
+    }
+    return rc;
+}
+
+grpc_error_t grpc_object_handle_array_default_np(grpc_object_handle_t_np *hs, size_t n, const char *cls) {
+    return grpc_object_handle_array_init_np(hs, n, NULL, cls);
+}
+
+grpc_error_t grpc_object_handle_array_destruct_np(grpc_object_handle_t_np *hs, size_t n) {
+    grpc_error_t rc = gox_check_initialized();
+    if (!rc && !hs) rc = gox_result(GRPC_INVALID_OBJECT_HANDLE_NP, "the array of object handles is NULL");
+    grpc_error_t first = rc;
+    for (size_t i = 0; !rc && i < n; i++) {
+        grpc_error_t r = grpc_object_handle_destruct_np(&hs[i]);
+        if (r && !first) first = r;
+    }
+    return first ? first : gox_result(GRPC_NO_ERROR, NULL);
+}
+
+grpc_error_t grpc_object_handle_get_from_session_np(grpc_object_handle_t_np **hp, grpc_sessionid_t id) {
+    grpc_error_t rc = gox_check_initialized();
+    if (!rc && !hp) rc = gox_result(GRPC_OTHER_ERROR_CODE, "the handle pointer is NULL");
+    if (rc) return rc;
+    grpc_object_handle_t_np *h = NULL;
+    pthread_mutex_lock(&slock);
+    for (size_t i = 0; i < nsmap && !h; i++)
+        if (smap[i].id == id) h = smap[i].h;
+    pthread_mutex_unlock(&slock);
+    if (!h)
+        return gox_result(GRPC_INVALID_SESSION_ID,
+                          "%d is not a session of a live object handle (grpc_invoke_async_np)", id);
+    *hp = h;
+    return gox_result(GRPC_NO_ERROR, NULL);
+}
+
+grpc_error_t grpc_object_handle_is_ready_np(grpc_object_handle_t_np *h) {
+    grpc_error_t rc = gox_check_initialized();
+    if (!rc) rc = check_object(h);
+    return rc ? rc : gox_result(GRPC_NO_ERROR, NULL);
 }

@@ -8,6 +8,7 @@
  *          run its _finalize when the connection goes).
  * errors:  unknown class, unknown method, wrong argument count, a destructed handle.
  * core:    the same objects through the core API (grid_object_*_np, GRIDRPC_SERVER).
+ * array:   handle arrays, the handle of a session, is_ready.
  * cancel:  grpc_cancel of an invocation waiting for its object's turn (it never runs)
  *          and of a running one (the method sees grpc_is_canceled_np).
  * Prints "OK", or one "FAILED: ..." line per problem (exit 1); 2 when it cannot start. */
@@ -157,6 +158,29 @@ static void cancel(void) {
     ok(grpc_object_handle_destruct_np(&a), "destruct");
 }
 
+static void array(void) {
+    grpc_object_handle_t_np hs[3], *from = NULL;
+    long now[3] = {0, 0, 0};
+    grpc_sessionid_t id;
+    if (!ok(grpc_object_handle_array_default_np(hs, 3, "counter/counter"), "array_default")) return;
+    for (int i = 0; i < 2; i++)
+        if (ok(grpc_invoke_np(&hs[i], "add", 10 * (i + 1), &now[i]), "add"))
+            expect(now[i] == 1000 + 10 * (i + 1), "each object of the array is its own");
+    ok(grpc_invoke_async_np(&hs[2], "add", &id, 30, &now[2]), "async add on the third");
+    expect(grpc_object_handle_get_from_session_np(&from, id) == GRPC_NO_ERROR && from == &hs[2],
+           "get_from_session gives the session's handle");
+    if (ok(grpc_wait(id), "wait")) expect(now[2] == 1030, "the third: 1030");
+    expect(grpc_object_handle_is_ready_np(&hs[0]) == GRPC_NO_ERROR, "is_ready");
+    ok(grpc_object_handle_array_destruct_np(hs, 3), "array_destruct");
+    expect(grpc_object_handle_is_ready_np(&hs[0]) == GRPC_INVALID_OBJECT_HANDLE_NP,
+           "not ready once destructed");
+    expect(grpc_object_handle_get_from_session_np(&from, id) == GRPC_INVALID_SESSION_ID,
+           "no handle for the session once its handle is destructed");
+    grpc_object_handle_t_np bad[2];
+    expect(grpc_object_handle_array_default_np(bad, 2, "counter/none") == GRPC_FUNCTION_NOT_FOUND,
+           "an array of an unknown class fails whole");
+}
+
 static void core(void) {
     grid_object_np *o = NULL;
     long now = 0;
@@ -182,7 +206,7 @@ static void core(void) {
 
 int main(int argc, char *argv[]) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s CONFIG counter|leave|errors|core|cancel\n", argv[0]);
+        fprintf(stderr, "usage: %s CONFIG counter|leave|errors|core|cancel|array\n", argv[0]);
         return 2;
     }
     if (grpc_initialize(argv[1]) != GRPC_NO_ERROR) {
@@ -199,6 +223,8 @@ int main(int argc, char *argv[]) {
         core();
     else if (strcmp(argv[2], "cancel") == 0)
         cancel();
+    else if (strcmp(argv[2], "array") == 0)
+        array();
     else
         return 2;
     if (strcmp(argv[2], "leave") != 0) grpc_finalize();

@@ -50,15 +50,16 @@ cat >client.conf <<CONF
 </SERVER>
 CONF
 
-for t in counter errors cancel; do
+for t in counter errors cancel array; do
   timeout 60 ./objtest client.conf "$t" >"$t.out" 2>"$t.err"; rc=$?
   if [ $rc -eq 0 ] && grep -qx OK "$t.out"; then ok "$t: as Ninf-G programs expect"; else fail "$t (rc $rc)"; diag <"$t.err"; fi
 done
 GRIDRPC_SERVER=127.0.0.1:$port timeout 60 ./objtest client.conf core >core.out 2>core.err; rc=$?
 if [ $rc -eq 0 ] && grep -qx OK core.out; then ok "core: grid_object_*_np"; else fail "core (rc $rc)"; diag <core.err; fi
 # counter destructs its two objects (totals 1016 and 1011), errors its two (1001, and
-# 1004 made from handle attributes), cancel its one (1100), core its one (1005).
-for total in 1016 1011 1001 1004 1100 1005; do
+# 1004 made from handle attributes), cancel its one (1100), array its three (1010,
+# 1020, 1030), core its one (1005).
+for total in 1016 1011 1001 1004 1100 1010 1020 1030 1005; do
   if grep -qx "finalize $total" "$NGOBJ_FINALIZE_LOG"; then
     ok "_finalize ran when the handle of the object at $total was destructed"
   else
@@ -86,10 +87,10 @@ fi
 # obj-hostile-test made two objects: one destroyed at 1006, one whose connection closed
 # (at 1002, or 1003 when an invocation got in before the server saw the close).
 n=$(wc -l <"$NGOBJ_FINALIZE_LOG")
-if [ "$n" -eq 9 ] && grep -qx "finalize 1006" "$NGOBJ_FINALIZE_LOG" && grep -qx "finalize 100[23]" "$NGOBJ_FINALIZE_LOG"; then
-  ok "each of the 9 objects was finalized exactly once"
+if [ "$n" -eq 12 ] && grep -qx "finalize 1006" "$NGOBJ_FINALIZE_LOG" && grep -qx "finalize 100[23]" "$NGOBJ_FINALIZE_LOG"; then
+  ok "each of the 12 objects was finalized exactly once"
 else
-  fail "$n _finalize runs for 9 objects"; diag <"$NGOBJ_FINALIZE_LOG"
+  fail "$n _finalize runs for 12 objects"; diag <"$NGOBJ_FINALIZE_LOG"
 fi
 if kill -0 $spid 2>/dev/null; then ok "the server is still up"; else fail "the server died"; diag <server.out; fi
 
