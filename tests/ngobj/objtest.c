@@ -9,6 +9,8 @@
  * errors:  unknown class, unknown method, wrong argument count, a destructed handle.
  * core:    the same objects through the core API (grid_object_*_np, GRIDRPC_SERVER).
  * array:   handle arrays, the handle of a session, is_ready.
+ * gone:    an object whose server went away (run.sh stops it between the files READY
+ *          and GO in the current folder): the error says so and what to do.
  * cancel:  grpc_cancel of an invocation waiting for its object's turn (it never runs)
  *          and of a running one (the method sees grpc_is_canceled_np).
  * Prints "OK", or one "FAILED: ..." line per problem (exit 1); 2 when it cannot start. */
@@ -48,6 +50,16 @@ static void counter(void) {
     if (ok(grpc_invoke_np(&b, "add", 1, &nb), "b add 1")) expect(nb == 1001, "b is another object: 1001");
     if (ok(grpc_invoke_np(&a, "get", &total, &calls, &init), "get"))
         expect(total == 1012 && calls == 2, "a counted its two adds only");
+
+    /* Strings: the state keeps a name. */
+    char *old = NULL;
+    if (ok(grpc_invoke_np(&a, "rename", "alpha", &old), "rename alpha"))
+        expect(old && !*old, "no name at first");
+    free(old);
+    old = NULL;
+    if (ok(grpc_invoke_np(&a, "rename", "beta", &old), "rename beta"))
+        expect(old && strcmp(old, "alpha") == 0, "the object kept its name: alpha");
+    free(old);
 
     /* Arrays: out[i] = in[i] * total, acc += (sum, n). */
     double in[5] = {1, 2, 3, 4, 5}, out[5] = {0}, acc[2] = {10, 0};
@@ -181,6 +193,28 @@ static void array(void) {
            "an array of an unknown class fails whole");
 }
 
+static void gone(void) {
+    grpc_object_handle_t_np a;
+    long now = 0;
+    if (!ok(grpc_object_handle_default_np(&a, "counter/counter"), "init")) return;
+    ok(grpc_invoke_np(&a, "add", 1, &now), "add before");
+    FILE *f = fopen("READY", "w");
+    if (f) fclose(f);
+    for (int i = 0; i < 400 && access("GO", F_OK) != 0; i++)
+        usleep(25000);
+    grpc_error_t rc = grpc_invoke_np(&a, "add", 1, &now);
+    const char *m = grpc_last_error_np();
+    expect(rc == GRPC_COMMUNICATION_FAILED, "an object whose server went away: GRPC_COMMUNICATION_FAILED");
+    expect(strstr(m, "counter/counter.add") && strstr(m, "create a new object"),
+           "the message names the class and method and says what to do");
+    if (strstr(m, "create a new object") == NULL) fprintf(stderr, "message: %s\n", m);
+    rc = grpc_invoke_np(&a, "add", 1, &now);
+    expect(rc == GRPC_COMMUNICATION_FAILED && strstr(grpc_last_error_np(), "create a new object"),
+           "and it stays gone");
+    grpc_object_handle_destruct_np(&a); /* frees the handle whatever it says */
+    expect(grpc_object_handle_is_ready_np(&a) == GRPC_INVALID_OBJECT_HANDLE_NP, "the handle is released");
+}
+
 static void core(void) {
     grid_object_np *o = NULL;
     long now = 0;
@@ -206,7 +240,7 @@ static void core(void) {
 
 int main(int argc, char *argv[]) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s CONFIG counter|leave|errors|core|cancel|array\n", argv[0]);
+        fprintf(stderr, "usage: %s CONFIG counter|leave|errors|core|cancel|array|gone\n", argv[0]);
         return 2;
     }
     if (grpc_initialize(argv[1]) != GRPC_NO_ERROR) {
@@ -225,6 +259,8 @@ int main(int argc, char *argv[]) {
         cancel();
     else if (strcmp(argv[2], "array") == 0)
         array();
+    else if (strcmp(argv[2], "gone") == 0)
+        gone();
     else
         return 2;
     if (strcmp(argv[2], "leave") != 0) grpc_finalize();

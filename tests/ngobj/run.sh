@@ -94,6 +94,16 @@ else
 fi
 if kill -0 $spid 2>/dev/null; then ok "the server is still up"; else fail "the server died"; diag <server.out; fi
 
+# The server goes away under a live object: the client's next invocation says so.
+mkdir gone && cd gone || exit 1
+timeout 60 ../objtest ../client.conf gone >gone.out 2>gone.err &
+cpid=$!
+i=0
+while [ $i -lt 400 ] && [ ! -f READY ]; do sleep 0.025; i=$((i + 1)); done
 kill "$spid" 2>/dev/null
 wait "$spid" 2>/dev/null
+touch GO
+wait "$cpid"; rc=$?
+if [ $rc -eq 0 ] && grep -qx OK gone.out; then ok "gone: an object whose server went away"; else fail "gone (rc $rc)"; diag <gone.err; fi
+cd .. || exit 1
 finish
