@@ -100,6 +100,12 @@ static void schedule(gsv_server *s, gsv_job *job) {
         gsv_object_run(s, job);
         return;
     }
+    if (job->obj_op == GSV_OBJ_CREATE) {
+        /* Never made: the client hears so, and nobody can name the object. */
+        pthread_mutex_lock(&olock);
+        unlist(job->obj);
+        pthread_mutex_unlock(&olock);
+    }
     gsv_call_fail(s, job, rc, e.msg);
 }
 
