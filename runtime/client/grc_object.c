@@ -174,9 +174,10 @@ static int invoke(grid_object_np *o, const char *method, const grc_args *args, g
             broken = 1;
         }
         if (rc == GRID_ERR_CONN_LOST)
-            gr_seterr(e, rc,
-                      "the server closed the connection of this object during the invocation: it may have crashed "
-                      "or been stopped, and the object is gone with it: create a new object");
+            gr_seterr(
+                e, rc,
+                "the server closed the connection of this object during the invocation: it may have crashed "
+                "or been stopped, and the object is gone with it: create a new object");
         if (broken) {
             /* The stream is out of step: the connection (and with it the object) is gone. */
             grc_conn_put(c, 1);
