@@ -397,11 +397,19 @@ static int get_pipe(const grc_target *t, const grc_config *cfg, grc_pipe **out, 
 
 /* ---- starting a call */
 
+static int start_call(grc_req *q, const void *name, const grc_args *args, grc_config *cfg, gr_err *e) {
+    return grc_req_start(q, name, args, cfg, e);
+}
+
 int grc_call_async(const char *name, const grc_args *args, gr_err *e) {
+    return grc_call_async_req(start_call, name, args, e);
+}
+
+int grc_call_async_req(grc_req_starter start, const void *ctx, const grc_args *args, gr_err *e) {
     grc_config cfg;
     grc_session *s = calloc(1, sizeof *s);
     if (!s) return -gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
-    int rc = grc_req_start(&s->req, name, args, &cfg, e);
+    int rc = start(&s->req, ctx, args, &cfg, e);
     if (rc) {
         free(s);
         return -rc;

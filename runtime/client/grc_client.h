@@ -148,7 +148,9 @@ typedef struct grc_req {
     grc_target t;
     const grd_desc *desc;
     grm_call *call;
-    int refreshed; /* the descriptor was fetched again after GRID_ERR_STALE */
+    int refreshed;   /* the descriptor was fetched again after GRID_ERR_STALE */
+    uint64_t object; /* a method invocation on this remote object (OBJ_INVOKE; t.name is
+                      * "module/Class.method"); 0 for a call */
     grc_route route;
 } grc_req;
 
@@ -227,6 +229,10 @@ void grc_report(int code, const char *msg);
 /* ---- asynchronous calls (grc_async.c) */
 /* Starts a call; returns its id (> 0) or -code with E set. */
 int grc_call_async(const char *name, const grc_args *args, gr_err *e);
+/* Starts the request START prepares (grc_req_start's job for a call: target,
+ * descriptor, arguments) as an asynchronous call; returns its id or -code. */
+typedef int (*grc_req_starter)(grc_req *q, const void *ctx, const grc_args *args, grc_config *cfg, gr_err *e);
+int grc_call_async_req(grc_req_starter start, const void *ctx, const grc_args *args, gr_err *e);
 /* Waits for call ID; returns its code and points *MSG at its message. */
 int grc_wait(int id, const char **msg);
 /* Waits for any of IDS (N of them), or any outstanding call when IDS is NULL. */

@@ -23,6 +23,7 @@ static size_t prog_bytes(const grd_expr *e) {
  * sum can overflow). */
 static size_t body_bytes(const grd_desc *d) {
     size_t n = str_bytes(d->module) + str_bytes(d->name) + str_bytes(d->description);
+    if (d->flags & GRD_FF_METHOD) n += str_bytes(d->cls);
     n += 8 + prog_bytes(&d->cost) + 4;
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
@@ -57,9 +58,10 @@ static bool_t put_prog(XDR *x, const grd_expr *e) {
 
 static bool_t put_body(XDR *x, const grd_desc *d) {
     if (!put_str(x, d->module, GRD_MAX_NAME) || !put_str(x, d->name, GRD_MAX_NAME) ||
-        !put_str(x, d->description, GRD_MAX_DESCRIPTION) || !put_u32(x, d->flags) ||
-        !put_u32(x, d->language) || !put_prog(x, &d->cost) || !put_u32(x, d->nparams))
+        !put_str(x, d->description, GRD_MAX_DESCRIPTION) || !put_u32(x, d->flags) || !put_u32(x, d->language))
         return FALSE;
+    if ((d->flags & GRD_FF_METHOD) && !put_str(x, d->cls, GRD_MAX_NAME)) return FALSE;
+    if (!put_prog(x, &d->cost) || !put_u32(x, d->nparams)) return FALSE;
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
         if (!put_str(x, p->name, GRD_MAX_NAME) || !put_u32(x, p->type) || !put_u32(x, p->mode) ||

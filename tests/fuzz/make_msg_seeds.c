@@ -29,7 +29,8 @@ static const grd_desc *find(const char *name) {
     exit(1);
 }
 
-/* Encodes a message into FILE: CALL (result = 0) or RESULT of fn with varargs. */
+/* Encodes a message into FILE: CALL (result = 0), RESULT (1) or OBJ_INVOKE (2) of fn
+ * with varargs. */
 static void seed(const char *dir, const char *file, const char *fn, int result, uint64_t id, ...) {
     const grd_desc *d = find(fn);
     int sv[2];
@@ -53,6 +54,9 @@ static void seed(const char *dir, const char *file, const char *fn, int result, 
     if (result) {
         grp_result_times t = {1, 2};
         rc = grp_write_result(w, id, &t, c, &lim, &e);
+    } else if (result == 2) {
+        /* OBJ_INVOKE of a method named after FN (msg_fuzz decodes it with FN's descriptor). */
+        rc = grp_write_obj_invoke(w, id, 0x0123456789abcdefull, fn, d->hash, c, &lim, &e);
     } else {
         rc = grp_write_call(w, id, fn, d->hash, c, &lim, &e);
     }
@@ -109,5 +113,7 @@ int main(int argc, char **argv) {
     seed(argv[1], "result-echo-double", "echo_double", 1, 8, 5, x, x);
     char *r3[3] = {"x", "yy", "zzz"};
     seed(argv[1], "result-echo-strings", "echo_strings", 1, 9, 3, s3, r3);
+    seed(argv[1], "obj-invoke-echo-double", "echo_double", 2, 10, 5, x, y);
+    seed(argv[1], "obj-invoke-echo-strings", "echo_strings", 2, 11, 3, s3, o3);
     return 0;
 }

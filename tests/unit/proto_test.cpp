@@ -283,7 +283,7 @@ TEST(Proto, ErrorMessagesAreCutToTheLimit) {
 }
 
 TEST(Proto, UnknownMessageTypesAreRefused) {
-    for (uint32_t type : {0u, 15u, 19u, 31u, 40u, 0xffffffffu}) {
+    for (uint32_t type : {0u, 15u, 19u, 31u, 40u, 59u, 65u, 0xffffffffu}) {
         Pair p;
         gr_err e;
         grw_header h;
@@ -594,7 +594,9 @@ TEST(ProtoSpec, DocsAgreeWithTheCode) {
         if ((*it)[2] == "LIST_OK") list_ok_body = (*it)[3];
         rows++;
     }
-    EXPECT_EQ((GRW_PROBE_OK - GRW_HELLO + 1) + (GRW_UNREGISTER_OK - GRW_REGISTER + 1), rows)
+    EXPECT_EQ((GRW_PROBE_OK - GRW_HELLO + 1) + (GRW_UNREGISTER_OK - GRW_REGISTER + 1) +
+                  (GRW_OBJ_DESTROYED - GRW_OBJ_CREATE + 1),
+              rows)
         << "every message type has a row in docs/protocol.md";
     // Every bounded field: the bound the docs give is the one the code enforces.
     struct {
@@ -610,6 +612,8 @@ TEST(ProtoSpec, DocsAgreeWithTheCode) {
                   {"host", GRP_MAX_HOST},
                   {"site", GRP_MAX_SITE},
                   {"function", GRP_MAX_FUNCTION_NAME},
+                  {"class", GRP_MAX_FUNCTION_NAME},
+                  {"method", GRP_MAX_METHOD_NAME},
                   {"payload", GRP_MAX_PROBE}};
     for (auto &f : fields) {
         std::regex bound(std::string(R"(\b)") + f.field + R"(<(\d+)>)");
