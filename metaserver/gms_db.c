@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <sqlite3.h>
 
@@ -17,6 +18,10 @@
 #define GMS_SCHEMA_VERSION 1
 #define GMS_QUEUE_MAX 100000 /* queued writes; beyond this they are dropped (logged) */
 #define GMS_CALLS_KEPT 10000 /* rows of call history */
+/* A write waits this long for others to share its transaction (and its coalescing):
+ * one commit per call would cost more CPU than the decision itself. */
+#define GMS_BATCH_NS 20000000LL
+#define GMS_BATCH_MAX 256 /* ops that commit at once without waiting */
 
 typedef struct db_fn {
     char *name;
@@ -72,6 +77,7 @@ struct gms_db {
     uint64_t coalesced; /* writes skipped: a later one in the batch wrote the same row */
     unsigned nqueued;
     int stop;
+    unsigned flushing; /* threads in gms_db_flush: commit at once */
     long long last_drop_log;
     sqlite3_stmt *st_server, *st_state, *st_fn_del, *st_fn, *st_site, *st_link, *st_call, *st_trim;
 };
@@ -462,6 +468,17 @@ static void *writer_main(void *arg) {
         while (!d->head && !d->stop)
             pthread_cond_wait(&d->wake, &d->lock);
         if (!d->head && d->stop) break;
+        if (!d->stop && !d->flushing && d->nqueued < GMS_BATCH_MAX) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            long long ns = ts.tv_nsec + GMS_BATCH_NS;
+            ts.tv_sec += (time_t)(ns / 1000000000LL);
+            ts.tv_nsec = (long)(ns % 1000000000LL);
+            /* Woken early by a flush, a stop, or a full batch (enqueue signals). */
+            while (!d->stop && !d->flushing && d->nqueued < GMS_BATCH_MAX &&
+                   pthread_cond_timedwait(&d->wake, &d->lock, &ts) == 0) {
+            }
+        }
         db_op *batch = d->head;
         d->head = d->tail = NULL;
         unsigned n = d->nqueued;
@@ -527,7 +544,8 @@ static void enqueue(gms_db *d, db_op *op) {
     d->tail = op;
     d->nqueued++;
     d->queued++;
-    pthread_cond_signal(&d->wake);
+    /* The writer needs waking for the first op of a batch and for a full one only. */
+    if (d->nqueued == 1 || d->nqueued == GMS_BATCH_MAX) pthread_cond_signal(&d->wake);
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -623,8 +641,11 @@ void gms_db_flush(gms_db *d) {
     if (!d || !d->started) return;
     pthread_mutex_lock(&d->lock);
     uint64_t target = d->queued;
+    d->flushing++;
+    pthread_cond_signal(&d->wake);
     while (d->committed < target)
         pthread_cond_wait(&d->done, &d->lock);
+    d->flushing--;
     pthread_mutex_unlock(&d->lock);
 }
 
