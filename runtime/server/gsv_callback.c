@@ -143,11 +143,9 @@ int gsv_callback_attach(gsv_server *s, gsv_job *job, gr_err *e) {
     job->cb = NULL;
     if (grd_callback_count(d) == 0) return GRID_OK;
     if (s->opt.isolate)
-        return gr_seterr(
-            e, GRID_ERR_ARGS,
-            "%s takes callbacks, which this server cannot run isolated (--isolate): call it on a "
-            "server without --isolate",
-            job->fn->qualified);
+        return gr_seterr(e, GRID_ERR_ARGS,
+                         "the function takes callbacks, which this server cannot run with calls isolated "
+                         "(--isolate): call it on a server without --isolate");
     gsv_callbacks *cs = calloc(1, sizeof *cs);
     if (!cs) return gr_seterr(e, GRID_ERR_NOMEM, "the server is out of memory: retry later");
     cs->job = job;
