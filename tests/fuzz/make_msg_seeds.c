@@ -29,7 +29,8 @@ static const grd_desc *find(const char *name) {
     exit(1);
 }
 
-/* Encodes a message into FILE: CALL (result = 0) or RESULT of fn with varargs. */
+/* Encodes a message into FILE: CALL (result 0), RESULT (1), CALLBACK (2) or
+ * CALLBACK_RESULT (3) of fn with varargs. */
 static void seed(const char *dir, const char *file, const char *fn, int result, uint64_t id, ...) {
     const grd_desc *d = find(fn);
     int sv[2];
@@ -50,7 +51,12 @@ static void seed(const char *dir, const char *file, const char *fn, int result, 
     grw_writer *w = malloc(sizeof *w);
     grw_writer_init(w, sv[0]);
     int rc;
-    if (result) {
+    if (result == 2) {
+        /* A callback's arguments (echo_double's descriptor standing for the callback's). */
+        rc = grp_write_callback(w, id, 3, 1, c, &lim, &e);
+    } else if (result == 3) {
+        rc = grp_write_callback_result(w, id, 3, 1, GRID_OK, NULL, c, &lim, &e);
+    } else if (result) {
         grp_result_times t = {1, 2};
         rc = grp_write_result(w, id, &t, c, &lim, &e);
     } else {
@@ -109,5 +115,7 @@ int main(int argc, char **argv) {
     seed(argv[1], "result-echo-double", "echo_double", 1, 8, 5, x, x);
     char *r3[3] = {"x", "yy", "zzz"};
     seed(argv[1], "result-echo-strings", "echo_strings", 1, 9, 3, s3, r3);
+    seed(argv[1], "callback", "echo_double", 2, 10, 5, x, y);
+    seed(argv[1], "callback-result", "echo_double", 3, 11, 5, x, x);
     return 0;
 }
