@@ -142,10 +142,7 @@ int grc_callback_serve(grc_req *q, grw_reader *r, grw_writer *w, pthread_mutex_t
     const char *name = fd->params[t.index].name;
     grm_fn fn = grm_callback_fn(q->call, t.index);
     if (!fn) {
-        snprintf(
-            msg, sizeof msg,
-            "the function calls callback '%s' (argument %u), but the caller passed NULL: pass a function",
-            name, t.index + 1);
+        snprintf(msg, sizeof msg, "the caller passed NULL for it: pass a function");
         return refuse(r, w, wlock, h, &t, GRID_ERR_ARGS, msg, e);
     }
     grd_desc *d = NULL;

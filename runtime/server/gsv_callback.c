@@ -217,7 +217,7 @@ int gsv_callback_result(gsv_conn *c, const grw_header *h) {
         keep = GSV_CLOSE;
     } else if (st.code != GRID_OK) {
         code = st.code;
-        snprintf(msg, sizeof msg, "the client failed it: %.3900s",
+        snprintf(msg, sizeof msg, "the client could not run it: %.3900s",
                  st.message[0] ? st.message : grid_error_string(code));
     } else {
         c->r.deadline_ns = gsv_io_deadline(c->srv, grp_callback_bytes(cs->wait_call, GRM_TO_CLIENT));
