@@ -104,6 +104,10 @@ int grid_call_va_np(const char *name, int nargs, va_list ap);
  * connection; call to a whole call (send, remote run, receive). Defaults come from
  * GRIDRPC_CONNECT_TIMEOUT (10) and GRIDRPC_TIMEOUT (0) or the configuration file. */
 int grid_set_timeouts_np(double connect_seconds, double call_seconds);
+/* grid_set_timeouts_np for layers with settings of their own (the OGF configuration
+ * file): a negative value leaves that timeout as configured, and SOURCE names the
+ * setting in timeout messages ("'session_timeout' in client.conf line 7"). */
+int grid_set_timeouts_from_np(double connect_seconds, double call_seconds, const char *source);
 /* Undoes grid_set_timeouts_np: the timeouts are again those of the environment or the
  * configuration file. */
 void grid_clear_timeouts_np(void);
@@ -142,6 +146,17 @@ int grid_set_call_flags_np(unsigned flags);
  * call grid_wait last waited for); "" before any. GRID_ERR_ARGS when BUF is NULL or
  * smaller than the name needs. */
 int grid_last_server_np(char *buf, size_t n);
+
+/* The functions a server serves, "module/function", sorted, as `gridrpc ls` lists
+ * them: SERVER is "host:port" (or "gridrpc://host:port"); NULL or "": the configured
+ * metaserver (the functions of every server registered with it), else the configured
+ * server. *NAMES receives a malloc'd array of *COUNT malloc'd strings, ended by a NULL
+ * entry: free it with grid_free_functions_np. One LIST round trip; GRID_ERR_CONFIG when
+ * nothing is configured, GRID_ERR_CONNECT etc. as calls. On failure *NAMES is NULL and
+ * *COUNT 0. */
+int grid_list_functions_np(const char *server, char ***names, int *count);
+/* Frees what grid_list_functions_np returned (NULL is fine). */
+void grid_free_functions_np(char **names);
 
 /* Closes every pooled connection and forgets every cached descriptor and setting, so
  * the environment is read again. Calls may be made afterwards (they reconnect); no
@@ -187,8 +202,17 @@ int grid_wait_and(const int *ids, int n);
 /* Waits for any of the N calls of IDS; stores it in *DONE and returns its code. */
 int grid_wait_or(const int *ids, int n, int *done);
 /* 1 when call ID has finished, 0 while it runs, -GRID_ERR_ARGS for an unknown id.
- * Replies are collected in the background: polling needs no other call. */
+ * Replies are collected in the background: polling needs no other call, and a reply
+ * that has already arrived is handled by the probe itself when the background reader
+ * has not got to it yet (the probe never waits for the network). */
 int grid_probe(int id);
+/* Waits until the server holds call ID's arguments: it has read the whole CALL (it
+ * answers a PING sent after it), or the call ended, or its call timeout passed. Costs
+ * one round trip; grid_call_async itself returns once the CALL is written to the
+ * socket, without waiting (pipelined). The OGF layer calls this for handles in
+ * GRPC_ARGUMENT_TRANSFER_WAIT mode. GRID_OK, or GRID_ERR_ARGS for an unknown id; the
+ * call's own result comes from grid_wait. */
+int grid_wait_received_np(int id);
 /* Cancels call ID: a queued call is dropped by the server, a running one is flagged
  * (long-running functions may poll grpc_is_canceled_np). When grid_cancel returns, the
  * call will never write into the caller's buffers, and waiting on it returns

@@ -46,7 +46,7 @@ extern "C" {
     XX(SESSION_FAILED, 11, "the session failed")                                                             \
     XX(NOT_COMPLETED, 12, "the call has not completed")                                                      \
     XX(NONE_COMPLETED, 13, "none of the calls has completed")                                                \
-    XX(OTHER_ERROR_CODE, 14, "an error occurred")                                                            \
+    XX(OTHER_ERROR_CODE, 14, "an error occurred (grpc_last_error_np says which)")                            \
     XX(UNKNOWN_ERROR_CODE, 15, "unknown error code")                                                         \
     XX(TIMEOUT_NP, 16, "the call timed out")                                                                 \
     XX(CANCELED_NP, 17, "the session was canceled")
@@ -65,6 +65,21 @@ typedef int grpc_sessionid_t;
 /* No session has this id: wait_any with nothing outstanding, failed-session list empty. */
 #define GRPC_SESSIONID_VOID (-1)
 
+/* When grpc_call_async returns (Ninf-G's argument transfer modes, a handle attribute):
+ *   WAIT    once the server holds the call's arguments (it has read them whole), so
+ *           calls issued one after another reach the server in that order before the
+ *           program goes on. The default, as in Ninf-G. Costs one round trip per call.
+ *   NOWAIT  as soon as the arguments are written to the connection (pipelined; the
+ *           server may not have read them yet): the fastest way to issue many calls.
+ *   COPY    as NOWAIT. Both may reuse or free IN buffers once grpc_call_async returns,
+ *           as the arguments have been marshalled and written by then; OUT and INOUT
+ *           buffers must stay valid until the session is waited on, in every mode. */
+typedef enum grpc_argument_transfer_e_np {
+    GRPC_ARGUMENT_TRANSFER_WAIT = 1,
+    GRPC_ARGUMENT_TRANSFER_NOWAIT = 2,
+    GRPC_ARGUMENT_TRANSFER_COPY = 3
+} grpc_argument_transfer_t_np;
+
 /* A function bound to a server. A complete type so that programs can declare handles
  * (and arrays of them) anywhere; its members are private (set by the handle_* calls). */
 typedef struct grpc_function_handle_s {
@@ -72,7 +87,36 @@ typedef struct grpc_function_handle_s {
     int port_np;           /* the server's TCP port */
     char host_np[256];     /* the server's host name or address */
     char function_np[512]; /* "module/function" or "function", as given */
+    int transfer_np;       /* grpc_argument_transfer_t_np */
 } grpc_function_handle_t;
+
+/* Handle attributes (Ninf-G's names and values). Set with grpc_handle_attr_set_np,
+ * VALUE pointing at: a char string (HOSTNAME, FUNCNAME, JOBMANAGER, SUBJECT,
+ * QUEUENAME), an int (PORT, JOBSTARTTIMEOUT, JOBSTOPTIMEOUT, MPI_NCPUS) or a
+ * grpc_argument_transfer_t_np (WAIT_ARG_TRANSFER). HOSTNAME is a host, a <SERVER> tag or
+ * "host:port" as grpc_function_handle_init takes it; PORT 0 means the configured one.
+ * JOBMANAGER, SUBJECT, JOBSTARTTIMEOUT, JOBSTOPTIMEOUT, QUEUENAME and MPI_NCPUS are
+ * kept and returned but have no effect here (gridrpcd servers run already). */
+typedef enum grpc_handle_attr_name_e_np {
+    GRPC_HANDLE_ATTR_HOSTNAME,
+    GRPC_HANDLE_ATTR_PORT,
+    GRPC_HANDLE_ATTR_JOBMANAGER,
+    GRPC_HANDLE_ATTR_SUBJECT,
+    GRPC_HANDLE_ATTR_FUNCNAME,
+    GRPC_HANDLE_ATTR_JOBSTARTTIMEOUT,
+    GRPC_HANDLE_ATTR_JOBSTOPTIMEOUT,
+    GRPC_HANDLE_ATTR_WAIT_ARG_TRANSFER,
+    GRPC_HANDLE_ATTR_QUEUENAME,
+    GRPC_HANDLE_ATTR_MPI_NCPUS
+} grpc_handle_attr_name_t_np;
+
+/* Its members are private: use the grpc_handle_attr_*_np calls. */
+typedef struct grpc_handle_attr_s_np {
+    unsigned magic_np;
+    char *hostname_np, *funcname_np, *jobmanager_np, *subject_np, *queuename_np; /* malloc'd or NULL */
+    int port_np, job_start_timeout_np, job_stop_timeout_np, mpi_ncpus_np;
+    grpc_argument_transfer_t_np transfer_np;
+} grpc_handle_attr_t_np;
 
 /* An argument stack (both spellings below use the same type): one pointer per argument,
  * pushed in the order of the function's parameters. Each element is what grpc_call
@@ -105,6 +149,43 @@ grpc_error_t grpc_function_handle_default(grpc_function_handle_t *handle, const 
 grpc_error_t grpc_function_handle_init(grpc_function_handle_t *handle, const char *server,
                                        const char *function);
 grpc_error_t grpc_function_handle_destruct(grpc_function_handle_t *handle);
+/* Binds HANDLE as ATTR says: FUNCNAME (required) on HOSTNAME (a tag, host or
+ * host:port; the default server when unset) at PORT (when nonzero), in its argument
+ * transfer mode. */
+grpc_error_t grpc_function_handle_init_with_attr_np(grpc_function_handle_t *handle,
+                                                    grpc_handle_attr_t_np *attr);
+/* Stores HANDLE's server, port, function and transfer mode in ATTR (initialized, or
+ * not: it is initialized here; destruct it afterwards). */
+grpc_error_t grpc_function_handle_get_attr_np(grpc_function_handle_t *handle, grpc_handle_attr_t_np *attr);
+
+/* ---- Handle attributes */
+
+/* Sets ATTR to the defaults: the default server, its configured port, no function,
+ * GRPC_ARGUMENT_TRANSFER_WAIT. */
+grpc_error_t grpc_handle_attr_initialize_np(grpc_handle_attr_t_np *attr);
+/* Frees what ATTR holds; initialize it again to reuse it. */
+grpc_error_t grpc_handle_attr_destruct_np(grpc_handle_attr_t_np *attr);
+/* Sets attribute NAME from the value VALUE points at (copied). GRPC_OTHER_ERROR_CODE for
+ * an unknown name, a NULL value, or a value out of range (a transfer mode other than the
+ * three, a negative port or timeout, fewer than 1 CPU). */
+grpc_error_t grpc_handle_attr_set_np(grpc_handle_attr_t_np *attr, grpc_handle_attr_name_t_np name,
+                                     void *value);
+/* Stores in *VALUE a malloc'd copy of attribute NAME (a char string, or an int or
+ * grpc_argument_transfer_t_np to read through a pointer; NULL for an unset string);
+ * free it with grpc_handle_attr_release_np. */
+grpc_error_t grpc_handle_attr_get_np(grpc_handle_attr_t_np *attr, grpc_handle_attr_name_t_np name,
+                                     void **value);
+grpc_error_t grpc_handle_attr_release_np(void *value);
+
+/* ---- Listing what a server offers */
+
+/* The functions SERVER offers ("module/function" each, from its LIST): SERVER is what
+ * grpc_function_handle_init takes (a <SERVER> tag, a host, host:port; NULL or "": the
+ * default server). *NAMES receives a malloc'd array of *COUNT names ended by a NULL
+ * entry: free it with grpc_free_functions_np. The command line does the same:
+ * `gridrpc ls --server HOST:PORT`. */
+grpc_error_t grpc_list_functions_np(const char *server, char ***names, size_t *count);
+void grpc_free_functions_np(char **names);
 /* Stores in *HANDLE the handle SESSION was started with. */
 grpc_error_t grpc_get_handle(grpc_function_handle_t **handle, grpc_sessionid_t session);
 
@@ -179,7 +260,11 @@ grpc_error_t grpc_get_error(grpc_sessionid_t session);
 /* Takes the oldest session off the failed-session list into *ID (GRPC_SESSIONID_VOID
  * when the list is empty). */
 grpc_error_t grpc_get_failed_sessionid(grpc_sessionid_t *id);
-/* A static description of CODE; unknown codes get GRPC_UNKNOWN_ERROR_CODE's. */
+/* A description of CODE; unknown codes get GRPC_UNKNOWN_ERROR_CODE's. The strings are
+ * static, except GRPC_OTHER_ERROR_CODE's right after a grpc_* call of the calling
+ * thread failed with it: then it is that failure's message ("argument 2 ('in', IN
+ * double array) is NULL but must hold 3 elements (grpc_last_error_np)"), valid until
+ * the thread's next call of grpc_error_string. */
 char *grpc_error_string(grpc_error_t code);
 /* The static name of CODE ("GRPC_SESSION_FAILED"). */
 const char *grpc_error_name_np(grpc_error_t code);

@@ -69,6 +69,7 @@ struct gms_db {
     pthread_cond_t wake, done;
     db_op *head, *tail;
     uint64_t queued, committed, dropped, calls_since_trim;
+    uint64_t coalesced; /* writes skipped: a later one in the batch wrote the same row */
     unsigned nqueued;
     int stop;
     long long last_drop_log;
@@ -407,6 +408,53 @@ static void free_op(db_op *op) {
     free(op);
 }
 
+/* The row OP writes whole (a server's state, one of its functions, one link) as a key,
+ * into K; 0 for ops that are never superseded (a call, a registration). */
+static int row_key(const db_op *op, char *k, size_t len) {
+    switch (op->kind) {
+    case OP_STATE: snprintf(k, len, "s%llu", (unsigned long long)op->u.srv.id); return 1;
+    case OP_FN: snprintf(k, len, "f%llu/%s", (unsigned long long)op->u.fn.server, op->u.fn.fn.name); return 1;
+    case OP_LINK:
+        snprintf(k, len, "l%llu/%s", (unsigned long long)op->u.link.server, op->u.link.site);
+        return 1;
+    default: return 0;
+    }
+}
+
+/* Applies the batch OPS[0..N) in order, except the state, function and link writes
+ * that a later op of the batch writes again (each is a snapshot of the whole row):
+ * under a stream of REPORTs one row is written once per batch, not once per call. A
+ * registration writes the state and functions too, so it supersedes earlier ones.
+ * Returns the number of ops skipped. */
+static unsigned apply_batch(gms_db *d, db_op **ops, unsigned n) {
+    gms_map seen = {0};
+    unsigned skipped = 0;
+    char k[GRP_MAX_SITE + GRP_MAX_FUNCTION_NAME + 48];
+    for (unsigned i = n; i-- > 0;) {
+        db_op *op = ops[i];
+        uint32_t v;
+        if (row_key(op, k, sizeof k)) {
+            if (gms_map_get(&seen, k, &v)) {
+                ops[i] = NULL;
+                skipped++;
+                continue;
+            }
+            if (gms_map_put(&seen, k, 1)) break; /* out of memory: apply everything */
+        } else if (op->kind == OP_SERVER) {
+            snprintf(k, sizeof k, "s%llu", (unsigned long long)op->u.srv.id);
+            if (gms_map_put(&seen, k, 1)) break;
+            for (uint32_t j = 0; j < op->u.srv.nfns; j++) {
+                snprintf(k, sizeof k, "f%llu/%s", (unsigned long long)op->u.srv.id, op->u.srv.fns[j].name);
+                if (gms_map_put(&seen, k, 1)) break;
+            }
+        }
+    }
+    gms_map_free(&seen);
+    for (unsigned i = 0; i < n; i++)
+        if (ops[i]) apply(d, ops[i]);
+    return skipped;
+}
+
 static void *writer_main(void *arg) {
     gms_db *d = arg;
     pthread_mutex_lock(&d->lock);
@@ -420,9 +468,19 @@ static void *writer_main(void *arg) {
         d->nqueued = 0;
         pthread_mutex_unlock(&d->lock);
         int tx = sqlite3_exec(d->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+        db_op **ops = malloc(n * sizeof *ops);
+        if (ops) {
+            unsigned k = 0;
+            for (db_op *op = batch; op && k < n; op = op->next)
+                ops[k++] = op;
+            d->coalesced += apply_batch(d, ops, k);
+            free(ops);
+        } else {
+            for (db_op *op = batch; op; op = op->next)
+                apply(d, op);
+        }
         for (db_op *op = batch, *next; op; op = next) {
             next = op->next;
-            apply(d, op);
             free_op(op);
         }
         if (tx && sqlite3_exec(d->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {

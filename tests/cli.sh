@@ -141,7 +141,7 @@ expect "call: negative for unsigned" 2 "'-1' is negative: expected unsigned int"
 expect "call: a missing @FILE" 2 "cannot read 'nope.txt'" "$CLI" $S call test/inout_double 3 @nope.txt
 expect "call: unbalanced list" 2 "'[' without its ']'" "$CLI" $S call test/echo_int 2 '[1,2'
 expect "call: unknown function" 1 "no function 'test/no_such' on this server" "$CLI" $S call test/no_such 1
-expect "call: --timeout bounds the call" 1 "call test/sleep failed: test/sleep on $SRV: no reply within 0.5 s" "$CLI" $S --timeout 0.5 call test/sleep 3
+expect "call: --timeout bounds the call" 1 "call test/sleep failed: test/sleep on $SRV: no reply within the call timeout of 0.5 s (--timeout)" "$CLI" $S --timeout 0.5 call test/sleep 3
 
 # ---- status of one server
 if run 0 "$CLI" $S status && grep -q "^server   $SRV (gridrpcd " out && grep -q '^state    up$' out &&

@@ -10,7 +10,7 @@ mkdir empty
 
 "$GRIDRPCD" --help >help.out 2>&1; rc=$?
 missing=
-for o in --module --module-dir --host --port --threads --mode --queue --token --max-message --max-array \
+for o in --module --module-dir --default-modules --host --port --threads --mode --queue --token --max-message --max-array \
   --max-head --io-timeout --shutdown-timeout --log-level --quiet --help --version \
   --metaserver --advertise --name --speed --metaserver-token; do
   grep -q -- "$o" help.out || missing="$missing $o"
@@ -161,5 +161,69 @@ const gridrpc_stub_module *gridrpc_stub_entry(void) { return &m; }'; then
   kill -TERM $spid; stops_within $spid 5
 else
   fail "cannot compile the bad-descriptor module"; diag <baddesc.cc.out
+fi
+# ---- which modules load: --module X serves X alone; the defaults (the configured
+# directory and GRIDRPC_MODULE_PATH) only without --module/--module-dir or with
+# --default-modules. The log counts functions in good English.
+GRIDRPC_MODULE="$top_builddir/scripts/gridrpc-module"
+mkdir -p sel/one sel/two
+printf 'Module one;\nDefine f() "one function" { }\n' >sel/one.idl
+printf 'Module two;\nDefine g() "first" { }\nDefine h() "second" { }\n' >sel/two.idl
+if IDLC=$IDLC GRIDRPC_INCLUDE="$top_srcdir/include" CC=$CC "$GRIDRPC_MODULE" -o sel/one/one.so sel/one.idl >sel.out 2>&1 \
+  && IDLC=$IDLC GRIDRPC_INCLUDE="$top_srcdir/include" CC=$CC "$GRIDRPC_MODULE" -o sel/two/two.so sel/two.idl >>sel.out 2>&1; then
+  # start_bare OUT ARGS...: like start_server, without its --module-dir.
+  start_bare() {
+    _out=$1; shift
+    "$GRIDRPCD" --host 127.0.0.1 --port 0 "$@" >"$_out" 2>"$_out.err" &
+    spid=$!
+    _i=0
+    while [ $_i -lt 100 ]; do
+      grep -q '^listening on ' "$_out" 2>/dev/null && return 0
+      kill -0 $spid 2>/dev/null || return 1
+      sleep 0.1; _i=$((_i + 1))
+    done
+    return 1
+  }
+  if GRIDRPC_MODULE_PATH="$T_TMP/sel/two" start_bare just.out --module "$T_TMP/sel/one/one.so"; then
+    if grep -q "loaded module 'one' (1 function) from" just.out.err && ! grep -q "module 'two'" just.out.err \
+      && grep -q 'GRIDRPC_MODULE_PATH not searched: --module or --module-dir name the modules' just.out.err \
+      && grep -q 'listening on 127.0.0.1:[0-9]*: 1 function,' just.out.err; then
+      ok "--module X loads X alone (1 function), and says GRIDRPC_MODULE_PATH was not searched"
+    else
+      fail "--module X alone"; diag <just.out.err
+    fi
+  else
+    fail "--module X alone: the server did not start"; diag <just.out.err
+  fi
+  kill -TERM $spid; stops_within $spid 5
+  if GRIDRPC_MODULE_PATH="$T_TMP/sel/two" start_bare both.out --module "$T_TMP/sel/one/one.so" --default-modules; then
+    if grep -q "loaded module 'one' (1 function)" both.out.err && grep -q "loaded module 'two' (2 functions)" both.out.err; then
+      ok "--default-modules adds the default modules (2 functions)"
+    else
+      fail "--default-modules"; diag <both.out.err
+    fi
+  else
+    fail "--default-modules: the server did not start"; diag <both.out.err
+  fi
+  kill -TERM $spid; stops_within $spid 5
+  if GRIDRPC_MODULE_PATH="$T_TMP/sel/two" start_bare dflt.out; then
+    if grep -q "loaded module 'two' (2 functions)" dflt.out.err; then ok "no --module: the default modules load"; else fail "defaults without --module"; diag <dflt.out.err; fi
+  else
+    fail "defaults without --module: the server did not start"; diag <dflt.out.err
+  fi
+  kill -TERM $spid; stops_within $spid 5
+  if GRIDRPC_MODULE_PATH="$T_TMP/sel/two" start_bare dirs.out --module-dir "$T_TMP/sel/one"; then
+    if grep -q "loaded module 'one'" dirs.out.err && ! grep -q "module 'two'" dirs.out.err; then ok "--module-dir D loads D alone"; else fail "--module-dir alone"; diag <dirs.out.err; fi
+  else
+    fail "--module-dir alone: the server did not start"; diag <dirs.out.err
+  fi
+  kill -TERM $spid; stops_within $spid 5
+else
+  fail "building the modules for the selection tests"; diag <sel.out
+fi
+if grep -q -- '--default-modules' help.out && grep -q 'linalg, lsq, nas and test' help.out; then
+  ok "--help names the default modules"
+else
+  fail "--help on the default modules"
 fi
 finish

@@ -25,9 +25,8 @@ def main(argv: list[str]) -> int:
     for n in sizes:
         A = rng.standard_normal((n, n))
         B = rng.standard_normal((n, n))
-        C = np.empty((n, n))
         t0 = time.perf_counter()
-        gridrpc.call("linalg/dmmul", n, A, B, C)
+        C = gridrpc.call("linalg/dmmul", n, A, B, None)  # OUT array as None: allocated, returned
         t_remote = time.perf_counter() - t0
         t0 = time.perf_counter()
         expect = A @ B

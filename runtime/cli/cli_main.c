@@ -320,7 +320,7 @@ int main(int argc, char **argv) {
     int first = cli_sub_options(sub_argc, sub_argv, &o, commands[k].help, &rc);
     if (first < 0) return rc;
     if (o.have_timeout) {
-        grid_set_timeouts_np(o.timeout, o.timeout);
+        grid_set_timeouts_from_np(o.timeout, o.timeout, "--timeout"); /* named in timeout messages */
     }
     if (o.have_token && grid_set_token_np(o.token) != GRID_OK) {
         cli_error("--token: %s", grid_last_error());

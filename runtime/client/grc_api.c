@@ -209,9 +209,23 @@ int grid_set_timeouts_np(double connect_seconds, double call_seconds) {
         snprintf(last_error, sizeof last_error, "timeouts must be >= 0 seconds (0: none)");
         return GRID_ERR_ARGS;
     }
-    grc_config_set_timeouts(connect_seconds, call_seconds);
+    grc_config_set_timeouts(connect_seconds, call_seconds, NULL);
     last_error[0] = '\0';
     return GRID_OK;
+}
+
+int grid_set_timeouts_from_np(double connect_seconds, double call_seconds, const char *source) {
+    /* Negative: not forced, as in grid_clear_timeouts_np. */
+    grc_config_set_timeouts(connect_seconds < 0 ? -1 : connect_seconds, call_seconds < 0 ? -1 : call_seconds,
+                            source);
+    last_error[0] = '\0';
+    return GRID_OK;
+}
+
+const char *grc_timeout_text(const grc_config *cfg, char *buf, size_t n) {
+    snprintf(buf, n, "%g s (%s)", cfg->call_timeout,
+             cfg->timeout_source[0] ? cfg->timeout_source : "GRIDRPC_TIMEOUT");
+    return buf;
 }
 
 int grid_set_token_np(const char *token) {
@@ -228,7 +242,7 @@ int grid_set_token_np(const char *token) {
 
 void grid_clear_timeouts_np(void) {
     /* Negative: not forced (grc_config.c), so the loaded settings apply again. */
-    grc_config_set_timeouts(-1, -1);
+    grc_config_set_timeouts(-1, -1, NULL);
     last_error[0] = '\0';
 }
 

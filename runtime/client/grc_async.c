@@ -8,8 +8,20 @@
  * orders whole messages on its socket. alock is never held while writing to a socket
  * or while a reply body is read. A session whose reply is being read is marked
  * "reading"; grid_cancel waits for that to end, which is how "after grid_cancel
- * returns, nothing is written into the caller's buffers" holds. */
+ * returns, nothing is written into the caller's buffers" holds.
+ *
+ * A pipe's rlock makes one thread at a time the reader of its socket: the reader thread
+ * while it handles a message, or a grid_probe that finds a reply already received and
+ * nobody reading it (it drains what has arrived, never waiting for more).
+ *
+ * Delivery (grid_wait_received_np): a PING sent after a CALL on the same connection is
+ * answered only once the server has read every request before it, so its PONG says
+ * that the server holds the call's arguments. The PING's request id carries the
+ * session id in its low 32 bits and a generation in the high ones: a CALL sent again
+ * (STALE, failover) is followed by a new PING, and a late PONG of an old one is
+ * ignored. */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +35,7 @@
 typedef struct grc_pipe {
     grc_conn *conn;
     pthread_mutex_t wlock;
+    pthread_mutex_t rlock; /* held by whoever reads the next message (reader or probe) */
     pthread_t reader;
     int dead;
     struct grc_pipe *next;
@@ -34,6 +47,8 @@ typedef struct grc_session {
     int rerouting; /* its server failed: a thread is sending it to another (grc_req_failover) */
     int code;
     char *msg;
+    unsigned ping_gen; /* the last PING sent for delivery (0: none) */
+    int acked;         /* its PONG arrived: the server holds the arguments */
     long long deadline_ns;
     grc_pipe *pipe;
     grc_req req;                       /* target, descriptor and arguments; req.call is NULL once done */
@@ -86,6 +101,8 @@ static void unlist(grc_session *s) {
 }
 
 static void finish(grc_session *s, int code, const char *msg) {
+    /* grid_get_stats_np counts completed calls, asynchronous ones too. */
+    if (!code) __atomic_add_fetch(&grc_stat_calls, 1, __ATOMIC_RELAXED);
     s->done = 1;
     s->code = code;
     free(s->msg);
@@ -97,6 +114,8 @@ static void finish(grc_session *s, int code, const char *msg) {
 /* ---- the reader thread of a pipe */
 
 static int get_pipe(const grc_target *t, const grc_config *cfg, grc_pipe **out, gr_err *e);
+static unsigned next_ping(grc_session *s);
+static int write_ping(grc_pipe *p, int id, unsigned gen, gr_err *e);
 
 /* Session S (marked rerouting) failed with CODE (MSG) before its result arrived: sends
  * it to another server as grc_req_failover picks, or finishes it with the error that
@@ -128,10 +147,12 @@ static void failover_session(grc_session *s, int code, const char *msg) {
         }
         pthread_mutex_lock(&alock);
         s->pipe = np;
-        s->req.route.sent_ns = gr_now_ns(); /* under alock: the reader reads it after taking it */
+        s->req.route.sent_ns = gr_now_ns();            /* under alock: the reader reads it after taking it */
+        unsigned gen = s->ping_gen ? next_ping(s) : 0; /* a caller waits for delivery */
         pthread_mutex_unlock(&alock);
         pthread_mutex_lock(&np->wlock);
         rc = grc_req_send(&s->req, &np->conn->wr, (uint64_t)s->id, &np->conn->server, &e);
+        if (!rc && gen) rc = write_ping(np, s->id, gen, &e);
         pthread_mutex_unlock(&np->wlock);
         if (rc) shutdown(np->conn->fd, SHUT_RDWR);
         pthread_mutex_lock(&alock);
@@ -186,6 +207,19 @@ static void fail_pipe(grc_pipe *p, const char *why) {
     free(moved);
 }
 
+/* Starts a new delivery generation for S (alock held) and returns it: the PING that
+ * follows S's CALL carries it, and only its PONG counts. */
+static unsigned next_ping(grc_session *s) {
+    s->acked = 0;
+    if (++s->ping_gen == 0) s->ping_gen = 1;
+    return s->ping_gen;
+}
+
+/* Writes the PING of generation GEN for session ID (the caller holds the wlock). */
+static int write_ping(grc_pipe *p, int id, unsigned gen, gr_err *e) {
+    return grp_write_empty(&p->conn->wr, GRW_PING, ((uint64_t)gen << 32) | (uint32_t)id, e);
+}
+
 /* Sends session S's CALL again after GRID_ERR_STALE, with the descriptor fetched anew;
  * runs on the reader thread while S is marked reading, so that grid_cancel waits and
  * the caller's buffers stay in use only while the call can still complete. */
@@ -194,76 +228,125 @@ static int resend_stale(grc_pipe *p, grc_session *s, gr_err *e) {
     if (!rc) rc = grc_req_check(&s->req, &p->conn->server, e);
     if (rc) return rc;
     s->req.route.sent_ns = gr_now_ns();
+    pthread_mutex_lock(&alock);
+    unsigned gen = s->ping_gen ? next_ping(s) : 0; /* a caller waits for delivery */
+    pthread_mutex_unlock(&alock);
     pthread_mutex_lock(&p->wlock);
     rc = grc_req_send(&s->req, &p->conn->wr, (uint64_t)s->id, &p->conn->server, e);
+    if (!rc && gen) rc = write_ping(p, s->id, gen, e);
     pthread_mutex_unlock(&p->wlock);
     if (rc) shutdown(p->conn->fd, SHUT_RDWR); /* half a message may be on the wire */
     return rc;
 }
 
+/* A PONG: the server has read every request sent before the PING it answers. */
+static int on_pong(grc_pipe *p, const grw_header *h, gr_err *e) {
+    grp_pong pong;
+    int rc = grp_read_pong(&p->conn->rd, &pong, e);
+    if (rc) return rc;
+    pthread_mutex_lock(&alock);
+    grc_session *s = find((int)(h->request_id & 0x7fffffff));
+    if (s && s->ping_gen == (unsigned)(h->request_id >> 32)) {
+        s->acked = 1;
+        pthread_cond_broadcast(&acond);
+    }
+    pthread_mutex_unlock(&alock);
+    return GRID_OK;
+}
+
+/* Reads and handles the next message of pipe P (the caller holds its rlock). Returns
+ * 0, or -1 when the connection cannot carry another message (E: why; the caller fails
+ * the pipe). */
+static int handle_one(grc_pipe *p, gr_err *e) {
+    grc_conn *c = p->conn;
+    grw_header h;
+    c->rd.deadline_ns = 0;
+    gr_clearerr(e);
+    int rc = grp_read_header(&c->rd, &h, e);
+    if (rc) {
+        if (rc == GRID_ERR_CONN_LOST)
+            gr_seterr(e, rc,
+                      "the server closed the connection during the call: it may have crashed or been "
+                      "stopped (check its log)");
+        return -1;
+    }
+    if (h.type == GRW_PONG) return on_pong(p, &h, e) ? -1 : 0;
+    pthread_mutex_lock(&alock);
+    grc_session *s = h.request_id <= 0x7fffffff ? find((int)h.request_id) : NULL;
+    int discard = !s || s->done;
+    if (!discard) s->reading = 1;
+    pthread_mutex_unlock(&alock);
+
+    int code = GRID_OK, in_step = 1, resent = 0, moved = 0, more = 0;
+    if (discard) {
+        /* A callback of a call that ended here is answered, so the body goes on. */
+        rc = h.type == GRW_CALLBACK ? grc_callback_refuse(&c->rd, &c->wr, &p->wlock, &h, GRID_ERR_CANCELED,
+                                                          "the call ended on the client (canceled or timed "
+                                                          "out): its callbacks no longer run",
+                                                          e)
+                                    : grw_skip(&c->rd, e);
+        in_step = rc == GRID_OK;
+    } else if (h.type == GRW_CALLBACK) {
+        /* The body calls one of the caller's functions: it runs here, on the thread
+         * reading this connection's replies (grc_callback.c), and the call goes on. */
+        code = grc_callback_serve(&s->req, &c->rd, &c->wr, &p->wlock, &c->server, &h, e);
+        in_step = more = code == GRID_OK;
+        if (code) grc_req_blame(&s->req, e);
+    } else {
+        code = grc_req_reply(&s->req, &c->rd, &h, &in_step, e);
+        if (code == GRID_ERR_STALE && in_step) {
+            code = resend_stale(p, s, e);
+            resent = code == GRID_OK;
+        }
+        /* The server failed while its result was arriving: run it elsewhere. */
+        moved = code && !in_step && s->req.route.routed && grc_code_is_server_failure(code);
+        if (code && !moved) grc_req_blame(&s->req, e);
+        if (!resent && !moved) grc_req_end(&s->req, code);
+    }
+
+    pthread_mutex_lock(&alock);
+    if (!discard) {
+        s->reading = 0;
+        if (moved) s->rerouting = 1;
+        if (resent || moved || more)
+            pthread_cond_broadcast(&acond); /* a cancel may wait for reading to end */
+        else
+            finish(s, code, e->msg);
+    }
+    pthread_mutex_unlock(&alock);
+    if (moved) failover_session(s, code, e->msg);
+    if (!in_step) {
+        if (!e->msg[0]) gr_seterr(e, GRID_ERR_CONN_LOST, "the connection to the server failed");
+        return -1;
+    }
+    return 0;
+}
+
+/* 1 when a message of P can be read without waiting for the network to deliver its
+ * first byte: buffered in the reader, or readable on the socket (or the socket closed). */
+static int readable(grc_pipe *p) {
+    if (p->conn->rd.pos < p->conn->rd.len) return 1;
+    struct pollfd pf = {p->conn->fd, POLLIN, 0};
+    return poll(&pf, 1, 0) > 0;
+}
+
 static void *reader_main(void *arg) {
     grc_pipe *p = arg;
-    grc_conn *c = p->conn;
     gr_err e;
     for (;;) {
-        grw_header h;
-        c->rd.deadline_ns = 0;
-        int rc = grp_read_header(&c->rd, &h, &e);
-        if (rc) {
-            fail_pipe(p, rc == GRID_ERR_CONN_LOST
-                             ? "the server closed the connection during the call: it may have "
-                               "crashed or been stopped (check its log)"
-                             : e.msg);
-            break;
-        }
-        pthread_mutex_lock(&alock);
-        grc_session *s = h.request_id <= 0x7fffffff ? find((int)h.request_id) : NULL;
-        int discard = !s || s->done;
-        if (!discard) s->reading = 1;
-        pthread_mutex_unlock(&alock);
-
-        int code = GRID_OK, in_step = 1, resent = 0, moved = 0, more = 0;
-        gr_clearerr(&e);
-        if (discard) {
-            /* A callback of a call that ended here is answered, so the body goes on. */
-            rc = h.type == GRW_CALLBACK
-                     ? grc_callback_refuse(&c->rd, &c->wr, &p->wlock, &h, GRID_ERR_CANCELED,
-                                           "the call ended on the client (canceled or timed "
-                                           "out): its callbacks no longer run",
-                                           &e)
-                     : grw_skip(&c->rd, &e);
-            in_step = rc == GRID_OK;
-        } else if (h.type == GRW_CALLBACK) {
-            /* The body calls one of the caller's functions: it runs here, on this
-             * connection's reader thread (grc_callback.c), and the call goes on. */
-            code = grc_callback_serve(&s->req, &c->rd, &c->wr, &p->wlock, &c->server, &h, &e);
-            in_step = more = code == GRID_OK;
-            if (code) grc_req_blame(&s->req, &e);
-        } else {
-            code = grc_req_reply(&s->req, &c->rd, &h, &in_step, &e);
-            if (code == GRID_ERR_STALE && in_step) {
-                code = resend_stale(p, s, &e);
-                resent = code == GRID_OK;
+        /* Wait for bytes without the rlock, so that a probe may take them first. */
+        if (p->conn->rd.pos >= p->conn->rd.len) {
+            struct pollfd pf = {p->conn->fd, POLLIN, 0};
+            if (poll(&pf, 1, -1) < 0 && errno != EINTR) {
+                fail_pipe(p, "cannot wait for the server's replies");
+                break;
             }
-            /* The server failed while its result was arriving: run it elsewhere. */
-            moved = code && !in_step && s->req.route.routed && grc_code_is_server_failure(code);
-            if (code && !moved) grc_req_blame(&s->req, &e);
-            if (!resent && !moved) grc_req_end(&s->req, code);
         }
-
-        pthread_mutex_lock(&alock);
-        if (!discard) {
-            s->reading = 0;
-            if (moved) s->rerouting = 1;
-            if (resent || moved || more)
-                pthread_cond_broadcast(&acond); /* a cancel may wait for reading to end */
-            else
-                finish(s, code, e.msg);
-        }
-        pthread_mutex_unlock(&alock);
-        if (moved) failover_session(s, code, e.msg);
-        if (!in_step) {
-            fail_pipe(p, e.msg[0] ? e.msg : "the connection to the server failed");
+        pthread_mutex_lock(&p->rlock);
+        int failed = readable(p) ? handle_one(p, &e) : 0; /* a probe may have drained it */
+        pthread_mutex_unlock(&p->rlock);
+        if (failed) {
+            fail_pipe(p, e.msg);
             break;
         }
     }
@@ -291,12 +374,14 @@ static int get_pipe(const grc_target *t, const grc_config *cfg, grc_pipe **out, 
     p->conn = c;
     c->wr.deadline_ns = 0;
     pthread_mutex_init(&p->wlock, NULL);
+    pthread_mutex_init(&p->rlock, NULL);
     pthread_mutex_lock(&alock);
     /* Another thread may have opened one meanwhile: use it, drop ours. */
     for (grc_pipe *q = pipes; q; q = q->next)
         if (!q->dead && q->conn->port == t->port && strcmp(q->conn->host, t->host) == 0) {
             pthread_mutex_unlock(&alock);
             pthread_mutex_destroy(&p->wlock);
+            pthread_mutex_destroy(&p->rlock);
             grc_conn_put(c, 0);
             free(p);
             *out = q;
@@ -305,6 +390,7 @@ static int get_pipe(const grc_target *t, const grc_config *cfg, grc_pipe **out, 
     if (pthread_create(&p->reader, NULL, reader_main, p) != 0) {
         pthread_mutex_unlock(&alock);
         pthread_mutex_destroy(&p->wlock);
+        pthread_mutex_destroy(&p->rlock);
         grc_conn_put(c, 1);
         free(p);
         return gr_seterr(e, GRID_ERR_INTERNAL, "cannot start a reader thread: %s", strerror(errno));
@@ -385,6 +471,17 @@ static void send_cancel(grc_session *s) {
     pthread_mutex_unlock(&p->wlock);
 }
 
+/* The message of a call that timed out, naming the setting that gave its timeout. */
+static const char *timeout_msg(char *buf, size_t n) {
+    grc_config cfg;
+    gr_err e;
+    char tt[400];
+    grc_config_get(&cfg, &e); /* its settings were read when the call started */
+    snprintf(buf, n, "no reply within the call timeout of %s; the call was canceled",
+             grc_timeout_text(&cfg, tt, sizeof tt));
+    return buf;
+}
+
 /* Waits (alock held) until S is done or its deadline passes; 1 if it timed out. */
 static int wait_done(grc_session *s) {
     while (!s->done) {
@@ -392,9 +489,8 @@ static int wait_done(grc_session *s) {
             long long left = s->deadline_ns - gr_now_ns();
             if (left <= 0 && !s->reading && !s->rerouting) {
                 s->cancelled = 1;
-                finish(s, GRID_ERR_TIMEOUT,
-                       "no reply within the call timeout (GRIDRPC_TIMEOUT); the call was "
-                       "canceled");
+                char m[512];
+                finish(s, GRID_ERR_TIMEOUT, timeout_msg(m, sizeof m));
                 return 1;
             }
             struct timespec ts;
@@ -492,7 +588,8 @@ int grc_wait_any(const int *ids, int n, int *done, const char **msg) {
                 if (s && !s->done && !s->reading && !s->rerouting && s->deadline_ns &&
                     s->deadline_ns <= gr_now_ns()) {
                     s->cancelled = 1;
-                    finish(s, GRID_ERR_TIMEOUT, "no reply within the call timeout (GRIDRPC_TIMEOUT)");
+                    char m[512];
+                    finish(s, GRID_ERR_TIMEOUT, timeout_msg(m, sizeof m));
                 }
             }
             continue;
@@ -510,13 +607,83 @@ int grc_wait_any(const int *ids, int n, int *done, const char **msg) {
     }
 }
 
+/* Handles the messages of P that have arrived, unless another thread is reading it
+ * (it will handle them). Never waits for the network: a message whose first byte is
+ * here is read whole, as the reader thread would. */
+static void drain(grc_pipe *p) {
+    if (pthread_mutex_trylock(&p->rlock) != 0) return;
+    gr_err e;
+    int failed = 0;
+    while (!p->dead && readable(p))
+        if ((failed = handle_one(p, &e)) != 0) break;
+    /* The reader thread sees the broken stream too and fails the pipe. */
+    if (failed) shutdown(p->conn->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&p->rlock);
+}
+
 int grc_probe(int id) {
     pthread_mutex_lock(&alock);
     grc_session *s = find(id);
     int r = s ? s->done : -GRID_ERR_ARGS;
+    grc_pipe *p = s && !s->done && !s->rerouting ? s->pipe : NULL;
     pthread_mutex_unlock(&alock);
     if (!s) unknown(id);
+    /* A reply already received counts even if the reader thread has not run yet. */
+    if (p && !p->dead) {
+        drain(p);
+        pthread_mutex_lock(&alock);
+        r = s->done;
+        pthread_mutex_unlock(&alock);
+    }
     return r;
+}
+
+int grc_wait_received(int id, gr_err *e) {
+    pthread_mutex_lock(&alock);
+    grc_session *s = find(id);
+    if (!s) {
+        pthread_mutex_unlock(&alock);
+        unknown(id);
+        return gr_seterr(e, GRID_ERR_ARGS, "%s", last_msg);
+    }
+    if (s->done || s->acked) {
+        pthread_mutex_unlock(&alock);
+        return GRID_OK;
+    }
+    /* A call being sent to another server (failover) gets its PING there: a nonzero
+     * ping_gen asks for it. */
+    unsigned gen = 0;
+    if (!s->rerouting)
+        gen = next_ping(s);
+    else if (!s->ping_gen)
+        s->ping_gen = 1;
+    grc_pipe *p = s->pipe;
+    pthread_mutex_unlock(&alock);
+    if (gen) {
+        gr_err we;
+        pthread_mutex_lock(&p->wlock);
+        int rc = p->dead ? GRID_ERR_CONN_LOST : write_ping(p, id, gen, &we);
+        pthread_mutex_unlock(&p->wlock);
+        /* A broken pipe fails or moves the call: the wait below sees that. */
+        if (rc && !p->dead) shutdown(p->conn->fd, SHUT_RDWR);
+    }
+    pthread_mutex_lock(&alock);
+    while (!s->done && !s->acked) {
+        if (s->deadline_ns) {
+            long long left = s->deadline_ns - gr_now_ns();
+            if (left <= 0) break; /* the call's own wait reports the timeout */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            long long ns = (long long)ts.tv_nsec + left;
+            ts.tv_sec += (time_t)(ns / 1000000000LL);
+            ts.tv_nsec = (long)(ns % 1000000000LL);
+            pthread_cond_timedwait(&acond, &alock, &ts);
+        } else {
+            pthread_cond_wait(&acond, &alock);
+        }
+    }
+    pthread_mutex_unlock(&alock);
+    return GRID_OK;
 }
 
 int grc_cancel(int id) {
@@ -581,6 +748,7 @@ void grc_async_reset(void) {
         pthread_join(p->reader, NULL);
         grc_conn_put(p->conn, 1);
         pthread_mutex_destroy(&p->wlock);
+        pthread_mutex_destroy(&p->rlock);
         free(p);
         p = n;
     }

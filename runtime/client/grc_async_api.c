@@ -108,6 +108,14 @@ int grid_probe(int id) {
     return grc_probe(id);
 }
 
+int grid_wait_received_np(int id) {
+    gr_err e;
+    gr_clearerr(&e);
+    int code = grc_wait_received(id, &e);
+    grc_report(code, e.msg);
+    return code;
+}
+
 int grid_cancel(int id) {
     int code = grc_cancel(id);
     char msg[128];

@@ -74,10 +74,12 @@ int grc_call(const char *name, const grc_args *args, gr_err *e) {
         c->rd.deadline_ns = c->wr.deadline_ns = grc_req_deadline(&cfg);
         int broken = 0;
         rc = exchange(c, &q, &broken, e);
-        if (rc == GRID_ERR_TIMEOUT)
+        if (rc == GRID_ERR_TIMEOUT) {
+            char tt[400];
             gr_seterr(e, GRID_ERR_TIMEOUT,
-                      "no reply within %g s (GRIDRPC_TIMEOUT); the call may still be running",
-                      cfg.call_timeout);
+                      "no reply within the call timeout of %s; the call may still be running",
+                      grc_timeout_text(&cfg, tt, sizeof tt));
+        }
         grc_conn_put(c, broken || rc == GRID_ERR_TIMEOUT);
         if (rc == GRID_ERR_STALE) {
             if (grc_req_refresh(&q, e) == GRID_OK) continue;

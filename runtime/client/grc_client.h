@@ -25,8 +25,9 @@ extern "C" {
 typedef struct grc_config {
     char server_host[GRC_MAX_HOST]; /* default server, "" when none is configured */
     int server_port;
-    double connect_timeout; /* seconds, 0: none */
-    double call_timeout;    /* seconds, 0: none */
+    double connect_timeout;   /* seconds, 0: none */
+    double call_timeout;      /* seconds, 0: none */
+    char timeout_source[320]; /* the setting call_timeout came from, for messages ("" : the default) */
     char token[GRP_MAX_TOKEN + 1];
     char source[1024]; /* where the default server came from, for messages */
     /* The metaserver (GRIDRPC_METASERVER, the file's 'metaserver', grid_set_metaserver_np):
@@ -43,7 +44,10 @@ typedef struct grc_config {
 /* Returns the settings (loaded on first use). Fails with GRID_ERR_CONFIG when the
  * configuration file is malformed. */
 int grc_config_get(grc_config *out, gr_err *e);
-void grc_config_set_timeouts(double connect_seconds, double call_seconds);
+/* SOURCE names the setting in messages (NULL: "grid_set_timeouts_np"). */
+void grc_config_set_timeouts(double connect_seconds, double call_seconds, const char *source);
+/* "5 s (GRIDRPC_TIMEOUT)": the call timeout of CFG and where it was set, for messages. */
+const char *grc_timeout_text(const grc_config *cfg, char *buf, size_t n);
 /* Replaces the configured token (GRIDRPC_TOKEN, the file's 'token') until it is called
  * with NULL or grc_config_reset: the OGF layer's grpc_initialize file may name one. */
 void grc_config_set_token(const char *token);
@@ -240,7 +244,12 @@ int grc_call_async(const char *name, const grc_args *args, gr_err *e);
 int grc_wait(int id, const char **msg);
 /* Waits for any of IDS (N of them), or any outstanding call when IDS is NULL. */
 int grc_wait_any(const int *ids, int n, int *done, const char **msg);
+/* 1 when call ID is done, 0 while it runs; first handles the replies that have already
+ * arrived on its connection if no other thread is reading them. */
 int grc_probe(int id);
+/* Waits until the server holds call ID's arguments (it answered a PING sent after the
+ * CALL), the call ended, or its deadline passed. GRID_ERR_ARGS for an unknown id. */
+int grc_wait_received(int id, gr_err *e);
 int grc_cancel(int id);
 /* The code of call ID (GRID_OK while running), -1 if unknown. */
 int grc_session_error(int id, const char **msg, int *waited);

@@ -22,6 +22,7 @@ static int load_error;
 static char load_msg[1024];
 static grc_config config;
 static double forced_connect = -1, forced_call = -1;
+static char forced_source[sizeof((grc_config *)0)->timeout_source]; /* names forced_call in messages */
 static int token_forced;
 static char forced_token[sizeof config.token];
 static int meta_forced;
@@ -80,7 +81,11 @@ static int apply_line(const char *key, const char *v, const char *path, int line
         }
         return 0;
     }
-    if (strcmp(key, "timeout") == 0) return gr_parse_duration(v, &config.call_timeout, err, errsize);
+    if (strcmp(key, "timeout") == 0) {
+        snprintf(config.timeout_source, sizeof config.timeout_source, "'timeout' in %.200s line %d", path,
+                 lineno);
+        return gr_parse_duration(v, &config.call_timeout, err, errsize);
+    }
     if (strcmp(key, "connect_timeout") == 0)
         return gr_parse_duration(v, &config.connect_timeout, err, errsize);
     if (strcmp(key, "token") == 0) return set_token(v, err, errsize);
@@ -219,6 +224,8 @@ static void load(void) {
             load_file(path, 0);
         }
     }
+    const char *ct = getenv("GRIDRPC_TIMEOUT");
+    if (ct && *ct) snprintf(config.timeout_source, sizeof config.timeout_source, "GRIDRPC_TIMEOUT");
     env_duration("GRIDRPC_TIMEOUT", &config.call_timeout);
     env_duration("GRIDRPC_CONNECT_TIMEOUT", &config.connect_timeout);
     const char *t = getenv("GRIDRPC_TOKEN");
@@ -231,7 +238,10 @@ int grc_config_get(grc_config *out, gr_err *e) {
     if (!loaded) load();
     *out = config;
     if (forced_connect >= 0) out->connect_timeout = forced_connect;
-    if (forced_call >= 0) out->call_timeout = forced_call;
+    if (forced_call >= 0) {
+        out->call_timeout = forced_call;
+        memcpy(out->timeout_source, forced_source, sizeof forced_source);
+    }
     if (token_forced) memcpy(out->token, forced_token, sizeof out->token);
     if (meta_forced) {
         memcpy(out->meta_host, forced_meta_host, sizeof out->meta_host);
@@ -245,10 +255,11 @@ int grc_config_get(grc_config *out, gr_err *e) {
     return rc;
 }
 
-void grc_config_set_timeouts(double connect_seconds, double call_seconds) {
+void grc_config_set_timeouts(double connect_seconds, double call_seconds, const char *source) {
     pthread_mutex_lock(&lock);
     forced_connect = connect_seconds;
     forced_call = call_seconds;
+    snprintf(forced_source, sizeof forced_source, "%s", source && *source ? source : "grid_set_timeouts_np");
     pthread_mutex_unlock(&lock);
 }
 

@@ -18,12 +18,13 @@ static void param_list(const grd_desc *d, char *buf, size_t n) {
         used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", d->params[i].name);
 }
 
-static int fill(grm_call *call, const grd_desc *d, const grc_target *t, const grc_args *args, gr_err *e) {
+static int fill(grm_call *call, const grd_desc *d, const grc_args *args, gr_err *e) {
     if (args->nargs >= 0 && (uint32_t)args->nargs != d->nparams) {
         char params[512];
         param_list(d, params, sizeof params);
-        return gr_seterr(e, GRID_ERR_ARGS, "%s takes %u argument%s (%s) but %d %s given", t->name, d->nparams,
-                         d->nparams == 1 ? "" : "s", params, args->nargs, args->nargs == 1 ? "was" : "were");
+        return gr_seterr(e, GRID_ERR_ARGS, "the function takes %u argument%s (%s) but %d %s given",
+                         d->nparams, d->nparams == 1 ? "" : "s", params, args->nargs,
+                         args->nargs == 1 ? "was" : "were");
     }
     grw_limits lim;
     grw_limits_default(&lim);
@@ -38,7 +39,7 @@ static int fill(grm_call *call, const grd_desc *d, const grc_target *t, const gr
 int grc_req_fill(grc_req *q, const grc_args *args, gr_err *e) {
     q->call = malloc(grm_call_size(q->desc->nparams));
     if (!q->call) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
-    return fill(q->call, q->desc, &q->t, args, e);
+    return fill(q->call, q->desc, args, e);
 }
 
 void grc_req_blame(const grc_req *q, gr_err *e) {
@@ -205,21 +206,21 @@ void grc_req_end(grc_req *q, int code) {
 
 /* 1 if the caller's arguments, laid out for OLD, mean the same under NEW; else E says
  * which parameter changed. */
-static int same_signature(const grd_desc *old, const grd_desc *new, const char *name, gr_err *e) {
+static int same_signature(const grd_desc *old, const grd_desc *new, gr_err *e) {
     if (old->nparams != new->nparams)
         return gr_seterr(e, GRID_ERR_STALE,
-                         "the interface of %s changed on the server: it now takes %u arguments, not %u; "
+                         "the interface changed on the server: it now takes %u arguments, not %u; "
                          "update the caller",
-                         name, new->nparams, old->nparams),
+                         new->nparams, old->nparams),
                0;
     for (uint32_t i = 0; i < old->nparams; i++) {
         const grd_param *a = &old->params[i], *b = &new->params[i];
         if (a->type != b->type || a->mode != b->mode || a->rank != b->rank ||
             (a->flags & GRD_PF_UNSIGNED) != (b->flags & GRD_PF_UNSIGNED))
             return gr_seterr(e, GRID_ERR_STALE,
-                             "the interface of %s changed on the server: argument '%s' was %s %s of rank %u, "
+                             "the interface changed on the server: argument %u ('%s') was %s %s of rank %u, "
                              "now %s %s of rank %u; update the caller",
-                             name, a->name, grd_mode_name(a->mode), grd_type_name(a->type), a->rank,
+                             i + 2, a->name, grd_mode_name(a->mode), grd_type_name(a->type), a->rank,
                              grd_mode_name(b->mode), grd_type_name(b->type), b->rank),
                    0;
     }
@@ -260,7 +261,7 @@ int grc_req_refresh(grc_req *q, gr_err *e) {
     int rc = grc_config_get(&cfg, e);
     if (!rc) rc = grc_descriptor(&q->t, &cfg, &d, e);
     if (rc) return rc;
-    if (!same_signature(q->desc, d, q->t.name, e)) return GRID_ERR_STALE;
+    if (!same_signature(q->desc, d, e)) return GRID_ERR_STALE;
     rc = rebuild(q->call, d, e);
     if (!rc) q->desc = d;
     if (!rc && q->route.routed) grc_meta_learn(q->t.name, d);

@@ -188,7 +188,7 @@ static int eval_field(const grd_desc *desc, const grd_param *p, uint32_t d, cons
     grd_error inner = {0, ""};
     int rc = grd_eval(e, scalars, scalars != NULL ? desc->nparams : 0, v, &inner);
     if (rc != GRD_OK)
-        return grd_fail(err, rc, "parameter '%s' dimension %u %s: %s", p->name, d, field, inner.msg);
+        return grd_fail(err, rc, "dimension %u of '%s', %s: %s", d + 1, p->name, field, inner.msg);
     return GRD_OK;
 }
 
@@ -232,7 +232,7 @@ int grd_extent_of(const grd_desc *desc, uint32_t pindex, const int64_t *scalars,
         int rc;
         if ((rc = eval_field(desc, p, d, "size", &dim->size, scalars, &size, err)) != GRD_OK) return rc;
         if (size < 0)
-            return grd_fail(err, GRD_E_RANGE, "parameter '%s' dimension %u: size %lld is negative", name, d,
+            return grd_fail(err, GRD_E_RANGE, "dimension %u of '%s': size %lld is negative", d + 1, name,
                             (long long)size);
         end = size;
         if (dim->start.len != 0 &&
@@ -245,11 +245,10 @@ int grd_extent_of(const grd_desc *desc, uint32_t pindex, const int64_t *scalars,
             (rc = eval_field(desc, p, d, "step", &dim->step, scalars, &step, err)) != GRD_OK)
             return rc;
         if (start < 0 || start > end || end > size)
-            return grd_fail(err, GRD_E_RANGE,
-                            "parameter '%s' dimension %u: sub-range %lld..%lld is outside 0..%lld", name, d,
-                            (long long)start, (long long)end, (long long)size);
+            return grd_fail(err, GRD_E_RANGE, "dimension %u of '%s': sub-range %lld..%lld is outside 0..%lld",
+                            d + 1, name, (long long)start, (long long)end, (long long)size);
         if (step < 1)
-            return grd_fail(err, GRD_E_RANGE, "parameter '%s' dimension %u: step %lld is below 1", name, d,
+            return grd_fail(err, GRD_E_RANGE, "dimension %u of '%s': step %lld is below 1", d + 1, name,
                             (long long)step);
         uint64_t span = (uint64_t)end - (uint64_t)start; /* 0 <= span <= size */
         out->size[d] = size;

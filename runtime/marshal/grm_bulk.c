@@ -63,7 +63,7 @@ static int move_bulk(grm_call *c, int dir, grw_writer *w, grw_reader *r, gr_err 
             free(packed);
         }
         if (rc) {
-            gr_prefixerr(e, "%s/%s: array '%s': ", d->module, d->name, p->name);
+            gr_prefixerr(e, "array '%s': ", p->name);
             return rc;
         }
     }
@@ -93,8 +93,8 @@ static int server_allocate(grm_call *c, gr_err *e) {
             int arrives_whole = grm_travels(p, GRM_TO_SERVER) && c->sl[i].ext.whole && !grm_is_text(p->type);
             void *b = arrives_whole ? malloc(bytes) : calloc(1, bytes);
             if (!b)
-                return gr_seterr(e, GRID_ERR_NOMEM, "%s/%s: the server cannot allocate %zu bytes for '%s'",
-                                 d->module, d->name, bytes, p->name);
+                return gr_seterr(e, GRID_ERR_NOMEM, "the server cannot allocate %zu bytes for '%s'", bytes,
+                                 p->name);
             c->ptr[i] = b;
             c->sl[i].own_buf = 1;
         }

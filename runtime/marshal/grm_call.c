@@ -83,13 +83,15 @@ int grm_prepare(grm_call *c, const grw_limits *lim, gr_err *e) {
         grd_error ge;
         if (grd_extent_of(d, i, c->ival, lim ? lim->max_array : 0, &c->sl[i].ext, &ge) != GRD_OK) {
             int code = ge.code == GRD_E_OVERFLOW ? GRID_ERR_LIMIT : GRID_ERR_ARGS;
-            return gr_seterr(e, code, "%s/%s: %s", d->module, d->name, ge.msg);
+            return gr_seterr(e, code, "%s", ge.msg);
         }
     }
     return GRID_OK;
 }
 
-/* Names the Nth argument for messages: "argument 2 (A, IN double array)". */
+/* Names the argument of parameter I for messages: "argument 3 ('A', IN double array)".
+ * Arguments are numbered from 1 by their place in the call, the function's name (or
+ * OGF handle) being the first, as the Python and Fortran bindings number them. */
 static const char *arg_name(const grd_param *p, uint32_t i, char *buf, size_t n) {
     snprintf(buf, n, "argument %u ('%s', %s %s%s)", i + 2, p->name, grd_mode_name(p->mode),
              grd_type_name(p->type), p->rank ? " array" : "");
@@ -105,8 +107,8 @@ static int check_args(grm_call *c, const grw_limits *lim, gr_err *e) {
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
         if (p->rank > 0 && p->mode != GRD_WORK && !c->ptr[i] && c->sl[i].ext.elems > 0)
-            return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL but must hold %llu elements", d->module,
-                             d->name, arg_name(p, i, nm, sizeof nm), (unsigned long long)c->sl[i].ext.elems);
+            return gr_seterr(e, GRID_ERR_ARGS, "%s is NULL but must hold %llu elements",
+                             arg_name(p, i, nm, sizeof nm), (unsigned long long)c->sl[i].ext.elems);
     }
     return GRID_OK;
 }
@@ -136,8 +138,8 @@ int grm_from_va(grm_call *c, const grd_desc *d, va_list ap, const grw_limits *li
         if (p->mode != GRD_IN) {
             c->ptr[i] = va_arg(ap, void *);
             if (!c->ptr[i])
-                return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL: pass a pointer to your variable",
-                                 d->module, d->name, arg_name(p, i, nm, sizeof nm));
+                return gr_seterr(e, GRID_ERR_ARGS, "%s is NULL: pass a pointer to your variable",
+                                 arg_name(p, i, nm, sizeof nm));
             continue;
         }
         /* IN scalars arrive through '...' with the C default promotions. */
@@ -172,8 +174,8 @@ int grm_from_argv(grm_call *c, const grd_desc *d, void *const *argv, const grw_l
             continue;
         }
         if (p->rank == 0 && !argv[i])
-            return gr_seterr(e, GRID_ERR_ARGS, "%s/%s: %s is NULL: pass the address of its variable",
-                             d->module, d->name, arg_name(p, i, nm, sizeof nm));
+            return gr_seterr(e, GRID_ERR_ARGS, "%s is NULL: pass the address of its variable",
+                             arg_name(p, i, nm, sizeof nm));
     }
     return check_args(c, lim, e);
 }

@@ -96,7 +96,7 @@ static int collect_text(const grm_call *c, uint32_t i, uint32_t max, text_item *
         rc = grm_file_read(v[k], max, c->side == GRM_SERVER_SIDE, &bytes, &it[k].len, e);
         it[k].data = (char *)bytes;
         it[k].present = bytes != NULL;
-        if (rc) gr_prefixerr(e, "%s/%s: '%s': ", c->desc->module, c->desc->name, p->name);
+        if (rc) gr_prefixerr(e, "'%s': ", p->name);
     }
     free(v);
     return rc;
@@ -284,7 +284,7 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
         if (grm_travels(p, dir) && numeric_scalar(p)) ok = xdr_scalar(&x, p->type, c->ptr[i]);
     }
     if (!ok) {
-        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: the scalar arguments are truncated", d->module, d->name);
+        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the scalar arguments are truncated");
         goto out;
     }
     if (dir == GRM_TO_SERVER) {
@@ -300,8 +300,7 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
         const char *what =
             is_file(p) ? (p->rank ? "file array" : "file") : (p->rank ? "string array" : "string");
         if (n > (len - xdr_getpos(&x)) / 4) {
-            rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: %s '%s' is truncated", d->module, d->name, what,
-                           p->name);
+            rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s '%s' is truncated", what, p->name);
             break;
         }
         text_item *it = calloc(n ? n : 1, sizeof *it);
@@ -312,16 +311,14 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
         if (!decode_text(&x, p, it, n, len)) {
             for (size_t k = 0; k < n; k++)
                 free(it[k].data);
-            rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: %s '%s' is truncated", d->module, d->name, what,
-                           p->name);
+            rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s '%s' is truncated", what, p->name);
         } else {
             rc = place_text(c, i, it, n, e);
         }
         free(it);
     }
     if (!rc && xdr_getpos(&x) != len)
-        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%s/%s: %u unexpected bytes after the arguments", d->module,
-                       d->name, len - xdr_getpos(&x));
+        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "%u unexpected bytes after the arguments", len - xdr_getpos(&x));
 out:
     xdr_destroy(&x);
     free(buf);

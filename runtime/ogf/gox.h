@@ -38,10 +38,11 @@ typedef struct gox_config {
     int nservers;
     gox_funcinfo *funcs;
     int nfuncs;
-    int default_port;       /* <SERVER_DEFAULT> port, 0 when not given */
-    double call_timeout;    /* -1: not set in the file */
-    double connect_timeout; /* -1: not set in the file */
-    int has_token;          /* the file has a 'token' line: the core uses TOKEN while CFG lives */
+    int default_port;         /* <SERVER_DEFAULT> port, 0 when not given */
+    double call_timeout;      /* -1: not set in the file */
+    char timeout_source[300]; /* where call_timeout was set ("'session_timeout' in FILE line N") */
+    double connect_timeout;   /* -1: not set in the file */
+    int has_token;            /* the file has a 'token' line: the core uses TOKEN while CFG lives */
     char token[GRID_MAX_TOKEN_NP + 1];
     int has_meta; /* a 'metaserver HOST:PORT' (ours, or in <CLIENT>): the core uses it while CFG lives */
     char meta_host[GOX_MAX_HOST];
@@ -93,6 +94,12 @@ grpc_error_t gox_argv_from_stack(gox_argv *a, const grpc_arg_stack_t *stack);
 
 /* GRPC_NOT_INITIALIZED (recorded) unless grpc_initialize succeeded. */
 grpc_error_t gox_check_initialized(void);
+/* GRPC_INVALID_FUNCTION_HANDLE (recorded) unless H is an initialized handle. */
+grpc_error_t gox_check_handle(const grpc_function_handle_t *h);
+/* Binds H to FUNC on SERVER (a tag, host, host:port; NULL or "": the default server),
+ * at PORT_GIVEN when nonzero, with argument transfer mode TRANSFER. */
+grpc_error_t gox_handle_init(grpc_function_handle_t *h, const char *server, int port_given, const char *func,
+                             int transfer);
 
 #ifdef __cplusplus
 }

@@ -74,8 +74,8 @@ grpc_error_t grpc_initialize(const char *config_file) {
         return gox_result(rc, "%s", msg);
     }
     if (cfg.call_timeout >= 0 || cfg.connect_timeout >= 0) {
-        grid_set_timeouts_np(cfg.connect_timeout >= 0 ? cfg.connect_timeout : core_connect,
-                             cfg.call_timeout >= 0 ? cfg.call_timeout : core_call);
+        /* Only what the file sets: the core's own settings keep their names in messages. */
+        grid_set_timeouts_from_np(cfg.connect_timeout, cfg.call_timeout, cfg.timeout_source);
         timeouts_set = 1;
     }
     config = cfg;
@@ -116,7 +116,7 @@ grpc_error_t grpc_finalize(void) {
 
 /* ---- Function handles */
 
-static grpc_error_t check_handle(const grpc_function_handle_t *h) {
+grpc_error_t gox_check_handle(const grpc_function_handle_t *h) {
     if (h && h->magic_np == HANDLE_MAGIC) return GRPC_NO_ERROR;
     return gox_result(GRPC_INVALID_FUNCTION_HANDLE,
                       h ? "the function handle is not initialized (grpc_function_handle_init or _default) or "
@@ -125,13 +125,15 @@ static grpc_error_t check_handle(const grpc_function_handle_t *h) {
 }
 
 /* Binds H to FUNC on HOST:PORT once the server has described the function. */
-static grpc_error_t bind_handle(grpc_function_handle_t *h, const char *host, int port, const char *func) {
+static grpc_error_t bind_handle(grpc_function_handle_t *h, const char *host, int port, const char *func,
+                                int transfer) {
     if (strlen(host) >= sizeof h->host_np || strlen(func) >= sizeof h->function_np)
         return gox_result(GRPC_OTHER_ERROR_CODE, "the server or function name is too long");
     grpc_function_handle_t t;
     memset(&t, 0, sizeof t);
     t.magic_np = HANDLE_MAGIC;
     t.port_np = port;
+    t.transfer_np = transfer;
     snprintf(t.host_np, sizeof t.host_np, "%s", host);
     snprintf(t.function_np, sizeof t.function_np, "%s", func);
     gox_argv *a = malloc(sizeof *a);
@@ -149,10 +151,9 @@ static grpc_error_t check_function(const grpc_function_handle_t *h, const char *
     return GRPC_NO_ERROR;
 }
 
-grpc_error_t grpc_function_handle_default(grpc_function_handle_t *h, const char *func) {
-    grpc_error_t rc = gox_check_initialized();
-    if (!rc) rc = check_function(h, func);
-    if (rc) return rc;
+/* The default server's handle (grpc_function_handle_default), PORT (nonzero) over
+ * the server's own. */
+static grpc_error_t bind_default(grpc_function_handle_t *h, const char *func, int port_given, int transfer) {
     char host[GOX_MAX_HOST] = "";
     int port = 0;
     pthread_mutex_lock(&lock);
@@ -163,8 +164,9 @@ grpc_error_t grpc_function_handle_default(grpc_function_handle_t *h, const char 
      * assigns is routed per call: the handle keeps the plain name and no server. */
     char meta[GOX_MAX_HOST];
     int meta_port;
-    if (!host[0] && grid_get_metaserver_np(meta, sizeof meta, &meta_port) == GRID_OK && meta[0])
-        return bind_handle(h, "", 0, func);
+    if (!host[0] && !port_given && grid_get_metaserver_np(meta, sizeof meta, &meta_port) == GRID_OK &&
+        meta[0])
+        return bind_handle(h, "", 0, func, transfer);
     pthread_mutex_lock(&lock);
     if (!host[0] && config.nservers)
         gox_config_server(&config, config.servers[0].host, host, sizeof host, &port);
@@ -176,25 +178,62 @@ grpc_error_t grpc_function_handle_default(grpc_function_handle_t *h, const char 
                           "no default server for '%s': add a <SERVER> section (hostname, port) to the "
                           "configuration file given to grpc_initialize, or set GRIDRPC_SERVER=host:port",
                           func);
-    return bind_handle(h, host, port, func);
+    return bind_handle(h, host, port_given ? port_given : port, func, transfer);
 }
 
-grpc_error_t grpc_function_handle_init(grpc_function_handle_t *h, const char *server, const char *func) {
-    if (!server || !*server) return grpc_function_handle_default(h, func);
+grpc_error_t gox_handle_init(grpc_function_handle_t *h, const char *server, int port_given, const char *func,
+                             int transfer) {
     grpc_error_t rc = gox_check_initialized();
     if (!rc) rc = check_function(h, func);
     if (rc) return rc;
+    if (!server || !*server) return bind_default(h, func, port_given, transfer);
     char host[GOX_MAX_HOST];
     int port;
     pthread_mutex_lock(&lock);
     gox_config_server(&config, server, host, sizeof host, &port);
     pthread_mutex_unlock(&lock);
-    return bind_handle(h, host, port, func);
+    return bind_handle(h, host, port_given ? port_given : port, func, transfer);
+}
+
+grpc_error_t grpc_function_handle_default(grpc_function_handle_t *h, const char *func) {
+    return gox_handle_init(h, NULL, 0, func, GRPC_ARGUMENT_TRANSFER_WAIT);
+}
+
+grpc_error_t grpc_function_handle_init(grpc_function_handle_t *h, const char *server, const char *func) {
+    return gox_handle_init(h, server, 0, func, GRPC_ARGUMENT_TRANSFER_WAIT);
+}
+
+grpc_error_t grpc_list_functions_np(const char *server, char ***names, size_t *count) {
+    grpc_error_t rc = gox_check_initialized();
+    if (!rc && (!names || !count))
+        rc = gox_result(GRPC_OTHER_ERROR_CODE, "grpc_list_functions_np: NAMES and COUNT must not be NULL");
+    if (rc) return rc;
+    *names = NULL;
+    *count = 0;
+    char host[GOX_MAX_HOST] = "", addr[GOX_MAX_HOST + 16];
+    int port = 0;
+    pthread_mutex_lock(&lock);
+    if (server && *server)
+        gox_config_server(&config, server, host, sizeof host, &port);
+    else if (config.nservers)
+        gox_config_server(&config, config.servers[0].host, host, sizeof host, &port);
+    pthread_mutex_unlock(&lock);
+    /* Neither named nor in the file: the core's default server. */
+    if (host[0]) snprintf(addr, sizeof addr, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+    int n = 0;
+    int g = grid_list_functions_np(host[0] ? addr : NULL, names, &n);
+    if (g) return gox_result_core(gox_map(g));
+    *count = (size_t)n;
+    return gox_result(GRPC_NO_ERROR, NULL);
+}
+
+void grpc_free_functions_np(char **names) {
+    grid_free_functions_np(names);
 }
 
 grpc_error_t grpc_function_handle_destruct(grpc_function_handle_t *h) {
     grpc_error_t rc = gox_check_initialized();
-    if (!rc) rc = check_handle(h);
+    if (!rc) rc = gox_check_handle(h);
     if (rc) return rc;
     h->magic_np = 0;
     return gox_result(GRPC_NO_ERROR, NULL);
@@ -307,7 +346,7 @@ static grpc_sessionid_t *outstanding(int *n) {
 static grpc_error_t call(grpc_function_handle_t *h, grpc_sessionid_t *session, int given, va_list *ap,
                          const grpc_arg_stack_t *stack) {
     grpc_error_t rc = gox_check_initialized();
-    if (!rc) rc = check_handle(h);
+    if (!rc) rc = gox_check_handle(h);
     if (rc) return rc;
     gox_argv *a = malloc(sizeof *a);
     if (!a) return gox_result(GRPC_OTHER_ERROR_CODE, "out of memory");
@@ -331,6 +370,9 @@ static grpc_error_t call(grpc_function_handle_t *h, grpc_sessionid_t *session, i
             grid_forget_np(id);
             rc = gox_result(GRPC_OTHER_ERROR_CODE, "out of memory");
         } else {
+            /* Ninf-G's default: return once the server holds the arguments, so that
+             * calls issued in turn reach the server in turn. */
+            if (h->transfer_np == GRPC_ARGUMENT_TRANSFER_WAIT) grid_wait_received_np(id);
             *session = id;
             rc = gox_result(GRPC_NO_ERROR, NULL);
         }

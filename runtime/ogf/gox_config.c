@@ -118,10 +118,14 @@ static int set_time(parser *p, double *field, const char *key, const char *v) {
     double t;
     char err[512];
     if (gr_parse_duration(v, &t, err, sizeof err)) return fail(p, "%s: %s", key, err);
-    if (*field >= 0 && *field != t)
+    if (*field >= 0 && *field != t) {
         warn(p, "%s %s: the client has one call timeout per process; keeping %g s", key, v, *field);
-    else
+    } else {
         *field = t;
+        /* Timeout messages name the setting that gave the value. */
+        snprintf(p->cfg->timeout_source, sizeof p->cfg->timeout_source, "'%s' in %.200s line %d", key,
+                 p->path, p->line);
+    }
     return GRPC_NO_ERROR;
 }
 

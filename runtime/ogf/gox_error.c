@@ -22,9 +22,19 @@ static const char *const names[] = {
 #undef GOX_NAME_
 };
 
+/* grpc_error_string's text for GRPC_OTHER_ERROR_CODE when this thread's last call
+ * failed with it: that failure's own message. */
+static __thread char other_text[1200];
+
 char *grpc_error_string(grpc_error_t code) {
     /* The standard's prototype returns char *: the strings are static, never written. */
     if (code < 0 || code >= GRPC_LAST_ERROR_CODE) return (char *)texts[GRPC_UNKNOWN_ERROR_CODE];
+    /* "An error occurred" says nothing: programs print grpc_error_string(rc) right after
+     * the call, so when the thread's last call failed with this code, say what failed. */
+    if (code == GRPC_OTHER_ERROR_CODE && last_code == code && *grid_last_error()) {
+        snprintf(other_text, sizeof other_text, "%s (grpc_last_error_np)", grid_last_error());
+        return other_text;
+    }
     return (char *)texts[code];
 }
 

@@ -14,7 +14,9 @@
  *   gsv_server.lock   the connection list and the reader count;
  *   gsv_sched.lock    the queue and the running/queued counters;
  *   gsv_conn.wlock    one whole message on a connection's socket at a time (held while
- *                     writing, so pipelined calls of one connection never interleave);
+ *                     writing, so pipelined calls of one connection never interleave;
+ *                     with --isolate, while the call's child writes its RESULT, never
+ *                     while it computes);
  *   gsv_server.blas_lock  changes of the process-wide OpenBLAS thread count.
  * The registry and the options never change after startup and are read without locks.
  */
@@ -25,6 +27,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "gr_log.h"
 #include "grd_desc.h"
@@ -35,6 +38,12 @@
 
 /* ---------------------------------------------------------------- options */
 
+/* The default modules' directory, where make install puts the standard modules (set by
+ * the build to $(pkglibdir)/modules). */
+#ifndef GRIDRPC_MODULE_DIR
+#define GRIDRPC_MODULE_DIR "/usr/local/lib/gridrpc/modules"
+#endif
+
 enum { GSV_MODE_POOL = 0, GSV_MODE_THREAD = 1 };
 enum { GSV_QUEUE_FCFS = 0, GSV_QUEUE_SJF = 1 };
 enum { GSV_LOG_ERROR = 0, GSV_LOG_WARN = 1, GSV_LOG_INFO = 2, GSV_LOG_DEBUG = 3 };
@@ -44,9 +53,10 @@ typedef struct gsv_options {
     int port;
     const char **modules; /* --module, in order */
     unsigned nmodules;
-    const char **module_dirs; /* --module-dir, in order (the default when none given) */
+    const char **module_dirs; /* --module-dir, in order */
     unsigned nmodule_dirs;
-    int default_dir;   /* module_dirs holds only the configured default */
+    int defaults;      /* load the default modules too: none of --module and --module-dir
+                          was given, or --default-modules was */
     unsigned threads;  /* 0: one per core */
     int mode;          /* GSV_MODE_* */
     int queue;         /* GSV_QUEUE_* */
@@ -242,6 +252,9 @@ typedef struct gsv_job {
     long long t_queued, t_started; /* read whole and queued; invoke began */
     uint64_t bytes_in;
     atomic_int canceled;           /* CANCEL arrived while it ran (grpc_is_canceled_np) */
+    pid_t child;                   /* --isolate: the process computing it, while CANCEL may end
+                                      it (under sched.lock); 0 otherwise */
+    int killed;                    /* under sched.lock: CANCEL ended the child */
     struct gsv_job *rprev, *rnext; /* sched.running_list, under sched.lock, while invoked */
     grm_call call;                 /* arguments, buffers the job owns; last: sized for the function */
 } gsv_job;
@@ -266,10 +279,16 @@ int gsv_sched_start(gsv_server *s, gsv_runner run, gr_err *e);
 int gsv_sched_submit(gsv_server *s, gsv_job *job, gr_err *e);
 /* Removes the queued call REQUEST_ID of CONN; returns it (the caller answers it), or
  * NULL when it is not queued. A call being invoked is flagged instead, for
- * grpc_is_canceled_np; it finishes and is answered as usual. */
+ * grpc_is_canceled_np; it finishes and is answered as usual, unless it runs in a child
+ * (--isolate): that child is killed and the call answered CANCELED. */
 gsv_job *gsv_sched_cancel(gsv_server *s, gsv_conn *conn, uint64_t request_id);
 /* Marks JOB as being invoked (cancelable by flag) or no longer. */
 void gsv_sched_invoking(gsv_server *s, gsv_job *job, int on);
+/* --isolate: PID (0: none any more) is the child computing JOB, which a CANCEL ends with
+ * SIGKILL (at once when one already arrived). Returns 1 when a CANCEL ended the child
+ * (the call is answered CANCELED), else 0; once it was set to 0 no signal is sent, so the
+ * pid is never signalled after it was reaped. */
+int gsv_sched_child(gsv_server *s, gsv_job *job, pid_t pid);
 
 /* Stops taking calls: every queued one is answered ERROR GRID_ERR_SHUTDOWN. */
 void gsv_sched_stop(gsv_server *s);

@@ -2,9 +2,12 @@
  * threads, invoke the stub, send RESULT (or ERROR) on the caller's connection, log it,
  * and free everything the call owned so that nothing of it outlives the answer. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,46 +52,102 @@ int grpc_is_canceled_np(int *error) {
     return current_job && atomic_load(&current_job->canceled) ? 1 : 0;
 }
 
-/* Runs JOB in a child process that answers the client itself, so a function that
- * crashes or calls exit() takes down only that child. The connection's write lock is
- * held until the child is gone, so no other reply interleaves with its RESULT. A pipe
- * tells the parent whether the child began writing: if it died before, the parent can
- * still answer ERROR cleanly; if it died while writing, the stream is lost and the
- * connection ends. Returns GRID_OK or the error already reported to the client. */
+/* Forks are serialised with the making of each call's channel, so that a child only
+ * ever holds its own end: another call's child holding a copy would keep that call's
+ * parent from seeing its child die. */
+static pthread_mutex_t fork_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The isolated call's child: invokes the function, says so on CH, waits for the parent's
+ * go-ahead (the connection's write lock is then held for it) and sends RESULT itself,
+ * from its own memory: the outputs are never copied through the parent. */
+static _Noreturn void isolated_child(gsv_server *s, gsv_job *job, int ch, pid_t parent, long long t0,
+                                     long long queue_ns) {
+    /* An orphan would compute for nobody: it ends with the server. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(5);
+    job->fn->stub->invoke(job->call.ptr);
+    long long rn = gr_now_ns() - t0;
+    char b = 1;
+    if (send(ch, &b, 1, MSG_NOSIGNAL) != 1) _exit(3);
+    ssize_t k;
+    while ((k = read(ch, &b, 1)) < 0 && errno == EINTR) {
+    }
+    if (k != 1 || b != 'g') _exit(4); /* declined: canceled, or the connection is gone */
+    gsv_conn *c = job->conn;
+    grw_writer *w = &c->w;
+    gr_err ce;
+    grw_writer_init(w, c->fd);
+    w->deadline_ns = gsv_io_deadline(s, grp_result_bytes(&job->call));
+    grp_result_times t = {(uint64_t)queue_ns, (uint64_t)rn};
+    int rc = grp_write_result(w, job->request_id, &t, &job->call, &s->opt.limits, &ce);
+    _exit(rc ? 2 : 0);
+}
+
+/* Runs JOB in a child process, so a function that crashes or calls exit() takes down
+ * only that child. The connection stays free while the child computes, so the other
+ * calls of the connection run and answer meanwhile: the child reports on a socketpair
+ * when the function returned; the parent then takes the connection's write lock, lets
+ * the child send its RESULT, and holds the lock until the child is gone, so no other
+ * reply interleaves with it. Until that go-ahead a CANCEL kills the child and the call
+ * is answered CANCELED; a child that died on its own before it is answered ERROR
+ * cleanly; one that died while writing lost the stream, and the connection ends.
+ * Returns GRID_OK or the error already reported to the client. */
 static int run_isolated(gsv_server *s, gsv_job *job, long long queue_ns, long long *run_ns, gr_err *e) {
     gsv_conn *c = job->conn;
-    int started[2];
-    if (pipe(started) != 0)
-        return gr_seterr(e, GRID_ERR_BUSY, "the server cannot isolate the call: %s", strerror(errno));
-    pthread_mutex_lock(&c->wlock);
+    int ch[2] = {-1, -1};
     long long t0 = gr_now_ns();
-    pid_t pid = c->broken ? -1 : fork();
-    if (pid == 0) {
-        close(started[0]);
-        job->fn->stub->invoke(job->call.ptr);
-        long long rn = gr_now_ns() - t0;
-        char one = 1;
-        if (write(started[1], &one, 1) != 1) _exit(3);
-        grw_writer *w = &c->w;
-        gr_err ce;
-        grw_writer_init(w, c->fd);
-        w->deadline_ns = gsv_io_deadline(s, grp_result_bytes(&job->call));
-        grp_result_times t = {(uint64_t)queue_ns, (uint64_t)rn};
-        int rc = grp_write_result(w, job->request_id, &t, &job->call, &s->opt.limits, &ce);
-        _exit(rc ? 2 : 0);
-    }
-    close(started[1]);
-    int rc = GRID_OK, status = 0;
-    if (pid < 0) {
-        rc = gr_seterr(e, c->broken ? GRID_ERR_CONN_LOST : GRID_ERR_BUSY,
-                       c->broken ? "the connection was lost before the call ran"
-                                 : "the server cannot start a process for the call: retry later");
+    gsv_sched_invoking(s, job, 1);
+    pthread_mutex_lock(&fork_lock);
+    pid_t parent = getpid(), pid = -1;
+    int fork_errno = 0;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ch) != 0) {
+        fork_errno = errno;
     } else {
+        pid = fork();
+        if (pid == 0) {
+            close(ch[0]);
+            isolated_child(s, job, ch[1], parent, t0, queue_ns);
+        }
+        if (pid < 0) fork_errno = errno;
+        close(ch[1]);
+    }
+    pthread_mutex_unlock(&fork_lock);
+
+    int rc = GRID_OK, status = 0, began = 0, killed = 0;
+    if (pid < 0) {
+        gsv_sched_invoking(s, job, 0);
+        rc = gr_seterr(e, GRID_ERR_BUSY, "the server cannot start a process for the call (%s): retry later",
+                       strerror(fork_errno));
+    } else {
+        gsv_sched_child(s, job, pid);
+        char b;
+        ssize_t k;
+        while ((k = read(ch[0], &b, 1)) < 0 && errno == EINTR) {
+        }
+        /* From here on no CANCEL signals the child, which is reaped below. */
+        killed = gsv_sched_child(s, job, 0);
+        gsv_sched_invoking(s, job, 0);
+        if (k == 1 && !killed) {
+            pthread_mutex_lock(&c->wlock);
+            began = !c->broken && send(ch[0], "g", 1, MSG_NOSIGNAL) == 1;
+            if (!began) pthread_mutex_unlock(&c->wlock);
+        }
+        /* Declined (canceled, or the connection is gone): the child exits unheard. A
+         * child that is gone already cannot be told, which changes nothing. */
+        if (!began && k == 1 && send(ch[0], "n", 1, MSG_NOSIGNAL) != 1)
+            gsv_log(GSV_LOG_DEBUG, "%s: the child of call %llu was gone before its answer was declined",
+                    c->peer, (unsigned long long)job->request_id);
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
-        char b;
-        int began = read(started[0], &b, 1) == 1;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (began) {
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) c->broken = 1;
+            pthread_mutex_unlock(&c->wlock);
+        }
+        if (killed) {
+            rc = gr_seterr(e, GRID_ERR_CANCELED, "the call was canceled while it ran: its process was ended");
+        } else if (k == 1 && !began) {
+            rc = gr_seterr(e, GRID_ERR_CONN_LOST, "the connection was lost before the result could be sent");
+        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
             char why[64];
             if (WIFSIGNALED(status))
                 snprintf(why, sizeof why, "crashed (signal %d, %s)", WTERMSIG(status),
@@ -97,12 +156,10 @@ static int run_isolated(gsv_server *s, gsv_job *job, long long queue_ns, long lo
                 snprintf(why, sizeof why, "exited with status %d", WEXITSTATUS(status));
             rc = gr_seterr(e, began ? GRID_ERR_CONN_LOST : GRID_ERR_FAILED, "%s %s%s", job->fn->qualified,
                            why, began ? " while sending its result" : ": the server is still up");
-            if (began) c->broken = 1;
         }
     }
-    close(started[0]);
+    if (ch[0] >= 0) close(ch[0]);
     *run_ns = gr_now_ns() - t0;
-    pthread_mutex_unlock(&c->wlock);
     if (rc == GRID_ERR_CONN_LOST)
         gsv_conn_abort(c);
     else if (rc)

@@ -79,9 +79,10 @@ int gsv_listen(gsv_server *s, gr_err *e) {
     /* Scripts and tests wait for exactly this line: print it only once ready. */
     printf("listening on %s\n", where);
     fflush(stdout);
-    gsv_log(GSV_LOG_INFO, "listening on %s: %u functions, %u %s, %u cores, queue %s", where, s->reg.nfns,
-            s->opt.mode == GSV_MODE_POOL ? s->workers : 0,
-            s->opt.mode == GSV_MODE_POOL ? "workers" : "workers (thread per call)", s->cores,
+    unsigned workers = s->opt.mode == GSV_MODE_POOL ? s->workers : 0;
+    gsv_log(GSV_LOG_INFO, "listening on %s: %u function%s, %u worker%s%s, %u core%s, queue %s", where,
+            s->reg.nfns, s->reg.nfns == 1 ? "" : "s", workers, workers == 1 ? "" : "s",
+            s->opt.mode == GSV_MODE_POOL ? "" : " (thread per call)", s->cores, s->cores == 1 ? "" : "s",
             s->opt.queue == GSV_QUEUE_SJF ? "sjf" : "fcfs");
     return GRID_OK;
 }

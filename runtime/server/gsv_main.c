@@ -11,7 +11,10 @@
 
 #include "gsv.h"
 
-/* Modules named with --module must load; directories are searched leniently. */
+/* Modules named with --module must load; directories are searched leniently. The
+ * default modules (the configured directory, which may be missing, and the directories
+ * of GRIDRPC_MODULE_PATH) are loaded when no module was named, or with
+ * --default-modules: a server started with --module X serves X alone. */
 static int load_modules(gsv_server *s) {
     gr_err e;
     for (unsigned i = 0; i < s->opt.nmodules; i++) {
@@ -21,20 +24,31 @@ static int load_modules(gsv_server *s) {
         }
     }
     for (unsigned i = 0; i < s->opt.nmodule_dirs; i++) {
-        if (gsv_registry_load_dir(&s->reg, s->opt.module_dirs[i], s->opt.default_dir, &e) != GRID_OK) {
+        if (gsv_registry_load_dir(&s->reg, s->opt.module_dirs[i], 0, &e) != GRID_OK) {
             fprintf(stderr, "gridrpcd: --module-dir: %s\n", e.msg);
             return 1;
         }
     }
     const char *env = getenv("GRIDRPC_MODULE_PATH");
-    if (env && *env) {
-        char *copy = strdup(env), *save = NULL;
-        if (!copy) return 1;
-        for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-            if (gsv_registry_load_dir(&s->reg, d, 0, &e) != GRID_OK)
-                gsv_log(GSV_LOG_WARN, "GRIDRPC_MODULE_PATH: %s (skipped)", e.msg);
+    if (!s->opt.defaults) {
+        if (env && *env)
+            gsv_log(GSV_LOG_INFO,
+                    "GRIDRPC_MODULE_PATH not searched: --module or --module-dir name the modules "
+                    "to serve (add --default-modules to load the default ones too)");
+    } else {
+        if (gsv_registry_load_dir(&s->reg, GRIDRPC_MODULE_DIR, 1, &e) != GRID_OK) {
+            fprintf(stderr, "gridrpcd: the default module directory: %s\n", e.msg);
+            return 1;
         }
-        free(copy);
+        if (env && *env) {
+            char *copy = strdup(env), *save = NULL;
+            if (!copy) return 1;
+            for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+                if (gsv_registry_load_dir(&s->reg, d, 0, &e) != GRID_OK)
+                    gsv_log(GSV_LOG_WARN, "GRIDRPC_MODULE_PATH: %s (skipped)", e.msg);
+            }
+            free(copy);
+        }
     }
     if (gsv_registry_seal(&s->reg, &e) != GRID_OK) {
         fprintf(stderr, "gridrpcd: %s\n", e.msg);

@@ -16,10 +16,6 @@
 #include "grp_limits.h"
 #include "gsv.h"
 
-#ifndef GRIDRPC_MODULE_DIR
-#define GRIDRPC_MODULE_DIR "/usr/local/lib/gridrpc/modules"
-#endif
-
 static const char help_text[] =
     "Usage: gridrpcd [OPTIONS]\n"
     "Serve the functions of GridRPC stub modules (built from IDL by idlc) to GridRPC clients.\n"
@@ -27,9 +23,14 @@ static const char help_text[] =
     "Modules:\n"
     "      --module PATH.so     load this module (repeatable); a module that cannot be loaded\n"
     "                           stops the server\n"
-    "      --module-dir DIR     load every *.so in DIR (repeatable; default: " GRIDRPC_MODULE_DIR ");\n"
-    "                           a bad module there is reported and skipped\n"
-    "                           GRIDRPC_MODULE_PATH (colon-separated directories) adds more\n"
+    "      --module-dir DIR     load every *.so in DIR (repeatable); a bad module there is\n"
+    "                           reported and skipped\n"
+    "      --default-modules    load the default modules too, after those named with --module\n"
+    "                           and --module-dir\n"
+    "      The default modules, served when neither --module nor --module-dir is given: every\n"
+    "      *.so in " GRIDRPC_MODULE_DIR "\n"
+    "      (make install puts the standard ones there: linalg, lsq, nas and test), then in\n"
+    "      the directories of GRIDRPC_MODULE_PATH (colon-separated).\n"
     "      Functions answer to 'module/function', and to 'function' when no other loaded\n"
     "      module has a function of that name.\n"
     "\n"
@@ -176,6 +177,7 @@ enum {
     OPT_PORT,
     OPT_MODULE,
     OPT_MODULE_DIR,
+    OPT_DEFAULT_MODULES,
     OPT_THREADS,
     OPT_MODE,
     OPT_QUEUE,
@@ -200,6 +202,7 @@ static const struct option long_options[] = {
     {"port", required_argument, NULL, OPT_PORT},
     {"module", required_argument, NULL, OPT_MODULE},
     {"module-dir", required_argument, NULL, OPT_MODULE_DIR},
+    {"default-modules", no_argument, NULL, OPT_DEFAULT_MODULES},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"mode", required_argument, NULL, OPT_MODE},
     {"queue", required_argument, NULL, OPT_QUEUE},
@@ -275,10 +278,8 @@ static int apply(gsv_options *o, int val, const char *v) {
         if (gr_parse_port(v, GR_PORT_ZERO, &o->port, err, sizeof err)) return usage_error("%s: %s", opt, err);
         return 0;
     case OPT_MODULE: return push(&o->modules, &o->nmodules, v);
-    case OPT_MODULE_DIR:
-        /* The first --module-dir replaces the default; the next ones add to it. */
-        if (o->default_dir) o->nmodule_dirs = 0, o->default_dir = 0;
-        return push(&o->module_dirs, &o->nmodule_dirs, v);
+    case OPT_MODULE_DIR: return push(&o->module_dirs, &o->nmodule_dirs, v);
+    case OPT_DEFAULT_MODULES: o->defaults = 1; return 0;
     case OPT_THREADS: return parse_count(opt, v, 4096, &o->threads);
     case OPT_MODE: return parse_choice(opt, v, modes, "pool or thread", &o->mode);
     case OPT_QUEUE: return parse_choice(opt, v, queues, "fcfs or sjf", &o->queue);
@@ -338,8 +339,6 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     o->io_timeout = 60;
     o->shutdown_timeout = 30;
     o->log_level = GSV_LOG_INFO;
-    if (push(&o->module_dirs, &o->nmodule_dirs, GRIDRPC_MODULE_DIR)) return 1;
-    o->default_dir = 1;
 
     /* '+': stop at the first word that is not an option (it is a mistake, reported
      * below); ':': report a missing value here rather than through getopt. */
@@ -359,6 +358,8 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     }
     if (optind < argc)
         return usage_error("unexpected argument '%s': modules are given with --module", argv[optind]);
+    /* Naming modules means serving those: the defaults only when asked for. */
+    if (o->nmodules == 0 && o->nmodule_dirs == 0) o->defaults = 1;
     /* The metaserver-only options do nothing alone: say so rather than ignore them. */
     if (!o->meta_port && (o->adv_port || o->name || o->speed > 0 || o->meta_token))
         return usage_error("--advertise, --name, --speed and --metaserver-token need --metaserver HOST:PORT");

@@ -136,7 +136,8 @@ int gsv_registry_load(gsv_registry *reg, const char *path, gr_err *e) {
     mods[reg->nmods].path = p;
     mods[reg->nmods].table = t;
     reg->nmods++;
-    gsv_log(GSV_LOG_INFO, "loaded module '%s' (%u functions) from '%s'", t->name, t->nfunctions, path);
+    gsv_log(GSV_LOG_INFO, "loaded module '%s' (%u function%s) from '%s'", t->name, t->nfunctions,
+            t->nfunctions == 1 ? "" : "s", path);
     return GRID_OK;
 }
 

@@ -145,9 +145,9 @@ static int on_probe(gsv_conn *c, const grw_header *h) {
     return gsv_reply_unlock(c, grp_write_probe_ok(w, h->request_id, reply, &e), &e) ? GSV_CLOSE : GSV_KEEP;
 }
 
-/* Only queued calls can be canceled; a running one finishes and is answered as usual.
- * CANCEL has no reply of its own: the canceled call is answered ERROR
- * GRID_ERR_CANCELED. */
+/* A queued call is dropped; a running one is flagged (grpc_is_canceled_np) and
+ * answered as usual, or, run in a child (--isolate), the child is killed. CANCEL has no
+ * reply of its own: the canceled call is answered ERROR GRID_ERR_CANCELED. */
 static int on_cancel(gsv_conn *c, const grw_header *h) {
     gr_err e;
     if (grp_read_empty(&c->r, &e)) return gsv_request_failed(c, h, "CANCEL message", &e);

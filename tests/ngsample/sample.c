@@ -1,7 +1,8 @@
 /* sample.c: a client written the way Ninf-G 5 samples are: it includes only "grpc.h"
  * (which must bring assert, malloc, exit, strcmp and getopt's optind), reads the
  * configuration file named on its command line, and calls library functions through
- * handles: sync, async with grpc_wait_all, an array of handles, a handle by tag.
+ * handles: sync, async with grpc_wait_all, an array of handles, a handle by tag, and
+ * handles made from attributes in each argument transfer mode.
  * Built by tests/ngsample/run.sh with the flags pkg-config gives; prints "OK". */
 #include "grpc.h"
 
@@ -90,6 +91,37 @@ static void tagged(void) {
     grpc_function_handle_destruct(&handle);
 }
 
+/* Ninf-G's argument transfer modes through handle attributes, as its diag programs
+ * test them: for each mode, a short call then two long ones, then one probe of the
+ * short one after it had time to finish: it is done, never still waiting to be sent. */
+static void transfer_modes(void) {
+    grpc_argument_transfer_t_np modes[3] = {GRPC_ARGUMENT_TRANSFER_WAIT, GRPC_ARGUMENT_TRANSFER_NOWAIT,
+                                            GRPC_ARGUMENT_TRANSFER_COPY};
+    int m;
+    for (m = 0; m < 3; m++) {
+        grpc_handle_attr_t_np attr;
+        grpc_function_handle_t handle;
+        grpc_sessionid_t id[3];
+        if (grpc_handle_attr_initialize_np(&attr) != GRPC_NO_ERROR ||
+            grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_FUNCNAME, (void *)"test/sleep") !=
+                GRPC_NO_ERROR ||
+            grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_WAIT_ARG_TRANSFER, (void *)&modes[m]) !=
+                GRPC_NO_ERROR ||
+            grpc_function_handle_init_with_attr_np(&handle, &attr) != GRPC_NO_ERROR) {
+            grpc_perror_np("handle attributes");
+            exit(2);
+        }
+        grpc_handle_attr_destruct_np(&attr);
+        grpc_call_async(&handle, &id[0], 0.05);
+        grpc_call_async(&handle, &id[1], 0.6);
+        grpc_call_async(&handle, &id[2], 0.6);
+        usleep(300000);
+        expect(grpc_probe(id[0]) == GRPC_NO_ERROR, "the short call is done when probed once");
+        expect(grpc_wait_all() == GRPC_NO_ERROR, "transfer mode calls");
+        grpc_function_handle_destruct(&handle);
+    }
+}
+
 int main(int argc, char *argv[]) {
     int c;
     while ((c = getopt(argc, argv, "v")) != -1)
@@ -101,6 +133,7 @@ int main(int argc, char *argv[]) {
     matrix();
     parallel();
     tagged();
+    transfer_modes();
     grpc_finalize();
     if (!failed) printf("OK\n");
     return failed;

@@ -379,7 +379,10 @@ TEST_F(Call, ConfigFile) {
 TEST_F(Call, Timeout) {
     ASSERT_EQ(GRID_OK, grid_set_timeouts_np(5, 0.3));
     EXPECT_EQ(GRID_ERR_TIMEOUT, grid_call("test/sleep", 2.0));
-    EXPECT_NE(nullptr, strstr(grid_last_error(), "no reply within 0.3 s")) << grid_last_error();
+    // The message names the setting that gave the timeout (here the API call).
+    EXPECT_NE(nullptr,
+              strstr(grid_last_error(), "no reply within the call timeout of 0.3 s (grid_set_timeouts_np)"))
+        << grid_last_error();
     ASSERT_EQ(GRID_OK, grid_set_timeouts_np(10, 0));
     EXPECT_EQ(GRID_OK, grid_call("test/null_call")) << grid_last_error(); // a fresh connection works
 }

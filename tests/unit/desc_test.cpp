@@ -912,7 +912,7 @@ TEST(Extent, SubRange) {
     // n = 1: start 1 > end 0
     Ext r = Extent(d.get(), 3, {1, 0, 0, 0, 0, 0, 0});
     EXPECT_EQ(r.code, GRD_E_RANGE);
-    EXPECT_EQ(r.msg, "parameter 'x' dimension 0: sub-range 1..0 is outside 0..1");
+    EXPECT_EQ(r.msg, "dimension 1 of 'x': sub-range 1..0 is outside 0..1");
 }
 
 TEST(Extent, SubRangeInTwoDimensions) {
@@ -939,7 +939,7 @@ TEST(Extent, SubRangeInTwoDimensions) {
     EXPECT_EQ(r.e.elems, 30u);
     r = Extent(d.get(), 4, {3, 10, 0, 0, 0});
     EXPECT_EQ(r.code, GRD_E_RANGE);
-    EXPECT_EQ(r.msg, "parameter 'A' dimension 1: step 0 is below 1");
+    EXPECT_EQ(r.msg, "dimension 2 of 'A': step 0 is below 1");
     r = Extent(d.get(), 4, {3, 10, 0, -2, 0});
     EXPECT_EQ(r.code, GRD_E_RANGE);
     r = Extent(d.get(), 4, {3, 10, -1, 1, 0});
@@ -973,7 +973,7 @@ TEST(Extent, ZeroLengthAndNegativeSizes) {
     EXPECT_EQ(r.e.elems, 0u);
     r = Extent(d.get(), 4, {4, -3, 2, 0, 0});
     EXPECT_EQ(r.code, GRD_E_RANGE);
-    EXPECT_EQ(r.msg, "parameter 'A' dimension 1: size -3 is negative");
+    EXPECT_EQ(r.msg, "dimension 2 of 'A': size -3 is negative");
 }
 
 TEST(Extent, OverflowAndLimits) {
@@ -1053,11 +1053,11 @@ TEST(Extent, EvaluationErrorsNameTheField) {
     d1.size = Prog({Pm(1), Pm(2), I(GRD_OP_DIV)});
     Ext r = Extent(d.get(), 4, {1, 1, 0, 0, 0});
     EXPECT_EQ(r.code, GRD_E_DIVZERO);
-    EXPECT_EQ(r.msg, "parameter 'A' dimension 1 size: instruction 2: division by zero in 1 / 0");
+    EXPECT_EQ(r.msg, "dimension 2 of 'A', size: instruction 2: division by zero in 1 / 0");
     d1.start = Prog({Pm(0), K(INT64_MAX), I(GRD_OP_ADD)});
     r = Extent(d.get(), 4, {1, 6, 2, 0, 0});
     EXPECT_EQ(r.code, GRD_E_OVERFLOW);
-    EXPECT_NE(r.msg.find("parameter 'A' dimension 1 start: "), std::string::npos) << r.msg;
+    EXPECT_NE(r.msg.find("dimension 2 of 'A', start: "), std::string::npos) << r.msg;
 
     grd_extent e;
     grd_error err{};

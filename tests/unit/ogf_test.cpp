@@ -726,6 +726,243 @@ TEST_F(Ogf, ConcurrentThreads) {
     EXPECT_EQ(0, bad.load());
 }
 
+// Stops a server (SIGSTOP) for a scope: what it has not read stays in the sockets.
+struct Paused {
+    explicit Paused(pid_t pid) : pid_(pid) { kill(pid_, SIGSTOP); }
+    ~Paused() { resume(); }
+    void resume() {
+        if (pid_ > 0) kill(pid_, SIGCONT);
+        pid_ = -1;
+    }
+    pid_t pid_;
+};
+
+// Ninf-G's default (argument_transfer wait): grpc_call_async returns once the server
+// holds the arguments, so calls issued in turn reach the server in turn. A stopped
+// server reads nothing: the call must not return until it runs again. NOWAIT returns
+// at once (pipelined).
+TEST_F(Ogf, WaitTransferReturnsOnceTheServerHoldsTheArguments) {
+    TestServer own; // stopped below: a server of its own
+    grpc_function_handle_t h;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_function_handle_init(&h, own.address().c_str(), "test/sleep"));
+    grpc_sessionid_t id;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_call_async(&h, &id, 0.0)); // the connection is open
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_wait(id));
+
+    std::atomic<bool> returned{false};
+    grpc_sessionid_t late = GRPC_SESSIONID_VOID;
+    grpc_error_t rc = GRPC_OTHER_ERROR_CODE;
+    {
+        Paused stop(own.pid());
+        std::thread t([&] {
+            rc = grpc_call_async(&h, &late, 0.0);
+            returned = true;
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(400));
+        EXPECT_FALSE(returned) << "grpc_call_async returned while the server could not have read the call";
+        stop.resume();
+        t.join();
+    }
+    EXPECT_EQ(GRPC_NO_ERROR, rc) << grpc_last_error_np();
+    EXPECT_EQ(GRPC_NO_ERROR, grpc_wait(late));
+
+    grpc_handle_attr_t_np attr;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_handle_attr_initialize_np(&attr));
+    grpc_argument_transfer_t_np nowait = GRPC_ARGUMENT_TRANSFER_NOWAIT;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_WAIT_ARG_TRANSFER, &nowait));
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_FUNCNAME, (void *)"test/sleep"));
+    ASSERT_EQ(GRPC_NO_ERROR,
+              grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_HOSTNAME, (void *)own.address().c_str()));
+    grpc_function_handle_t fast;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_function_handle_init_with_attr_np(&fast, &attr)) << grpc_last_error_np();
+    grpc_handle_attr_destruct_np(&attr);
+    {
+        Paused stop(own.pid());
+        auto t0 = std::chrono::steady_clock::now();
+        ASSERT_EQ(GRPC_NO_ERROR, grpc_call_async(&fast, &late, 0.0));
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(300));
+        EXPECT_EQ(GRPC_NOT_COMPLETED, grpc_probe(late));
+    }
+    EXPECT_EQ(GRPC_NO_ERROR, grpc_wait(late));
+}
+
+// Issued short, long, long on a one-worker server, then probed once: the short call
+// is done or running, never waiting behind the others.
+TEST_F(Ogf, CallsIssuedInTurnReachTheServerInTurn) {
+    grpc_function_handle_t h;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_function_handle_init(&h, "single", "test/sleep"));
+    grpc_sessionid_t s, l1, l2;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_call_async(&h, &s, 0.1));
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_call_async(&h, &l1, 1.0));
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_call_async(&h, &l2, 1.0));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_EQ(GRPC_NO_ERROR, grpc_probe(s));
+    EXPECT_EQ(GRPC_NOT_COMPLETED, grpc_probe(l2));
+    EXPECT_EQ(GRPC_NO_ERROR, grpc_cancel(l2));
+    grpc_wait_all();
+}
+
+// A reply that has arrived is seen by the next single probe, without any other call.
+TEST_F(Ogf, OneProbeSeesAReplyAlreadyReceived) {
+    grpc_function_handle_t h;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_function_handle_default(&h, "test/null_call"));
+    for (int i = 0; i < 20; i++) {
+        grpc_sessionid_t id;
+        ASSERT_EQ(GRPC_NO_ERROR, grpc_call_async(&h, &id));
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        EXPECT_EQ(GRPC_NO_ERROR, grpc_probe(id)) << "call " << i;
+        EXPECT_EQ(GRPC_NO_ERROR, grpc_wait(id));
+    }
+}
+
+TEST_F(Ogf, HandleAttributes) {
+    grpc_handle_attr_t_np attr;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_handle_attr_initialize_np(&attr));
+    void *v = nullptr;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_handle_attr_get_np(&attr, GRPC_HANDLE_ATTR_WAIT_ARG_TRANSFER, &v));
+    EXPECT_EQ(GRPC_ARGUMENT_TRANSFER_WAIT,
+              *static_cast<grpc_argument_transfer_t_np *>(v)); // Ninf-G's default
+    EXPECT_EQ(GRPC_NO_ERROR, grpc_handle_attr_release_np(v));
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_handle_attr_get_np(&attr, GRPC_HANDLE_ATTR_FUNCNAME, &v));
+    EXPECT_EQ(nullptr, v);
+    grpc_function_handle_t h;
+    EXPECT_EQ(GRPC_FUNCTION_NOT_FOUND, grpc_function_handle_init_with_attr_np(&h, &attr));
+    EXPECT_NE(nullptr, strstr(grpc_last_error_np(), "GRPC_HANDLE_ATTR_FUNCNAME"));
+
+    // Values are copied in and out.
+    char fn[] = "test/echo_string";
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_FUNCNAME, fn));
+    fn[0] = 'X';
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_HOSTNAME, (void *)"127.0.0.1"));
+    int port = single->port();
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_PORT, &port));
+    grpc_argument_transfer_t_np copy = GRPC_ARGUMENT_TRANSFER_COPY;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_WAIT_ARG_TRANSFER, &copy));
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_handle_attr_get_np(&attr, GRPC_HANDLE_ATTR_FUNCNAME, &v));
+    EXPECT_STREQ("test/echo_string", static_cast<char *>(v));
+    grpc_handle_attr_release_np(v);
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_handle_attr_get_np(&attr, GRPC_HANDLE_ATTR_PORT, &v));
+    EXPECT_EQ(port, *static_cast<int *>(v));
+    grpc_handle_attr_release_np(v);
+    int ncpus = 4; // kept, without effect here
+    EXPECT_EQ(GRPC_NO_ERROR, grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_MPI_NCPUS, &ncpus));
+
+    // Bad values are refused and change nothing.
+    int bad = 7, zero = 0, negative = -1;
+    EXPECT_EQ(GRPC_OTHER_ERROR_CODE,
+              grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_WAIT_ARG_TRANSFER, &bad));
+    EXPECT_NE(nullptr, strstr(grpc_error_string(GRPC_OTHER_ERROR_CODE), "not an argument transfer mode"));
+    EXPECT_EQ(GRPC_OTHER_ERROR_CODE, grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_MPI_NCPUS, &zero));
+    EXPECT_EQ(GRPC_OTHER_ERROR_CODE, grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_PORT, &negative));
+    EXPECT_EQ(GRPC_OTHER_ERROR_CODE,
+              grpc_handle_attr_set_np(&attr, static_cast<grpc_handle_attr_name_t_np>(99), &zero));
+    EXPECT_EQ(GRPC_OTHER_ERROR_CODE, grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_PORT, nullptr));
+
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_function_handle_init_with_attr_np(&h, &attr)) << grpc_last_error_np();
+    char *out = nullptr;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_call(&h, "hello", &out)) << grpc_last_error_np();
+    EXPECT_STREQ("hello", out);
+    free(out);
+    grpc_handle_attr_t_np back;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_function_handle_get_attr_np(&h, &back));
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_handle_attr_get_np(&back, GRPC_HANDLE_ATTR_PORT, &v));
+    EXPECT_EQ(single->port(), *static_cast<int *>(v));
+    grpc_handle_attr_release_np(v);
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_handle_attr_get_np(&back, GRPC_HANDLE_ATTR_WAIT_ARG_TRANSFER, &v));
+    EXPECT_EQ(GRPC_ARGUMENT_TRANSFER_COPY, *static_cast<grpc_argument_transfer_t_np *>(v));
+    grpc_handle_attr_release_np(v);
+    EXPECT_EQ(GRPC_NO_ERROR, grpc_handle_attr_destruct_np(&back));
+    EXPECT_EQ(GRPC_NO_ERROR, grpc_handle_attr_destruct_np(&attr));
+    EXPECT_EQ(GRPC_OTHER_ERROR_CODE,
+              grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_PORT, &port)); // destructed
+    grpc_function_handle_destruct(&h);
+    // By tag, as grpc_function_handle_init takes it.
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_handle_attr_initialize_np(&attr));
+    grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_HOSTNAME, (void *)"single");
+    grpc_handle_attr_set_np(&attr, GRPC_HANDLE_ATTR_FUNCNAME, (void *)"test/null_call");
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_function_handle_init_with_attr_np(&h, &attr)) << grpc_last_error_np();
+    EXPECT_EQ(single->port(), h.port_np);
+    EXPECT_EQ(GRPC_NO_ERROR, grpc_call(&h));
+    grpc_handle_attr_destruct_np(&attr);
+    grpc_finalize();
+    EXPECT_EQ(GRPC_NOT_INITIALIZED, grpc_handle_attr_initialize_np(&attr));
+}
+
+TEST_F(Ogf, ListFunctions) {
+    char **names = nullptr;
+    size_t n = 0;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_list_functions_np("single", &names, &n)) << grpc_last_error_np();
+    std::set<std::string> got;
+    for (size_t i = 0; i < n; i++)
+        got.insert(names[i]);
+    EXPECT_EQ(nullptr, names[n]);
+    EXPECT_TRUE(got.count("test/null_call") && got.count("linalg/dmmul")) << n << " names";
+    grpc_free_functions_np(names);
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_list_functions_np(nullptr, &names, &n)); // the first <SERVER>
+    EXPECT_EQ(got.size(), n);
+    grpc_free_functions_np(names);
+    int count = 0;
+    ASSERT_EQ(GRID_OK, grid_list_functions_np(server->address().c_str(), &names, &count));
+    EXPECT_EQ(got.size(), static_cast<size_t>(count));
+    grid_free_functions_np(names);
+    std::string dead = "127.0.0.1:" + std::to_string(dead_port());
+    EXPECT_EQ(GRPC_SERVER_NOT_FOUND, grpc_list_functions_np(dead.c_str(), &names, &n));
+    EXPECT_EQ(nullptr, names);
+    EXPECT_NE(nullptr, strstr(grpc_last_error_np(), dead.c_str())) << grpc_last_error_np();
+    EXPECT_EQ(GRID_ERR_ARGS, grid_list_functions_np("no port here", &names, &count));
+
+    // The not-found message points to the listing, and names the function once.
+    grpc_function_handle_t h;
+    EXPECT_EQ(GRPC_FUNCTION_NOT_FOUND, grpc_function_handle_init(&h, "single", "test/no_such"));
+    std::string m = grpc_last_error_np();
+    EXPECT_NE(std::string::npos, m.find("grpc_list_functions_np")) << m;
+    EXPECT_NE(std::string::npos, m.find("gridrpc ls --server localhost:" + std::to_string(single->port())))
+        << m;
+    EXPECT_EQ(m.find("test/no_such"), m.rfind("test/no_such")) << m;
+}
+
+// Item 11: one numbering, the function named once, timeouts naming their setting, and
+// GRPC_OTHER_ERROR_CODE's string saying what failed.
+TEST_F(OgfInit, MessagesSayWhatAndWhereOnce) {
+    std::string conf = write_file("timeout.conf", "<SERVER>\n"
+                                                  "    hostname 127.0.0.1\n"
+                                                  "    port " +
+                                                      std::to_string(server->port()) +
+                                                      "\n"
+                                                      "    session_timeout 0.3\n"
+                                                      "</SERVER>\n");
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_initialize(conf.c_str())) << grpc_last_error_np();
+    EXPECT_NE(nullptr, strstr(grpc_error_string(GRPC_OTHER_ERROR_CODE), "grpc_last_error_np"));
+    grpc_function_handle_t h, s;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_function_handle_default(&h, "test/echo_double"));
+    double x[3] = {1, 2, 3}, y[3];
+    grpc_error_t rc = grpc_call(&h, -1, x, y);
+    EXPECT_EQ(GRPC_OTHER_ERROR_CODE, rc);
+    std::string m = grpc_error_string(rc);
+    EXPECT_NE(std::string::npos, m.find("dimension 1 of 'in': size -1 is negative")) << m;
+    EXPECT_EQ(m.find("test/echo_double"), m.rfind("test/echo_double")) << m;
+    rc = grpc_call(&h, 3, (double *)nullptr, y);
+    m = grpc_last_error_np();
+    EXPECT_NE(std::string::npos, m.find("argument 3 ('in', IN double array) is NULL")) << m;
+    EXPECT_EQ(m.find("test/echo_double"), m.rfind("test/echo_double")) << m;
+    EXPECT_EQ(GRPC_OTHER_ERROR_CODE, grpc_call(&h, 3, x));
+    m = grpc_last_error_np();
+    EXPECT_EQ(m.find("test/echo_double"), m.rfind("test/echo_double")) << m;
+
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_function_handle_default(&s, "test/sleep"));
+    EXPECT_EQ(GRPC_TIMEOUT_NP, grpc_call(&s, 2.0));
+    m = grpc_last_error_np();
+    EXPECT_NE(std::string::npos, m.find("0.3 s ('session_timeout' in " + conf + " line 4)")) << m;
+    grpc_sessionid_t id;
+    ASSERT_EQ(GRPC_NO_ERROR, grpc_call_async(&s, &id, 2.0));
+    EXPECT_EQ(GRPC_SESSION_FAILED, grpc_wait(id));
+    EXPECT_EQ(GRPC_TIMEOUT_NP, grpc_get_error(id));
+    m = grpc_last_error_np();
+    EXPECT_NE(std::string::npos, m.find("'session_timeout' in " + conf)) << m;
+    EXPECT_EQ(std::string::npos, m.find("GRIDRPC_TIMEOUT")) << m;
+    grpc_finalize();
+}
+
 TEST(OgfCodes, EveryCodeHasAStringAndAName) {
     std::set<std::string> texts;
     const grpc_error_t codes[] = {GRPC_NO_ERROR,

@@ -74,6 +74,7 @@ class TestServer {
     ~TestServer() { stop(SIGTERM); }
 
     int port() const { return port_; }
+    pid_t pid() const { return pid_; }
     std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
     std::string url(const std::string &fn) const { return "gridrpc://" + address() + "/" + fn; }
 

@@ -5,15 +5,16 @@
  * each argument: Python numbers and strings become the C scalars, arrays are taken
  * through the buffer protocol (numpy arrays, array.array, memoryview: C-contiguous,
  * the right element type and size, checked with grid_array_shape_np before anything is
- * sent), OUT scalars and strings come back as Python values. The GIL is released while
- * the call is on the network, so other Python threads run (and may call too: the C
- * library is MT-safe).
+ * sent), OUT scalars and strings come back as Python values, and an OUT array passed
+ * as None is allocated (through the allocator the package registers: numpy.zeros) and
+ * returned. The GIL is released while the call is on the network, so other Python
+ * threads run (and may call too: the C library is MT-safe).
  *
- * Asynchronous calls (start) keep the same conversion state on the heap, inside a
- * Pending object, until the call completes: the buffers stay exported (a numpy array
- * cannot be resized meanwhile) and converted strings stay referenced. The Python layer
- * (__init__.py) waits for completions in one background thread (wait_any) and turns
- * them into futures.
+ * Asynchronous calls (prepare, then Pending.send from the package's sender thread)
+ * keep the same conversion state on the heap, inside a Pending object, until the call
+ * completes: the buffers stay exported (a numpy array cannot be resized meanwhile) and
+ * converted strings stay referenced. The Python layer (_futures.py) waits for
+ * completions in one background thread (wait_any) and turns them into futures.
  *
  * Errors are raised through a factory the package registers (_set_error_factory), so
  * they are gridrpc.GridError subclasses carrying the code and the library's message.
@@ -36,8 +37,24 @@
 enum { KIND_GRID = 0, KIND_TYPE = 1, KIND_VALUE = 2 };
 
 static PyObject *error_factory; /* callable(code, message, kind) -> exception */
+static PyObject *allocator;     /* callable(dtype, shape) -> a new zeroed array (numpy.zeros) */
 static PyObject *fn_cache;      /* dict: name -> capsule holding a grid_function_np */
 static long sync_in_flight;     /* synchronous calls on the network now (under the GIL) */
+static long async_open;         /* Pending objects holding a call's state (under the GIL) */
+
+/* The library reads its settings (GRIDRPC_SERVER, ...) once. After a failed call the
+ * binding compares them with what they were at the last (re)load, and reloads the
+ * library's settings when they changed, so a user who fixes GRIDRPC_SERVER after a
+ * ConnectError or ConfigError needs no reset(). Only after a failure: the happy path
+ * costs nothing. */
+static const char *const env_names[] = {
+    "GRIDRPC_SERVER",  "GRIDRPC_METASERVER",      "GRIDRPC_CONFIG",    "GRIDRPC_TOKEN",
+    "GRIDRPC_TIMEOUT", "GRIDRPC_CONNECT_TIMEOUT", "GRIDRPC_SCHEDULER", "HOME"};
+#define NENV (sizeof env_names / sizeof env_names[0])
+static char *env_seen[NENV]; /* malloc'd values at the last load; NULL: unset */
+static int env_dirty;        /* a call failed since the last successful one */
+static int timeouts_forced;  /* set_timeouts was called: reapplied after a reload */
+static double forced_connect, forced_call;
 
 /* ------------------------------------------------------------------ errors */
 
@@ -62,6 +79,7 @@ static void raise_obj(int code, int kind, PyObject *message) {
 
 /* Raises a library error: CODE with MSG (the library's text, maybe not valid UTF-8). */
 static void raise_grid(int code, const char *msg) {
+    env_dirty = 1;
     if (!msg || !*msg) msg = grid_error_string(code);
     raise_obj(code, KIND_GRID, PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace"));
 }
@@ -75,6 +93,38 @@ static int arg_error(int kind, const char *fmt, ...) {
     va_end(ap);
     raise_obj(GRID_ERR_ARGS, kind, msg);
     return -1;
+}
+
+/* ------------------------------------------------------------------ settings */
+
+/* Remembers the environment the library's settings were (re)loaded from. */
+static void env_snapshot(void) {
+    for (size_t k = 0; k < NENV; k++) {
+        free(env_seen[k]);
+        const char *v = getenv(env_names[k]);
+        env_seen[k] = v ? strdup(v) : NULL;
+    }
+}
+
+static int env_changed(void) {
+    for (size_t k = 0; k < NENV; k++) {
+        const char *v = getenv(env_names[k]);
+        if ((v == NULL) != (env_seen[k] == NULL) || (v && strcmp(v, env_seen[k]) != 0)) return 1;
+    }
+    return 0;
+}
+
+/* After a failure: reloads the library's settings when the environment changed and no
+ * call is in flight (grid_reset_np needs that); the timeouts set_timeouts gave stay. */
+static void reload_if_env_changed(void) {
+    if (!env_dirty || sync_in_flight > 0 || async_open > 0 || !env_changed()) return;
+    PyDict_Clear(fn_cache);
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    grid_reset_np();
+    if (timeouts_forced) grid_set_timeouts_np(forced_connect, forced_call);
+    PyEval_RestoreThread(ts);
+    env_snapshot();
+    env_dirty = 0;
 }
 
 /* ------------------------------------------------------------------ names */
@@ -153,6 +203,7 @@ typedef struct callstate {
     char **strv0[MAXP];       /* its pointers before the call (OUT, INOUT) */
     Py_ssize_t strn[MAXP];    /* its length */
     unsigned char has_view[MAXP];
+    unsigned char alloc[MAXP]; /* keep[i] is an OUT array allocated here (returned) */
     Py_buffer view[MAXP];
 } callstate;
 
@@ -189,6 +240,7 @@ static void cs_release(callstate *cs) {
     for (int i = 0; i < cs->n; i++) {
         if (cs->has_view[i]) PyBuffer_Release(&cs->view[i]);
         cs->has_view[i] = 0;
+        cs->alloc[i] = 0;
         Py_CLEAR(cs->keep[i]);
         PyMem_Free(cs->strv[i]);
         PyMem_Free(cs->strv0[i]);
@@ -227,9 +279,11 @@ static PyObject *get_fn(PyObject *name, const char *cname) {
     info->memo_valid = 0;
     grid_function_np *f = &info->f;
     int rc;
+    sync_in_flight++;                        /* a reload must not reset the library under it */
     PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
     rc = grid_describe_np(cname, f);
     PyEval_RestoreThread(ts);
+    sync_in_flight--;
     if (rc != GRID_OK) {
         raise_grid(rc, grid_last_error());
         PyMem_Free(info);
@@ -453,6 +507,33 @@ static char format_kind(const char *f) {
     return 0;
 }
 
+/* The numpy name of a buffer's element type ("float32", "int64", "S1"), into BUF. */
+static const char *buffer_dtype(const Py_buffer *vw, char *buf, size_t n) {
+    const char *f = vw->format ? vw->format : "B";
+    int bits = (int)(vw->itemsize * 8);
+    switch (format_kind(f)) {
+    case 'i': snprintf(buf, n, "int%d", bits); break;
+    case 'u': snprintf(buf, n, "uint%d", bits); break;
+    case 'f': snprintf(buf, n, "float%d", bits); break;
+    case 'c': snprintf(buf, n, "complex%d", bits); break;
+    case 'S': snprintf(buf, n, "S%zd", vw->itemsize); break;
+    case 'b': snprintf(buf, n, "bool"); break;
+    default:
+        if ((f[0] == '<' || f[0] == '>' || f[0] == '!') && format_kind(f + 1))
+            snprintf(buf, n, "a %s-endian %zd-byte type ('%s'; numpy: .astype(its native dtype))",
+                     f[0] == '<' ? "little" : "big", vw->itemsize, f);
+        else
+            snprintf(buf, n, "a buffer of format '%s' (%zd-byte elements)", f, vw->itemsize);
+    }
+    return buf;
+}
+
+/* The numpy dtype an OUT array passed as None is allocated with. */
+static const char *alloc_dtype(const grid_param_np *p) {
+    if (p->type == GRID_TYPE_CHAR) return p->is_unsigned ? "uint8" : "int8";
+    return dtype_name(p);
+}
+
 /* A string array parameter I: a sequence of str or bytes (IN, INOUT), or anything
  * (OUT: the strings come back in the result). */
 static int to_string_array(callstate *cs, int i, PyObject *o, long long count) {
@@ -515,6 +596,11 @@ static int to_array(callstate *cs, int i, PyObject *o) {
     int rank = p->rank < GRID_MAX_RANK_NP ? p->rank : GRID_MAX_RANK_NP;
     if (!cs->memo_hit) {
         int rc = grid_array_shape_np(cs->cname, cs->argv, i, dims);
+        if (rc == GRID_ERR_ARGS) { /* a size argument's value (negative, too large) */
+            const char *m = grid_last_error();
+            raise_obj(rc, KIND_VALUE, PyUnicode_DecodeUTF8(m, (Py_ssize_t)strlen(m), "replace"));
+            return -1;
+        }
         if (rc != GRID_OK) {
             raise_grid(rc, grid_last_error());
             return -1;
@@ -531,11 +617,28 @@ static int to_array(callstate *cs, int i, PyObject *o) {
                          ARG_ARGS(cs, i));
     const char *dt = dtype_name(p);
     shape_str(dims, rank, shp, sizeof shp);
-    if (o == Py_None) {
+    if (o == Py_None && p->mode == GRID_MODE_OUT) {
+        /* Allocated here from the evaluated dimensions, and returned by the call. */
+        if (!allocator)
+            return arg_error(KIND_TYPE, ARG_FMT ": no array allocator registered", ARG_ARGS(cs, i));
+        PyObject *shape = PyTuple_New(rank);
+        for (int d = 0; shape && d < rank; d++) {
+            PyObject *v = PyLong_FromLongLong(dims[d]);
+            if (!v)
+                Py_CLEAR(shape);
+            else
+                PyTuple_SET_ITEM(shape, d, v);
+        }
+        if (!shape) return -1;
+        o = PyObject_CallFunction(allocator, "sN", alloc_dtype(p), shape);
+        if (!o) return -1;
+        cs->keep[i] = o; /* owned; results() returns it */
+        cs->alloc[i] = 1;
+    } else if (o == Py_None) {
         if (count == 0) return 0;
         return arg_error(KIND_TYPE,
                          ARG_FMT ": is None but must hold %lld elements: pass a numpy array of dtype %s "
-                                 "and shape %s",
+                                 "and shape %s (None is allocated for OUT arrays only)",
                          ARG_ARGS(cs, i), count, dt, shp);
     }
     int writable = p->mode != GRID_MODE_IN;
@@ -567,9 +670,12 @@ static int to_array(callstate *cs, int i, PyObject *o) {
                                                                                  : 'i';
     int ok = vw->itemsize == type_size(p->type) &&
              (k == want || (p->type == GRID_TYPE_CHAR && (k == 'i' || k == 'u' || k == 'S')));
-    if (!ok)
-        return arg_error(KIND_TYPE, ARG_FMT ": expects dtype %s, got an array of format '%s' (itemsize %zd)",
-                         ARG_ARGS(cs, i), dt, vw->format ? vw->format : "B", vw->itemsize);
+    if (!ok) {
+        char got[200];
+        return arg_error(KIND_TYPE, ARG_FMT ": expects dtype %s, got %s (convert with .astype(numpy.%s))",
+                         ARG_ARGS(cs, i), dt, buffer_dtype(vw, got, sizeof got),
+                         p->type == GRID_TYPE_CHAR ? (p->is_unsigned ? "uint8" : "int8") : dt);
+    }
     long long have = vw->len / vw->itemsize;
     int same_shape = vw->ndim == rank && vw->shape;
     for (int d = 0; same_shape && d < rank; d++)
@@ -592,6 +698,7 @@ static int to_array(callstate *cs, int i, PyObject *o) {
  * exception is set; CS is left for cs_release. */
 static int prepare(callstate *cs, PyObject *const *args, Py_ssize_t nargs) {
     cs_init(cs);
+    reload_if_env_changed();
     if (nargs < 1 || !PyUnicode_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError, "the first argument must be the function's name (a str)");
         return -1;
@@ -618,6 +725,7 @@ static int prepare(callstate *cs, PyObject *const *args, Py_ssize_t nargs) {
         cs->strv[i] = cs->strv0[i] = NULL;
         cs->strn[i] = 0;
         cs->has_view[i] = 0;
+        cs->alloc[i] = 0;
     }
     cs->n = n;
     if (nargs - 1 != n) {
@@ -676,8 +784,10 @@ static PyObject *scalar_value(const grid_param_np *p, const grid_scalar_np *v) {
     }
 }
 
-/* The call's results: OUT and INOUT scalars and strings, and OUT/INOUT string arrays
- * (as lists), in parameter order: None, the one value, or a tuple. */
+/* The call's results, in parameter order: OUT and INOUT scalars and strings, OUT/INOUT
+ * string arrays (as lists) and the OUT arrays passed as None (allocated here); None
+ * when there are none, the one value, or a tuple. Arrays the caller passed are filled
+ * in place and not returned. */
 static PyObject *results(callstate *cs) {
     PyObject *items[MAXP];
     int m = 0;
@@ -686,7 +796,10 @@ static PyObject *results(callstate *cs) {
         PyObject *it;
         if (p->mode != GRID_MODE_OUT && p->mode != GRID_MODE_INOUT) continue;
         if (p->type == GRID_TYPE_FILENAME) continue;
-        if (p->rank == 0) {
+        if (cs->alloc[i]) {
+            it = cs->keep[i];
+            Py_INCREF(it);
+        } else if (p->rank == 0) {
             it = scalar_value(p, &cs->val[i]);
         } else if (p->type == GRID_TYPE_STRING) {
             it = PyList_New(cs->strn[i]);
@@ -724,7 +837,8 @@ static PyObject *results(callstate *cs) {
 
 PyDoc_STRVAR(call_doc, "call(name, *args)\n--\n\n"
                        "Calls the remote function NAME with one argument per IDL parameter and returns its\n"
-                       "OUT/INOUT scalars and strings (None, one value or a tuple). OUT arrays are filled.");
+                       "OUT/INOUT scalars and strings and the OUT arrays passed as None (None, one value or\n"
+                       "a tuple). OUT arrays passed are filled in place.");
 
 static PyObject *core_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
@@ -741,6 +855,7 @@ static PyObject *core_call(PyObject *self, PyObject *const *args, Py_ssize_t nar
     sync_in_flight--;
     PyObject *res = NULL;
     if (rc == GRID_OK) {
+        env_dirty = 0;
         res = results(&cs);
     } else {
         raise_grid(rc, grid_last_error());
@@ -769,19 +884,21 @@ static PyObject *core_convert(PyObject *self, PyObject *const *args, Py_ssize_t 
 
 typedef struct {
     PyObject ob_base; /* PyObject_HEAD */
-    callstate *cs;    /* NULL once finished */
-    int id;
-    int in_flight; /* not yet waited on */
+    callstate *cs;    /* NULL once finished or discarded */
+    int id;           /* 0 until sent */
+    int in_flight;    /* sent, not yet waited on */
+    int sending;      /* send() is running (without the GIL) */
 } PendingObject;
 
 static void pending_drop(PendingObject *self) {
     callstate *cs = self->cs;
     if (!cs) return;
     self->cs = NULL;
+    async_open--;
     cs_free_outputs(cs);
     cs_release(cs);
     PyMem_Free(cs);
-    grid_forget_np(self->id);
+    if (self->id > 0) grid_forget_np(self->id);
 }
 
 static void pending_dealloc(PendingObject *self) {
@@ -806,13 +923,15 @@ PyDoc_STRVAR(finish_doc,
 static PyObject *pending_finish(PendingObject *self, PyObject *arg) {
     long rc = PyLong_AsLong(arg);
     if (rc == -1 && PyErr_Occurred()) return NULL;
-    if (!self->cs) {
-        PyErr_SetString(PyExc_RuntimeError, "this call was already finished");
+    if (!self->cs || self->sending) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        self->cs ? "the call is being sent" : "this call was already finished");
         return NULL;
     }
     self->in_flight = 0;
     PyObject *res = NULL;
     if (rc == GRID_OK) {
+        env_dirty = 0;
         res = results(self->cs);
     } else {
         raise_grid((int)rc, grid_call_message_np(self->id));
@@ -822,16 +941,45 @@ static PyObject *pending_finish(PendingObject *self, PyObject *arg) {
     return res;
 }
 
-PyDoc_STRVAR(discard_doc, "discard()\n--\n\nReleases a waited-on call's buffers without results.");
+PyDoc_STRVAR(discard_doc, "discard()\n--\n\nReleases an unsent or waited-on call's buffers without results.");
 
 static PyObject *pending_discard(PendingObject *self, PyObject *unused) {
     (void)unused;
-    if (self->cs && self->in_flight) {
+    if (self->cs && (self->in_flight || self->sending)) {
         PyErr_SetString(PyExc_RuntimeError, "the call is still in flight: wait for it first");
         return NULL;
     }
     pending_drop(self);
     Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(send_doc, "send()\n--\n\n"
+                       "Sends a prepared call (grid_call_async_argv_np, without the GIL: it may block while\n"
+                       "a big argument goes out) and returns its id; raises and releases the call's\n"
+                       "buffers when it cannot be started.");
+
+static PyObject *pending_send(PendingObject *self, PyObject *unused) {
+    (void)unused;
+    if (!self->cs || self->sending || self->id) {
+        PyErr_SetString(PyExc_RuntimeError, "this call was already sent or discarded");
+        return NULL;
+    }
+    callstate *cs = self->cs;
+    int id;
+    self->sending = 1;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    id = grid_call_async_argv_np(cs->cname, cs->n, cs->argv);
+    PyEval_RestoreThread(ts);
+    self->sending = 0;
+    if (id <= 0) {
+        raise_grid(id < 0 ? -id : GRID_ERR_INTERNAL, grid_last_error());
+        cs_forget_fn(cs);
+        pending_drop(self);
+        return NULL;
+    }
+    self->id = id;
+    self->in_flight = 1;
+    return PyLong_FromLong(id);
 }
 
 static PyObject *pending_get_name(PendingObject *self, void *unused) {
@@ -842,13 +990,14 @@ static PyObject *pending_get_name(PendingObject *self, void *unused) {
 }
 
 static PyMethodDef pending_methods[] = {
+    {"send", (PyCFunction)pending_send, METH_NOARGS, send_doc},
     {"finish", (PyCFunction)pending_finish, METH_O, finish_doc},
     {"discard", (PyCFunction)pending_discard, METH_NOARGS, discard_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static PyMemberDef pending_members[] = {
-    {"id", T_INT, offsetof(PendingObject, id), READONLY, "the call's id (grid_call_async)"},
+    {"id", T_INT, offsetof(PendingObject, id), READONLY, "the call's id (grid_call_async); 0 until sent"},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -862,19 +1011,17 @@ static PyTypeObject PendingType = {
     .tp_basicsize = sizeof(PendingObject),
     .tp_dealloc = (destructor)pending_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "An asynchronous call in flight, holding its arguments' buffers until it completes.",
+    .tp_doc = "An asynchronous call, holding its arguments' buffers until it completes.",
     .tp_methods = pending_methods,
     .tp_members = pending_members,
     .tp_getset = pending_getset,
 };
 
-PyDoc_STRVAR(start_doc, "start(name, *args)\n--\n\n"
-                        "Starts an asynchronous call (arguments as for call) and returns a Pending object.");
-
-static PyObject *core_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
+/* Converts and checks the arguments of an asynchronous call: a Pending object, not
+ * sent yet. */
+static PendingObject *new_pending(PyObject *const *args, Py_ssize_t nargs) {
     callstate *cs = PyMem_Malloc(sizeof *cs);
-    if (!cs) return PyErr_NoMemory();
+    if (!cs) return (PendingObject *)PyErr_NoMemory();
     if (prepare(cs, args, nargs) < 0) {
         cs_release(cs);
         PyMem_Free(cs);
@@ -886,26 +1033,51 @@ static PyObject *core_start(PyObject *self, PyObject *const *args, Py_ssize_t na
         PyMem_Free(cs);
         return NULL;
     }
-    po->cs = NULL;
+    po->cs = cs;
     po->id = 0;
     po->in_flight = 0;
-    int id;
-    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
-    id = grid_call_async_argv_np(cs->cname, cs->n, cs->argv);
-    PyEval_RestoreThread(ts);
-    if (id <= 0) {
-        raise_grid(id < 0 ? -id : GRID_ERR_INTERNAL, grid_last_error());
-        cs_forget_fn(cs);
-        cs_free_outputs(cs);
-        cs_release(cs);
-        PyMem_Free(cs);
+    po->sending = 0;
+    async_open++;
+    return po;
+}
+
+PyDoc_STRVAR(prepare_doc,
+             "prepare(name, *args)\n--\n\n"
+             "Converts and checks an asynchronous call's arguments (as call does) and returns a\n"
+             "Pending object; its send() starts the call.");
+
+static PyObject *core_prepare(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    return (PyObject *)new_pending(args, nargs);
+}
+
+PyDoc_STRVAR(start_doc,
+             "start(name, *args)\n--\n\n"
+             "prepare() and send() in one: starts an asynchronous call in this thread and returns\n"
+             "its Pending object.");
+
+static PyObject *core_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    PendingObject *po = new_pending(args, nargs);
+    if (!po) return NULL;
+    PyObject *id = pending_send(po, NULL);
+    if (!id) {
         Py_DECREF(po);
         return NULL;
     }
-    po->cs = cs;
-    po->id = id;
-    po->in_flight = 1;
+    Py_DECREF(id);
     return (PyObject *)po;
+}
+
+PyDoc_STRVAR(open_calls_doc,
+             "open_calls()\n--\n\n"
+             "Asynchronous calls whose arguments the binding still holds (prepared, being sent,\n"
+             "in flight, or done and not yet finished).");
+
+static PyObject *core_open_calls(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromLong(async_open);
 }
 
 /* Reads one int argument of a fastcall function. */
@@ -1003,6 +1175,42 @@ static PyObject *core_describe(PyObject *self, PyObject *const *args, Py_ssize_t
     return res;
 }
 
+static PyObject *core_list_functions(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    const char *server = NULL;
+    if (nargs > 1 || (nargs == 1 && args[0] != Py_None && !PyUnicode_Check(args[0]))) {
+        PyErr_SetString(PyExc_TypeError, "list_functions() takes the server (\"host:port\", a str) or None");
+        return NULL;
+    }
+    if (nargs == 1 && args[0] != Py_None && !(server = PyUnicode_AsUTF8(args[0]))) return NULL;
+    reload_if_env_changed();
+    char **names = NULL;
+    int count = 0, rc;
+    sync_in_flight++;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    rc = grid_list_functions_np(server, &names, &count);
+    PyEval_RestoreThread(ts);
+    sync_in_flight--;
+    if (rc != GRID_OK) {
+        const char *m = grid_last_error();
+        if (rc == GRID_ERR_ARGS)
+            raise_obj(rc, KIND_VALUE, PyUnicode_DecodeUTF8(m, (Py_ssize_t)strlen(m), "replace"));
+        else
+            raise_grid(rc, m);
+        return NULL;
+    }
+    PyObject *list = PyList_New(count);
+    for (int i = 0; list && i < count; i++) {
+        PyObject *s = str_value(names[i]);
+        if (!s)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, s);
+    }
+    grid_free_functions_np(names);
+    return list;
+}
+
 static PyObject *core_set_timeouts(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 2) {
@@ -1018,6 +1226,9 @@ static PyObject *core_set_timeouts(PyObject *self, PyObject *const *args, Py_ssi
         raise_obj(rc, KIND_VALUE, PyUnicode_FromString(grid_last_error()));
         return NULL;
     }
+    timeouts_forced = 1;
+    forced_connect = c;
+    forced_call = t;
     Py_RETURN_NONE;
 }
 
@@ -1028,10 +1239,18 @@ static PyObject *core_reset(PyObject *self, PyObject *unused) {
         PyErr_SetString(PyExc_RuntimeError, "reset() while a call is in flight in another thread");
         return NULL;
     }
+    if (async_open > 0) {
+        PyErr_Format(PyExc_RuntimeError, "reset() with %ld asynchronous calls open: wait for them first",
+                     async_open);
+        return NULL;
+    }
     PyDict_Clear(fn_cache);
     PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
     grid_reset_np();
     PyEval_RestoreThread(ts);
+    env_snapshot();
+    env_dirty = 0;
+    timeouts_forced = 0;
     Py_RETURN_NONE;
 }
 
@@ -1051,6 +1270,17 @@ static PyObject *core_error_name(PyObject *self, PyObject *const *args, Py_ssize
     return Py_BuildValue("(ss)", grid_error_name(code), grid_error_string(code));
 }
 
+static PyObject *core_set_allocator(PyObject *self, PyObject *f) {
+    (void)self;
+    if (!PyCallable_Check(f)) {
+        PyErr_SetString(PyExc_TypeError, "the allocator must be callable");
+        return NULL;
+    }
+    Py_INCREF(f);
+    Py_XSETREF(allocator, f);
+    Py_RETURN_NONE;
+}
+
 static PyObject *core_set_error_factory(PyObject *self, PyObject *f) {
     (void)self;
     if (!PyCallable_Check(f)) {
@@ -1065,6 +1295,8 @@ static PyObject *core_set_error_factory(PyObject *self, PyObject *f) {
 static PyMethodDef core_methods[] = {
     {"call", (PyCFunction)(void (*)(void))core_call, METH_FASTCALL, call_doc},
     {"start", (PyCFunction)(void (*)(void))core_start, METH_FASTCALL, start_doc},
+    {"prepare", (PyCFunction)(void (*)(void))core_prepare, METH_FASTCALL, prepare_doc},
+    {"open_calls", core_open_calls, METH_NOARGS, open_calls_doc},
     {"_convert", (PyCFunction)(void (*)(void))core_convert, METH_FASTCALL, convert_doc},
     {"wait", (PyCFunction)(void (*)(void))core_wait, METH_FASTCALL, "wait(id) -> rc: waits for one call"},
     {"wait_any", core_wait_any, METH_NOARGS, "wait_any() -> (rc, id): waits for any call not yet waited on"},
@@ -1075,6 +1307,8 @@ static PyMethodDef core_methods[] = {
      "call_waited(id) -> whether a wait returned it"},
     {"describe", (PyCFunction)(void (*)(void))core_describe, METH_FASTCALL,
      "describe(name) -> (module, name, description, ((param, type, mode, rank, unsigned), ...))"},
+    {"list_functions", (PyCFunction)(void (*)(void))core_list_functions, METH_FASTCALL,
+     "list_functions(server=None) -> sorted list of 'module/function' (LIST)"},
     {"set_timeouts", (PyCFunction)(void (*)(void))core_set_timeouts, METH_FASTCALL,
      "set_timeouts(connect, call): seconds, 0 for none"},
     {"reset", core_reset, METH_NOARGS, "closes connections, forgets descriptors and settings"},
@@ -1082,6 +1316,8 @@ static PyMethodDef core_methods[] = {
     {"error_name", (PyCFunction)(void (*)(void))core_error_name, METH_FASTCALL,
      "error_name(code) -> (name, description)"},
     {"_set_error_factory", core_set_error_factory, METH_O, "registers factory(code, message, kind)"},
+    {"_set_allocator", core_set_allocator, METH_O,
+     "registers allocator(dtype, shape) for OUT arrays passed as None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1110,6 +1346,7 @@ PyMODINIT_FUNC PyInit__core(void) {
         goto fail;
     }
     if (PyModule_AddStringConstant(m, "library_version", gridrpc_version()) < 0) goto fail;
+    env_snapshot();
 #define ADD_CODE_(name, value, text)                                                                         \
     if (PyModule_AddIntConstant(m, "GRID_" #name, value) < 0) goto fail;
     GRID_ERROR_MAP(ADD_CODE_)

@@ -2,8 +2,9 @@
 
 Every failure is a GridError carrying the C library's error code (.code), its name
 (.name, "GRID_ERR_CONNECT") and the library's message (.message, also str(e)), which
-says what happened and what to do. Important codes have subclasses; argument errors
-found before anything is sent are also TypeError or ValueError, as Python expects.
+says what happened and what to do. Every error code has its own subclass (ERROR_CLASSES
+maps code -> class); argument errors found before anything is sent are also TypeError
+or ValueError, as Python expects.
 """
 
 from __future__ import annotations
@@ -82,16 +83,54 @@ class RemoteError(GridError):
     """GRID_ERR_FAILED: the remote function failed."""
 
 
-_BY_CODE: dict[int, type[GridError]] = {
+class ShutdownError(GridError):
+    """GRID_ERR_SHUTDOWN: the server is shutting down (the call was not run: retry elsewhere)."""
+
+
+class ProtocolError(GridError):
+    """GRID_ERR_PROTOCOL: a malformed or unexpected message (version mismatch?)."""
+
+
+class OutOfMemoryError(GridError, MemoryError):
+    """GRID_ERR_NOMEM: the client or the server ran out of memory."""
+
+
+class StaleError(GridError):
+    """GRID_ERR_STALE: the function's interface changed on the server in a way the
+    arguments cannot follow (describe() it again)."""
+
+
+class BusyError(GridError):
+    """GRID_ERR_BUSY: the server is overloaded (its queue is full): retry later."""
+
+
+class FileError(GridError):
+    """GRID_ERR_IO: a local file (a filename argument) could not be read or written."""
+
+
+class InternalError(GridError):
+    """GRID_ERR_INTERNAL: a bug in GridRPC (please report it with the message)."""
+
+
+#: The exception class of each error code (GRID_ERR_ARGS: ArgumentError; the binding's
+#: own argument checks raise its subclasses ArgumentTypeError and ArgumentValueError).
+ERROR_CLASSES: dict[int, type[GridError]] = {
     _core.GRID_ERR_CONNECT: ConnectError,
-    _core.GRID_ERR_CONN_LOST: ConnectionLostError,
     _core.GRID_ERR_NOT_FOUND: NotFoundError,
     _core.GRID_ERR_ARGS: ArgumentError,
     _core.GRID_ERR_LIMIT: LimitError,
+    _core.GRID_ERR_PROTOCOL: ProtocolError,
+    _core.GRID_ERR_CONN_LOST: ConnectionLostError,
     _core.GRID_ERR_TIMEOUT: CallTimeoutError,
-    _core.GRID_ERR_CANCELED: CanceledError,
+    _core.GRID_ERR_SHUTDOWN: ShutdownError,
     _core.GRID_ERR_CONFIG: ConfigError,
+    _core.GRID_ERR_NOMEM: OutOfMemoryError,
+    _core.GRID_ERR_CANCELED: CanceledError,
+    _core.GRID_ERR_STALE: StaleError,
     _core.GRID_ERR_FAILED: RemoteError,
+    _core.GRID_ERR_BUSY: BusyError,
+    _core.GRID_ERR_IO: FileError,
+    _core.GRID_ERR_INTERNAL: InternalError,
 }
 
 
@@ -101,7 +140,7 @@ def make_error(code: int, message: str, kind: int = KIND_GRID) -> GridError:
         return ArgumentTypeError(code, message)
     if kind == KIND_VALUE:
         return ArgumentValueError(code, message)
-    return _BY_CODE.get(code, GridError)(code, message)
+    return ERROR_CLASSES.get(code, GridError)(code, message)
 
 
 _core._set_error_factory(make_error)

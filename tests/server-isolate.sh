@@ -1,0 +1,247 @@
+#!/bin/sh
+# server-isolate.sh: gridrpcd --isolate against a real client on loopback. The calls of
+# one connection run at once (each in its own child; their start and end times, read in
+# the children from the system-wide monotonic clock, must overlap), a cancel ends the
+# running call's child, a crash fails only its call while another of the same connection
+# goes on, and large results of concurrent calls arrive whole and in step.
+. "$top_srcdir/tests/lib.sh"
+GRIDRPCD=${GRIDRPCD:-$top_builddir/gridrpcd}
+GRIDRPC_MODULE="$top_builddir/scripts/gridrpc-module"
+GRIDRPC_INCLUDE="$top_srcdir/include"
+export IDLC GRIDRPC_INCLUDE CC
+lib=$top_builddir/.libs/libgridrpc.so
+if [ ! -f "$lib" ]; then echo "1..0 # SKIP no shared libgridrpc (built with --disable-shared)"; rm -rf "$T_TMP"; exit 0; fi
+cd "$T_TMP" || exit 1
+
+cat >iso.idl <<'IDL'
+Module iso;
+Globals {
+#include <time.h>
+#include <errno.h>
+static double mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+static void nap(double seconds) {
+    struct timespec ts;
+    ts.tv_sec = (time_t)seconds;
+    ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+}
+Define span(IN double seconds, OUT double *start, OUT double *end, OUT int *pid)
+"sleeps SECONDS; START and END: the monotonic clock (one for every process of the machine)"
+{
+    *start = mono();
+    *pid = (int)getpid();
+    nap(seconds);
+    *end = mono();
+}
+Define napping(IN double seconds, IN string pidfile)
+"writes its process id to PIDFILE, then sleeps SECONDS"
+{
+    FILE *f = fopen(pidfile, "w");
+    if (f) {
+        fprintf(f, "%d\n", (int)getpid());
+        fclose(f);
+    }
+    nap(seconds);
+}
+Define crash(IN double delay)
+"dereferences NULL after DELAY seconds"
+{
+    nap(delay);
+    *(volatile int *)0 = 1;
+}
+Define scaled(IN int n, IN double k, IN double in[n], OUT double out[n])
+"out = k * in"
+{
+    int i;
+    for (i = 0; i < n; i++) out[i] = k * in[i];
+}
+IDL
+if "$GRIDRPC_MODULE" iso.idl >mod.out 2>&1 && [ -f iso.so ]; then ok "test module builds"; else fail "test module"; diag <mod.out; finish; exit 1; fi
+
+cat >client.c <<'C'
+/* The client side of server-isolate.sh: one connection (the library pipelines calls
+ * to one server), several calls in flight. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "gridrpc.h"
+
+static char url[256];
+static const char *fn(const char *name) {
+    static char buf[300];
+    snprintf(buf, sizeof buf, "%s/%s", url, name);
+    return buf;
+}
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) return 2;
+    snprintf(url, sizeof url, "gridrpc://127.0.0.1:%s/iso", argv[1]);
+    grid_set_timeouts_np(5, 60);
+    if (strcmp(argv[2], "overlap") == 0) {
+        /* Three 1 s calls at once; print each one's start, end and process. */
+        double start[3], end[3];
+        int pid[3], id[3];
+        for (int i = 0; i < 3; i++) {
+            id[i] = grid_call_async(fn("span"), 1.0, &start[i], &end[i], &pid[i]);
+            if (id[i] <= 0) { printf("async: %s\n", grid_last_error()); return 1; }
+        }
+        for (int i = 0; i < 3; i++) {
+            int rc = grid_wait(id[i]);
+            if (rc != GRID_OK) { printf("call %d: %s: %s\n", i, grid_error_name(rc), grid_call_message_np(id[i])); return 1; }
+        }
+        for (int i = 0; i < 3; i++) printf("%.6f %.6f %d\n", start[i], end[i], pid[i]);
+        return 0;
+    }
+    if (strcmp(argv[2], "cancel") == 0 && argc > 3) {
+        /* A long call, canceled once its child runs; then the connection goes on. */
+        int id = grid_call_async(fn("napping"), 30.0, argv[3]);
+        if (id <= 0) { printf("async: %s\n", grid_last_error()); return 1; }
+        for (int i = 0; i < 200 && access(argv[3], F_OK) != 0; i++) usleep(50000);
+        double t0 = now();
+        int rc = grid_cancel(id);
+        int wrc = grid_wait(id);
+        printf("cancel %s wait %s %.3f\n", grid_error_name(rc), grid_error_name(wrc), now() - t0);
+        double s, e;
+        int pid;
+        rc = grid_call(fn("span"), 0.0, &s, &e, &pid);
+        printf("next %s %.3f\n", grid_error_name(rc), now() - t0);
+        return 0;
+    }
+    if (strcmp(argv[2], "hang") == 0 && argc > 3) {
+        int rc = grid_call(fn("napping"), 30.0, argv[3]);
+        printf("hang %s\n", grid_error_name(rc));
+        return 0;
+    }
+    if (strcmp(argv[2], "crash") == 0) {
+        /* A crash while another call of the connection runs: only the crash fails. */
+        double s, e;
+        int pid;
+        int a = grid_call_async(fn("span"), 1.0, &s, &e, &pid);
+        int b = grid_call_async(fn("crash"), 0.2);
+        int ra = grid_wait(a), rb = grid_wait(b);
+        printf("span %s crash %s %s\n", grid_error_name(ra), grid_error_name(rb), grid_call_message_np(b));
+        return 0;
+    }
+    if (strcmp(argv[2], "bulk") == 0) {
+        /* Four calls with 8 MB results each, answered while the others run. */
+        enum { N = 1 << 20, K = 4 };
+        double *in = malloc(N * sizeof *in), *out[K];
+        int id[K];
+        for (int i = 0; i < N; i++) in[i] = i;
+        for (int k = 0; k < K; k++) {
+            out[k] = calloc(N, sizeof *out[k]);
+            id[k] = grid_call_async(fn("scaled"), N, (double)(k + 1), in, out[k]);
+        }
+        int bad = 0;
+        for (int k = 0; k < K; k++) {
+            int rc = grid_wait(id[k]);
+            if (rc != GRID_OK) { printf("call %d: %s: %s\n", k, grid_error_name(rc), grid_call_message_np(id[k])); bad++; continue; }
+            for (int i = 0; i < N; i++)
+                if (out[k][i] != (k + 1) * in[i]) { printf("call %d: out[%d] = %g\n", k, i, out[k][i]); bad++; break; }
+        }
+        printf("bulk %s\n", bad ? "bad" : "ok");
+        return 0;
+    }
+    return 2;
+}
+C
+if "$CC" -std=gnu11 -I"$GRIDRPC_INCLUDE" -o client client.c -L"$top_builddir/.libs" -lgridrpc \
+  -Wl,-rpath,"$top_builddir/.libs" >cc.out 2>&1; then ok "client builds"; else fail "client"; diag <cc.out; finish; exit 1; fi
+
+# start_server OUT ARGS...: gridrpcd in the background (pid in $spid), port in $port.
+start_server() {
+  _out=$1; shift
+  "$GRIDRPCD" --host 127.0.0.1 --port 0 --module "$T_TMP/iso.so" "$@" >"$_out" 2>"$_out.err" &
+  spid=$!
+  _i=0
+  while [ $_i -lt 100 ]; do
+    if grep -q '^listening on ' "$_out" 2>/dev/null; then
+      port=$(sed -n 's/^listening on 127\.0\.0\.1://p' "$_out")
+      return 0
+    fi
+    kill -0 $spid 2>/dev/null || return 1
+    sleep 0.1; _i=$((_i + 1))
+  done
+  return 1
+}
+stop_server() { kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; }
+trap 'kill "$spid" 2>/dev/null' EXIT
+
+# Enough workers for three calls at once on any machine (the pool defaults to the cores).
+if ! start_server srv.out --isolate --threads 4 --log-level info; then
+  fail "gridrpcd --isolate starts"; diag <srv.out.err; finish; exit 1
+fi
+
+timeout 60 ./client "$port" overlap >overlap.out 2>&1; rc=$?
+# Overlapped: every call started before any ended (the latest start precedes the
+# earliest end), each in a process of its own.
+if [ $rc -eq 0 ] && awk 'NF == 3 { n++; if (n == 1 || $1 > ls) ls = $1; if (n == 1 || $2 < fe) fe = $2; p[$3] = 1 }
+    END { np = 0; for (k in p) np++; exit !(n == 3 && ls < fe && np == 3) }' overlap.out; then
+  ok "three calls of one connection run at once"
+else
+  fail "three calls of one connection run at once (rc $rc)"; diag <overlap.out; diag <srv.out.err
+fi
+
+timeout 60 ./client "$port" cancel "$T_TMP/nap.pid" >cancel.out 2>&1; rc=$?
+child=$(cat nap.pid 2>/dev/null)
+if [ $rc -eq 0 ] && grep -Eq '^cancel GRID_OK wait GRID_ERR_CANCELED 0\.' cancel.out; then
+  ok "grid_cancel returns at once; the call waits CANCELED"
+else
+  fail "cancel status (rc $rc)"; diag <cancel.out
+fi
+# The child is ended (and reaped) at once, not after its 30 s.
+gone=no
+_i=0
+while [ -n "$child" ] && [ $_i -lt 50 ]; do
+  if [ ! -e "/proc/$child" ]; then gone=yes; break; fi
+  sleep 0.1; _i=$((_i + 1))
+done
+if [ "$gone" = yes ]; then ok "the canceled call's child is gone"; else fail "the canceled call's child (pid '$child') still runs"; diag <srv.out.err; fi
+if grep -Eq '^next GRID_OK ([0-9]|1[0-9])\.' cancel.out; then ok "the server answers the next call at once"; else fail "call after cancel"; diag <cancel.out; fi
+if grep -q 'iso/napping.*GRID_ERR_CANCELED: the call was canceled while it ran' srv.out.err; then
+  ok "the server logs the call as canceled"
+else
+  fail "log of the canceled call"; diag <srv.out.err
+fi
+
+timeout 60 ./client "$port" crash >crash.out 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q '^span GRID_OK crash GRID_ERR_FAILED .*crashed (signal 11' crash.out && kill -0 "$spid" 2>/dev/null; then
+  ok "a crash fails only its call; the other call of the connection and the server go on"
+else
+  fail "crash beside a running call (rc $rc)"; diag <crash.out
+fi
+
+timeout 120 ./client "$port" bulk >bulk.out 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q '^bulk ok$' bulk.out; then ok "concurrent large results arrive whole"; else fail "bulk (rc $rc)"; diag <bulk.out; fi
+
+# A server killed outright takes its calls' children with it (they would compute for
+# nobody).
+timeout 60 ./client "$port" hang "$T_TMP/hang.pid" >hang.out 2>&1 &
+cpid=$!
+_i=0
+while [ ! -s hang.pid ] && [ $_i -lt 100 ]; do sleep 0.1; _i=$((_i + 1)); done
+child=$(cat hang.pid 2>/dev/null)
+kill -9 "$spid"; wait "$spid" 2>/dev/null
+gone=no
+_i=0
+while [ -n "$child" ] && [ $_i -lt 50 ]; do
+  if [ ! -e "/proc/$child" ] || grep -q '^State:.*Z' "/proc/$child/status" 2>/dev/null; then gone=yes; break; fi
+  sleep 0.1; _i=$((_i + 1))
+done
+if [ "$gone" = yes ]; then ok "no child outlives a killed server"; else fail "child '$child' outlives the server"; kill -9 "$child" 2>/dev/null; fi
+wait "$cpid" 2>/dev/null
+trap - EXIT
+finish
