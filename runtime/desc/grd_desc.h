@@ -254,7 +254,8 @@ char *grd_dump(const grd_desc *desc);
 /* One program of DESC as the dump prints it ("2*n^3"), malloc'd; NULL when absent. */
 char *grd_expr_text(const grd_desc *desc, const grd_expr *e);
 /* The dimensions of parameter PINDEX as the dump prints them ("[n][n]", "[n : lo, hi, 1]";
- * "" for a scalar), malloc'd; NULL for a bad index. */
+ * "" for a scalar; a callback's parameters, "(IN int k, OUT double d[k])"), malloc'd;
+ * NULL for a bad index. */
 char *grd_dims_text(const grd_desc *desc, uint32_t pindex);
 
 /* Returns FNV-1a 64 of LEN bytes. */

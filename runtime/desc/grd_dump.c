@@ -360,6 +360,14 @@ char *grd_dims_text(const grd_desc *desc, uint32_t pindex) {
     sbuf b = {NULL, 0, 0, 0};
     sb_puts(&b, "");
     if (p->rank > 0 && p->dims != NULL) put_dims(&b, desc, NULL, p);
+    if (p->type == GRD_CALLBACK) {
+        sb_puts(&b, "(");
+        for (uint32_t j = 0; p->cb != NULL && j < p->ncb; j++) {
+            if (j) sb_puts(&b, ", ");
+            put_cb_param(&b, desc, p, &p->cb[j]);
+        }
+        sb_puts(&b, ")");
+    }
     if (b.failed) {
         free(b.s);
         return NULL;
