@@ -1,6 +1,6 @@
 /* cbdiag.c: a client in the style of Ninf-G's diag programs (grpc.h only, handles from
  * a Ninf-G client.conf) for issue 10 item 8, client callbacks:
- *   cbdiag CONFIG many|two|zero|string|async|max|null|late
+ *   cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel
  * Each callback receives one pointer per parameter (IN scalars by address; strings as
  * char *, OUT strings as char **). Prints "OK", or one "FAILED: ..." line per problem
  * (exit status 1); 2 when it cannot start. */
@@ -249,9 +249,61 @@ static void max(void) {
     grpc_function_handle_destruct(&h);
 }
 
+/* ---- stack: a callback pushed on a Ninf-G argument stack */
+
+static void stack(void) {
+    grpc_function_handle_t h;
+    int times = 4, count[1] = {0};
+    handle(&h, "callback/cb_zero");
+    grpc_arg_stack_t *st = grpc_arg_stack_new(3);
+    grpc_arg_stack_push_arg(st, &times);
+    grpc_arg_stack_push_arg(st, count);
+    grpc_arg_stack_push_arg(st, (void *)tick);
+    ticks = 0;
+    if (call_ok(grpc_call_arg_stack(&h, st), "cb_zero from an argument stack"))
+        expect(ticks == 4 && count[0] == 4, "a callback pushed on an argument stack runs 4 times");
+    grpc_arg_stack_destruct(st);
+    grpc_function_handle_destruct(&h);
+}
+
+/* ---- cancel: an async call canceled while its body keeps calling back */
+
+static volatile int slow_calls;
+static void slow_cb(int *t, double *c, double *d) {
+    (void)t;
+    slow_calls++;
+    usleep(2000);
+    for (int i = 0; i < N * N; i++)
+        d[i] = c[i];
+}
+
+static void cancel(void) {
+    grpc_function_handle_t h;
+    grpc_sessionid_t id;
+    static double a[N * N], out[N * N];
+    fill(a);
+    handle(&h, "callback/cb_many");
+    if (!call_ok(grpc_call_async(&h, &id, N, 100000, a, out, slow_cb), "cb_many async")) return;
+    while (slow_calls < 5)
+        usleep(1000);
+    expect(grpc_cancel(id) == GRPC_NO_ERROR, "grpc_cancel of a session running callbacks");
+    int after = slow_calls;
+    usleep(200000);
+    expect(slow_calls == after, "no callback runs after grpc_cancel returned");
+    expect(grpc_wait(id) == GRPC_SESSION_FAILED && grpc_get_error(id) == GRPC_CANCELED_NP,
+           "the session ends canceled");
+    grpc_function_handle_destruct(&h);
+    /* The server stopped calling back, and serves the next call. */
+    handle(&h, "callback/cb_zero");
+    int count[1];
+    ticks = 0;
+    expect(grpc_call(&h, 2, count, tick) == GRPC_NO_ERROR && ticks == 2, "the next call runs its callbacks");
+    grpc_function_handle_destruct(&h);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: cbdiag CONFIG many|two|zero|string|async|max|null|late\n");
+        fprintf(stderr, "usage: cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel\n");
         return 2;
     }
     if (grpc_initialize(argv[1]) != GRPC_NO_ERROR) {
@@ -275,6 +327,10 @@ int main(int argc, char **argv) {
         null();
     else if (strcmp(t, "late") == 0)
         late();
+    else if (strcmp(t, "stack") == 0)
+        stack();
+    else if (strcmp(t, "cancel") == 0)
+        cancel();
     else {
         fprintf(stderr, "unknown test %s\n", t);
         return 2;
