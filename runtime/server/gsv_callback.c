@@ -31,17 +31,20 @@ struct gsv_callbacks {
     uint32_t seq;                               /* callbacks sent so far */
     int failed;                                 /* the first failure's code: the call's result */
     char msg[GRP_MAX_ERROR_MESSAGE + 1];
-    /* The callback in flight (under cb_lock). */
+    /* Under cb_lock: the connection's reader ended (no answer can come any more), and
+     * the callback in flight. */
+    int conn_gone;
     int waiting, reading, done, code;
     uint32_t wait_index, wait_seq;
     grm_call *wait_call;
     char wait_msg[GRP_MAX_ERROR_MESSAGE + 1];
     pthread_cond_t cond;
-    struct gsv_callbacks *next; /* the waiting list */
+    struct gsv_callbacks *next;                /* the waiting list */
+    struct gsv_callbacks *all_prev, *all_next; /* every attached call's, for conn_closed */
 };
 
 static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
-static gsv_callbacks *waiting;
+static gsv_callbacks *waiting, *all;
 
 /* Records the call's failure (the first one counts) and returns its code. */
 static int fail(gsv_callbacks *cs, uint32_t index, int code, const char *fmt, ...)
@@ -104,6 +107,11 @@ static int cb_call(const gridrpc_stub_callback *self, void **args) {
     }
     uint32_t seq = ++cs->seq;
     pthread_mutex_lock(&cb_lock);
+    if (cs->conn_gone) {
+        pthread_mutex_unlock(&cb_lock);
+        free(c);
+        return fail(cs, idx, GRID_ERR_CONN_LOST, "the connection to the client ended");
+    }
     cs->waiting = 1;
     cs->reading = cs->done = 0;
     cs->code = GRID_OK;
@@ -158,6 +166,11 @@ int gsv_callback_attach(gsv_server *s, gsv_job *job, gr_err *e) {
             job->call.ptr[i] = &cs->stub[i];
         }
     job->cb = cs;
+    pthread_mutex_lock(&cb_lock);
+    cs->all_next = all;
+    if (all) all->all_prev = cs;
+    all = cs;
+    pthread_mutex_unlock(&cb_lock);
     return GRID_OK;
 }
 
@@ -169,6 +182,13 @@ int gsv_callback_failed(const gsv_job *job, gr_err *e) {
 void gsv_callback_detach(gsv_job *job) {
     gsv_callbacks *cs = job->cb;
     if (!cs) return;
+    pthread_mutex_lock(&cb_lock);
+    if (cs->all_prev)
+        cs->all_prev->all_next = cs->all_next;
+    else
+        all = cs->all_next;
+    if (cs->all_next) cs->all_next->all_prev = cs->all_prev;
+    pthread_mutex_unlock(&cb_lock);
     for (uint32_t i = 0; i < GRD_MAX_PARAMS; i++)
         grd_free(cs->desc[i]);
     pthread_cond_destroy(&cs->cond);
@@ -245,6 +265,9 @@ void gsv_callback_cancel(gsv_conn *c, uint64_t request_id) {
 
 void gsv_callback_conn_closed(gsv_conn *c) {
     pthread_mutex_lock(&cb_lock);
+    /* Later callbacks of these calls fail at once: nothing would read their answers. */
+    for (gsv_callbacks *cs = all; cs; cs = cs->all_next)
+        if (cs->job->conn == c) cs->conn_gone = 1;
     for (gsv_callbacks *cs = waiting; cs; cs = cs->next)
         if (cs->job->conn == c && !cs->done && !cs->reading)
             finish(cs, GRID_ERR_CONN_LOST, "the connection to the client ended while the callback ran");

@@ -1,4 +1,4 @@
-/* hostile.c (callback-hostile HOST PORT): a client that answers gridrpcd's callbacks
+/* hostile.c (callback-hostile HOST PORT [leave]): a client that answers gridrpcd's callbacks
  * wrongly, against the callback/cb_many function of tests/ngcallback/callback.idl:
  * arguments too long, too short, a head where none belongs, an unknown code, a wrong
  * sequence number, and an answer nobody asked for. Each time the server must refuse the
@@ -119,11 +119,44 @@ static int pong(peer *p) {
            h.type == GRW_PONG && grp_read_pong(&p->r, &m, &e) == 0;
 }
 
-int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: callback-hostile HOST PORT\n");
+/* callback-hostile HOST PORT leave: a call whose body calls back only after its client
+ * left. Against a server of one worker, run.sh's next call finds that worker only if
+ * the callback failed at once instead of waiting for an answer nobody will read. */
+static int leave(const char *host, int port) {
+    gr_err e;
+    grw_header h;
+    char q[GRP_MAX_FUNCTION_NAME + 1];
+    peer *p = dial(host, port);
+    grd_desc *da = NULL;
+    if (grp_write_get_descriptor(&p->w, 3, "callback/cb_after", &e) || grp_read_header(&p->r, &h, &e) ||
+        h.type != GRW_DESCRIPTOR || grp_read_descriptor(&p->r, q, &da, &e)) {
+        fprintf(stderr, "descriptor of cb_after: %s\n", e.msg);
         return 2;
     }
+    int ms = 300, rc[1];
+    void (*fn)(void) = dummy;
+    void *av[3] = {&ms, rc, NULL};
+    memcpy(&av[2], &fn, sizeof fn);
+    grm_call *c = malloc(grm_call_size(da->nparams));
+    grw_limits lim;
+    grw_limits_default(&lim);
+    if (grm_from_argv(c, da, av, &lim, &e) ||
+        grp_write_call(&p->w, 20, "callback/cb_after", da->hash, c, &lim, &e))
+        check(0, "sending cb_after", e.msg);
+    free(c);
+    /* Let the server read the call before leaving. */
+    check(pong(p), "a call that will call back later is on its way", "");
+    hang_up(p);
+    grd_free(da);
+    return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3 && !(argc == 4 && strcmp(argv[3], "leave") == 0)) {
+        fprintf(stderr, "usage: callback-hostile HOST PORT [leave]\n");
+        return 2;
+    }
+    if (argc == 4) return leave(argv[1], atoi(argv[2]));
     const char *host = argv[1];
     int port = atoi(argv[2]);
     gr_err e;

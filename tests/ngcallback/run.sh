@@ -69,9 +69,21 @@ if [ -x "$HOSTILE" ]; then
   timeout 60 "$HOSTILE" 127.0.0.1 "$port" >hostile.out 2>&1; rc=$?
   if [ $rc -eq 0 ]; then ok "hostile callback answers are refused, the server survives"; else fail "callback-hostile (rc $rc)"; diag <hostile.out; fi
   if kill -0 "$spid" 2>/dev/null; then ok "gridrpcd is still running"; else fail "gridrpcd died"; diag <server.out; fi
+
 else
   fail "callback-hostile was not built"
 fi
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+
+# A call whose body calls back after its client left must free its worker: a server of
+# one worker serves the next call.
+start_server one.out --threads 1
+conf
+timeout 20 "$HOSTILE" 127.0.0.1 "$port" leave >leave.out 2>&1
+sleep 0.5
+timeout 20 ./cbdiag client.conf zero >again.out 2>&1
+if grep -qx OK again.out; then ok "a call whose client left frees its worker"; else fail "the worker stays taken by a call whose client left"; diag <leave.out; diag <again.out; fi
 kill "$spid" 2>/dev/null
 wait "$spid" 2>/dev/null
 
