@@ -1,6 +1,6 @@
 /* cbdiag.c: a client in the style of Ninf-G's diag programs (grpc.h only, handles from
  * a Ninf-G client.conf) for issue 10 item 8, client callbacks:
- *   cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel
+ *   cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel|big
  * Each callback receives one pointer per parameter (IN scalars by address; strings as
  * char *, OUT strings as char **). Prints "OK", or one "FAILED: ..." line per problem
  * (exit status 1); 2 when it cannot start. */
@@ -72,6 +72,33 @@ static void many(void) {
         expect(pthread_equal(many_thread, pthread_self()),
                "a synchronous call's callback runs on the caller's thread");
     }
+    grpc_function_handle_destruct(&h);
+}
+
+/* ---- big: matrices of 300 x 300 (720 KB) both ways, several times */
+
+#define BIG 300
+static int big_calls;
+static void big_cb(int *t, double *c, double *d) {
+    big_calls++;
+    for (int i = 0; i < BIG * BIG; i++)
+        d[i] = c[i] / *t; /* back to a */
+}
+
+static void big(void) {
+    grpc_function_handle_t h;
+    double *a = malloc(sizeof(double) * BIG * BIG), *out = malloc(sizeof(double) * BIG * BIG);
+    for (int i = 0; i < BIG * BIG; i++)
+        a[i] = (i % 977) * 0.25;
+    handle(&h, "callback/cb_many");
+    if (call_ok(grpc_call(&h, BIG, 4, a, out, big_cb), "cb_many 300 x 300")) {
+        int right = big_calls == 4;
+        for (int i = 0; i < BIG * BIG; i++)
+            right &= out[i] == 4 * a[i];
+        expect(right, "four callbacks of 720 KB each way");
+    }
+    free(a);
+    free(out);
     grpc_function_handle_destruct(&h);
 }
 
@@ -303,7 +330,7 @@ static void cancel(void) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel\n");
+        fprintf(stderr, "usage: cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel|big\n");
         return 2;
     }
     if (grpc_initialize(argv[1]) != GRPC_NO_ERROR) {
@@ -327,6 +354,8 @@ int main(int argc, char **argv) {
         null();
     else if (strcmp(t, "late") == 0)
         late();
+    else if (strcmp(t, "big") == 0)
+        big();
     else if (strcmp(t, "stack") == 0)
         stack();
     else if (strcmp(t, "cancel") == 0)
