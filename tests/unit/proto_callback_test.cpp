@@ -105,8 +105,9 @@ TEST(CallbackDesc, EncodesDecodesAndDumps) {
     grd_extent ext;
     ASSERT_EQ(GRD_OK, grd_extent_of(cd, 1, cval, 0, &ext, &err)) << err.msg;
     EXPECT_EQ(15u, ext.elems);
-    EXPECT_EQ(GRD_E_ARG, grd_callback_desc(d, 1, ival, &cd, &err)) << "s is no callback";
     grd_free(cd);
+    EXPECT_EQ(GRD_E_ARG, grd_callback_desc(d, 1, ival, &cd, &err)) << "s is no callback";
+    EXPECT_EQ(nullptr, cd);
     grd_free(d);
 }
 
