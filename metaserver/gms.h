@@ -257,6 +257,8 @@ void gms_state_free(gms_state *st);
 
 /* REGISTER: the same host:port keeps its id. Returns the id. */
 uint64_t gms_state_register(gms_state *st, const grp_register *m, long long now_ns, int64_t unix_ms);
+/* UNREGISTER: the server is stopping: down at once. GRID_ERR_NOT_FOUND: unknown id. */
+int gms_state_unregister(gms_state *st, uint64_t id);
 /* HEARTBEAT: GRID_OK, or GRID_ERR_NOT_FOUND for an unknown id. */
 int gms_state_heartbeat(gms_state *st, const grp_heartbeat *m, long long now_ns, int64_t unix_ms);
 /* SCHEDULE from SITE (never ""): GRID_OK with OK filled, or an error in E. When EXPLAIN

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gms.h"
+#include "gr_opts.h"
 #include "gr_settings.h"
 
 static const char help_text[] =
@@ -63,25 +64,16 @@ static const char help_text[] =
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...) {
-    char msg[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int rc = gr_usage_verror("gridmetad", fmt, ap);
     va_end(ap);
-    fprintf(stderr, "gridmetad: %s (see gridmetad --help)\n", msg);
-    return 2;
+    return rc;
 }
 
 static int parse_count(const char *opt, const char *v, unsigned long max, unsigned *out) {
-    char *end;
-    errno = 0;
-    if (*v < '0' || *v > '9') return usage_error("%s: '%s' is not a positive integer", opt, v);
-    unsigned long long n = strtoull(v, &end, 10);
-    if (errno || *end != '\0') return usage_error("%s: '%s' is not a positive integer", opt, v);
-    if (n == 0) return usage_error("%s: '%s' must be at least 1", opt, v);
-    if (n > max) return usage_error("%s: '%s' is too large: at most %lu", opt, v, max);
-    *out = (unsigned)n;
-    return 0;
+    char msg[600];
+    return gr_opt_count(opt, v, max, out, msg, sizeof msg) ? usage_error("%s", msg) : 0;
 }
 
 enum {
@@ -123,30 +115,14 @@ static const struct option long_options[] = {
 };
 
 static const char *option_name(int val, char *buf, size_t n) {
-    for (const struct option *o = long_options; o->name; o++)
-        if (o->val == val) {
-            snprintf(buf, n, "--%s", o->name);
-            return buf;
-        }
-    snprintf(buf, n, "-%c", val);
-    return buf;
+    return gr_opt_name(long_options, val, buf, n);
 }
 
 /* What getopt_long refused, said the way a person typed it. */
 static int bad_option(const char *arg, int opt) {
-    char name[64];
-    int with_value = strncmp(arg, "--", 2) == 0 && strchr(arg, '=');
-    if (opt > 0 && opt < 256 && !with_value) return usage_error("unknown option '-%c'", opt);
-    if (opt && with_value) return usage_error("%s takes no value", option_name(opt, name, sizeof name));
-    snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
-    char matches[512] = "";
-    int n = 0;
-    for (const struct option *o = long_options; o->name; o++)
-        if (strncmp(o->name, name + 2, strlen(name + 2)) == 0 && ++n)
-            snprintf(matches + strlen(matches), sizeof matches - strlen(matches), "%s--%s", n > 1 ? ", " : "",
-                     o->name);
-    if (n > 1) return usage_error("option '%s' is ambiguous: %s", name, matches);
-    return usage_error("unknown option '%s'", name);
+    char msg[700];
+    gr_opt_refused(long_options, arg, opt, msg, sizeof msg);
+    return usage_error("%s", msg);
 }
 
 static int apply(gms_options *o, int val, const char *v) {

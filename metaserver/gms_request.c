@@ -137,6 +137,18 @@ static int on_heartbeat(gms_conn *c, const grw_header *h) {
     return sent(c, grp_write_empty(gms_conn_writer(c, 0), GRW_HEARTBEAT_OK, h->request_id, &e), &e);
 }
 
+static int on_unregister(gms_conn *c, const grw_header *h) {
+    gr_err e;
+    uint64_t id;
+    if (grp_read_unregister(&c->r, &id, &e)) return failed(c, h, "UNREGISTER message", &e);
+    if (gms_state_unregister(c->net->st, id) != GRID_OK) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "server id %llu is not registered here", (unsigned long long)id);
+        return gms_conn_send_error(c, h->request_id, GRID_ERR_NOT_FOUND, msg) ? GMS_CLOSE : GMS_KEEP;
+    }
+    return sent(c, grp_write_empty(gms_conn_writer(c, 0), GRW_UNREGISTER_OK, h->request_id, &e), &e);
+}
+
 static const char *site_of(const gms_conn *c, const char *declared) {
     return declared[0] ? declared : c->peer_host;
 }
@@ -236,6 +248,7 @@ int gms_request_serve(gms_conn *c, const grw_header *h) {
     case GRW_PROBE: return on_probe(c, h);
     case GRW_REGISTER: return on_register(c, h);
     case GRW_HEARTBEAT: return on_heartbeat(c, h);
+    case GRW_UNREGISTER: return on_unregister(c, h);
     case GRW_SCHEDULE: return on_schedule(c, h);
     case GRW_REPORT: return on_report(c, h);
     case GRW_SERVERS: return on_servers(c, h);

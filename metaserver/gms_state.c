@@ -343,6 +343,26 @@ int gms_state_heartbeat(gms_state *st, const grp_heartbeat *m, long long now_ns,
     return GRID_OK;
 }
 
+int gms_state_unregister(gms_state *st, uint64_t id) {
+    pthread_mutex_lock(&st->lock);
+    gms_server *s = gms_state_find_id(st, id);
+    if (!s) {
+        pthread_mutex_unlock(&st->lock);
+        return GRID_ERR_NOT_FOUND;
+    }
+    int was_up = s->up;
+    s->up = 0;
+    s->running = s->queued = 0;
+    s->work_s = 0;
+    gms_db_put_server_state(st->db, s);
+    char name[GRP_MAX_PEER_NAME + 1];
+    snprintf(name, sizeof name, "%s", s->name);
+    pthread_mutex_unlock(&st->lock);
+    gms_log(GMS_LOG_INFO, "server %llu '%s' is stopping: marked down%s", (unsigned long long)id, name,
+            was_up ? "" : " (it was already)");
+    return GRID_OK;
+}
+
 void gms_pending_end(gms_state *st, gms_pending *p) {
     gms_server *s = p->srv;
     if (s->pending) s->pending--;

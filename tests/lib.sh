@@ -17,3 +17,26 @@ IDLC=${IDLC:-$top_builddir/idlc/idlc}
 GRIDRPC_DESC=${GRIDRPC_DESC:-$top_builddir/gridrpc-desc}
 CC=${CC:-cc}
 T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/gridrpc-test.XXXXXX")
+
+# wait_line FILE REGEX: up to 10 s for a line matching REGEX to appear in FILE.
+wait_line() {
+  _wl=0
+  while [ $_wl -lt 100 ]; do
+    grep -q "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1; _wl=$((_wl + 1))
+  done
+  return 1
+}
+
+# listening_port FILE PID: up to 10 s, while PID lives, for FILE's "listening on
+# HOST:PORT" line; prints PORT (nothing when it never came).
+listening_port() {
+  _lp=0
+  while [ $_lp -lt 200 ]; do
+    _port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$1" | head -n 1)
+    [ -n "$_port" ] && { echo "$_port"; return 0; }
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.05; _lp=$((_lp + 1))
+  done
+  return 1
+}

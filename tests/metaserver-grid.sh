@@ -18,11 +18,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# wait_line FILE REGEX: up to 10 s for a line to appear.
-wait_line() {
-  for _ in $(seq 1 100); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-  return 1
-}
 start_meta() { # start_meta PORT -> $meta_pid, $META
   "$B/gridmetad" --host 127.0.0.1 --port "$1" --db "$T_TMP/registry.db" --heartbeat 100ms \
     >"$T_TMP/meta.out" 2>"$T_TMP/meta.err" &

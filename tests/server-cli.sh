@@ -57,13 +57,7 @@ start_server() {
   _out=$1; shift
   "$GRIDRPCD" --host 127.0.0.1 --port 0 --module-dir "$T_TMP/empty" "$@" >"$_out" 2>"$_out.err" &
   spid=$!
-  _i=0
-  while [ $_i -lt 100 ]; do
-    grep -q '^listening on ' "$_out" 2>/dev/null && return 0
-    kill -0 $spid 2>/dev/null || return 1
-    sleep 0.1; _i=$((_i + 1))
-  done
-  return 1
+  listening_port "$_out" $spid >/dev/null
 }
 # stops_within PID SECONDS: waits for PID to exit; its status in $src.
 stops_within() {
@@ -176,13 +170,7 @@ if IDLC=$IDLC GRIDRPC_INCLUDE="$top_srcdir/include" CC=$CC "$GRIDRPC_MODULE" -o 
     _out=$1; shift
     "$GRIDRPCD" --host 127.0.0.1 --port 0 "$@" >"$_out" 2>"$_out.err" &
     spid=$!
-    _i=0
-    while [ $_i -lt 100 ]; do
-      grep -q '^listening on ' "$_out" 2>/dev/null && return 0
-      kill -0 $spid 2>/dev/null || return 1
-      sleep 0.1; _i=$((_i + 1))
-    done
-    return 1
+    listening_port "$_out" $spid >/dev/null
   }
   if GRIDRPC_MODULE_PATH="$T_TMP/sel/two" start_bare just.out --module "$T_TMP/sel/one/one.so"; then
     if grep -q "loaded module 'one' (1 function) from" just.out.err && ! grep -q "module 'two'" just.out.err \

@@ -25,11 +25,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# wait_line FILE REGEX: up to 10 s for a line to appear.
-wait_line() {
-  for _ in $(seq 1 100); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-  return 1
-}
 # api_states: "alpha:up beta:down", as api/status says now.
 api_states() {
   "$PY" - "$HTTP/api/status" <<'PYEOF' 2>/dev/null

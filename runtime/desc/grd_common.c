@@ -229,47 +229,47 @@ static int check_fields(const grd_param *params, uint32_t n, const char *what, c
     for (uint32_t i = 0; i < n; i++) {
         const grd_param *p = &params[i];
         int rc;
-        snprintf(ctx, sizeof ctx, "%s %u%s name", what, i, where);
+        snprintf(ctx, sizeof ctx, "%s %u%s name", what, i + 1, where);
         if ((rc = check_name(p->name, ctx, err)) != GRD_OK) return rc;
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(params[j].name, p->name) == 0)
-                return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: the name is also %s %u's", what, i,
-                                p->name, where, what, j);
+                return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: the name is also %s %u's", what, i + 1,
+                                p->name, where, what, j + 1);
         if (p->type < GRD_CHAR || p->type > (in_cb ? GRD_FILENAME : GRD_CALLBACK))
-            return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: unknown type %u%s", what, i, p->name, where,
-                            p->type,
+            return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: unknown type %u%s", what, i + 1, p->name,
+                            where, p->type,
                             in_cb && p->type == GRD_CALLBACK ? " (no callbacks inside callbacks)" : "");
         if (p->mode < GRD_IN || p->mode > (in_cb ? GRD_INOUT : GRD_WORK))
-            return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: unknown mode %u", what, i, p->name, where,
-                            p->mode);
+            return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: unknown mode %u", what, i + 1, p->name,
+                            where, p->mode);
         if (p->flags & ~(GRD_PF_UNSIGNED | GRD_PF_POINTER))
-            return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: unknown flag bits 0x%x", what, i, p->name,
-                            where, p->flags & ~(GRD_PF_UNSIGNED | GRD_PF_POINTER));
+            return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: unknown flag bits 0x%x", what, i + 1,
+                            p->name, where, p->flags & ~(GRD_PF_UNSIGNED | GRD_PF_POINTER));
         if (p->rank > GRD_MAX_RANK)
-            return grd_fail(err, GRD_E_LIMIT, "%s %u ('%s')%s: rank %u exceeds the limit of %u", what, i,
+            return grd_fail(err, GRD_E_LIMIT, "%s %u ('%s')%s: rank %u exceeds the limit of %u", what, i + 1,
                             p->name, where, p->rank, GRD_MAX_RANK);
         if (p->rank > 0 && p->dims == NULL)
-            return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: rank %u but no dimensions", what, i, p->name,
-                            where, p->rank);
+            return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: rank %u but no dimensions", what, i + 1,
+                            p->name, where, p->rank);
         if (p->type == GRD_CALLBACK) {
             if (p->mode != GRD_IN || p->flags != 0 || p->rank != 0)
                 return grd_fail(
                     err, GRD_E_INVALID,
                     "%s %u ('%s'): a callback has mode IN, no flags and rank 0 (mode %u, flags 0x%x, "
                     "rank %u)",
-                    what, i, p->name, p->mode, p->flags, p->rank);
+                    what, i + 1, p->name, p->mode, p->flags, p->rank);
             if (p->ncb > GRD_MAX_CB_PARAMS)
                 return grd_fail(err, GRD_E_LIMIT,
-                                "%s %u ('%s'): %u callback parameters exceed the limit of %u", what, i,
+                                "%s %u ('%s'): %u callback parameters exceed the limit of %u", what, i + 1,
                                 p->name, p->ncb, GRD_MAX_CB_PARAMS);
         } else if (p->ncb != 0 || p->cb != NULL) {
             return grd_fail(err, GRD_E_INVALID,
-                            "%s %u ('%s')%s: parameters of its own, but it is no callback", what, i, p->name,
-                            where);
+                            "%s %u ('%s')%s: parameters of its own, but it is no callback", what, i + 1,
+                            p->name, where);
         }
         if (in_cb && p->mode == GRD_WORK)
-            return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: a callback has no WORK parameters", what, i,
-                            p->name, where);
+            return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: a callback has no WORK parameters", what,
+                            i + 1, p->name, where);
     }
     return GRD_OK;
 }
@@ -282,10 +282,10 @@ static int check_dims(const grd_desc *desc, const grd_param *cb, const grd_param
         static const char *const field[] = {"size", "start", "end", "step"};
         const grd_expr *progs[4] = {&p->dims[d].size, &p->dims[d].start, &p->dims[d].end, &p->dims[d].step};
         if (progs[0]->len == 0)
-            return grd_fail(err, GRD_E_INVALID, "%s dimension %u: the size program is empty", pctx, d);
+            return grd_fail(err, GRD_E_INVALID, "%s dimension %u: the size program is empty", pctx, d + 1);
         for (int f = 0; f < 4; f++) {
             int rc;
-            snprintf(ctx, sizeof ctx, "%s dimension %u %s", pctx, d, field[f]);
+            snprintf(ctx, sizeof ctx, "%s dimension %u %s", pctx, d + 1, field[f]);
             if ((rc = check_prog(desc, cb, progs[f], ctx, err)) != GRD_OK) return rc;
         }
     }
@@ -320,14 +320,14 @@ int grd_validate(const grd_desc *desc, grd_error *err) {
     if ((rc = check_fields(desc->params, desc->nparams, "parameter", "", err)) != GRD_OK) return rc;
     for (uint32_t i = 0; i < desc->nparams; i++) {
         const grd_param *p = &desc->params[i];
-        snprintf(ctx, sizeof ctx, "parameter %u ('%s')", i, p->name);
+        snprintf(ctx, sizeof ctx, "parameter %u ('%s')", i + 1, p->name);
         if ((rc = check_dims(desc, NULL, p, ctx, err)) != GRD_OK) return rc;
         if (p->type != GRD_CALLBACK) continue;
-        snprintf(ctx, sizeof ctx, " of callback %u ('%s')", i, p->name);
+        snprintf(ctx, sizeof ctx, " of callback %u ('%s')", i + 1, p->name);
         if ((rc = check_fields(p->cb, p->ncb, "parameter", ctx, err)) != GRD_OK) return rc;
         for (uint32_t j = 0; j < p->ncb; j++) {
-            snprintf(ctx, sizeof ctx, "parameter %u ('%s') of callback %u ('%s')", j, p->cb[j].name, i,
-                     p->name);
+            snprintf(ctx, sizeof ctx, "parameter %u ('%s') of callback %u ('%s')", j + 1, p->cb[j].name,
+                     i + 1, p->name);
             if ((rc = check_dims(desc, p, &p->cb[j], ctx, err)) != GRD_OK) return rc;
         }
     }

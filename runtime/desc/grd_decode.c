@@ -129,9 +129,9 @@ static int get_param(cursor *c, grd_param *p, uint32_t i, const char *cbname) {
     int rc;
     char where[300] = "";
     if (cbname) snprintf(where, sizeof where, " of callback '%s'", cbname);
-    snprintf(c->ctx, sizeof c->ctx, "parameter %u%s", i, where);
+    snprintf(c->ctx, sizeof c->ctx, "parameter %u%s", i + 1, where);
     if ((rc = get_str(c, &p->name, GRD_MAX_NAME, "name")) != GRD_OK) return rc;
-    snprintf(c->ctx, sizeof c->ctx, "parameter %u ('%s')%s", i, p->name, where);
+    snprintf(c->ctx, sizeof c->ctx, "parameter %u ('%s')%s", i + 1, p->name, where);
     uint32_t rank;
     if ((rc = get_u32(c, &p->type, "type")) != GRD_OK || (rc = get_u32(c, &p->mode, "mode")) != GRD_OK ||
         (rc = get_u32(c, &p->flags, "flags")) != GRD_OK || (rc = get_u32(c, &rank, "rank")) != GRD_OK)
@@ -153,13 +153,13 @@ static int get_param(cursor *c, grd_param *p, uint32_t i, const char *cbname) {
     for (uint32_t d = 0; d < rank; d++) {
         char what[48];
         grd_dim *dim = &p->dims[d];
-        snprintf(what, sizeof what, "dimension %u size", d);
+        snprintf(what, sizeof what, "dimension %u size", d + 1);
         if ((rc = get_prog(c, &dim->size, what)) != GRD_OK) return rc;
-        snprintf(what, sizeof what, "dimension %u start", d);
+        snprintf(what, sizeof what, "dimension %u start", d + 1);
         if ((rc = get_prog(c, &dim->start, what)) != GRD_OK) return rc;
-        snprintf(what, sizeof what, "dimension %u end", d);
+        snprintf(what, sizeof what, "dimension %u end", d + 1);
         if ((rc = get_prog(c, &dim->end, what)) != GRD_OK) return rc;
-        snprintf(what, sizeof what, "dimension %u step", d);
+        snprintf(what, sizeof what, "dimension %u step", d + 1);
         if ((rc = get_prog(c, &dim->step, what)) != GRD_OK) return rc;
     }
     return GRD_OK;

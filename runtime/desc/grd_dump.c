@@ -292,7 +292,7 @@ static void put_cb_param(sbuf *b, const grd_desc *desc, const grd_param *cb, con
 
 static void put_param(sbuf *b, const grd_desc *desc, uint32_t i) {
     const grd_param *p = &desc->params[i];
-    sb_printf(b, "  param %u ", i);
+    sb_printf(b, "  param %u ", i + 1);
     sb_puts(b, str_or(p->name, "?"));
     if (p->type == GRD_CALLBACK) {
         sb_puts(b, ": callback (");

@@ -273,6 +273,21 @@ int grp_read_report(grw_reader *r, grp_report *m, gr_err *e) {
     return GRID_OK;
 }
 
+/* ---------------------------------------------------------------- UNREGISTER */
+
+int grp_write_unregister(grw_writer *w, uint64_t id, uint64_t server_id, gr_err *e) {
+    int rc = grw_begin(w, GRW_UNREGISTER, 0, id, e);
+    if (!rc) rc = grw_write_u64(w, server_id, e);
+    if (!rc) rc = grw_finish(w, e);
+    return rc;
+}
+
+int grp_read_unregister(grw_reader *r, uint64_t *server_id, gr_err *e) {
+    int rc = grw_read_u64(r, server_id, e);
+    if (!rc) rc = grw_end(r, e);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- SERVERS */
 
 int grp_write_servers(grw_writer *w, uint64_t id, const char *site, gr_err *e) {

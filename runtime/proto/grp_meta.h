@@ -119,6 +119,12 @@ typedef struct grp_report {
 int grp_write_report(grw_writer *w, uint64_t id, const grp_report *m, gr_err *e);
 int grp_read_report(grw_reader *r, grp_report *m, gr_err *e);
 
+/* ---- UNREGISTER (server -> metaserver: it is stopping) / UNREGISTER_OK (empty). The
+ * metaserver marks it down at once instead of after missed heartbeats; an unknown id
+ * is answered ERROR GRID_ERR_NOT_FOUND. */
+int grp_write_unregister(grw_writer *w, uint64_t id, uint64_t server_id, gr_err *e);
+int grp_read_unregister(grw_reader *r, uint64_t *server_id, gr_err *e);
+
 /* ---- SERVERS (client -> metaserver: the site whose links to show) / SERVERS_OK */
 enum grp_server_state { GRP_SERVER_DOWN = 0, GRP_SERVER_UP = 1 };
 

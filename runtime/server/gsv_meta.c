@@ -42,6 +42,7 @@ typedef struct gsv_meta {
     pthread_t thread;
     int wake; /* eventfd, readable once stopping */
     atomic_int stop;
+    atomic_int between_beats;      /* waiting for the next beat: a stop can say goodbye */
     pthread_mutex_t lock;          /* fd, for the shutdown() that wakes a blocked read */
     int fd;                        /* the current connection, -1 */
     char where[GRP_MAX_HOST + 16]; /* "host:port" of the metaserver, for the log */
@@ -212,6 +213,27 @@ static int beat(gsv_meta *m, int *in_step, gr_err *e) {
     return rc;
 }
 
+#define META_GOODBYE_S 0.5 /* UNREGISTER and its answer, at shutdown */
+
+/* The server is stopping: tells the metaserver, so that it is marked down at once and
+ * no client is sent here meanwhile. Best effort, bounded: shutdown must not wait on a
+ * slow metaserver. */
+static void say_goodbye(gsv_meta *m) {
+    gr_err e;
+    long long until = gr_now_ns() + (long long)(META_GOODBYE_S * 1e9);
+    m->w.deadline_ns = m->r.deadline_ns = until;
+    grw_header h;
+    int in_step = 0;
+    int rc = grp_write_unregister(&m->w, ++m->next_id, m->server_id, &e);
+    if (!rc) rc = grp_read_header(&m->r, &h, &e);
+    if (!rc) rc = grp_expect(&m->r, &h, GRW_UNREGISTER_OK, "UNREGISTER", &in_step, &e);
+    if (!rc) rc = grp_read_empty(&m->r, &e);
+    if (rc)
+        gsv_log(GSV_LOG_DEBUG, "metaserver %s: UNREGISTER: %s", m->where, e.msg);
+    else
+        gsv_log(GSV_LOG_INFO, "metaserver %s: unregistered (stopping)", m->where);
+}
+
 /* A connection's life: HELLO, REGISTER, then beats until the metaserver is lost or the
  * server stops. *REGISTERED: set once REGISTER succeeded on it. Returns why it ended. */
 static int session(gsv_meta *m, int *registered, gr_err *e) {
@@ -236,8 +258,13 @@ static int session(gsv_meta *m, int *registered, gr_err *e) {
             long long left = next - gr_now_ns();
             if (left < 0) next = gr_now_ns(), left = 0;
             int ready;
-            if (wait_for(m, (double)left / 1e9, fd, &ready))
+            atomic_store(&m->between_beats, 1);
+            int stopping = wait_for(m, (double)left / 1e9, fd, &ready);
+            atomic_store(&m->between_beats, 0);
+            if (stopping) {
+                say_goodbye(m);
                 return gr_seterr(e, GRID_ERR_SHUTDOWN, "shutting down");
+            }
             if (ready) {
                 /* Nothing is due from the metaserver between beats: it closed, or it
                  * speaks out of turn. Either way this connection is done. */
@@ -362,6 +389,7 @@ int gsv_meta_start(gsv_server *s, gr_err *e) {
     m->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     pthread_mutex_init(&m->lock, NULL);
     atomic_init(&m->stop, 0);
+    atomic_init(&m->between_beats, 0);
     snprintf(m->where, sizeof m->where, strchr(o->meta_host, ':') ? "[%s]:%d" : "%s:%d", o->meta_host,
              o->meta_port);
     const char *token = o->meta_token ? o->meta_token : o->token ? o->token : getenv("GRIDRPC_TOKEN");
@@ -426,15 +454,25 @@ void gsv_meta_stop(gsv_server *s) {
     if (write(m->wake, &one, sizeof one) < 0) {
         /* The counter cannot overflow from one write; poll sees it readable anyway. */
     }
-    pthread_mutex_lock(&m->lock);
-    if (m->fd >= 0) shutdown(m->fd, SHUT_RDWR);
-    pthread_mutex_unlock(&m->lock);
-    /* Only a name lookup (getaddrinfo) cannot be interrupted: do not let one hold up the
-     * shutdown; the thread then ends with the process. */
+    /* Between beats the thread wakes at once, says goodbye (UNREGISTER, bounded by
+     * META_GOODBYE_S) and ends; otherwise (blocked in a read or write) the shutdown of
+     * its socket wakes it. */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
+    long long ns = ts.tv_nsec + (long long)((META_GOODBYE_S + 0.1) * 1e9);
+    ts.tv_sec += (time_t)(ns / 1000000000LL);
+    ts.tv_nsec = (long)(ns % 1000000000LL);
+    int joined = atomic_load(&m->between_beats) && pthread_timedjoin_np(m->thread, NULL, &ts) == 0;
+    if (!joined) {
+        pthread_mutex_lock(&m->lock);
+        if (m->fd >= 0) shutdown(m->fd, SHUT_RDWR);
+        pthread_mutex_unlock(&m->lock);
+    }
+    /* Only a name lookup (getaddrinfo) cannot be interrupted: do not let one hold up the
+     * shutdown; the thread then ends with the process. */
+    clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += 1;
-    if (pthread_timedjoin_np(m->thread, NULL, &ts) != 0) {
+    if (!joined && pthread_timedjoin_np(m->thread, NULL, &ts) != 0) {
         gsv_log(GSV_LOG_WARN, "metaserver %s: the registration thread did not stop within 1 s", m->where);
         pthread_detach(m->thread);
         s->meta = NULL;

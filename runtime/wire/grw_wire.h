@@ -47,6 +47,8 @@ enum grw_type {
     GRW_REPORT = 26, /* no reply */
     GRW_SERVERS = 27,
     GRW_SERVERS_OK = 28,
+    GRW_UNREGISTER = 29,
+    GRW_UNREGISTER_OK = 30,
     /* 40-49 reserved: DATA_PUT, DATA_GET, DATA_FREE (remote data handles);
        50-59 reserved: SUBMIT, FETCH (two-phase calls). */
     /* 70-79: client callbacks during a call (grp_callback.c) */

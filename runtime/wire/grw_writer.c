@@ -244,6 +244,8 @@ const char *grw_type_name(uint32_t type) {
     case GRW_REPORT: return "REPORT";
     case GRW_SERVERS: return "SERVERS";
     case GRW_SERVERS_OK: return "SERVERS_OK";
+    case GRW_UNREGISTER: return "UNREGISTER";
+    case GRW_UNREGISTER_OK: return "UNREGISTER_OK";
     case GRW_CALLBACK: return "CALLBACK";
     case GRW_CALLBACK_RESULT: return "CALLBACK_RESULT";
     }

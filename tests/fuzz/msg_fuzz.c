@@ -156,6 +156,10 @@ static int meta_message(grw_reader *r, uint32_t type) {
         if (!rc && (m.code < GRID_OK || m.code >= GRID_ERROR_COUNT_NP)) abort();
         return rc;
     }
+    case GRW_UNREGISTER: {
+        uint64_t id;
+        return grp_read_unregister(r, &id, &e);
+    }
     case GRW_SERVERS: {
         char site[GRP_MAX_SITE + 1];
         return grp_read_servers(r, site, &e);

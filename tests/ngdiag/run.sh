@@ -35,14 +35,7 @@ mkdir scratch
 # shellcheck disable=SC2086
 TMPDIR=$T_TMP/scratch "$GRIDRPCD" --host 127.0.0.1 --port 0 --log-level warn $mods >server.out 2>&1 &
 spid=$!
-port=
-i=0
-while [ $i -lt 200 ]; do
-  port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' server.out | head -n 1)
-  [ -n "$port" ] && break
-  kill -0 $spid 2>/dev/null || break
-  sleep 0.05; i=$((i + 1))
-done
+port=$(listening_port server.out $spid)
 if [ -n "$port" ]; then ok "gridrpcd loads the modules (port $port)"; else fail "gridrpcd did not start"; diag <server.out; fi
 
 cat >client.conf <<CONF

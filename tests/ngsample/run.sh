@@ -37,14 +37,7 @@ fi
 
 "$GRIDRPCD" --host 127.0.0.1 --port 0 --log-level warn --module "$MODS/test.so" --module "$MODS/linalg.so" >server.out 2>&1 &
 spid=$!
-port=
-i=0
-while [ $i -lt 200 ]; do
-  port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' server.out | head -n 1)
-  [ -n "$port" ] && break
-  kill -0 $spid 2>/dev/null || break
-  sleep 0.05; i=$((i + 1))
-done
+port=$(listening_port server.out $spid)
 if [ -n "$port" ]; then ok "gridrpcd started (port $port)"; else fail "gridrpcd did not start"; diag <server.out; fi
 
 # Ninf-G 5's client format, with what we ignore (CLIENT attributes, INVOKE_SERVER).

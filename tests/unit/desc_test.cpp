@@ -426,13 +426,13 @@ TEST(Validate, Names) {
         DescPtr d = Dmmul();
         std::free(d->params[2].name);
         d->params[2].name = Dup("a-b");
-        ExpectInvalid(d.get(), GRD_E_INVALID, "parameter 2 name 'a-b' is not a C identifier");
+        ExpectInvalid(d.get(), GRD_E_INVALID, "parameter 3 name 'a-b' is not a C identifier");
     }
     {
         DescPtr d = Dmmul();
         std::free(d->params[2].name);
         d->params[2].name = Dup("A");
-        ExpectInvalid(d.get(), GRD_E_INVALID, "parameter 2 ('A'): the name is also parameter 1");
+        ExpectInvalid(d.get(), GRD_E_INVALID, "parameter 3 ('A'): the name is also parameter 2");
     }
     {
         DescPtr d = Dmmul();
@@ -460,17 +460,17 @@ TEST(Validate, EnumsFlagsAndLimits) {
     {
         DescPtr d = Dmmul();
         d->params[1].mode = 0;
-        ExpectInvalid(d.get(), GRD_E_INVALID, "parameter 1 ('A'): unknown mode 0");
+        ExpectInvalid(d.get(), GRD_E_INVALID, "parameter 2 ('A'): unknown mode 0");
     }
     {
         DescPtr d = Dmmul();
         d->params[1].type = 0;
-        ExpectInvalid(d.get(), GRD_E_INVALID, "parameter 1 ('A'): unknown type 0");
+        ExpectInvalid(d.get(), GRD_E_INVALID, "parameter 2 ('A'): unknown type 0");
     }
     {
         DescPtr d = Dmmul();
         d->params[0].flags = 4;
-        ExpectInvalid(d.get(), GRD_E_INVALID, "parameter 0 ('n'): unknown flag bits 0x4");
+        ExpectInvalid(d.get(), GRD_E_INVALID, "parameter 1 ('n'): unknown flag bits 0x4");
     }
     {
         DescPtr d = Dmmul();
@@ -488,7 +488,7 @@ TEST(Validate, EnumsFlagsAndLimits) {
         for (int k = 0; k < 9; k++)
             p->dims[k].size = Prog({K(1)});
         p->rank = 9;
-        ExpectInvalid(d.get(), GRD_E_LIMIT, "parameter 1 ('A'): rank 9 exceeds the limit of 8");
+        ExpectInvalid(d.get(), GRD_E_LIMIT, "parameter 2 ('A'): rank 9 exceeds the limit of 8");
     }
     {
         DescPtr d = Dmmul();
@@ -496,7 +496,7 @@ TEST(Validate, EnumsFlagsAndLimits) {
         std::free(e.code);
         e.code = nullptr;
         e.len = 0;
-        ExpectInvalid(d.get(), GRD_E_INVALID, "parameter 1 ('A') dimension 0: the size program is empty");
+        ExpectInvalid(d.get(), GRD_E_INVALID, "parameter 2 ('A') dimension 1: the size program is empty");
     }
 }
 
@@ -552,7 +552,7 @@ TEST(Validate, ProgramRules) {
     std::free(step.code);
     step = ProgV(longp); // 257 instructions
     ExpectInvalid(l.get(), GRD_E_LIMIT,
-                  "parameter 3 ('x') dimension 0 step: program of 257 instructions exceeds the "
+                  "parameter 4 ('x') dimension 1 step: program of 257 instructions exceeds the "
                   "limit of 256");
 }
 
@@ -567,10 +567,10 @@ TEST(Dump, Dmmul) {
                                  "  language C  flags 0\n"
                                  "  description \"double precision matrix multiply\"\n"
                                  "  cost 2*n^3\n"
-                                 "  param 0 n: IN int\n"
-                                 "  param 1 A: IN double [n][n]\n"
-                                 "  param 2 B: IN double [n][n]\n"
-                                 "  param 3 C: OUT double [n][n]\n");
+                                 "  param 1 n: IN int\n"
+                                 "  param 2 A: IN double [n][n]\n"
+                                 "  param 3 B: IN double [n][n]\n"
+                                 "  param 4 C: OUT double [n][n]\n");
 }
 
 TEST(Dump, MixedSubRangesFlagsAndEscapes) {
@@ -582,13 +582,13 @@ TEST(Dump, MixedSubRangesFlagsAndEscapes) {
               "function sample/mixed  hash 0x0123456789abcdef  language Fortran  flags 1 (shrink)\n"
               "  description \"say \\\"hi\\\"\\\\\\n\\x01\\xff\"\n"
               "  cost none\n"
-              "  param 0 n: IN int\n"
-              "  param 1 m: INOUT long\n"
-              "  param 2 s: IN short\n"
-              "  param 3 x: IN float [n : 1, n - 1, 2]\n"
-              "  param 4 y: OUT double [m][n : 0, n, 3]\n"
-              "  param 5 r: OUT double *\n"
-              "  param 6 u: IN unsigned char\n");
+              "  param 1 n: IN int\n"
+              "  param 2 m: INOUT long\n"
+              "  param 3 s: IN short\n"
+              "  param 4 x: IN float [n : 1, n - 1, 2]\n"
+              "  param 5 y: OUT double [m][n : 0, n, 3]\n"
+              "  param 6 r: OUT double *\n"
+              "  param 7 u: IN unsigned char\n");
 }
 
 // The text of cost program CODE over parameters n and m.
@@ -1228,7 +1228,7 @@ TEST(Hostile, HugeCountsAreRejectedBeforeAllocating) {
     // (Padded so that the room for one parameter, checked first, is there.)
     r = Decode(Wrap(W().head(1).u32(0xfffffff0u).u32(0).u32(0).u32(0).u32(0).b));
     EXPECT_EQ(r.code, GRD_E_LIMIT);
-    EXPECT_NE(r.msg.find("parameter 0 name: length 4294967280"), std::string::npos) << r.msg;
+    EXPECT_NE(r.msg.find("parameter 1 name: length 4294967280"), std::string::npos) << r.msg;
 
     r = Decode(Wrap(W().str("m").str("f").str("").u32(0).u32(1).u32(0xffffffffu).b));
     EXPECT_EQ(r.code, GRD_E_LIMIT);
@@ -1238,7 +1238,7 @@ TEST(Hostile, HugeCountsAreRejectedBeforeAllocating) {
 
     r = Decode(Wrap(W().head(1).str("A").u32(GRD_DOUBLE).u32(GRD_IN).u32(0).u32(9).b));
     EXPECT_EQ(r.code, GRD_E_LIMIT);
-    EXPECT_EQ(r.msg, "parameter 0 ('A'): rank 9 exceeds the limit of 8");
+    EXPECT_EQ(r.msg, "parameter 1 ('A'): rank 9 exceeds the limit of 8");
     r = Decode(Wrap(W().head(1).str("A").u32(GRD_DOUBLE).u32(GRD_IN).u32(0).u32(0xffffffffu).b));
     EXPECT_EQ(r.code, GRD_E_LIMIT);
     r = Decode(Wrap(W().head(1).str("A").u32(GRD_DOUBLE).u32(GRD_IN).u32(0).u32(8).b));
@@ -1255,7 +1255,7 @@ TEST(Hostile, HugeCountsAreRejectedBeforeAllocating) {
                         .u32(0)
                         .b));
     EXPECT_EQ(r.code, GRD_E_LIMIT);
-    EXPECT_EQ(r.msg, "parameter 0 ('A') dimension 0 size: program of 2147483647 instructions exceeds "
+    EXPECT_EQ(r.msg, "parameter 1 ('A') dimension 1 size: program of 2147483647 instructions exceeds "
                      "the limit of 256");
 }
 

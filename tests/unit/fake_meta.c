@@ -23,7 +23,8 @@ struct fake_meta {
     int stop_pipe[2];
     pthread_t thread;
     pthread_mutex_t lock; /* everything below */
-    int connections, registrations, nbeats;
+    int connections, registrations, nbeats, unregistrations;
+    uint64_t unregistered; /* the id of the last UNREGISTER */
     int not_found_next, close_next, hang_next;
     uint64_t server_id, next_id;
     grp_register last;
@@ -91,6 +92,14 @@ static int serve(fake_meta *fm, const grw_header *h) {
                                  &e);
         else
             rc = grp_write_empty(&fm->w, GRW_HEARTBEAT_OK, h->request_id, &e);
+    } else if (h->type == GRW_UNREGISTER) {
+        uint64_t id;
+        if (grp_read_unregister(&fm->r, &id, &e)) return -1;
+        pthread_mutex_lock(&fm->lock);
+        fm->unregistrations++;
+        fm->unregistered = id;
+        pthread_mutex_unlock(&fm->lock);
+        rc = grp_write_empty(&fm->w, GRW_UNREGISTER_OK, h->request_id, &e);
     } else {
         fprintf(stderr, "fake_meta: unexpected %s\n", grw_type_name(h->type));
     }
@@ -190,6 +199,8 @@ void fake_meta_stop(fake_meta *fm) {
 GETTER(int, fake_meta_connections, connections)
 GETTER(int, fake_meta_registrations, registrations)
 GETTER(int, fake_meta_beats, nbeats)
+GETTER(int, fake_meta_unregistrations, unregistrations)
+GETTER(uint64_t, fake_meta_unregistered, unregistered)
 GETTER(uint64_t, fake_meta_server_id, server_id)
 
 int fake_meta_beat_at(fake_meta *fm, int i, fake_meta_beat *out) {

@@ -34,6 +34,9 @@ void fake_meta_stop(fake_meta *fm);
 int fake_meta_connections(fake_meta *fm);
 int fake_meta_registrations(fake_meta *fm);
 int fake_meta_beats(fake_meta *fm);
+int fake_meta_unregistrations(fake_meta *fm);
+/* The server id of the last UNREGISTER (0: none). */
+uint64_t fake_meta_unregistered(fake_meta *fm);
 /* Copies beat I (0-based); 0, or -1 when there is no such beat. */
 int fake_meta_beat_at(fake_meta *fm, int i, fake_meta_beat *out);
 /* Copies the last REGISTER (OUT->functions malloc'd: grp_register_free); 0 or -1. */

@@ -258,6 +258,9 @@ static int ms_until_readable(int fd, int limit_ms) {
     return (int)((gr_now_ns() - t0) / 1000000);
 }
 
+static int servers(int fd, grp_server_info **v, uint32_t *n, gr_err *e);
+static const grp_server_info *find(const grp_server_info *v, uint32_t n, uint64_t id);
+
 /* Every server for a function full (a one-core server holds 2 calls): a third SCHEDULE
  * is held until a REPORT makes room; past --max-hold (1 s here) it is placed anyway. */
 static void test_hold(int port) {
@@ -295,6 +298,23 @@ static void test_hold(int port) {
     long long ms = (gr_now_ns() - t0) / 1000000;
     ok(rc == GRID_OK && s3.server_id == id && ms >= 900 && ms < 4000,
        "with no room made, it is answered after --max-hold, over the limit (%lld ms)", ms);
+
+    /* A server that stops says UNREGISTER: down at once, not after missed beats. */
+    prep(fa);
+    rc = grp_write_unregister(&wr, next_id++, id, &e);
+    if (!rc) rc = reply(fa, GRW_UNREGISTER_OK, &e);
+    if (!rc) rc = grp_read_empty(&rd, &e);
+    grp_server_info *v = NULL;
+    uint32_t n = 0;
+    int down = rc == GRID_OK && servers(fa, &v, &n, &e) == GRID_OK && find(v, n, id) &&
+               find(v, n, id)->state == GRP_SERVER_DOWN;
+    grp_servers_free(v, n);
+    ok(down, "UNREGISTER -> UNREGISTER_OK, and SERVERS shows the server down at once");
+    ok(schedule(fa, "only", NULL, 0, &s3, &e) == GRID_ERR_CONNECT, "SCHEDULE no longer chooses it");
+    prep(fa);
+    rc = grp_write_unregister(&wr, next_id++, 987654, &e);
+    if (!rc) rc = reply(fa, GRW_UNREGISTER_OK, &e);
+    ok(rc == GRID_ERR_NOT_FOUND, "UNREGISTER of an unknown id: GRID_ERR_NOT_FOUND (%s)", e.msg);
     close(fa);
     close(fb);
 }

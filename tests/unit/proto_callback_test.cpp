@@ -87,7 +87,7 @@ TEST(CallbackDesc, EncodesDecodesAndDumps) {
     char *dump = grd_dump(d);
     EXPECT_NE(
         nullptr,
-        strstr(dump, "param 2 cb: callback (IN int k, IN double c[n][k], OUT double d[k], IN string msg)"))
+        strstr(dump, "param 3 cb: callback (IN int k, IN double c[n][k], OUT double d[k], IN string msg)"))
         << dump;
     free(dump);
 
@@ -98,8 +98,8 @@ TEST(CallbackDesc, EncodesDecodesAndDumps) {
     ASSERT_EQ(GRD_OK, grd_callback_desc(d, 2, ival, &cd, &err)) << err.msg;
     dump = grd_dump(cd);
     EXPECT_NE(nullptr, strstr(dump, "function m/cb")) << dump;
-    EXPECT_NE(nullptr, strstr(dump, "param 1 c: IN double [3][k]")) << dump;
-    EXPECT_NE(nullptr, strstr(dump, "param 2 d: OUT double [k]")) << dump;
+    EXPECT_NE(nullptr, strstr(dump, "param 2 c: IN double [3][k]")) << dump;
+    EXPECT_NE(nullptr, strstr(dump, "param 3 d: OUT double [k]")) << dump;
     free(dump);
     int64_t cval[4] = {5, 0, 0, 0};
     grd_extent ext;
@@ -153,7 +153,7 @@ TEST(CallbackDesc, TheRulesOfTheFormat) {
     {
         Built b;
         b.cb[1].name = const_cast<char *>("k");
-        EXPECT_NE(std::string::npos, b.invalid().find("the name is also parameter 0's"));
+        EXPECT_NE(std::string::npos, b.invalid().find("the name is also parameter 1's"));
     }
     {
         Built b;

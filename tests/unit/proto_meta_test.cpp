@@ -201,6 +201,17 @@ TEST(ProtoMeta, HeartbeatRoundTripAndBadLoad) {
     EXPECT_NE(nullptr, strstr(e.msg, "load average")) << e.msg;
 }
 
+TEST(ProtoMeta, UnregisterRoundTrip) {
+    gr_err e;
+    Pair p;
+    ASSERT_EQ(GRID_OK, grp_write_unregister(p.w, 9, 77, &e));
+    p.header(GRW_UNREGISTER, 9);
+    uint64_t id = 0;
+    ASSERT_EQ(GRID_OK, grp_read_unregister(p.r, &id, &e)) << e.msg;
+    EXPECT_EQ(77u, id);
+    EXPECT_STREQ("UNREGISTER", grw_type_name(GRW_UNREGISTER));
+}
+
 grp_schedule sample_schedule() {
     grp_schedule m = {};
     snprintf(m.function, sizeof m.function, "dmmul");
@@ -527,6 +538,11 @@ TEST(ProtoMetaGolden, EveryMessage) {
         Pair p;
         grp_write_report(p.w, kId, &m, &e);
         golden("report", p.raw());
+    }
+    {
+        Pair p;
+        grp_write_unregister(p.w, kId, 42, &e);
+        golden("unregister", p.raw());
     }
     {
         Pair p;

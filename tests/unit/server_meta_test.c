@@ -481,7 +481,12 @@ int main(void) {
     result(strcmp(fake_meta_token(fm), "envtok") == 0,
            "without --token the metaserver gets GRIDRPC_TOKEN ('%s')", fake_meta_token(fm));
     if (got) grp_register_free(&reg);
-    stop_server(1, 5, &st);
+    uint64_t b_id = fake_meta_server_id(fm);
+    took = stop_server(1, 5, &st);
+    result(took >= 0 && took < 0.8 && fake_meta_unregistrations(fm) == 1 &&
+               fake_meta_unregistered(fm) == b_id,
+           "SIGTERM: the server says UNREGISTER with its id %llu before it exits (%.2f s)",
+           (unsigned long long)b_id, took);
     fake_meta_stop(fm);
 
     /* ---- server C: --metaserver-token wins over --token; SIGTERM while a beat waits
