@@ -295,10 +295,10 @@ static void stack(void) {
 
 /* ---- cancel: an async call canceled while its body keeps calling back */
 
-static volatile int slow_calls;
+static int slow_calls; /* written by the reader thread, read by main: atomics */
 static void slow_cb(int *t, double *c, double *d) {
     (void)t;
-    slow_calls++;
+    __atomic_add_fetch(&slow_calls, 1, __ATOMIC_SEQ_CST);
     usleep(2000);
     for (int i = 0; i < N * N; i++)
         d[i] = c[i];
@@ -311,12 +311,13 @@ static void cancel(void) {
     fill(a);
     handle(&h, "callback/cb_many");
     if (!call_ok(grpc_call_async(&h, &id, N, 100000, a, out, slow_cb), "cb_many async")) return;
-    while (slow_calls < 5)
+    while (__atomic_load_n(&slow_calls, __ATOMIC_SEQ_CST) < 5)
         usleep(1000);
     expect(grpc_cancel(id) == GRPC_NO_ERROR, "grpc_cancel of a session running callbacks");
-    int after = slow_calls;
+    int after = __atomic_load_n(&slow_calls, __ATOMIC_SEQ_CST);
     usleep(200000);
-    expect(slow_calls == after, "no callback runs after grpc_cancel returned");
+    expect(__atomic_load_n(&slow_calls, __ATOMIC_SEQ_CST) == after,
+           "no callback runs after grpc_cancel returned");
     expect(grpc_wait(id) == GRPC_SESSION_FAILED && grpc_get_error(id) == GRPC_CANCELED_NP,
            "the session ends canceled");
     grpc_function_handle_destruct(&h);
