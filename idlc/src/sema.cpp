@@ -405,7 +405,8 @@ class Analyzer {
             out.op = Expr::Param;
             auto it = index.find(e.text);
             if (it == index.end()) {
-                diag_.error(e.loc, what + " uses '" + e.text + "', which is not a parameter of " + fn.name);
+                diag_.error(e.loc, what + " uses '" + e.text + "', which is not a parameter of " +
+                                       (cb ? "callback '" + cb->name + "' or of " : std::string()) + fn.name);
                 return out;
             }
             const Param &p = fn.params[it->second];
