@@ -1,6 +1,6 @@
 /* cbdiag.c: a client in the style of Ninf-G's diag programs (grpc.h only, handles from
  * a Ninf-G client.conf) for issue 10 item 8, client callbacks:
- *   cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel|big
+ *   cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel|big|inout
  * Each callback receives one pointer per parameter (IN scalars by address; strings as
  * char *, OUT strings as char **). Prints "OK", or one "FAILED: ..." line per problem
  * (exit status 1); 2 when it cannot start. */
@@ -276,6 +276,42 @@ static void max(void) {
     grpc_function_handle_destruct(&h);
 }
 
+/* ---- inout: INOUT arguments and files through callbacks */
+
+static void step_cb(int *k, double *v) {
+    *k += 1;
+    for (int i = 0; i < 4; i++)
+        v[i] *= 2;
+}
+
+static char copy_saw[64];
+static void copy_cb(char *src, char *dst) {
+    FILE *in = fopen(src, "r"), *out = fopen(dst, "w");
+    size_t got = in ? fread(copy_saw, 1, sizeof copy_saw - 1, in) : 0;
+    copy_saw[got] = 0;
+    if (out) fprintf(out, "client read '%s'", copy_saw);
+    if (in) fclose(in);
+    if (out) fclose(out);
+}
+
+static void inout(void) {
+    grpc_function_handle_t h;
+    int total[1] = {0};
+    char *text = NULL;
+    handle(&h, "callback/cb_inout");
+    if (call_ok(grpc_call(&h, 4, total, &text, step_cb, copy_cb), "cb_inout")) {
+        /* k: 5 + 1; v: (0 + 1 + 2 + 3) * 2 */
+        expect(total[0] == 6 + 12, "INOUT arguments go to the client and come back");
+        expect(strcmp(copy_saw, "from the body") == 0, "the client's function reads the body's file");
+        expect(text && strcmp(text, "client read 'from the body'") == 0,
+               "the body reads the file the client wrote");
+        if (failed)
+            fprintf(stderr, "  total %d, saw '%s', text '%s'\n", total[0], copy_saw, text ? text : "(null)");
+        free(text);
+    }
+    grpc_function_handle_destruct(&h);
+}
+
 /* ---- stack: a callback pushed on a Ninf-G argument stack */
 
 static void stack(void) {
@@ -331,7 +367,8 @@ static void cancel(void) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel|big\n");
+        fprintf(stderr,
+                "usage: cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel|big|inout\n");
         return 2;
     }
     if (grpc_initialize(argv[1]) != GRPC_NO_ERROR) {
@@ -355,6 +392,8 @@ int main(int argc, char **argv) {
         null();
     else if (strcmp(t, "late") == 0)
         late();
+    else if (strcmp(t, "inout") == 0)
+        inout();
     else if (strcmp(t, "big") == 0)
         big();
     else if (strcmp(t, "stack") == 0)

@@ -54,10 +54,15 @@ CONF
 start_server server.out --threads 4
 if [ -n "$port" ]; then ok "gridrpcd loads the module (port $port)"; else fail "gridrpcd did not start"; diag <server.out; fi
 conf
-for t in many two zero string async max null late stack cancel big; do
-  timeout 60 ./cbdiag client.conf "$t" >"$t.out" 2>"$t.err"; rc=$?
+mkdir client-tmp
+for t in many two zero string async max null late stack cancel big inout; do
+  TMPDIR=$T_TMP/client-tmp timeout 60 ./cbdiag client.conf "$t" >"$t.out" 2>"$t.err"; rc=$?
   if [ $rc -eq 0 ] && grep -qx OK "$t.out"; then ok "$t: callbacks as Ninf-G programs expect"; else fail "$t (rc $rc)"; diag <"$t.err"; fi
 done
+
+# The files of the callbacks' filename arguments lived in a folder of their own, gone now.
+left=$(find client-tmp -mindepth 1 | head -n 5)
+if [ -z "$left" ]; then ok "the client left nothing in its TMPDIR"; else fail "left in the client's TMPDIR: $left"; fi
 
 # The canceled call ended on the server too (its body's next callback was refused).
 if grep -q "callback/cb_many.*CANCELED" server.out; then ok "the canceled call ended on the server"; else fail "the canceled call did not end on the server"; diag <server.out; fi
