@@ -26,8 +26,8 @@ int grp_read_callback_target(grw_reader *r, grp_callback_target *t, gr_err *e) {
     int rc = grw_read_u32(r, &t->index, e);
     if (!rc) rc = grw_read_u32(r, &t->seq, e);
     if (!rc && t->index >= GRD_MAX_PARAMS)
-        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "callback parameter number %u is out of range (at most %u)",
-                       t->index, GRD_MAX_PARAMS - 1);
+        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "CALLBACK names parameter %u, beyond the %u a function may have",
+                       t->index + 1, GRD_MAX_PARAMS);
     return rc;
 }
 
