@@ -227,6 +227,39 @@ int grid_call_waited_np(int id);
 /* Forgets the record of finished call ID. */
 void grid_forget_np(int id);
 
+/* ---- Remote objects (Ninf-G's DefClass; docs/api.md)
+ *
+ * An object of an IDL class lives on one server and keeps its state between the
+ * invocations of its methods. It lives as long as its handle: grid_object_destroy_np
+ * ends it (after its _finalize), and so does the loss of the handle's connection, which
+ * the handle holds open for the object alone. Methods take their arguments exactly as
+ * grid_call does. Invocations of one object run one at a time, in the order they were
+ * made; different objects run at once. All of these are MT-safe. */
+typedef struct grid_object_np grid_object_np;
+
+/* Creates an object of class CLS ("module/Class", or "Class" when unique) on SERVER
+ * ("host:port"; NULL or "": the default server); its _initialize runs first. */
+int grid_object_create_np(grid_object_np **obj, const char *server, const char *cls);
+/* Invokes METHOD of OBJ and waits for it: grid_object_invoke_np(obj, "method", args...)
+ * counts its arguments as grid_call does. */
+#define grid_object_invoke_np(...) grid_object_invoke_counted_np(GRID_NARGS_NP_(__VA_ARGS__), __VA_ARGS__)
+int grid_object_invoke_counted_np(int nargs, grid_object_np *obj, const char *method, ...);
+/* The same, arguments as for grid_call_va_np. */
+int grid_object_invoke_va_np(grid_object_np *obj, const char *method, int nargs, va_list ap);
+int grid_object_invoke_argv_np(grid_object_np *obj, const char *method, int nargs, void *const *argv);
+/* Starts METHOD of OBJ: returns a call id for grid_wait and the rest (> 0), or
+ * -GRID_ERR_*. The object must outlive the call. */
+#define grid_object_invoke_async_np(...)                                                                     \
+    grid_object_invoke_async_counted_np(GRID_NARGS_NP_(__VA_ARGS__), __VA_ARGS__)
+int grid_object_invoke_async_counted_np(int nargs, grid_object_np *obj, const char *method, ...);
+int grid_object_invoke_async_va_np(grid_object_np *obj, const char *method, int nargs, va_list ap);
+int grid_object_invoke_async_argv_np(grid_object_np *obj, const char *method, int nargs, void *const *argv);
+/* Destroys OBJ on its server (its _finalize runs) and frees the handle. */
+int grid_object_destroy_np(grid_object_np *obj);
+/* "gridrpc://host:port/module/Class": with ".method" appended, the name of a method's
+ * interface for grid_describe_np. */
+const char *grid_object_url_np(const grid_object_np *obj);
+
 /* ---- For language bindings (Fortran, Python): the interface and an argument vector */
 
 enum grid_type_np {

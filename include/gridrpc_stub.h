@@ -19,6 +19,13 @@
  *   callback                a const gridrpc_stub_callback * (below): the body's way to
  *                           run the client's callback function during the call
  * invoke runs on a server worker thread; bodies must be reentrant.
+ *
+ * Classes (DefClass, remote objects): a module table of ABI GRIDRPC_STUB_ABI_CLASSES
+ * also lists classes. The server keeps one zero-filled state of state_size bytes per
+ * object and invokes a method like a function, with one more entry in the argument
+ * vector: args[nparams] points at the object's state. It never runs two methods of one
+ * object at once. Methods named _initialize and _finalize (no parameters) run when an
+ * object is created and destroyed.
  */
 #ifndef GRIDRPC_STUB_H
 #define GRIDRPC_STUB_H
@@ -33,6 +40,9 @@ extern "C" {
 
 /* Bumped whenever the layout below changes; generated stubs check it at compile time. */
 #define GRIDRPC_STUB_ABI 1
+/* A module with classes: its table is a gridrpc_stub_module_classes whose base says
+ * this ABI; the entry point returns &table.base. Modules without classes keep ABI 1. */
+#define GRIDRPC_STUB_ABI_CLASSES 2
 
 typedef void (*gridrpc_stub_invoke_fn)(void **args);
 
@@ -65,13 +75,27 @@ typedef struct gridrpc_stub_function {
     gridrpc_stub_invoke_fn invoke;
 } gridrpc_stub_function;
 
+typedef struct gridrpc_stub_class {
+    const char *name;  /* class name, without the module */
+    size_t state_size; /* bytes of one object's state */
+    unsigned nmethods;
+    const gridrpc_stub_function *methods; /* invoke: args[nparams] is the state */
+} gridrpc_stub_class;
+
 typedef struct gridrpc_stub_module {
-    unsigned abi;       /* GRIDRPC_STUB_ABI of the stub */
+    unsigned abi;       /* GRIDRPC_STUB_ABI of the stub, or GRIDRPC_STUB_ABI_CLASSES */
     const char *name;   /* module name */
     const char *source; /* IDL file it was generated from */
     unsigned nfunctions;
     const gridrpc_stub_function *functions;
 } gridrpc_stub_module;
+
+/* The table of a module with classes (base.abi == GRIDRPC_STUB_ABI_CLASSES). */
+typedef struct gridrpc_stub_module_classes {
+    gridrpc_stub_module base;
+    unsigned nclasses;
+    const gridrpc_stub_class *classes;
+} gridrpc_stub_module_classes;
 
 /* Every stub shared object exports this entry point (unless compiled with
  * GRIDRPC_STUB_NO_ENTRY, for linking several modules into one program). */

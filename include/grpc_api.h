@@ -49,7 +49,8 @@ extern "C" {
     XX(OTHER_ERROR_CODE, 14, "an error occurred (grpc_last_error_np says which)")                            \
     XX(UNKNOWN_ERROR_CODE, 15, "unknown error code")                                                         \
     XX(TIMEOUT_NP, 16, "the call timed out")                                                                 \
-    XX(CANCELED_NP, 17, "the session was canceled")
+    XX(CANCELED_NP, 17, "the session was canceled")                                                          \
+    XX(INVALID_OBJECT_HANDLE_NP, 18, "the object handle is not valid")
 
 enum grpc_error_code_np {
 #define GRPC_ERROR_ENUM_NP_(name, value, text) GRPC_##name = value,
@@ -89,6 +90,17 @@ typedef struct grpc_function_handle_s {
     char function_np[512]; /* "module/function" or "function", as given */
     int transfer_np;       /* grpc_argument_transfer_t_np */
 } grpc_function_handle_t;
+
+/* An object handle (Ninf-G's remote objects): one object of an IDL class (DefClass)
+ * on a server, whose state lives as long as the handle. Complete for the same reason
+ * as function handles; its members are private. */
+typedef struct grpc_object_handle_s_np {
+    unsigned magic_np;                /* says the handle was initialized and not destructed */
+    int port_np;                      /* the server's TCP port */
+    char host_np[256];                /* the server's host name or address */
+    char class_np[512];               /* "module/Class" or "Class", as given */
+    struct grid_object_np *object_np; /* the core's object */
+} grpc_object_handle_t_np;
 
 /* Handle attributes (Ninf-G's names and values). Set with grpc_handle_attr_set_np,
  * VALUE pointing at: a char string (HOSTNAME, FUNCNAME, JOBMANAGER, SUBJECT,
@@ -222,6 +234,51 @@ grpc_error_t grpc_stack_destruct(grpc_arg_stack_t *stack);
 grpc_error_t grpc_call_argstack(grpc_function_handle_t *handle, grpc_arg_stack_t *stack);
 grpc_error_t grpc_call_argstack_async(grpc_function_handle_t *handle, grpc_sessionid_t *session,
                                       grpc_arg_stack_t *stack);
+
+/* ---- Object handles (Ninf-G's remote objects; docs/grpc.md)
+ *
+ * grpc_object_handle_init_np creates an object of CLASS ("module/Class", as the IDL's
+ * Module and DefClass name it) on SERVER (as for grpc_function_handle_init), running
+ * the class's _initialize; _default_np uses the default server. The object's state
+ * persists between grpc_invoke_np calls on the handle; several handles are several
+ * independent objects. grpc_object_handle_destruct_np runs _finalize and ends the
+ * object; so does losing the connection to its server. Methods take their arguments
+ * exactly as grpc_call does; invocations of one object run one at a time in the order
+ * they were made. An asynchronous invocation is a session like grpc_call_async's. */
+grpc_error_t grpc_object_handle_default_np(grpc_object_handle_t_np *handle, const char *class_name);
+grpc_error_t grpc_object_handle_init_np(grpc_object_handle_t_np *handle, const char *server,
+                                        const char *class_name);
+grpc_error_t grpc_object_handle_destruct_np(grpc_object_handle_t_np *handle);
+/* With a handle attribute: HOSTNAME (and PORT) the server, FUNCNAME the class. */
+grpc_error_t grpc_object_handle_init_with_attr_np(grpc_object_handle_t_np *handle,
+                                                  grpc_handle_attr_t_np *attr);
+/* Fills ATTR (initialized here; destruct it after) with the handle's server and class. */
+grpc_error_t grpc_object_handle_get_attr_np(grpc_object_handle_t_np *handle, grpc_handle_attr_t_np *attr);
+/* N objects at once (all or none), and their end. */
+grpc_error_t grpc_object_handle_array_init_np(grpc_object_handle_t_np *handles, size_t n, const char *server,
+                                              const char *class_name);
+grpc_error_t grpc_object_handle_array_default_np(grpc_object_handle_t_np *handles, size_t n,
+                                                 const char *class_name);
+grpc_error_t grpc_object_handle_array_destruct_np(grpc_object_handle_t_np *handles, size_t n);
+/* The handle SESSION (from grpc_invoke_async_np) was started with, while it lives. */
+grpc_error_t grpc_object_handle_get_from_session_np(grpc_object_handle_t_np **handle,
+                                                    grpc_sessionid_t session);
+/* GRPC_NO_ERROR for an initialized handle, else GRPC_INVALID_OBJECT_HANDLE_NP. */
+grpc_error_t grpc_object_handle_is_ready_np(grpc_object_handle_t_np *handle);
+grpc_error_t(grpc_invoke_np)(grpc_object_handle_t_np *handle, const char *method, ...);
+grpc_error_t(grpc_invoke_async_np)(grpc_object_handle_t_np *handle, const char *method,
+                                   grpc_sessionid_t *session, ...);
+/* The functions behind the macros: NARGS counts every argument of the macro call. */
+grpc_error_t grpc_invoke_counted_np(int nargs, grpc_object_handle_t_np *handle, const char *method, ...);
+grpc_error_t grpc_invoke_async_counted_np(int nargs, grpc_object_handle_t_np *handle, const char *method,
+                                          grpc_sessionid_t *session, ...);
+#define grpc_invoke_np(...) grpc_invoke_counted_np(GRID_NARGS_NP_(__VA_ARGS__), __VA_ARGS__)
+#define grpc_invoke_async_np(...) grpc_invoke_async_counted_np(GRID_NARGS_NP_(__VA_ARGS__), __VA_ARGS__)
+/* Argument stacks, as for grpc_call_arg_stack. */
+grpc_error_t grpc_invoke_arg_stack_np(grpc_object_handle_t_np *handle, const char *method,
+                                      grpc_arg_stack_t *stack);
+grpc_error_t grpc_invoke_arg_stack_async_np(grpc_object_handle_t_np *handle, const char *method,
+                                            grpc_sessionid_t *session, grpc_arg_stack_t *stack);
 
 /* ---- Sessions
  *

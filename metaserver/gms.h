@@ -73,7 +73,7 @@ int gms_options_parse(int argc, char **argv, gms_options *o);
 #define GMS_PENDING_SLOTS 65536       /* outstanding decisions tracked at once */
 #define GMS_MAX_SITES 4096            /* client sites remembered */
 #define GMS_DEFAULT_HOLD_S 20.0       /* --max-hold's default (at most GRP_MAX_HOLD_S) */
-#define GMS_HOLD_SLICE_NS 250000000LL /* a held request checks its client this often */
+#define GMS_HOLD_SLICE_NS 20000000LL /* a held request reads its client's REPORTs this often */
 
 /* ---------------------------------------------------------------- schedulers */
 

@@ -173,6 +173,42 @@ static void log_decision(const gms_conn *c, const grp_schedule *m, const gms_dec
             d->ntotal > d->ncands ? " (and more)" : "");
 }
 
+static int on_report(gms_conn *c, const grw_header *h) {
+    gr_err e;
+    grp_report m;
+    if (grp_read_report(&c->r, &m, &e)) return failed(c, h, "REPORT message", &e);
+    gms_state_report(c->net->st, &m, site_of(c, m.site), gr_now_ns(), gms_unix_ms());
+    return GMS_KEEP;
+}
+
+/* While a SCHEDULE of C's is held, the client may still send REPORTs (its other calls
+ * end; nothing else: it awaits the answer): they are read and applied here, since the
+ * room they make may be what the held request waits for. GMS_KEEP, or how to end. */
+static int serve_reports(gms_conn *c) {
+    for (;;) {
+        struct pollfd pf = {c->fd, POLLIN | POLLRDHUP, 0};
+        int buffered = grw_has_buffered(&c->r);
+        if (!buffered && poll(&pf, 1, 0) <= 0) return GMS_KEEP;
+        if (!buffered && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR))) return GMS_CLOSE;
+        grw_header h;
+        gr_err e;
+        c->r.deadline_ns =
+            c->net->opt->io_timeout > 0 ? gr_now_ns() + (long long)(c->net->opt->io_timeout * 1e9) : 0;
+        int rc = grp_read_header(&c->r, &h, &e);
+        if (rc) return rc == GRID_ERR_CONN_LOST ? GMS_CLOSE : failed(c, &h, "message", &e);
+        if (h.type != GRW_REPORT) {
+            char msg[200];
+            snprintf(msg, sizeof msg,
+                     "%s (type %u) while a SCHEDULE awaits its answer: only REPORT may come then",
+                     grw_type_name(h.type), h.type);
+            gms_log(GMS_LOG_WARN, "%s: closing the connection: %s", c->peer, msg);
+            gms_conn_send_error(c, h.request_id, GRID_ERR_PROTOCOL, msg);
+            return GMS_REFUSE;
+        }
+        if ((rc = on_report(c, &h)) != GMS_KEEP) return rc;
+    }
+}
+
 static int on_schedule(gms_conn *c, const grw_header *h) {
     gr_err e;
     grp_schedule m;
@@ -189,11 +225,18 @@ static int on_schedule(gms_conn *c, const grw_header *h) {
         long long now = gr_now_ns();
         uint64_t epoch = 0;
         rc = gms_state_schedule(st, &m, site_of(c, m.site), now, gms_unix_ms(), now < until,
-                                (double)(now - t0) / 1e9, &epoch, &ok, d, &e);
+                                rounds ? (double)(now - t0) / 1e9 : 0, &epoch, &ok, d, &e);
         if (rc != GMS_HELD) break;
         if (rounds++ == 0)
             gms_log(GMS_LOG_DEBUG, "%s: SCHEDULE %s: every server is full: held (at most %.3g s)", c->peer,
                     m.function, c->net->opt->max_hold);
+        int kept = serve_reports(c);
+        if (kept != GMS_KEEP) {
+            free(d);
+            if (kept == GMS_CLOSE)
+                gms_log(GMS_LOG_DEBUG, "%s: left while its SCHEDULE %s was held", c->peer, m.function);
+            return kept;
+        }
         long long slice = now + GMS_HOLD_SLICE_NS;
         if (gms_state_wait_room(st, epoch, slice < until ? slice : until)) {
             free(d);
@@ -201,12 +244,6 @@ static int on_schedule(gms_conn *c, const grw_header *h) {
                                        "the metaserver is shutting down: retry, or name a server")
                        ? GMS_CLOSE
                        : GMS_KEEP;
-        }
-        struct pollfd pf = {c->fd, POLLRDHUP, 0};
-        if (poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-            free(d);
-            gms_log(GMS_LOG_DEBUG, "%s: left while its SCHEDULE %s was held", c->peer, m.function);
-            return GMS_CLOSE;
         }
     }
     if (rc) {
@@ -217,14 +254,6 @@ static int on_schedule(gms_conn *c, const grw_header *h) {
     if (d) log_decision(c, &m, d);
     free(d);
     return sent(c, grp_write_schedule_ok(gms_conn_writer(c, 0), h->request_id, &ok, &e), &e);
-}
-
-static int on_report(gms_conn *c, const grw_header *h) {
-    gr_err e;
-    grp_report m;
-    if (grp_read_report(&c->r, &m, &e)) return failed(c, h, "REPORT message", &e);
-    gms_state_report(c->net->st, &m, site_of(c, m.site), gr_now_ns(), gms_unix_ms());
-    return GMS_KEEP;
 }
 
 static int on_servers(gms_conn *c, const grw_header *h) {

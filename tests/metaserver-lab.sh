@@ -46,7 +46,12 @@ done
 # busy: the near server (one worker) runs a 2 s call of another client's.
 busy() {
   lab_run_bg client "$B/gridrpc" --server 10.77.0.12:7000 call test/sleep 2
-  sleep 0.5 # a heartbeat carries the load
+  # Until a heartbeat shows it running: a slow start (sanitizer builds) would leave the
+  # server idle when the call under test is scheduled.
+  for _ in $(seq 1 40); do
+    [ "$(status | python3 -c 'import json,sys; print(sum(s["running"] for s in json.load(sys.stdin)["servers"] if s["name"] == "near"))')" -ge 1 ] 2>/dev/null && break
+    sleep 0.1
+  done
 }
 # served_by POLICY CMD...: runs CMD routed with POLICY, prints "server seconds".
 served_by() {

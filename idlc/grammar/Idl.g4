@@ -3,6 +3,13 @@
 // that the parser stays permissive and the errors stay readable.
 grammar Idl;
 
+// DefClass's body is braces around IDL, not C: the '{' after a DefClass header is a
+// token of its own (CLASS_OPEN) instead of the start of a C block, and its '}' is
+// CLASS_CLOSE. Inside, DefState and method bodies are C blocks again.
+@lexer::members {
+bool classPending = false;
+}
+
 file : decl* EOF ;
 
 decl
@@ -10,6 +17,13 @@ decl
     | optionKey STRING ';'                                # OptionDecl
     | 'Globals' CBLOCK ';'?                               # GlobalsDecl
     | 'Define' name '(' paramList? ')' description? ','? defOption* body   # DefineDecl
+    | DEFCLASS name description? ','? defOption* CLASS_OPEN classItem* CLASS_CLOSE ';'?   # ClassDecl
+    ;
+
+// The members of a DefClass (Ninf-G remote objects): its state and its methods.
+classItem
+    : 'DefState' CBLOCK ';'?                                                   # StateItem
+    | 'DefMethod' name '(' paramList? ')' description? ','? defOption* body    # MethodItem
     ;
 
 // Adjacent strings join, as in C, so long descriptions can span lines.
@@ -82,6 +96,10 @@ expr
 
 name : ID ;
 
+DEFCLASS : 'DefClass' { classPending = true; } ;
+CLASS_OPEN : { classPending }? '{' { classPending = false; } ;
+CLASS_CLOSE : '}' ;
+
 MODE : 'mode_in' | 'mode_out' | 'mode_inout' | 'mode_work'
      | 'IN' | 'OUT' | 'INOUT' | 'WORK' ;
 VOID : 'void' ;
@@ -92,7 +110,7 @@ STRING : '"' ( '\\' . | ~["\\\r\n] )* '"' ;
 
 // A brace-balanced block of C text (Globals and inline bodies). Strings, character
 // literals and comments inside it may hold braces.
-CBLOCK : '{' ( CBLOCK | C_STR | C_CHR | C_BLOCK_COMMENT | C_LINE_COMMENT | ~[{}"'/] | '/' )* '}' ;
+CBLOCK : { !classPending }? '{' ( CBLOCK | C_STR | C_CHR | C_BLOCK_COMMENT | C_LINE_COMMENT | ~[{}"'/] | '/' )* '}' ;
 fragment C_STR : '"' ( '\\' . | ~["\\\r\n] )* '"' ;
 fragment C_CHR : '\'' ( '\\' . | ~['\\\r\n] )* '\'' ;
 fragment C_BLOCK_COMMENT : '/*' .*? '*/' ;

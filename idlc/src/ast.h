@@ -79,6 +79,21 @@ struct Function {
     std::vector<CallArg> callsArgs;
 };
 
+// DefClass: a remote object's class (Ninf-G). Its methods are functions whose bodies
+// also see the object's state.
+struct Class {
+    std::string name;
+    Loc loc;
+    bool hasDescription = false;
+    std::string description;
+    std::vector<Option> options; // class-wide: apply to every method
+    bool hasState = false;
+    std::string stateText; // DefState's C block, including braces
+    Loc stateLoc;
+    std::vector<Loc> extraStates; // further DefState blocks (an error)
+    std::vector<Function> methods;
+};
+
 struct ModuleDecl {
     std::string name;
     Loc loc;
@@ -101,6 +116,7 @@ struct File {
     std::vector<FileOption> options;
     std::vector<Globals> globals;
     std::vector<Function> functions;
+    std::vector<Class> classes;
 };
 
 } // namespace idlc::ast

@@ -85,6 +85,8 @@ std::string emitClientHeader(const model::Module &mod, const std::string &outNam
              "#endif\n",
              v);
     for (const auto &f : mod.functions) {
+        // Methods are invoked on objects (grpc_invoke_np), not called by name.
+        if (!f.cls.empty()) continue;
         std::string params, args;
         for (const auto &p : f.params) {
             args += ", ";

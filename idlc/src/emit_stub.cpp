@@ -119,7 +119,8 @@ void lineDirective(Printer &p, int line, const std::string &file) {
 
 // The C function a body calls for callback P: it packs its arguments into the layout of
 // the argument vector and hands them to the server (gridrpc_stub_callback). The
-// server's handle is per thread, set by invoke for the length of the call.
+// server's handle is per thread, set by invoke for the length of the call; a server
+// that gave none (an entry without a call) gets GRIDRPC_STUB_CALLBACK_OUTSIDE, not a crash.
 void emitCallback(Printer &pr, const std::string &sym, const Param &p) {
     std::string params, slots;
     for (size_t j = 0; j < p.cb.size(); ++j) {
@@ -138,13 +139,21 @@ void emitCallback(Printer &pr, const std::string &sym, const Param &p) {
              "static int grs_cb_$sym$_$cb$($params$)\n{\n"
              "    void *a[$n$] = {$slots$};\n"
              "    const gridrpc_stub_callback *cb = grs_cbx_$sym$_$cb$;\n"
-             "    return cb ? cb->call(cb, a) : GRIDRPC_STUB_CALLBACK_OUTSIDE;\n}\n\n",
+             "    return cb && cb->call ? cb->call(cb, a) : GRIDRPC_STUB_CALLBACK_OUTSIDE;\n}\n\n",
              v);
+}
+
+// The C symbol part of function F: module_function, or module_Class__method.
+std::string symbol(const model::Module &mod, const model::Function &f) {
+    return f.cls.empty() ? mod.name + "_" + f.name : mod.name + "_" + f.cls + "__" + f.name;
 }
 
 void emitFunction(Printer &pr, const model::Module &mod, const model::Function &f,
                   const std::vector<uint8_t> &desc, const std::string &outName) {
-    const std::string sym = mod.name + "_" + f.name;
+    const std::string sym = symbol(mod, f);
+    const model::Class *cls = nullptr;
+    for (const auto &c : mod.classes)
+        if (c.name == f.cls) cls = &c;
     Printer::Vars v = {{"sym", sym},
                        {"name", f.name},
                        {"qname", mod.qualified(f)},
@@ -170,18 +179,31 @@ void emitFunction(Printer &pr, const model::Module &mod, const model::Function &
             if (i) decls += ", ";
             decls += cParamDecl(f.params[i], f.params[i].name);
         }
+        if (cls) {
+            // A method's body sees the object's state members by name.
+            v["st"] = mod.name + "_" + cls->name;
+            decls = "struct grs_state_" + v["st"] + " *grs_self" + (decls.empty() ? "" : ", " + decls);
+            for (const auto &m : cls->members)
+                pr.print("#define $m$ (grs_self->$m$)\n", {{"m", m}});
+        }
         v["decls"] = decls.empty() ? "void" : decls;
         pr.print("static void grs_body_$sym$($decls$)\n", v);
         lineDirective(pr, f.bodyLoc.line, f.bodyLoc.file);
         pr.raw(f.bodyText);
         pr.raw("\n");
         lineDirective(pr, pr.nextLine() + 1, outName);
+        if (cls)
+            for (const auto &m : cls->members)
+                pr.print("#undef $m$\n", {{"m", m}});
         pr.raw("\n");
         std::string args;
         for (size_t i = 0; i < f.params.size(); ++i) {
             if (i) args += ",\n        ";
             args += cArgExpr(f.params[i], i, sym);
         }
+        if (cls)
+            args = "(struct grs_state_" + mod.name + "_" + cls->name + " *)args[" +
+                   std::to_string(f.params.size()) + "]" + (args.empty() ? "" : ",\n        " + args);
         call = "grs_body_" + sym + "(" + (args.empty() ? "" : "\n        " + args) + ")";
     } else {
         // The callee is declared under a name of our own bound to the library symbol,
@@ -230,7 +252,7 @@ void emitFunction(Printer &pr, const model::Module &mod, const model::Function &
     }
     v["call"] = call;
     pr.print("static void grs_invoke_$sym$(void **args)\n{\n", v);
-    if (f.params.empty()) pr.print("    (void)args;\n");
+    if (f.params.empty() && !(cls && f.inlineBody)) pr.print("    (void)args;\n");
     for (size_t i = 0; i < f.params.size(); ++i)
         if (f.params[i].isCallback())
             pr.print("    grs_cbx_$sym$_$cb$ = (const gridrpc_stub_callback *)args[$i$];\n",
@@ -293,11 +315,72 @@ std::string emitStub(const model::Module &mod, const std::vector<std::vector<uin
         pr.raw("\n");
         lineDirective(pr, pr.nextLine() + 1, outName);
     }
+    for (const auto &c : mod.classes) {
+        // One object's state. A member keeps a class without DefState a valid struct.
+        pr.print("\n/* ---- class $c$: the state of one object ---- */\n\nstruct grs_state_$st$ {\n"
+                 "    char grs_unused_;\n",
+                 {{"c", c.name}, {"st", mod.name + "_" + c.name}});
+        if (!c.stateText.empty()) {
+            lineDirective(pr, c.stateLoc.line, c.stateLoc.file);
+            pr.raw(c.stateText);
+            pr.raw("\n");
+            lineDirective(pr, pr.nextLine() + 1, outName);
+        }
+        pr.print("};\n");
+    }
     for (size_t i = 0; i < mod.functions.size(); ++i)
         emitFunction(pr, mod, mod.functions[i], descs[i], outName);
 
+    size_t nplain = 0;
+    for (const auto &f : mod.functions)
+        if (f.cls.empty()) ++nplain;
+    v["n"] = std::to_string(nplain);
+    if (!mod.classes.empty()) {
+        pr.print("\n/* ---- classes: each method's invoke finds the object's state after its last argument "
+                 "---- */\n");
+        std::string ctable;
+        for (const auto &c : mod.classes) {
+            std::string st = mod.name + "_" + c.name;
+            unsigned n = 0;
+            pr.print("\nstatic const gridrpc_stub_function grs_methods_$st$[] = {\n", {{"st", st}});
+            for (const auto &f : mod.functions) {
+                if (f.cls != c.name) continue;
+                pr.print("    {\"$name$\", grs_desc_$sym$, sizeof grs_desc_$sym$, grs_invoke_$sym$},\n",
+                         {{"name", f.name}, {"sym", symbol(mod, f)}});
+                ++n;
+            }
+            if (n == 0) pr.print("    {NULL, NULL, 0, NULL},\n");
+            pr.print("};\n");
+            ctable += "    {\"" + c.name + "\", sizeof(struct grs_state_" + st + "), " + std::to_string(n) +
+                      ", grs_methods_" + st + "},\n";
+        }
+        pr.print("\nstatic const gridrpc_stub_class grs_classes_$mod$[] = {\n", v);
+        pr.raw(ctable);
+        pr.print("};\n");
+    }
+
     pr.print("\n/* ---- module table ---- */\n\n");
-    if (mod.functions.empty()) {
+    if (!mod.classes.empty()) {
+        v["fns"] = nplain ? "grs_functions_" + mod.name : "NULL";
+        v["nc"] = std::to_string(mod.classes.size());
+        v["srcq"] = cQuote(mod.source);
+        if (nplain) {
+            pr.print("static const gridrpc_stub_function grs_functions_$mod$[$n$] = {\n", v);
+            for (const auto &f : mod.functions)
+                if (f.cls.empty())
+                    pr.print("    {\"$name$\", grs_desc_$sym$, sizeof grs_desc_$sym$, grs_invoke_$sym$},\n",
+                             {{"name", f.name}, {"sym", symbol(mod, f)}});
+            pr.print("};\n\n");
+        }
+        pr.print("#if !defined(GRIDRPC_STUB_ABI_CLASSES)\n"
+                 "#error \"this module defines classes (DefClass): build it against a gridrpc_stub.h that "
+                 "has them\"\n"
+                 "#endif\n"
+                 "const gridrpc_stub_module_classes gridrpc_classes_$mod$ = {\n"
+                 "    {GRIDRPC_STUB_ABI_CLASSES, \"$mod$\", $srcq$, $n$, $fns$}, $nc$, grs_classes_$mod$};\n"
+                 "#define gridrpc_module_$mod$ (gridrpc_classes_$mod$.base)\n",
+                 v);
+    } else if (mod.functions.empty()) {
         pr.print("const gridrpc_stub_module gridrpc_module_$mod$ = {GRIDRPC_STUB_ABI, \"$mod$\", $srcq$, 0, "
                  "NULL};\n",
                  {{"mod", mod.name}, {"srcq", cQuote(mod.source)}});

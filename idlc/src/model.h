@@ -91,6 +91,7 @@ struct CallArg {
 
 struct Function {
     std::string name;
+    std::string cls; // a DefMethod: its class (Module::classes); "" for a Define
     Loc loc;
     std::string description;
     std::vector<Param> params;
@@ -113,6 +114,18 @@ struct Globals {
     Loc loc;          // of the first character after the opening brace
 };
 
+// A DefClass (Ninf-G remote objects): each object holds its own copy of the state, a
+// struct of the DefState members, which every method body sees by name. Its methods
+// are in Module::functions with cls set, after the module's plain functions.
+struct Class {
+    std::string name;
+    Loc loc;
+    std::string description;
+    std::string stateText;            // DefState without the outer braces ("" when none)
+    Loc stateLoc;                     // of the first character after the opening brace
+    std::vector<std::string> members; // the names DefState declares, in order
+};
+
 struct Module {
     std::string name;      // from Module, or the file's base name
     bool declared = false; // a Module line was present
@@ -122,9 +135,13 @@ struct Module {
     std::string compiler, linker;
     std::vector<Globals> globals;
     std::vector<Function> functions;
+    std::vector<Class> classes;
 
     // "module/function" when a Module line was present, else "function".
-    std::string qualified(const Function &f) const { return declared ? name + "/" + f.name : f.name; }
+    std::string qualified(const Function &f) const {
+        std::string n = f.cls.empty() ? f.name : f.cls + "." + f.name;
+        return declared ? name + "/" + n : n;
+    }
 };
 
 } // namespace idlc::model

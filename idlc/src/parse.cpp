@@ -98,6 +98,12 @@ class ErrorListener : public antlr4::BaseErrorListener {
                 it = "a string";
             else if (it == "CBLOCK")
                 it = "a { C block }";
+            else if (it == "CLASS_OPEN")
+                it = "'{'";
+            else if (it == "CLASS_CLOSE")
+                it = "'}'";
+            else if (it == "DEFCLASS")
+                it = "'DefClass'";
             else if (it == "MODE")
                 it = "a mode (IN, OUT, INOUT, WORK)";
             else if (it == "<EOF>")
@@ -135,7 +141,10 @@ class Builder {
             } else if (auto *g = dynamic_cast<P::GlobalsDeclContext *>(d)) {
                 f.globals.push_back({g->CBLOCK()->getText(), loc(g->CBLOCK()->getSymbol())});
             } else if (auto *def = dynamic_cast<P::DefineDeclContext *>(d)) {
-                f.functions.push_back(function(def));
+                f.functions.push_back(function(def->name(), def->description(), def->paramList(),
+                                               def->defOption(), def->body()));
+            } else if (auto *cd = dynamic_cast<P::ClassDeclContext *>(d)) {
+                f.classes.push_back(klass(cd));
             }
         }
         return f;
@@ -166,44 +175,76 @@ class Builder {
         return out;
     }
 
-    ast::Function function(P::DefineDeclContext *d) {
-        ast::Function fn;
-        fn.name = d->name()->getText();
-        fn.loc = loc(d->name()->getStart());
+    ast::Class klass(P::ClassDeclContext *d) {
+        ast::Class c;
+        c.name = d->name()->getText();
+        c.loc = loc(d->name()->getStart());
         if (auto *desc = d->description()) {
+            c.hasDescription = true;
+            for (auto *piece : desc->STRING())
+                c.description += unquote(piece->getText());
+        }
+        for (auto *o : d->defOption())
+            c.options.push_back(option(o));
+        for (auto *item : d->classItem()) {
+            if (auto *st = dynamic_cast<P::StateItemContext *>(item)) {
+                if (c.hasState) {
+                    c.extraStates.push_back(loc(st->getStart()));
+                    continue;
+                }
+                c.hasState = true;
+                c.stateText = st->CBLOCK()->getText();
+                c.stateLoc = loc(st->CBLOCK()->getSymbol());
+            } else if (auto *m = dynamic_cast<P::MethodItemContext *>(item)) {
+                c.methods.push_back(
+                    function(m->name(), m->description(), m->paramList(), m->defOption(), m->body()));
+            }
+        }
+        return c;
+    }
+
+    ast::Option option(P::DefOptionContext *o) {
+        ast::Option opt;
+        opt.loc = loc(o->getStart());
+        opt.key = o->getStart()->getText();
+        if (auto *c = dynamic_cast<P::CostOptContext *>(o)) {
+            opt.expr = expr(c->expr());
+        } else if (auto *r = dynamic_cast<P::RequiredOptContext *>(o)) {
+            opt.value = unquote(r->STRING()->getText());
+        } else if (auto *b = dynamic_cast<P::BackendOptContext *>(o)) {
+            opt.value = unquote(b->STRING()->getText());
+        } else if (auto *s = dynamic_cast<P::ShrinkOptContext *>(o)) {
+            opt.value = unquote(s->STRING()->getText());
+        } else if (auto *rt = dynamic_cast<P::RetryOptContext *>(o)) {
+            opt.value = unquote(rt->STRING()->getText());
+        } else if (auto *l = dynamic_cast<P::LanguageOptContext *>(o)) {
+            opt.value = unquote(l->STRING()->getText());
+        }
+        return opt;
+    }
+
+    ast::Function function(P::NameContext *nm, P::DescriptionContext *description, P::ParamListContext *pl,
+                           const std::vector<P::DefOptionContext *> &defOptions, P::BodyContext *bodyCtx) {
+        ast::Function fn;
+        fn.name = nm->getText();
+        fn.loc = loc(nm->getStart());
+        if (auto *desc = description) {
             fn.hasDescription = true;
             for (auto *piece : desc->STRING())
                 fn.description += unquote(piece->getText());
         }
-        if (auto *pl = d->paramList()) {
+        if (pl) {
             fn.voidParams = pl->VOID() != nullptr;
             for (auto *p : pl->param())
                 fn.params.push_back(param(p));
         }
-        for (auto *o : d->defOption()) {
-            ast::Option opt;
-            opt.loc = loc(o->getStart());
-            opt.key = o->getStart()->getText();
-            if (auto *c = dynamic_cast<P::CostOptContext *>(o)) {
-                opt.expr = expr(c->expr());
-            } else if (auto *r = dynamic_cast<P::RequiredOptContext *>(o)) {
-                opt.value = unquote(r->STRING()->getText());
-            } else if (auto *b = dynamic_cast<P::BackendOptContext *>(o)) {
-                opt.value = unquote(b->STRING()->getText());
-            } else if (auto *s = dynamic_cast<P::ShrinkOptContext *>(o)) {
-                opt.value = unquote(s->STRING()->getText());
-            } else if (auto *rt = dynamic_cast<P::RetryOptContext *>(o)) {
-                opt.value = unquote(rt->STRING()->getText());
-            } else if (auto *l = dynamic_cast<P::LanguageOptContext *>(o)) {
-                opt.value = unquote(l->STRING()->getText());
-            }
-            fn.options.push_back(std::move(opt));
-        }
-        if (auto *ib = dynamic_cast<P::InlineBodyContext *>(d->body())) {
+        for (auto *o : defOptions)
+            fn.options.push_back(option(o));
+        if (auto *ib = dynamic_cast<P::InlineBodyContext *>(bodyCtx)) {
             fn.inlineBody = true;
             fn.bodyText = ib->CBLOCK()->getText();
             fn.bodyLoc = loc(ib->CBLOCK()->getSymbol());
-        } else if (auto *cb = dynamic_cast<P::CallsBodyContext *>(d->body())) {
+        } else if (auto *cb = dynamic_cast<P::CallsBodyContext *>(bodyCtx)) {
             fn.callsLanguage = unquote(cb->STRING()->getText());
             fn.callsLanguageLoc = loc(cb->STRING()->getSymbol());
             fn.callsTarget = cb->name()->getText();

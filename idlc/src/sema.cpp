@@ -104,6 +104,22 @@ class Analyzer {
             }
             mod.functions.push_back(function(f));
         }
+        std::map<std::string, Loc> classSeen;
+        for (const auto &c : file.classes) {
+            if (seen.count(c.name)) {
+                diag_.error(c.loc, "DefClass '" + c.name +
+                                       "' has the name of a function of this module: rename one");
+                continue;
+            }
+            auto it = classSeen.find(c.name);
+            if (it != classSeen.end()) {
+                diag_.error(c.loc, "class '" + c.name + "' is defined twice (first at line " +
+                                       std::to_string(it->second.line) + "): rename one of them");
+                continue;
+            }
+            classSeen.emplace(c.name, c.loc);
+            klass(c, mod);
+        }
         if (diag_.errors() > 0) return std::nullopt;
         return mod;
     }
@@ -164,8 +180,199 @@ class Analyzer {
         }
     }
 
-    Function function(const ast::Function &f) {
+    // A DefClass: its state's member names, then each method as a function of the class.
+    void klass(const ast::Class &c, Module &mod) {
+        if (isReservedName(c.name))
+            diag_.error(c.loc,
+                        "'" + c.name + "' is a C keyword and cannot name a class: choose another name");
+        for (const auto &l : c.extraStates)
+            diag_.error(l, "a second DefState in class " + c.name +
+                               ": one class has one state block, merge them");
+        Class mc;
+        mc.name = c.name;
+        mc.loc = c.loc;
+        mc.description = c.description;
+        if (c.hasState) {
+            mc.stateText = c.stateText.substr(1, c.stateText.size() - 2);
+            mc.stateLoc = c.stateLoc;
+            mc.stateLoc.col += 1;
+            stateMembers(c, mc);
+        }
+        // Class-wide options are every method's defaults.
+        Function defaults;
+        for (const auto &o : c.options) {
+            if (o.key == "Required") {
+                defaults.required.push_back(o.value);
+            } else if (o.key == "Language") {
+                if (!language(o.value, defaults.language))
+                    diag_.error(o.loc,
+                                "unknown Language \"" + o.value + "\": write \"C\", \"C++\" or \"FORTRAN\"");
+            } else if (o.key == "Shrink" || o.key == "Retry") {
+                std::string v = lower(o.value);
+                if (v != "yes" && v != "no")
+                    diag_.error(o.loc, o.key + " takes \"yes\" or \"no\", not \"" + o.value + "\"");
+                if (o.key == "Shrink") defaults.shrink = v == "yes";
+                if (o.key == "Retry") defaults.noRetry = v == "no";
+            } else if (o.key == "Backend") {
+                diag_.error(o.loc, "Backend \"" + o.value +
+                                       "\" is not supported yet: remove the Backend line to run " + c.name +
+                                       "'s objects on one server");
+            } else {
+                diag_.error(o.loc,
+                            o.key + " describes one method's cost: put it after that DefMethod of " + c.name);
+            }
+        }
+        std::map<std::string, Loc> seen;
+        for (const auto &m : c.methods) {
+            auto it = seen.find(m.name);
+            if (it != seen.end()) {
+                diag_.error(m.loc, "method '" + m.name + "' of class " + c.name +
+                                       " is defined twice (first at line " + std::to_string(it->second.line) +
+                                       "): rename one of them");
+                continue;
+            }
+            seen.emplace(m.name, m.loc);
+            if (isReservedName(m.name))
+                diag_.error(m.loc,
+                            "'" + m.name + "' is a C keyword and cannot name a method: choose another name");
+            // _initialize and _finalize run by themselves when an object is made and
+            // destroyed: nobody could pass them arguments.
+            if ((m.name == "_initialize" || m.name == "_finalize") && !m.params.empty())
+                diag_.error(m.loc, c.name + "." + m.name + " runs by itself when an object is " +
+                                       (m.name == "_initialize" ? "created" : "destroyed") +
+                                       ", so it takes no parameters: write " + m.name + "(void)");
+            // The argument vector's entry after the last parameter carries the state.
+            if (m.params.size() >= 64)
+                diag_.error(m.loc, "method " + c.name + "." + m.name + " has " +
+                                       std::to_string(m.params.size()) +
+                                       " parameters; a method takes at most 63");
+            Function fn = function(m, &defaults);
+            fn.cls = c.name;
+            for (const auto &p : fn.params)
+                for (const auto &mem : mc.members)
+                    if (p.name == mem && fn.inlineBody)
+                        diag_.error(p.loc, "parameter '" + p.name + "' of " + c.name + "." + m.name +
+                                               " has the name of a DefState member: rename one of them");
+            mod.functions.push_back(std::move(fn));
+        }
+        mod.classes.push_back(std::move(mc));
+    }
+
+    // The names DefState declares. Each declaration ends with ';' and may declare
+    // several names (int a, *b, c[4];); a name is the last identifier of its declarator
+    // outside brackets (or inside '(*name)' for pointers to functions and arrays).
+    void stateMembers(const ast::Class &c, Class &mc) {
+        const std::string &t = mc.stateText;
+        std::vector<std::string> toks; // identifiers and single punctuation characters
+        for (size_t i = 0; i < t.size();) {
+            char ch = t[i];
+            if (ch == '/' && i + 1 < t.size() && t[i + 1] == '*') {
+                size_t e = t.find("*/", i + 2);
+                i = e == std::string::npos ? t.size() : e + 2;
+            } else if (ch == '/' && i + 1 < t.size() && t[i + 1] == '/') {
+                size_t e = t.find('\n', i);
+                i = e == std::string::npos ? t.size() : e;
+            } else if (ch == '#') {
+                toks.push_back("#");
+                size_t e = t.find('\n', i);
+                i = e == std::string::npos ? t.size() : e;
+            } else if (isalpha(static_cast<unsigned char>(ch)) || ch == '_') {
+                size_t e = i;
+                while (e < t.size() && (isalnum(static_cast<unsigned char>(t[e])) || t[e] == '_'))
+                    ++e;
+                toks.push_back(t.substr(i, e - i));
+                i = e;
+            } else if (isspace(static_cast<unsigned char>(ch)) || isdigit(static_cast<unsigned char>(ch))) {
+                ++i;
+            } else {
+                toks.push_back(std::string(1, ch));
+                ++i;
+            }
+        }
+        static const std::set<std::string> typeWords = {
+            "char",   "short", "int",  "long", "float",    "double", "signed", "unsigned", "const",
+            "struct", "union", "enum", "void", "volatile", "_Bool",  "static", "extern"};
+        std::vector<std::string> decl;
+        auto finish = [&](bool first) {
+            // DECL is one declarator (the first of a declaration still has its type).
+            int depth = 0;
+            std::string name, inParen;
+            bool starParen = false;
+            for (size_t k = 0; k < decl.size(); ++k) {
+                const std::string &w = decl[k];
+                if (w == "=" && depth == 0) {
+                    diag_.error(mc.stateLoc,
+                                "DefState member '" + name + "' of class " + c.name +
+                                    " has an initializer: every object's state starts zeroed; set it "
+                                    "in _initialize");
+                    return;
+                }
+                if (w == "[" || w == "{") {
+                    if (depth == 0 && w == "[") break;
+                    ++depth;
+                } else if (w == "]" || w == "}") {
+                    --depth;
+                } else if (w == "(") {
+                    if (depth == 0 && k + 1 < decl.size() && decl[k + 1] == "*") starParen = true;
+                    ++depth;
+                } else if (w == ")") {
+                    --depth;
+                } else if (isalpha(static_cast<unsigned char>(w[0])) || w[0] == '_') {
+                    if (depth == 0 && !typeWords.count(w)) name = w;
+                    if (depth == 1 && starParen && inParen.empty()) inParen = w;
+                }
+            }
+            if (starParen && !inParen.empty()) name = inParen;
+            if (name.empty()) {
+                if (first && decl.size() > 0)
+                    diag_.error(mc.stateLoc,
+                                "a DefState declaration of class " + c.name +
+                                    " names no member: write C declarations such as 'int count;'");
+                return;
+            }
+            for (const auto &m : mc.members)
+                if (m == name) {
+                    diag_.error(mc.stateLoc,
+                                "DefState of class " + c.name + " declares '" + name + "' twice");
+                    return;
+                }
+            mc.members.push_back(name);
+        };
+        int depth = 0;
+        bool first = true;
+        for (const auto &w : toks) {
+            if (w == "#") {
+                diag_.error(mc.stateLoc,
+                            "DefState of class " + c.name +
+                                " holds a preprocessor line: put #include and #define in Globals");
+                return;
+            }
+            if (w == "(" || w == "[" || w == "{") ++depth;
+            if (w == ")" || w == "]" || w == "}") --depth;
+            if (depth == 0 && (w == ";" || w == ",")) {
+                finish(first);
+                decl.clear();
+                first = w == ";";
+                if (!first) {
+                    // Keep nothing of the type for the next declarator: its name is what
+                    // follows the comma.
+                }
+                continue;
+            }
+            decl.push_back(w);
+        }
+        if (!decl.empty())
+            diag_.error(mc.stateLoc, "the last DefState declaration of class " + c.name + " has no ';'");
+    }
+
+    Function function(const ast::Function &f, const Function *defaults = nullptr) {
         Function fn;
+        if (defaults) {
+            fn.required = defaults->required;
+            fn.language = defaults->language;
+            fn.shrink = defaults->shrink;
+            fn.noRetry = defaults->noRetry;
+        }
         fn.name = f.name;
         fn.loc = f.loc;
         fn.description = f.description;

@@ -334,8 +334,12 @@ static void *reader_main(void *arg) {
     grc_pipe *p = arg;
     gr_err e;
     for (;;) {
-        /* Wait for bytes without the rlock, so that a probe may take them first. */
-        if (p->conn->rd.pos >= p->conn->rd.len) {
+        /* Wait for bytes without the rlock, so that a probe may take them first (the
+         * reader's buffer is a probe's too while it holds the rlock: look under it). */
+        pthread_mutex_lock(&p->rlock);
+        int buffered = p->conn->rd.pos < p->conn->rd.len;
+        pthread_mutex_unlock(&p->rlock);
+        if (!buffered) {
             struct pollfd pf = {p->conn->fd, POLLIN, 0};
             if (poll(&pf, 1, -1) < 0 && errno != EINTR) {
                 fail_pipe(p, "cannot wait for the server's replies");
@@ -404,11 +408,19 @@ static int get_pipe(const grc_target *t, const grc_config *cfg, grc_pipe **out, 
 
 /* ---- starting a call */
 
+static int start_call(grc_req *q, const void *name, const grc_args *args, grc_config *cfg, gr_err *e) {
+    return grc_req_start(q, name, args, cfg, e);
+}
+
 int grc_call_async(const char *name, const grc_args *args, gr_err *e) {
+    return grc_call_async_req(start_call, name, args, e);
+}
+
+int grc_call_async_req(grc_req_starter start, const void *ctx, const grc_args *args, gr_err *e) {
     grc_config cfg;
     grc_session *s = calloc(1, sizeof *s);
     if (!s) return -gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
-    int rc = grc_req_start(&s->req, name, args, &cfg, e);
+    int rc = start(&s->req, ctx, args, &cfg, e);
     if (rc) {
         free(s);
         return -rc;

@@ -51,7 +51,9 @@ static int fetch(const grc_target *t, const grc_config *cfg, grd_desc **out, gr_
     grc_conn_put(c, !in_step);
     /* The server's message names the function again (callers prefix it) and points
      * to the command line only: a program can list from C too. */
-    if (rc == GRID_ERR_NOT_FOUND)
+    const char *slash = strrchr(t->name, '/');
+    int method = strchr(slash ? slash : t->name, '.') != NULL; /* the server's message lists the methods */
+    if (rc == GRID_ERR_NOT_FOUND && !method)
         gr_seterr(e, rc,
                   "the server has no such function; grid_list_functions_np(\"%s:%d\", ...) "
                   "(grpc_list_functions_np) or `gridrpc ls --server %s:%d` lists those it has",

@@ -188,3 +188,13 @@ int grc_callback_serve(grc_req *q, grw_reader *r, grw_writer *w, pthread_mutex_t
     grd_free(d);
     return rc;
 }
+
+int grc_callback_await(grc_req *q, grw_reader *r, grw_writer *w, const grw_limits *server, uint64_t id,
+                       grw_header *h, gr_err *e) {
+    for (;;) {
+        int rc = grp_read_header(r, h, e);
+        if (rc || h->type != GRW_CALLBACK || h->request_id != id) return rc;
+        rc = grc_callback_serve(q, r, w, NULL, server, h, e);
+        if (rc) return rc;
+    }
+}

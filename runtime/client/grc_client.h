@@ -149,7 +149,9 @@ typedef struct grc_req {
     grc_target t;
     const grd_desc *desc;
     grm_call *call;
-    int refreshed; /* the descriptor was fetched again after GRID_ERR_STALE */
+    int refreshed;   /* the descriptor was fetched again after GRID_ERR_STALE */
+    uint64_t object; /* a method invocation on this remote object (OBJ_INVOKE; t.name is
+                      * "module/Class.method"); 0 for a call */
     grc_route route;
 } grc_req;
 
@@ -226,6 +228,11 @@ void grc_meta_report_probe(uint64_t server_id, uint64_t bytes_in, uint64_t bytes
  * then fails the call). Returns GRID_OK while the connection stays in step. */
 int grc_callback_serve(grc_req *q, grw_reader *r, grw_writer *w, pthread_mutex_t *wlock,
                        const grw_limits *server, const grw_header *h, gr_err *e);
+/* Reads the next message's header into H, first serving every CALLBACK of request ID
+ * (call Q, on the caller's thread; W is the caller's): a synchronous call's wait for its
+ * reply. Returns what grp_read_header returns, or the error that broke the stream. */
+int grc_callback_await(grc_req *q, grw_reader *r, grw_writer *w, const grw_limits *server, uint64_t id,
+                       grw_header *h, gr_err *e);
 /* CALLBACK H for a call that ended here (canceled, timed out): skipped and answered with
  * CODE (MSG), so the body on the server goes on. */
 int grc_callback_refuse(grw_reader *r, grw_writer *w, pthread_mutex_t *wlock, const grw_header *h, int code,
@@ -240,6 +247,10 @@ void grc_report(int code, const char *msg);
 /* ---- asynchronous calls (grc_async.c) */
 /* Starts a call; returns its id (> 0) or -code with E set. */
 int grc_call_async(const char *name, const grc_args *args, gr_err *e);
+/* Starts the request START prepares (grc_req_start's job for a call: target,
+ * descriptor, arguments) as an asynchronous call; returns its id or -code. */
+typedef int (*grc_req_starter)(grc_req *q, const void *ctx, const grc_args *args, grc_config *cfg, gr_err *e);
+int grc_call_async_req(grc_req_starter start, const void *ctx, const grc_args *args, gr_err *e);
 /* Waits for call ID; returns its code and points *MSG at its message. */
 int grc_wait(int id, const char **msg);
 /* Waits for any of IDS (N of them), or any outstanding call when IDS is NULL. */

@@ -1,6 +1,8 @@
 /* grc_meta.c: the client's side of the metaserver (docs/metaserver-client.md). A plain
  * function name is routed here when a metaserver is configured: one persistent
- * connection to it (under one lock), SCHEDULE with the call's figures (bytes in and out,
+ * connection to it (under one lock, released while a SCHEDULE's answer is awaited:
+ * the metaserver may hold it until a REPORT makes room, and the REPORTs of this
+ * process's own finished calls must still go out), SCHEDULE with the call's figures (bytes in and out,
  * Complexity flops: the descriptor evaluated for the caller's arguments), REPORT after
  * every call, and the list of servers it last named (SERVERS_OK and every SCHEDULE_OK),
  * which keeps calls running while the metaserver is unreachable. Calls too small to be
@@ -56,6 +58,12 @@ typedef struct fentry {
 
 static pthread_mutex_t mlock = PTHREAD_MUTEX_INITIALIZER;
 static grc_conn *conn; /* to conn->host:conn->port */
+/* A thread awaits a SCHEDULE answer on CONN without mlock: only it reads CONN, others
+ * may write REPORTs (whole messages, under mlock), nobody closes it; a REPORT whose
+ * write fails sets conn_broken and the waiter closes it. Another request waits for
+ * conn_free. */
+static int conn_busy, conn_broken;
+static pthread_cond_t conn_free = PTHREAD_COND_INITIALIZER;
 static int down, warned;
 static long long retry_at, servers_at;
 static double rtt_ns; /* smoothed SCHEDULE round trip */
@@ -317,6 +325,8 @@ static int fetch_servers(const grc_config *cfg, gr_err *e) {
 /* SCHEDULE for Q; *unreachable: the metaserver could not be asked (E: why). */
 static int ask(grc_req *q, const grc_config *cfg, grp_schedule_ok *ok, int *unreachable, gr_err *e) {
     *unreachable = 0;
+    while (conn_busy)
+        pthread_cond_wait(&conn_free, &mlock);
     int rc = ensure_conn(cfg, e);
     if (!rc && gr_now_ns() - servers_at > SERVERS_REFRESH_NS) {
         gr_err ignored;
@@ -345,8 +355,19 @@ static int ask(grc_req *q, const grc_config *cfg, grp_schedule_ok *ok, int *unre
     grw_header h = {0};
     int in_step = 0;
     rc = grp_write_schedule(&conn->wr, id, &m, e);
-    if (!rc) rc = await(id, GRW_SCHEDULE_OK, "SCHEDULE", &h, &in_step, e);
-    if (!rc) rc = grp_read_schedule_ok(&conn->rd, ok, e);
+    if (!rc) {
+        conn_busy = 1;
+        pthread_mutex_unlock(&mlock);
+        rc = await(id, GRW_SCHEDULE_OK, "SCHEDULE", &h, &in_step, e);
+        if (!rc) rc = grp_read_schedule_ok(&conn->rd, ok, e);
+        pthread_mutex_lock(&mlock);
+        conn_busy = 0;
+        pthread_cond_broadcast(&conn_free);
+        if (conn_broken) {
+            conn_broken = 0;
+            close_conn(); /* a REPORT's write failed meanwhile: the answer was read, if any */
+        }
+    }
     if (rc) {
         if (!in_step || h.type == GRW_SCHEDULE_OK) {
             transport_failed(cfg, e);
@@ -547,7 +568,12 @@ static void write_report(const grp_report *r, const grc_config *cfg) {
     if (!conn || conn->port != cfg->meta_port || strcmp(conn->host, cfg->meta_host) != 0) return;
     gr_err e;
     conn->wr.deadline_ns = gr_now_ns() + (long long)(META_TIMEOUT_S * 1e9);
-    if (grp_write_report(&conn->wr, conn->next_id++, r, &e)) close_conn();
+    if (grp_write_report(&conn->wr, conn->next_id++, r, &e)) {
+        if (conn_busy)
+            conn_broken = 1; /* the thread reading it closes it */
+        else
+            close_conn();
+    }
 }
 
 /* Learns from Q's completed call for later reuse decisions. mlock held. */

@@ -110,6 +110,7 @@ void grd_free_params(grd_param *params, uint32_t n) {
 
 void grd_free(grd_desc *desc) {
     if (desc == NULL) return;
+    free(desc->cls);
     grd_free_params(desc->params, desc->nparams);
     free_expr(&desc->cost);
     free(desc->module);
@@ -307,9 +308,13 @@ int grd_validate(const grd_desc *desc, grd_error *err) {
         bounded_len(desc->description, GRD_MAX_DESCRIPTION + 1) > GRD_MAX_DESCRIPTION)
         return grd_fail(err, GRD_E_LIMIT, "description is longer than the limit of %u bytes",
                         GRD_MAX_DESCRIPTION);
-    if (desc->flags & ~(GRD_FF_SHRINK | GRD_FF_NO_RETRY))
+    if (desc->flags & ~(GRD_FF_SHRINK | GRD_FF_NO_RETRY | GRD_FF_METHOD))
         return grd_fail(err, GRD_E_INVALID, "unknown function flag bits 0x%x",
-                        desc->flags & ~(GRD_FF_SHRINK | GRD_FF_NO_RETRY));
+                        desc->flags & ~(GRD_FF_SHRINK | GRD_FF_NO_RETRY | GRD_FF_METHOD));
+    /* A method names its class; a function has none (the field is not encoded). */
+    if ((desc->flags & GRD_FF_METHOD) && (rc = check_name(desc->cls, "class name", err)) != GRD_OK) return rc;
+    if (!(desc->flags & GRD_FF_METHOD) && desc->cls != NULL)
+        return grd_fail(err, GRD_E_INVALID, "a class name on a descriptor without the method flag");
     if (desc->language < GRD_LANG_C || desc->language > GRD_LANG_FORTRAN)
         return grd_fail(err, GRD_E_INVALID, "unknown language %u", desc->language);
     if (desc->nparams > GRD_MAX_PARAMS)

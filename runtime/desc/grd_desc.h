@@ -63,6 +63,7 @@ typedef enum grd_mode { GRD_IN = 1, GRD_OUT = 2, GRD_INOUT = 3, GRD_WORK = 4 } g
 /* Function flags. */
 #define GRD_FF_SHRINK 0x1u   /* Shrink "yes": strided sub-ranges are packed */
 #define GRD_FF_NO_RETRY 0x2u /* Retry "no": never re-executed on another server after a failure */
+#define GRD_FF_METHOD 0x4u   /* a DefMethod of class cls: invoked on an object, never called */
 
 typedef enum grd_lang { GRD_LANG_C = 1, GRD_LANG_CXX = 2, GRD_LANG_FORTRAN = 3 } grd_lang;
 
@@ -133,6 +134,7 @@ typedef struct grd_desc {
     char *description;
     uint32_t flags;    /* GRD_FF_* */
     uint32_t language; /* grd_lang of the implementation */
+    char *cls;         /* GRD_FF_METHOD: the class (encoded after language); else NULL */
     grd_expr cost;     /* flops of one call; len 0 when unknown */
     uint32_t nparams;
     grd_param *params;

@@ -321,11 +321,16 @@ char *grd_dump(const grd_desc *desc) {
     sb_puts(&b, "function ");
     sb_puts(&b, str_or(desc->module, "?"));
     sb_puts(&b, "/");
+    if (desc->flags & GRD_FF_METHOD) {
+        sb_puts(&b, str_or(desc->cls, "?"));
+        sb_puts(&b, ".");
+    }
     sb_puts(&b, str_or(desc->name, "?"));
     sb_printf(&b, "  hash 0x%016" PRIx64 "  language %s  flags %u", desc->hash, lang_name(desc->language),
               desc->flags);
     if (desc->flags & GRD_FF_SHRINK) sb_puts(&b, " (shrink)");
     if (desc->flags & GRD_FF_NO_RETRY) sb_puts(&b, " (no-retry)");
+    if (desc->flags & GRD_FF_METHOD) sb_puts(&b, " (method)");
     sb_puts(&b, "\n  description ");
     put_quoted(&b, str_or(desc->description, ""));
     sb_puts(&b, "\n  cost ");

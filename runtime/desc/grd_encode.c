@@ -36,6 +36,7 @@ static size_t params_bytes(const grd_param *params, uint32_t np) {
 
 static size_t body_bytes(const grd_desc *d) {
     size_t n = str_bytes(d->module) + str_bytes(d->name) + str_bytes(d->description);
+    if (d->flags & GRD_FF_METHOD) n += str_bytes(d->cls);
     n += 8 + prog_bytes(&d->cost) + 4;
     return n + params_bytes(d->params, d->nparams);
 }
@@ -81,9 +82,10 @@ static bool_t put_params(XDR *x, const grd_param *params, uint32_t n) {
 
 static bool_t put_body(XDR *x, const grd_desc *d) {
     if (!put_str(x, d->module, GRD_MAX_NAME) || !put_str(x, d->name, GRD_MAX_NAME) ||
-        !put_str(x, d->description, GRD_MAX_DESCRIPTION) || !put_u32(x, d->flags) ||
-        !put_u32(x, d->language) || !put_prog(x, &d->cost) || !put_u32(x, d->nparams))
+        !put_str(x, d->description, GRD_MAX_DESCRIPTION) || !put_u32(x, d->flags) || !put_u32(x, d->language))
         return FALSE;
+    if ((d->flags & GRD_FF_METHOD) && !put_str(x, d->cls, GRD_MAX_NAME)) return FALSE;
+    if (!put_prog(x, &d->cost) || !put_u32(x, d->nparams)) return FALSE;
     return put_params(x, d->params, d->nparams);
 }
 

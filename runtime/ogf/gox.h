@@ -94,6 +94,14 @@ grpc_error_t gox_argv_from_stack(gox_argv *a, const grpc_arg_stack_t *stack);
 
 /* GRPC_NOT_INITIALIZED (recorded) unless grpc_initialize succeeded. */
 grpc_error_t gox_check_initialized(void);
+/* The server for NAME (a function or class) with no server given: <FUNCTION_INFO>'s,
+ * else the first <SERVER>, else the core's default. GRPC_SERVER_NOT_FOUND (recorded)
+ * when there is none. */
+grpc_error_t gox_default_server(const char *name, char *host, size_t hostsize, int *port);
+/* SERVER (a tag, a hostname, "host:port" or a plain host) as host and port. */
+void gox_server_address(const char *server, char *host, size_t hostsize, int *port);
+/* Records session ID of an object handle (grpc_invoke_async_np); -1 when out of memory. */
+int gox_add_object_session(grpc_sessionid_t id);
 /* GRPC_INVALID_FUNCTION_HANDLE (recorded) unless H is an initialized handle. */
 grpc_error_t gox_check_handle(const grpc_function_handle_t *h);
 /* Binds H to FUNC on SERVER (a tag, host, host:port; NULL or "": the default server),

@@ -626,3 +626,32 @@ const char *grpc_session_message_np(grpc_sessionid_t id) {
     const char *m = grid_call_message_np(id);
     return m ? m : "";
 }
+
+/* ---- For object handles (gox_object.c) */
+
+grpc_error_t gox_default_server(const char *name, char *host, size_t hostsize, int *port) {
+    host[0] = '\0';
+    *port = 0;
+    pthread_mutex_lock(&lock);
+    const char *assigned = gox_config_function_host(&config, name);
+    if (assigned) gox_config_server(&config, assigned, host, hostsize, port);
+    if (!host[0] && config.nservers) gox_config_server(&config, config.servers[0].host, host, hostsize, port);
+    pthread_mutex_unlock(&lock);
+    if (!host[0] && grid_get_server_np(host, hostsize, port)) host[0] = '\0';
+    if (!host[0])
+        return gox_result(GRPC_SERVER_NOT_FOUND,
+                          "no default server for '%s': add a <SERVER> section (hostname, port) to the "
+                          "configuration file given to grpc_initialize, or set GRIDRPC_SERVER=host:port",
+                          name);
+    return GRPC_NO_ERROR;
+}
+
+void gox_server_address(const char *server, char *host, size_t hostsize, int *port) {
+    pthread_mutex_lock(&lock);
+    gox_config_server(&config, server, host, hostsize, port);
+    pthread_mutex_unlock(&lock);
+}
+
+int gox_add_object_session(grpc_sessionid_t id) {
+    return add_session(id, NULL);
+}

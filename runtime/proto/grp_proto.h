@@ -164,6 +164,30 @@ int grp_write_list_ok(grw_writer *w, uint64_t id, const char *const *names, uint
 int grp_read_list_ok(grw_reader *r, char ***names, uint32_t *count, gr_err *e);
 void grp_free_names(char **names, uint32_t count);
 
+/* ---- remote objects (grp_object.c): OBJ_CREATE, OBJ_CREATED, OBJ_INVOKE,
+ * OBJ_DESTROY, OBJ_DESTROYED. An object id is the server's; 0 is never one. */
+/* OBJ_CREATE: the class, "module/Class" or "Class". */
+int grp_write_obj_create(grw_writer *w, uint64_t id, const char *cls, gr_err *e);
+int grp_read_obj_create(grw_reader *r, char cls[GRP_MAX_FUNCTION_NAME + 1], gr_err *e);
+/* OBJ_CREATED: the new object and its class's qualified name. */
+int grp_write_obj_created(grw_writer *w, uint64_t id, uint64_t object, const char *qualified, gr_err *e);
+int grp_read_obj_created(grw_reader *r, uint64_t *object, char qualified[GRP_MAX_FUNCTION_NAME + 1],
+                         gr_err *e);
+/* OBJ_INVOKE: object, method (a non-empty name), the hash of the method's descriptor,
+ * then the arguments as in CALL (read them with grp_read_call_head and
+ * grp_read_call_bulk). */
+typedef struct grp_invoke_target {
+    uint64_t object;
+    char method[GRP_MAX_METHOD_NAME + 1];
+    uint64_t hash;
+} grp_invoke_target;
+int grp_write_obj_invoke(grw_writer *w, uint64_t id, uint64_t object, const char *method, uint64_t hash,
+                         const grm_call *c, const grw_limits *lim, gr_err *e);
+int grp_read_obj_invoke_target(grw_reader *r, grp_invoke_target *t, gr_err *e);
+/* OBJ_DESTROY: the object; its reply OBJ_DESTROYED is empty (grp_write_empty). */
+int grp_write_obj_destroy(grw_writer *w, uint64_t id, uint64_t object, gr_err *e);
+int grp_read_obj_destroy(grw_reader *r, uint64_t *object, gr_err *e);
+
 /* ---- replies, as a client reads them */
 
 /* After the header H of a reply: if it is ERROR, reads it and returns its code with E

@@ -108,8 +108,33 @@ typedef struct gsv_registry {
     unsigned nmods;
     gsv_function *fns; /* sorted by qualified name */
     unsigned nfns;
-    gsv_function **by_plain; /* the same functions sorted by plain name */
+    gsv_function **by_plain;    /* the same functions sorted by plain name */
+    struct gsv_class **classes; /* DefClass classes of every module, in load order (gsv_class.c) */
+    unsigned nclasses;
 } gsv_registry;
+
+/* A class of remote objects (DefClass) and its methods, each served like a function
+ * (its gsv_function's qualified name is "module/Class.method"). */
+typedef struct gsv_class {
+    const gridrpc_stub_class *stub;
+    char *qualified;   /* "module/Class" */
+    const char *plain; /* after the '/' */
+    gsv_function *methods;
+    unsigned nmethods;
+    const gsv_function *init, *final; /* _initialize and _finalize: a method, or a no-op of the class */
+    gsv_function noop[2]; /* the no-ops: no stub (nothing runs), a descriptor without parameters */
+} gsv_class;
+
+/* Adds the classes of table T (loaded from PATH), checking each the way functions are. */
+int gsv_classes_add(gsv_registry *reg, const gridrpc_stub_module_classes *t, const char *path, gr_err *e);
+/* Frees the classes from index N on (N = 0: all of them). */
+void gsv_classes_truncate(gsv_registry *reg, unsigned n);
+/* Finds class NAME ("module/Class", or "Class" when unique); E says why not. */
+const gsv_class *gsv_class_find(const gsv_registry *reg, const char *name, gr_err *e);
+/* Finds method METHOD of C; E names the class and its methods when there is none. */
+const gsv_function *gsv_class_method(const gsv_class *c, const char *method, gr_err *e);
+/* The method NAME ("module/Class.method" or "Class.method"), for GET_DESCRIPTOR. */
+const gsv_function *gsv_method_find(const gsv_registry *reg, const char *name, gr_err *e);
 
 /* Loads the module at PATH. Returns GRID_OK, or an error naming the file. A module
  * whose name is already loaded is skipped with a warning (the first one wins). */
@@ -243,8 +268,11 @@ int gsv_request_failed(gsv_conn *c, const grw_header *h, const char *what, gr_er
 typedef struct gsv_callbacks gsv_callbacks; /* gsv_callback.c */
 
 typedef struct gsv_job {
-    gsv_conn *conn;    /* holds a reference */
-    gsv_callbacks *cb; /* the function takes callbacks: their state (gsv_callback.c); else NULL */
+    gsv_conn *conn;           /* holds a reference; NULL for an object's _finalize after its client left */
+    struct gsv_object *obj;   /* a job of a remote object (gsv_object.c), else NULL */
+    int obj_op;               /* GSV_OBJ_*: what the object job does */
+    struct gsv_job *obj_next; /* the object's queue of jobs waiting for their turn */
+    gsv_callbacks *cb;        /* the function takes callbacks: their state (gsv_callback.c); else NULL */
     const gsv_function *fn;
     uint64_t request_id;
     double cost;                   /* predicted flops (SJF key) */
@@ -258,6 +286,32 @@ typedef struct gsv_job {
     struct gsv_job *rprev, *rnext; /* sched.running_list, under sched.lock, while invoked */
     grm_call call;                 /* arguments, buffers the job owns; last: sized for the function */
 } gsv_job;
+
+/* ---------------------------------------------------------------- remote objects */
+
+/* gsv_object.c. An object belongs to the connection that created it and dies with it
+ * (its _finalize runs); any connection may invoke it by id. Its jobs (create, invoke,
+ * destroy) run one at a time in arrival order: only one is in the scheduler at once,
+ * the rest wait in the object's own queue. */
+/* GSV_OBJ_DROP: a destroy nobody asked for (the owner left): no reply. */
+enum { GSV_OBJ_CREATE = 1, GSV_OBJ_INVOKE = 2, GSV_OBJ_DESTROY = 3, GSV_OBJ_DROP = 4 };
+/* OBJ_CREATE, OBJ_INVOKE, OBJ_DESTROY: read and answered (or queued) like CALL. */
+int gsv_object_request(gsv_conn *c, const grw_header *h);
+/* Runs an object job on a worker (from gsv_call_run): the method on the object's
+ * state, then the reply; frees the job. */
+void gsv_object_run(gsv_server *s, gsv_job *job);
+/* The job is over (from gsv_job_free): the object's next job gets its turn. */
+void gsv_object_job_done(gsv_job *job);
+/* The connection C closes: its objects are destroyed (their _finalize runs). */
+void gsv_objects_conn_closed(gsv_conn *c);
+/* Objects alive now (tests, logs). */
+unsigned gsv_objects_count(void);
+
+/* The job the calling worker invokes now (NULL: none), for grpc_is_canceled_np. */
+void gsv_call_current(gsv_job *job);
+/* CANCEL of an invocation that waits in its object's queue (not yet in the scheduler):
+ * takes it out and returns it (the caller answers it), or NULL. */
+gsv_job *gsv_object_cancel(gsv_conn *c, uint64_t request_id);
 
 /* Runs JOB on the current thread: sets the BLAS threads, invokes the function, sends
  * RESULT (or ERROR), logs the call and frees JOB. */

@@ -46,6 +46,10 @@ static __thread gsv_job *current_job;
 /* Called by long-running functions (Ninf-G's cooperative cancel, grpc_executable.h):
  * 1 when the client canceled the call being run on this thread. Exported from gridrpcd
  * for the modules it loads. */
+void gsv_call_current(gsv_job *job) {
+    current_job = job;
+}
+
 int grpc_is_canceled_np(int *error);
 int grpc_is_canceled_np(int *error) {
     if (error) *error = 0;
@@ -168,6 +172,10 @@ static int run_isolated(gsv_server *s, gsv_job *job, long long queue_ns, long lo
 }
 
 void gsv_call_run(gsv_server *s, gsv_job *job) {
+    if (job->obj) {
+        gsv_object_run(s, job); /* a method of a remote object: gsv_object.c */
+        return;
+    }
     gr_err e;
     gr_clearerr(&e);
     job->t_started = gr_now_ns();
@@ -217,6 +225,7 @@ void gsv_call_fail(gsv_server *s, gsv_job *job, int code, const char *msg) {
 void gsv_job_free(gsv_job *job) {
     if (!job) return;
     gsv_callback_detach(job);
+    if (job->obj) gsv_object_job_done(job);
     if (job->call.desc) grm_release(&job->call);
     if (job->conn) gsv_conn_unref(job->conn);
     free(job);

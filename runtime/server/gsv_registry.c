@@ -96,7 +96,7 @@ int gsv_registry_load(gsv_registry *reg, const char *path, gr_err *e) {
         return gr_seterr(e, GRID_ERR_CONFIG, "module '%s': %s() returned no module table", path,
                          GRIDRPC_STUB_ENTRY_SYMBOL);
     }
-    if (t->abi != GRIDRPC_STUB_ABI) {
+    if (t->abi != GRIDRPC_STUB_ABI && t->abi != GRIDRPC_STUB_ABI_CLASSES) {
         /* The message first: T lives in the module. */
         gr_seterr(e, GRID_ERR_CONFIG,
                   "module '%s' was built for stub ABI %u but this gridrpcd speaks ABI %u; rebuild it with "
@@ -126,8 +126,14 @@ int gsv_registry_load(gsv_registry *reg, const char *path, gr_err *e) {
         return gr_seterr(e, GRID_ERR_NOMEM, "out of memory loading '%s'", path);
     }
     reg->mods = mods;
-    int rc = add_functions(reg, t, path, e);
+    /* Classes first (gsv_class.c): the functions are the last step that can fail. */
+    unsigned nclasses = reg->nclasses;
+    int rc = t->abi == GRIDRPC_STUB_ABI_CLASSES
+                 ? gsv_classes_add(reg, (const gridrpc_stub_module_classes *)(const void *)t, path, e)
+                 : GRID_OK;
+    if (!rc) rc = add_functions(reg, t, path, e);
     if (rc) {
+        gsv_classes_truncate(reg, nclasses);
         free(p);
         dlclose(h);
         return rc;
@@ -136,8 +142,14 @@ int gsv_registry_load(gsv_registry *reg, const char *path, gr_err *e) {
     mods[reg->nmods].path = p;
     mods[reg->nmods].table = t;
     reg->nmods++;
-    gsv_log(GSV_LOG_INFO, "loaded module '%s' (%u function%s) from '%s'", t->name, t->nfunctions,
-            t->nfunctions == 1 ? "" : "s", path);
+    unsigned added_classes = reg->nclasses - nclasses;
+    if (added_classes)
+        gsv_log(GSV_LOG_INFO, "loaded module '%s' (%u function%s, %u class%s) from '%s'", t->name,
+                t->nfunctions, t->nfunctions == 1 ? "" : "s", added_classes, added_classes == 1 ? "" : "es",
+                path);
+    else
+        gsv_log(GSV_LOG_INFO, "loaded module '%s' (%u function%s) from '%s'", t->name, t->nfunctions,
+                t->nfunctions == 1 ? "" : "s", path);
     return GRID_OK;
 }
 
@@ -287,6 +299,9 @@ void gsv_registry_free(gsv_registry *reg) {
      * their code, and unloading at exit gains nothing. */
     for (unsigned i = 0; i < reg->nmods; i++)
         free(reg->mods[i].path);
+    gsv_classes_truncate(reg, 0);
+    free(reg->classes);
+    reg->classes = NULL;
     free(reg->fns);
     free(reg->by_plain);
     free(reg->mods);

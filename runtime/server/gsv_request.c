@@ -89,7 +89,10 @@ static int on_get_descriptor(gsv_conn *c, const grw_header *h) {
     char name[GRP_MAX_FUNCTION_NAME + 1];
     if (grp_read_get_descriptor(&c->r, name, &e))
         return gsv_request_failed(c, h, "GET_DESCRIPTOR message", &e);
-    const gsv_function *f = gsv_registry_find(&c->srv->reg, name, &e);
+    /* "Class.method" names a method of a remote object class (gsv_class.c). */
+    const char *slash = strrchr(name, '/');
+    const gsv_function *f = strchr(slash ? slash : name, '.') ? gsv_method_find(&c->srv->reg, name, &e)
+                                                              : gsv_registry_find(&c->srv->reg, name, &e);
     if (!f) return gsv_conn_send_error(c, h->request_id, e.code, e.msg) ? GSV_CLOSE : GSV_KEEP;
     grw_writer *w = gsv_reply_lock(c, f->stub->descriptor_len);
     if (!w) return GSV_CLOSE;
@@ -153,6 +156,7 @@ static int on_cancel(gsv_conn *c, const grw_header *h) {
     if (grp_read_empty(&c->r, &e)) return gsv_request_failed(c, h, "CANCEL message", &e);
     gsv_callback_cancel(c, h->request_id);
     gsv_job *job = gsv_sched_cancel(c->srv, c, h->request_id);
+    if (!job) job = gsv_object_cancel(c, h->request_id); /* waiting for its object's turn */
     if (job) gsv_call_fail(c->srv, job, GRID_ERR_CANCELED, "the call was canceled before it started");
     return GSV_KEEP;
 }
@@ -231,6 +235,9 @@ int gsv_request_serve(gsv_conn *c, const grw_header *h) {
     case GRW_LIST: return on_list(c, h);
     case GRW_PROBE: return on_probe(c, h);
     case GRW_CALLBACK_RESULT: return gsv_callback_result(c, h);
+    case GRW_OBJ_CREATE:
+    case GRW_OBJ_INVOKE:
+    case GRW_OBJ_DESTROY: return gsv_object_request(c, h);
     }
     char msg[160];
     snprintf(msg, sizeof msg, "unexpected message %s (type %u) from a client", grw_type_name(h->type),

@@ -49,6 +49,12 @@ enum grw_type {
     GRW_SERVERS_OK = 28,
     GRW_UNREGISTER = 29,
     GRW_UNREGISTER_OK = 30,
+    /* Remote objects (Ninf-G's DefClass): runtime/proto/grp_object.c */
+    GRW_OBJ_CREATE = 60,
+    GRW_OBJ_CREATED = 61,
+    GRW_OBJ_INVOKE = 62, /* answered RESULT, as CALL */
+    GRW_OBJ_DESTROY = 63,
+    GRW_OBJ_DESTROYED = 64,
     /* 40-49 reserved: DATA_PUT, DATA_GET, DATA_FREE (remote data handles);
        50-59 reserved: SUBMIT, FETCH (two-phase calls). */
     /* 70-79: client callbacks during a call (grp_callback.c) */

@@ -246,6 +246,11 @@ const char *grw_type_name(uint32_t type) {
     case GRW_SERVERS_OK: return "SERVERS_OK";
     case GRW_UNREGISTER: return "UNREGISTER";
     case GRW_UNREGISTER_OK: return "UNREGISTER_OK";
+    case GRW_OBJ_CREATE: return "OBJ_CREATE";
+    case GRW_OBJ_CREATED: return "OBJ_CREATED";
+    case GRW_OBJ_INVOKE: return "OBJ_INVOKE";
+    case GRW_OBJ_DESTROY: return "OBJ_DESTROY";
+    case GRW_OBJ_DESTROYED: return "OBJ_DESTROYED";
     case GRW_CALLBACK: return "CALLBACK";
     case GRW_CALLBACK_RESULT: return "CALLBACK_RESULT";
     }

@@ -1,10 +1,11 @@
 /* msg_fuzz.c: fuzz target for every decoder of the protocol layer (grp_proto.h):
  * record-marking framing (grw_reader), CALL decoding on the server side against the
  * descriptors of stubs/test.idl (so every parameter kind is reachable), RESULT decoding
- * on the client side, CALLBACK and CALLBACK_RESULT, each small message's decoder and the metaserver's
- * (grp_meta.h), with the decoders' promises checked (validated codes, states, counts). The input is fed
- * through a socket, as the server reads it. Limits are small so the fuzzer explores the checks rather than
- * the allocator. */
+ * on the client side, OBJ_INVOKE like CALL (methods named after test functions), CALLBACK
+ * and CALLBACK_RESULT, each small message's decoder (the remote objects' too) and the
+ * metaserver's (grp_meta.h), with the decoders' promises checked (validated codes,
+ * states, counts). The input is fed through a socket, as the server reads it. Limits
+ * are small so the fuzzer explores the checks rather than the allocator. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,6 +53,25 @@ static int server_call(grw_reader *r, const grw_limits *lim) {
     int rc = grp_read_call_target(r, &t, &e);
     if (rc) return rc;
     const grd_desc *d = lookup(t.name);
+    if (!d) return grw_skip(r, &e);
+    grm_call *c = malloc(grm_call_size(d->nparams));
+    grm_init(c, d, GRM_SERVER_SIDE);
+    rc = grp_read_call_head(r, c, lim, &e);
+    if (!rc) rc = grp_read_call_bulk(r, c, &e);
+    grm_release(c);
+    free(c);
+    return rc;
+}
+
+/* Decodes one OBJ_INVOKE body as gridrpcd does: the target, then (for a method named
+ * after a test function, so every parameter kind is reachable) a CALL's arguments. */
+static int server_invoke(grw_reader *r, const grw_limits *lim) {
+    gr_err e;
+    grp_invoke_target t;
+    int rc = grp_read_obj_invoke_target(r, &t, &e);
+    if (rc) return rc;
+    if (!t.method[0] || strlen(t.method) > GRP_MAX_METHOD_NAME) abort(); /* promised */
+    const grd_desc *d = lookup(t.method);
     if (!d) return grw_skip(r, &e);
     grm_call *c = malloc(grm_call_size(d->nparams));
     grm_init(c, d, GRM_SERVER_SIDE);
@@ -181,6 +201,23 @@ static int meta_message(grw_reader *r, uint32_t type) {
         uint32_t len;
         return grp_read_probe_ok(r, &len, &e);
     }
+    case GRW_OBJ_CREATE: {
+        char cls[GRP_MAX_FUNCTION_NAME + 1];
+        int rc = grp_read_obj_create(r, cls, &e);
+        if (!rc && !cls[0]) abort();
+        return rc;
+    }
+    case GRW_OBJ_CREATED: {
+        char q[GRP_MAX_FUNCTION_NAME + 1];
+        uint64_t id;
+        int rc = grp_read_obj_created(r, &id, q, &e);
+        if (!rc && id == 0) abort();
+        return rc;
+    }
+    case GRW_OBJ_DESTROY: {
+        uint64_t id;
+        return grp_read_obj_destroy(r, &id, &e);
+    }
     }
     return grp_read_empty(r, &e);
 }
@@ -258,6 +295,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int rc;
         if (h.type == GRW_CALL)
             rc = server_call(r, &lim);
+        else if (h.type == GRW_OBJ_INVOKE)
+            rc = server_invoke(r, &lim);
         else if (h.type == GRW_RESULT)
             rc = client_result(r, &lim, (int)(h.request_id & 1));
         else if (h.type == GRW_CALLBACK || h.type == GRW_CALLBACK_RESULT)

@@ -130,7 +130,9 @@ lab_init() {
   LAB_DIR=$LAB_ROOT/$LAB_PFX
   LAB_NAME=$name
   LAB__OWNER=$BASHPID
-  echo "$BASHPID $(lab__starttime "$BASHPID") $name" >"$LAB_DIR/owner"
+  # $BASHPID inside $(...) would be the command substitution's own pid: the start time
+  # must be this shell's, or lab_cleanup_stale takes a live lab for a dead one.
+  echo "$LAB__OWNER $(lab__starttime "$LAB__OWNER") $name" >"$LAB_DIR/owner"
   declare -gA LAB__IP=() LAB__IDX=() LAB__RATE=() LAB__DELAY=() LAB__CG=() LAB__QUEUE=() LAB__QPID=()
   declare -ga LAB_HOSTS=() LAB__PIDS=()
   LAB__NEXT_Q=1

@@ -271,17 +271,26 @@ kill -KILL $child
 wait $child 2>/dev/null
 before=$(leftovers "$cpfx")
 lab_init survivor >/dev/null && lab_host s 20
+# A live lab of another shell (a test or a benchmark running beside this one) must stay.
+rm -f "$T_TMP/child.live"
+bash -c "$CHILD" child "$LAB_SH" "$T_TMP/child.live" live &
+live=$!
+for i in $(seq 1 100); do grep -q ready "$T_TMP/child.live" 2>/dev/null && break; sleep 0.05; done
+read -r lpfx lpid <"$T_TMP/child.live"
 lab_cleanup_stale >"$T_TMP/stale.out"
 left=$(
   leftovers "$cpfx"
   still_alive "$cpid"
 )
+live_left=$(ip netns list | grep -c "^${lpfx:-none}-")
 if [ -n "$before" ] && [ -z "$left" ] && grep -q "removed the leftovers of lab $cpfx" "$T_TMP/stale.out" &&
-  ip netns list | grep -q "^$LAB_PFX-s"; then
-  ok "lab_cleanup_stale removes a killed lab's leftovers and keeps a live lab"
+  ip netns list | grep -q "^$LAB_PFX-s" && [ "$live_left" = 3 ] && [ -n "$(still_alive "$lpid")" ]; then
+  ok "lab_cleanup_stale removes a killed lab's leftovers and keeps live labs (its own and another shell's)"
 else
-  fail "lab_cleanup_stale: before: $before; after: $left; live lab kept: $(ip netns list | grep -c "^$LAB_PFX-s")"
+  fail "lab_cleanup_stale: before: $before; after: $left; own live lab kept: $(ip netns list | grep -c "^$LAB_PFX-s"); another shell's live lab ${lpfx:-?}: $live_left of 3 namespaces (hub, x, y) kept"
   diag <"$T_TMP/stale.out"
 fi
+kill -TERM "$live" 2>/dev/null
+wait "$live" 2>/dev/null
 lab_teardown
 finish

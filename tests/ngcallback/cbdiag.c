@@ -1,6 +1,6 @@
 /* cbdiag.c: a client in the style of Ninf-G's diag programs (grpc.h only, handles from
  * a Ninf-G client.conf) for issue 10 item 8, client callbacks:
- *   cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel|big|inout
+ *   cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel|big|inout|method
  * Each callback receives one pointer per parameter (IN scalars by address; strings as
  * char *, OUT strings as char **). Prints "OK", or one "FAILED: ..." line per problem
  * (exit status 1); 2 when it cannot start. */
@@ -312,6 +312,37 @@ static void inout(void) {
     grpc_function_handle_destruct(&h);
 }
 
+/* ---- method: a remote object's method with a callback, sync and async */
+
+static double asked_seen[4];
+static int asks;
+static void ask_cb(int *k, double *seen, double *v) {
+    int i = __atomic_fetch_add(&asks, 1, __ATOMIC_SEQ_CST);
+    if (i < 4) asked_seen[i] = seen[0];
+    for (int j = 0; j < *k; j++)
+        v[j] = j + 1; /* 1 + 2 + ... + k */
+}
+
+static void method(void) {
+    grpc_object_handle_t_np o;
+    double now[1] = {0};
+    if (grpc_object_handle_default_np(&o, "callback/acc") != GRPC_NO_ERROR) {
+        fprintf(stderr, "FAILED: object handle: %s\n", grpc_last_error_np());
+        failed = 1;
+        return;
+    }
+    if (call_ok(grpc_invoke_np(&o, "add_from", 3, now, ask_cb), "add_from 3"))
+        expect(now[0] == 6 && asked_seen[0] == 0, "the method's callback runs in the client: total 6");
+    if (call_ok(grpc_invoke_np(&o, "add_from", 4, now, ask_cb), "add_from 4"))
+        expect(now[0] == 16 && asked_seen[1] == 6, "the state persists and the callback sees it: total 16");
+    grpc_sessionid_t id;
+    if (call_ok(grpc_invoke_async_np(&o, "add_from", &id, 2, now, ask_cb), "add_from async") &&
+        call_ok(grpc_wait(id), "wait add_from"))
+        expect(now[0] == 19 && asked_seen[2] == 16, "an async invocation's callback runs too: total 19");
+    expect(__atomic_load_n(&asks, __ATOMIC_SEQ_CST) == 3, "one callback per invocation");
+    grpc_object_handle_destruct_np(&o);
+}
+
 /* ---- stack: a callback pushed on a Ninf-G argument stack */
 
 static void stack(void) {
@@ -367,8 +398,9 @@ static void cancel(void) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr,
-                "usage: cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel|big|inout\n");
+        fprintf(
+            stderr,
+            "usage: cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel|big|inout|method\n");
         return 2;
     }
     if (grpc_initialize(argv[1]) != GRPC_NO_ERROR) {
@@ -392,6 +424,8 @@ int main(int argc, char **argv) {
         null();
     else if (strcmp(t, "late") == 0)
         late();
+    else if (strcmp(t, "method") == 0)
+        method();
     else if (strcmp(t, "inout") == 0)
         inout();
     else if (strcmp(t, "big") == 0)

@@ -154,7 +154,13 @@ static int make_descriptor(void) {
                         {"d", GRD_DOUBLE, GRD_OUT, 0, 1, &dim, 0, NULL}};
     grd_param params[2] = {{"n", GRD_INT, GRD_IN, 0, 0, NULL, 0, NULL},
                            {"cb", GRD_CALLBACK, GRD_IN, 0, 0, NULL, 2, cbp}};
-    grd_desc d = {GRD_FORMAT_VERSION, 0, "test", "cbf", "", 0, GRD_LANG_C, {0, NULL}, 2, params};
+    grd_desc d = {.version = GRD_FORMAT_VERSION,
+                  .module = "test",
+                  .name = "cbf",
+                  .description = "",
+                  .language = GRD_LANG_C,
+                  .nparams = 2,
+                  .params = params};
     grd_error err;
     if (grd_encode(&d, &desc_bytes, &desc_len, &err) != GRD_OK) {
         fprintf(stderr, "encode: %s\n", err.msg);

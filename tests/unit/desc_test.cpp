@@ -454,8 +454,22 @@ TEST(Validate, EnumsFlagsAndLimits) {
     }
     {
         DescPtr d = Dmmul();
-        d->flags = 4;
-        ExpectInvalid(d.get(), GRD_E_INVALID, "unknown function flag bits 0x4");
+        d->flags = 8;
+        ExpectInvalid(d.get(), GRD_E_INVALID, "unknown function flag bits 0x8");
+    }
+    {
+        // A method (flag bit 2) names its class; a function names none.
+        DescPtr d = Dmmul();
+        d->flags = GRD_FF_METHOD;
+        ExpectInvalid(d.get(), GRD_E_INVALID, "class name");
+        d->cls = strdup("not a name");
+        ExpectInvalid(d.get(), GRD_E_INVALID, "class name");
+        free(d->cls);
+        d->cls = strdup("Counter");
+        grd_error err{};
+        EXPECT_EQ(grd_validate(d.get(), &err), GRD_OK) << err.msg;
+        d->flags = 0;
+        ExpectInvalid(d.get(), GRD_E_INVALID, "class name on a descriptor without the method flag");
     }
     {
         DescPtr d = Dmmul();
@@ -1322,7 +1336,13 @@ TEST(Hostile, BadProgramsAreRejectedByDecode) {
     EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", GRD_CALLBACK, GRD_IN).b)).code, GRD_E_TRUNCATED);
     EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", GRD_INT, static_cast<grd_mode>(5)).b)).code, GRD_E_INVALID);
     EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", GRD_INT, GRD_IN, 8).b)).code, GRD_E_INVALID);
-    EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(4).u32(1).u32(0).u32(0).b)).code, GRD_E_INVALID);
+    EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(8).u32(1).u32(0).u32(0).b)).code, GRD_E_INVALID);
+    // Flag bit 2 (a method) puts the class name after the language.
+    EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(4).u32(1).str("C").u32(0).u32(0).b)).code,
+              GRD_OK);
+    EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(4).u32(1).str("").u32(0).u32(0).b)).code,
+              GRD_E_INVALID);
+    EXPECT_NE(Decode(Wrap(W().str("m").str("f").str("").u32(4).u32(1).u32(0).u32(0).b)).code, GRD_OK);
     // Flag bits 0 and 1 (Shrink "yes", Retry "no") are known.
     EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(3).u32(1).u32(0).u32(0).b)).code, GRD_OK);
     EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(0).u32(0).u32(0).u32(0).b)).code, GRD_E_INVALID);

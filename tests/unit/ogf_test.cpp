@@ -982,7 +982,8 @@ TEST(OgfCodes, EveryCodeHasAStringAndAName) {
                                   GRPC_OTHER_ERROR_CODE,
                                   GRPC_UNKNOWN_ERROR_CODE,
                                   GRPC_TIMEOUT_NP,
-                                  GRPC_CANCELED_NP};
+                                  GRPC_CANCELED_NP,
+                                  GRPC_INVALID_OBJECT_HANDLE_NP};
     for (grpc_error_t c : codes) {
         const char *s = grpc_error_string(c);
         ASSERT_NE(nullptr, s);

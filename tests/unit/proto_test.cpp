@@ -283,7 +283,7 @@ TEST(Proto, ErrorMessagesAreCutToTheLimit) {
 }
 
 TEST(Proto, UnknownMessageTypesAreRefused) {
-    for (uint32_t type : {0u, 15u, 19u, 31u, 40u, 0xffffffffu}) {
+    for (uint32_t type : {0u, 15u, 19u, 31u, 40u, 59u, 65u, 0xffffffffu}) {
         Pair p;
         gr_err e;
         grw_header h;
@@ -612,6 +612,8 @@ TEST(ProtoSpec, DocsAgreeWithTheCode) {
                   {"host", GRP_MAX_HOST},
                   {"site", GRP_MAX_SITE},
                   {"function", GRP_MAX_FUNCTION_NAME},
+                  {"class", GRP_MAX_FUNCTION_NAME},
+                  {"method", GRP_MAX_METHOD_NAME},
                   {"payload", GRP_MAX_PROBE}};
     for (auto &f : fields) {
         std::regex bound(std::string(R"(\b)") + f.field + R"(<(\d+)>)");

@@ -671,7 +671,13 @@ TEST(RoundTrip, NamesAndDefaults) {
     EXPECT_STREQ(grw_type_name(19), "?");
     EXPECT_STREQ(grw_type_name(20), "REGISTER");
     EXPECT_STREQ(grw_type_name(28), "SERVERS_OK");
-    EXPECT_STREQ(grw_type_name(29), "?");
+    EXPECT_STREQ(grw_type_name(29), "UNREGISTER");
+    EXPECT_STREQ(grw_type_name(30), "UNREGISTER_OK");
+    EXPECT_STREQ(grw_type_name(31), "?");
+    EXPECT_STREQ(grw_type_name(59), "?");
+    EXPECT_STREQ(grw_type_name(60), "OBJ_CREATE");
+    EXPECT_STREQ(grw_type_name(64), "OBJ_DESTROYED");
+    EXPECT_STREQ(grw_type_name(65), "?");
     EXPECT_STREQ(grw_type_name(0xffffffffu), "?");
     grw_limits l;
     grw_limits_default(&l);

@@ -91,7 +91,7 @@ static int grs_cb_cbs_progress_cb(int a0, double *a1, double *a2)
 {
     void *a[3] = {(void *)&a0, (void *)a1, (void *)a2};
     const gridrpc_stub_callback *cb = grs_cbx_cbs_progress_cb;
-    return cb ? cb->call(cb, a) : GRIDRPC_STUB_CALLBACK_OUTSIDE;
+    return cb && cb->call ? cb->call(cb, a) : GRIDRPC_STUB_CALLBACK_OUTSIDE;
 }
 
 /* callback tick */
@@ -100,7 +100,7 @@ static int grs_cb_cbs_progress_tick(void)
 {
     void *a[1] = {0};
     const gridrpc_stub_callback *cb = grs_cbx_cbs_progress_tick;
-    return cb ? cb->call(cb, a) : GRIDRPC_STUB_CALLBACK_OUTSIDE;
+    return cb && cb->call ? cb->call(cb, a) : GRIDRPC_STUB_CALLBACK_OUTSIDE;
 }
 
 /* callback note */
@@ -109,7 +109,7 @@ static int grs_cb_cbs_progress_note(char *a0, char **a1, int a2, double *a3)
 {
     void *a[4] = {(void *)&a0, (void *)a1, (void *)&a2, (void *)a3};
     const gridrpc_stub_callback *cb = grs_cbx_cbs_progress_note;
-    return cb ? cb->call(cb, a) : GRIDRPC_STUB_CALLBACK_OUTSIDE;
+    return cb && cb->call ? cb->call(cb, a) : GRIDRPC_STUB_CALLBACK_OUTSIDE;
 }
 
 static void grs_body_cbs_progress(int n, double *a, double *b, int (*cb)(int, double *, double *), int (*tick)(void), int (*note)(char *, char **, int, double *))
@@ -184,7 +184,7 @@ static int grs_cb_cbs_apply_f(int a0, double *a1, double *a2)
 {
     void *a[3] = {(void *)&a0, (void *)a1, (void *)a2};
     const gridrpc_stub_callback *cb = grs_cbx_cbs_apply_f;
-    return cb ? cb->call(cb, a) : GRIDRPC_STUB_CALLBACK_OUTSIDE;
+    return cb && cb->call ? cb->call(cb, a) : GRIDRPC_STUB_CALLBACK_OUTSIDE;
 }
 
 /* Calls "C" apply_f */

@@ -1,0 +1,432 @@
+/* gsv_object.c: remote objects (Ninf-G's DefClass) in gridrpcd. The object table maps
+ * ids to objects; each object holds its class's state (zero-filled, state_size bytes)
+ * and a queue of jobs. OBJ_CREATE, OBJ_INVOKE and OBJ_DESTROY become jobs that run on
+ * the workers like calls, but one object's jobs take turns in arrival order: only the
+ * object's first job is in the scheduler, so two methods never touch one state at once
+ * and no worker ever waits for a turn (no deadlock however few workers there are).
+ *
+ * Lifetime: an object belongs to the connection that created it. It ends with
+ * OBJ_DESTROY or when that connection closes; either way its _finalize runs after the
+ * jobs already queued, and its state is freed once its last job is over. Ids are
+ * random-looking 64-bit numbers (a bijection of a counter, so never reused while the
+ * server runs), so a stale or forged id names nothing.
+ *
+ * Methods always run in the server process, --isolate or not: the state lives here.
+ * One lock (olock) guards the table and every object's queue; it is never held while
+ * another lock is taken or a message is written. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "grp_proto.h"
+#include "gsv.h"
+
+typedef struct gsv_object {
+    uint64_t id;
+    const gsv_class *cls;
+    gsv_server *srv;
+    gsv_conn *owner; /* not a reference: cleared when it closes (under olock) */
+    void *state;
+    int busy;                 /* one of its jobs is in the scheduler or running */
+    int listed;               /* in the table: it can be invoked and destroyed */
+    int jobs;                 /* jobs that exist (queued, scheduled or running) */
+    gsv_job *qhead, *qtail;   /* jobs waiting for their turn */
+    struct gsv_object *hnext; /* table chain */
+} gsv_object;
+
+#define NBUCKETS 1024
+
+static pthread_mutex_t olock = PTHREAD_MUTEX_INITIALIZER;
+static gsv_object *buckets[NBUCKETS];
+static unsigned nobjects; /* listed */
+static uint64_t id_seed, id_counter;
+
+unsigned gsv_objects_count(void) {
+    pthread_mutex_lock(&olock);
+    unsigned n = nobjects;
+    pthread_mutex_unlock(&olock);
+    return n;
+}
+
+/* splitmix64's finaliser: a bijection, so distinct counters give distinct ids. */
+static uint64_t mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* olock held. */
+static uint64_t new_id(void) {
+    if (!id_seed) {
+        if (getrandom(&id_seed, sizeof id_seed, GRND_NONBLOCK) != sizeof id_seed)
+            id_seed = (uint64_t)gr_now_ns() * 0x9e3779b97f4a7c15ull;
+        id_seed |= 1;
+    }
+    uint64_t id;
+    do
+        id = mix(id_seed + id_counter++);
+    while (id == 0);
+    return id;
+}
+
+static gsv_object *lookup(uint64_t id) {
+    for (gsv_object *o = buckets[id % NBUCKETS]; o; o = o->hnext)
+        if (o->id == id) return o;
+    return NULL;
+}
+
+/* olock held: takes O out of the table (it can no longer be named). */
+static void unlist(gsv_object *o) {
+    if (!o->listed) return;
+    gsv_object **pp = &buckets[o->id % NBUCKETS];
+    while (*pp != o)
+        pp = &(*pp)->hnext;
+    *pp = o->hnext;
+    o->listed = 0;
+    nobjects--;
+}
+
+/* Hands JOB to the scheduler, or answers it when the server will not take it. */
+static void schedule(gsv_server *s, gsv_job *job) {
+    gr_err e;
+    job->t_queued = gr_now_ns();
+    int rc = atomic_load(&s->stopping) ? gr_seterr(&e, GRID_ERR_SHUTDOWN, "the server is shutting down")
+                                       : gsv_sched_submit(s, job, &e);
+    if (rc == GRID_OK) return;
+    if (job->obj_op == GSV_OBJ_DESTROY || job->obj_op == GSV_OBJ_DROP) {
+        /* The object ends anyway: run _finalize here rather than leak its state. */
+        gsv_object_run(s, job);
+        return;
+    }
+    if (job->obj_op == GSV_OBJ_CREATE) {
+        /* Never made: the client hears so, and nobody can name the object. */
+        pthread_mutex_lock(&olock);
+        unlist(job->obj);
+        pthread_mutex_unlock(&olock);
+    }
+    gsv_call_fail(s, job, rc, e.msg);
+}
+
+/* Queues JOB for its object: it runs now if the object is idle, else after the jobs
+ * before it. An invocation of an object destroyed meanwhile (its owner closed while the
+ * request was read) is refused: returns 0 and JOB is not the object's. */
+static int submit(gsv_server *s, gsv_job *job) {
+    gsv_object *o = job->obj;
+    pthread_mutex_lock(&olock);
+    if (job->obj_op == GSV_OBJ_INVOKE && !o->listed) {
+        pthread_mutex_unlock(&olock);
+        job->obj = NULL;
+        return 0;
+    }
+    o->jobs++;
+    int now = !o->busy;
+    if (now) {
+        o->busy = 1;
+    } else {
+        job->obj_next = NULL;
+        if (o->qtail)
+            o->qtail->obj_next = job;
+        else
+            o->qhead = job;
+        o->qtail = job;
+    }
+    pthread_mutex_unlock(&olock);
+    if (now) schedule(s, job);
+    return 1;
+}
+
+void gsv_object_job_done(gsv_job *job) {
+    gsv_object *o = job->obj;
+    job->obj = NULL;
+    pthread_mutex_lock(&olock);
+    o->jobs--;
+    gsv_job *next = o->qhead;
+    if (next) {
+        o->qhead = next->obj_next;
+        if (!o->qhead) o->qtail = NULL;
+    } else {
+        o->busy = 0;
+    }
+    /* Gone from the table and nothing left to run: the state goes. */
+    int last = !o->listed && o->jobs == 0;
+    pthread_mutex_unlock(&olock);
+    if (next) schedule(o->srv, next);
+    if (last) {
+        free(o->state);
+        free(o);
+    }
+}
+
+/* A new job of OP for object O (NULL for a create) on connection C. */
+static gsv_job *new_job(gsv_conn *c, gsv_object *o, const gsv_function *f, int op, uint64_t request_id) {
+    gsv_job *job = malloc(offsetof(gsv_job, call) + grm_call_size(f->desc->nparams));
+    if (!job) return NULL;
+    memset(job, 0, offsetof(gsv_job, call));
+    gsv_conn_ref(c);
+    job->conn = c;
+    job->fn = f;
+    job->obj = o;
+    job->obj_op = op;
+    job->request_id = request_id;
+    grm_init(&job->call, f->desc, GRM_SERVER_SIDE);
+    return job;
+}
+
+static int fail(gsv_conn *c, const grw_header *h, const char *what, gr_err *e) {
+    gsv_call_log(c->peer, what, h->request_id, c->r.consumed, 0, 0, 0, e->code, e->msg);
+    return gsv_conn_send_error(c, h->request_id, e->code, e->msg) ? GSV_CLOSE : GSV_KEEP;
+}
+
+static int on_create(gsv_conn *c, const grw_header *h) {
+    gsv_server *s = c->srv;
+    gr_err e;
+    char name[GRP_MAX_FUNCTION_NAME + 1];
+    if (grp_read_obj_create(&c->r, name, &e)) return gsv_request_failed(c, h, "OBJ_CREATE message", &e);
+    const gsv_class *cls = gsv_class_find(&s->reg, name, &e);
+    if (!cls) return fail(c, h, name, &e);
+    gsv_object *o = calloc(1, sizeof *o);
+    if (o) o->state = calloc(1, cls->stub->state_size ? cls->stub->state_size : 1);
+    gsv_job *job = o && o->state ? new_job(c, o, cls->init, GSV_OBJ_CREATE, h->request_id) : NULL;
+    if (!job) {
+        if (o) free(o->state);
+        free(o);
+        gr_seterr(&e, GRID_ERR_NOMEM, "the server is out of memory for an object of %s: retry later",
+                  cls->qualified);
+        return fail(c, h, cls->qualified, &e);
+    }
+    o->cls = cls;
+    o->srv = s;
+    o->owner = c;
+    pthread_mutex_lock(&olock);
+    o->id = new_id();
+    o->hnext = buckets[o->id % NBUCKETS];
+    buckets[o->id % NBUCKETS] = o;
+    o->listed = 1;
+    nobjects++;
+    pthread_mutex_unlock(&olock);
+    submit(s, job); /* a create is never refused */
+    return GSV_KEEP;
+}
+
+/* The object ID still listed, or NULL with E saying so. olock held. */
+static gsv_object *find_listed(uint64_t id, gr_err *e) {
+    gsv_object *o = id ? lookup(id) : NULL;
+    if (!o)
+        gr_seterr(e, GRID_ERR_NOT_FOUND,
+                  "object %016llx does not exist on this server: it was destroyed, or the connection that "
+                  "created it closed; create a new object",
+                  (unsigned long long)id);
+    return o;
+}
+
+static int on_invoke(gsv_conn *c, const grw_header *h) {
+    gsv_server *s = c->srv;
+    gr_err e;
+    grp_invoke_target t;
+    if (grp_read_obj_invoke_target(&c->r, &t, &e)) return gsv_request_failed(c, h, "OBJ_INVOKE message", &e);
+    pthread_mutex_lock(&olock);
+    gsv_object *o = find_listed(t.object, &e);
+    const gsv_class *cls = o ? o->cls : NULL;
+    if (o) o->jobs++; /* keeps it while this request is read */
+    pthread_mutex_unlock(&olock);
+    const gsv_function *f = cls ? gsv_class_method(cls, t.method, &e) : NULL;
+    if (f && t.hash != f->desc->hash) {
+        gr_seterr(
+            &e, GRID_ERR_STALE,
+            "the interface of %s changed on the server (descriptor hash %016llx, the client used %016llx): "
+            "fetch the descriptor again",
+            f->qualified, (unsigned long long)f->desc->hash, (unsigned long long)t.hash);
+        f = NULL;
+    }
+    gsv_job *job = f ? new_job(c, o, f, GSV_OBJ_INVOKE, h->request_id) : NULL;
+    if (f && !job) gr_seterr(&e, GRID_ERR_NOMEM, "the server is out of memory: retry later");
+    int rc = job ? GRID_OK : e.code;
+    if (!rc) rc = grp_read_call_head(&c->r, &job->call, &s->opt.limits, &e);
+    if (!rc) {
+        c->r.deadline_ns = gsv_io_deadline(s, grp_call_bulk_bytes(&job->call));
+        rc = grp_read_call_bulk(&c->r, &job->call, &e);
+    }
+    if (job) job->bytes_in = c->r.consumed;
+    /* A method's callbacks (gsv_callback.c), read whole first so the stream stays in step. */
+    int cbrc = !rc ? gsv_callback_attach(s, job, &e) : GRID_OK;
+    if (rc) {
+        if (e.code != GRID_ERR_CONN_LOST && e.code != GRID_ERR_TIMEOUT)
+            gsv_call_log(c->peer, f ? f->qualified : t.method, h->request_id, c->r.consumed, 0, 0, 0, e.code,
+                         e.msg);
+        if (job) {
+            job->obj = NULL; /* not submitted: only the read's hold is dropped below */
+            gsv_job_free(job);
+        }
+    }
+    /* The job holds the object from here (submit counts it); then the read's hold goes,
+     * never before: a hold of zero lets the object be freed. */
+    if (!rc && cbrc) {
+        job->obj = NULL; /* not submitted */
+        gsv_call_fail(s, job, e.code, e.msg);
+    }
+    int queued = !rc && !cbrc && submit(s, job);
+    if (!rc && !cbrc && !queued) {
+        gr_seterr(
+            &e, GRID_ERR_NOT_FOUND,
+            "object %016llx was destroyed while this invocation arrived (the connection that created it "
+            "closed): create a new object",
+            (unsigned long long)t.object);
+        gsv_call_fail(s, job, e.code, e.msg);
+    }
+    if (o) {
+        pthread_mutex_lock(&olock);
+        o->jobs--;
+        int last = !o->listed && o->jobs == 0 && !o->busy;
+        pthread_mutex_unlock(&olock);
+        if (last) {
+            free(o->state);
+            free(o);
+        }
+    }
+    if (rc) return gsv_request_failed(c, h, "OBJ_INVOKE message", &e);
+    return GSV_KEEP;
+}
+
+/* Ends O (unlisted by the caller, who also took a hold on it: jobs + 1, so that its
+ * last job cannot free it meanwhile): queues its _finalize after its other jobs, then
+ * drops the hold. */
+static void destroy(gsv_object *o, gsv_conn *c, int op, uint64_t request_id) {
+    gsv_job *job = new_job(c, o, o->cls->final, op, request_id);
+    if (job) {
+        submit(o->srv, job); /* a destroy is never refused */
+    } else {
+        /* No memory for the job: the object still ends, without _finalize. */
+        gsv_log(GSV_LOG_ERROR, "out of memory: object of %s destroyed without its _finalize",
+                o->cls->qualified);
+    }
+    pthread_mutex_lock(&olock);
+    o->jobs--;
+    int last = o->jobs == 0 && !o->busy;
+    pthread_mutex_unlock(&olock);
+    if (last) {
+        free(o->state);
+        free(o);
+    }
+}
+
+static int on_destroy(gsv_conn *c, const grw_header *h) {
+    gr_err e;
+    uint64_t id;
+    if (grp_read_obj_destroy(&c->r, &id, &e)) return gsv_request_failed(c, h, "OBJ_DESTROY message", &e);
+    pthread_mutex_lock(&olock);
+    gsv_object *o = find_listed(id, &e);
+    if (o) {
+        unlist(o);
+        o->jobs++; /* destroy's hold */
+    }
+    pthread_mutex_unlock(&olock);
+    if (!o) return fail(c, h, "OBJ_DESTROY", &e);
+    destroy(o, c, GSV_OBJ_DESTROY, h->request_id);
+    return GSV_KEEP;
+}
+
+gsv_job *gsv_object_cancel(gsv_conn *c, uint64_t request_id) {
+    gsv_job *found = NULL;
+    pthread_mutex_lock(&olock);
+    for (unsigned b = 0; b < NBUCKETS && !found; b++)
+        for (gsv_object *o = buckets[b]; o && !found; o = o->hnext)
+            for (gsv_job **pp = &o->qhead; *pp; pp = &(*pp)->obj_next) {
+                gsv_job *j = *pp;
+                if (j->conn != c || j->request_id != request_id || j->obj_op != GSV_OBJ_INVOKE) continue;
+                *pp = j->obj_next;
+                if (o->qtail == j) {
+                    o->qtail = NULL;
+                    for (gsv_job *k = o->qhead; k; k = k->obj_next)
+                        o->qtail = k;
+                }
+                /* It never had its turn: the object's running job keeps it alive. */
+                o->jobs--;
+                j->obj = NULL;
+                found = j;
+                break;
+            }
+    pthread_mutex_unlock(&olock);
+    return found;
+}
+
+void gsv_objects_conn_closed(gsv_conn *c) {
+    for (;;) {
+        gsv_object *o = NULL;
+        pthread_mutex_lock(&olock);
+        for (unsigned b = 0; b < NBUCKETS && !o; b++)
+            for (gsv_object *x = buckets[b]; x && !o; x = x->hnext)
+                if (x->owner == c) o = x;
+        if (o) {
+            unlist(o);
+            o->jobs++; /* destroy's hold */
+        }
+        pthread_mutex_unlock(&olock);
+        if (!o) return;
+        gsv_log(GSV_LOG_DEBUG, "%s: connection closed: destroying its object of %s", c->peer,
+                o->cls->qualified);
+        destroy(o, c, GSV_OBJ_DROP, 0);
+    }
+}
+
+int gsv_object_request(gsv_conn *c, const grw_header *h) {
+    switch (h->type) {
+    case GRW_OBJ_CREATE: return on_create(c, h);
+    case GRW_OBJ_INVOKE: return on_invoke(c, h);
+    default: return on_destroy(c, h);
+    }
+}
+
+/* ---- on a worker */
+
+static int reply(gsv_server *s, gsv_job *job, long long queue_ns, long long run_ns, uint64_t *bytes,
+                 gr_err *e) {
+    gsv_object *o = job->obj;
+    *bytes = job->obj_op == GSV_OBJ_INVOKE ? grp_result_bytes(&job->call) : 64;
+    /* A failed callback fails the invocation (gsv_callback.c). */
+    if (job->obj_op == GSV_OBJ_INVOKE && gsv_callback_failed(job, e)) {
+        *bytes = 0;
+        gsv_conn_send_error(job->conn, job->request_id, e->code, e->msg);
+        return e->code;
+    }
+    grw_writer *w = gsv_reply_lock(job->conn, *bytes);
+    if (!w) return gr_seterr(e, GRID_ERR_CONN_LOST, "the connection was lost before the reply could be sent");
+    int rc;
+    if (job->obj_op == GSV_OBJ_CREATE) {
+        rc = grp_write_obj_created(w, job->request_id, o->id, o->cls->qualified, e);
+    } else if (job->obj_op == GSV_OBJ_DESTROY) {
+        rc = grp_write_empty(w, GRW_OBJ_DESTROYED, job->request_id, e);
+    } else {
+        grp_result_times t = {(uint64_t)queue_ns, (uint64_t)run_ns};
+        rc = grp_write_result(w, job->request_id, &t, &job->call, &s->opt.limits, e);
+    }
+    gsv_reply_unlock(job->conn, rc, e);
+    return rc;
+}
+
+void gsv_object_run(gsv_server *s, gsv_job *job) {
+    gsv_object *o = job->obj;
+    gr_err e;
+    gr_clearerr(&e);
+    job->t_started = gr_now_ns();
+    long long queue_ns = job->t_started - job->t_queued;
+    if (job->fn->stub) {
+        /* gridrpc_stub.h: the entry after the last argument is the object's state. */
+        job->call.ptr[job->fn->desc->nparams] = o->state;
+        gsv_sched_invoking(s, job, 1);
+        gsv_call_current(job); /* a CANCEL flags it for grpc_is_canceled_np */
+        job->fn->stub->invoke(job->call.ptr);
+        gsv_call_current(NULL);
+        gsv_sched_invoking(s, job, 0);
+    }
+    long long run_ns = gr_now_ns() - job->t_started;
+    uint64_t bytes = 0;
+    int rc = job->obj_op == GSV_OBJ_DROP ? GRID_OK : reply(s, job, queue_ns, run_ns, &bytes, &e);
+    char what[GRP_MAX_FUNCTION_NAME + 40];
+    snprintf(what, sizeof what, "%s [object %016llx]", job->fn->qualified, (unsigned long long)o->id);
+    gsv_call_log(job->conn->peer, what, job->request_id, job->bytes_in, rc ? 0 : bytes, queue_ns, run_ns, rc,
+                 e.msg);
+    gsv_job_free(job);
+    atomic_fetch_add(&s->calls_done, 1);
+}

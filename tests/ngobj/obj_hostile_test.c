@@ -1,0 +1,271 @@
+/* obj_hostile_test.c: gridrpcd's remote objects against raw clients (run by
+ * tests/ngobj/run.sh with OBJ_TEST_PORT, a server that loads counter.idl): ids that
+ * name nothing (never made, 0, destroyed, dead with their connection), unknown
+ * methods, a stale descriptor hash, a method's array sized far past every limit, and
+ * invocations from another connection. After each refusal the same connection must
+ * still answer, and the server must stay up. Prints TAP. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "grp_proto.h"
+
+static int port, tests, failed;
+
+static void result(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void result(int ok, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s %d ", ok ? "ok" : "not ok", ++tests);
+    vprintf(fmt, ap);
+    printf("\n");
+    fflush(stdout);
+    va_end(ap);
+    if (!ok) failed++;
+}
+
+/* One raw client connection (after HELLO). */
+typedef struct conn {
+    int fd;
+    uint64_t next;
+    grw_reader r;
+    grw_writer w;
+} conn;
+
+static conn *open_conn(void) {
+    gr_err e;
+    conn *c = calloc(1, sizeof *c);
+    c->fd = grw_connect("127.0.0.1", port, 5, &e);
+    if (c->fd < 0) {
+        printf("# connect: %s\n", e.msg);
+        exit(1);
+    }
+    grw_reader_init(&c->r, c->fd, 1 << 24);
+    grw_writer_init(&c->w, c->fd);
+    c->next = 1;
+    grp_hello m = {0};
+    snprintf(m.client, sizeof m.client, "obj_hostile_test");
+    m.min_version = m.max_version = 1;
+    grw_header h;
+    grp_hello_ok ok;
+    if (grp_write_hello(&c->w, c->next++, &m, &e) || grp_read_header(&c->r, &h, &e) ||
+        h.type != GRW_HELLO_OK || grp_read_hello_ok(&c->r, &ok, &e)) {
+        printf("# HELLO failed: %s\n", e.msg);
+        exit(1);
+    }
+    return c;
+}
+
+static void close_conn(conn *c) {
+    close(c->fd);
+    free(c);
+}
+
+/* Reads the reply header; for ERROR, its code and message. Returns the type, 0 when
+ * the connection failed. */
+static uint32_t reply(conn *c, int *code, char *msg, size_t n) {
+    gr_err e;
+    grw_header h;
+    c->r.deadline_ns = gr_now_ns() + 10000000000LL;
+    if (grp_read_header(&c->r, &h, &e)) return 0;
+    if (h.type == GRW_ERROR) {
+        grp_error m;
+        if (grp_read_error(&c->r, &m, &e)) return 0;
+        *code = m.code;
+        snprintf(msg, n, "%s", m.message);
+    }
+    return h.type;
+}
+
+/* PING answered by PONG: the connection is still in step. */
+static int in_step(conn *c) {
+    gr_err e;
+    int code;
+    char msg[64];
+    if (grp_write_empty(&c->w, GRW_PING, c->next++, &e)) return 0;
+    if (reply(c, &code, msg, sizeof msg) != GRW_PONG) return 0;
+    grp_pong p;
+    return grp_read_pong(&c->r, &p, &e) == GRID_OK;
+}
+
+static uint64_t create(conn *c, const char *cls) {
+    gr_err e;
+    int code = 0;
+    char msg[512], q[GRP_MAX_FUNCTION_NAME + 1];
+    uint64_t id = 0;
+    if (grp_write_obj_create(&c->w, c->next++, cls, &e)) return 0;
+    if (reply(c, &code, msg, sizeof msg) != GRW_OBJ_CREATED) {
+        printf("# create %s: %d %s\n", cls, code, msg);
+        return 0;
+    }
+    if (grp_read_obj_created(&c->r, &id, q, &e)) return 0;
+    return id;
+}
+
+static grd_desc *describe(conn *c, const char *name) {
+    gr_err e;
+    int code;
+    char msg[512], q[GRP_MAX_FUNCTION_NAME + 1];
+    grd_desc *d = NULL;
+    if (grp_write_get_descriptor(&c->w, c->next++, name, &e)) return NULL;
+    if (reply(c, &code, msg, sizeof msg) != GRW_DESCRIPTOR) return NULL;
+    if (grp_read_descriptor(&c->r, q, &d, &e)) return NULL;
+    return d;
+}
+
+/* counter.add(n, &now) on object ID with HASH: returns the reply type; *now or the error. */
+static uint32_t add(conn *c, uint64_t id, const grd_desc *d, uint64_t hash, int n, long *now, int *code,
+                    char *msg, size_t msgn) {
+    gr_err e;
+    grw_limits lim;
+    grw_limits_default(&lim);
+    void *argv[2] = {&n, now};
+    grm_call *call = malloc(grm_call_size(d->nparams));
+    uint32_t t = 0;
+    if (!grm_from_argv(call, d, argv, &lim, &e) &&
+        !grp_write_obj_invoke(&c->w, c->next++, id, "add", hash, call, &lim, &e)) {
+        t = reply(c, code, msg, msgn);
+        grp_result_times times;
+        if (t == GRW_RESULT && grp_read_result(&c->r, call, &times, &e)) t = 0;
+    }
+    free(call);
+    return t;
+}
+
+static int destroy(conn *c, uint64_t id, int *code, char *msg, size_t n) {
+    gr_err e;
+    if (grp_write_obj_destroy(&c->w, c->next++, id, &e)) return 0;
+    uint32_t t = reply(c, code, msg, n);
+    if (t == GRW_OBJ_DESTROYED) grp_read_empty(&c->r, &e);
+    return (int)t;
+}
+
+int main(void) {
+    const char *p = getenv("OBJ_TEST_PORT");
+    if (!p) {
+        printf("1..0 # SKIP: run by tests/ngobj/run.sh (OBJ_TEST_PORT)\n");
+        return 77;
+    }
+    port = atoi(p);
+    signal(SIGPIPE, SIG_IGN);
+    conn *a = open_conn();
+    int code = 0;
+    char msg[4096];
+    long now = 0;
+
+    grd_desc *d = describe(a, "counter/counter.add");
+    result(d && (d->flags & GRD_FF_METHOD) && strcmp(d->cls, "counter") == 0,
+           "GET_DESCRIPTOR of counter/counter.add: a method descriptor of class counter");
+    grd_desc *plain = describe(a, "counter.add");
+    result(plain && d && plain->hash == d->hash, "the plain Class.method name finds the same descriptor");
+    grd_free(plain);
+    if (!d) {
+        printf("1..%d\n", tests);
+        return 1;
+    }
+
+    /* Ids that name nothing. */
+    uint64_t ids[] = {0, 0x5eed5eed5eed5eedull, ~0ull};
+    for (unsigned i = 0; i < 3; i++) {
+        code = 0;
+        uint32_t t = add(a, ids[i], d, d->hash, 1, &now, &code, msg, sizeof msg);
+        result(t == GRW_ERROR && code == GRID_ERR_NOT_FOUND && strstr(msg, "does not exist"),
+               "OBJ_INVOKE of unknown object %016llx: NOT_FOUND (%s)", (unsigned long long)ids[i], msg);
+        result(in_step(a), "the connection still answers");
+    }
+    code = 0;
+    result(destroy(a, 0x1234, &code, msg, sizeof msg) == GRW_ERROR && code == GRID_ERR_NOT_FOUND,
+           "OBJ_DESTROY of an unknown object: NOT_FOUND");
+
+    /* A real object, then a destroyed one. */
+    uint64_t id = create(a, "counter/counter");
+    result(id != 0, "OBJ_CREATE counter/counter");
+    result(add(a, id, d, d->hash, 5, &now, &code, msg, sizeof msg) == GRW_RESULT && now == 1005,
+           "OBJ_INVOKE add(5) after _initialize: 1005");
+    code = 0;
+    result(add(a, id, d, d->hash ^ 1, 5, &now, &code, msg, sizeof msg) == GRW_ERROR && code == GRID_ERR_STALE,
+           "a stale descriptor hash: STALE (%s)", msg);
+    result(in_step(a), "the connection still answers");
+    /* An unknown method: the body is skipped whole. */
+    {
+        gr_err e;
+        grw_begin(&a->w, GRW_OBJ_INVOKE, 0, a->next++, &e);
+        grw_write_u64(&a->w, id, &e);
+        grw_write_string(&a->w, "nosuch", &e);
+        grw_write_u64(&a->w, 1, &e);
+        grw_write_u32(&a->w, 4, &e);
+        grw_write_u32(&a->w, 7, &e);
+        grw_finish(&a->w, &e);
+        code = 0;
+        uint32_t t = reply(a, &code, msg, sizeof msg);
+        result(t == GRW_ERROR && code == GRID_ERR_NOT_FOUND && strstr(msg, "counter/counter") &&
+                   strstr(msg, "nosuch") && strstr(msg, "add"),
+               "an unknown method: NOT_FOUND naming the class and its methods (%s)", msg);
+        result(in_step(a), "the connection still answers");
+    }
+    /* scale(n, in[n], out[n], acc[2]) with n far past any limit: refused before allocating. */
+    {
+        grd_desc *sd = describe(a, "counter/counter.scale");
+        int sizes[] = {0x7fffffff, -5};
+        for (unsigned i = 0; sd && i < 2; i++) {
+            gr_err e;
+            grw_begin(&a->w, GRW_OBJ_INVOKE, 0, a->next++, &e);
+            grw_write_u64(&a->w, id, &e);
+            grw_write_string(&a->w, "scale", &e);
+            grw_write_u64(&a->w, sd->hash, &e);
+            grw_write_u32(&a->w, 4, &e); /* head: the scalar n */
+            grw_write_i32(&a->w, sizes[i], &e);
+            grw_finish(&a->w, &e);
+            code = 0;
+            uint32_t t = reply(a, &code, msg, sizeof msg);
+            result(t == GRW_ERROR && (code == GRID_ERR_LIMIT || code == GRID_ERR_ARGS),
+                   "scale with n = %d: refused (%s)", sizes[i], msg);
+        }
+        result(sd != NULL, "GET_DESCRIPTOR of counter/counter.scale");
+        grd_free(sd);
+        conn *x = open_conn();
+        result(in_step(x), "the server still answers a new connection");
+        close_conn(x);
+    }
+    /* Another connection may invoke the object while its owner lives. */
+    conn *b = open_conn();
+    result(add(b, id, d, d->hash, 1, &now, &code, msg, sizeof msg) == GRW_RESULT && now == 1006,
+           "another connection invokes the object: 1006");
+    code = 0;
+    result(destroy(b, id, &code, msg, sizeof msg) == GRW_OBJ_DESTROYED, "OBJ_DESTROY: OBJ_DESTROYED");
+    code = 0;
+    result(add(a, id, d, d->hash, 1, &now, &code, msg, sizeof msg) == GRW_ERROR && code == GRID_ERR_NOT_FOUND,
+           "a destroyed object: NOT_FOUND");
+    code = 0;
+    result(destroy(a, id, &code, msg, sizeof msg) == GRW_ERROR && code == GRID_ERR_NOT_FOUND,
+           "destroying it again: NOT_FOUND");
+
+    /* An object dies with the connection that created it. */
+    conn *owner = open_conn();
+    uint64_t oid = create(owner, "counter");
+    result(oid != 0 && add(b, oid, d, d->hash, 2, &now, &code, msg, sizeof msg) == GRW_RESULT && now == 1002,
+           "an object of another connection works");
+    close_conn(owner);
+    int gone = 0;
+    for (int i = 0; i < 100 && !gone; i++) {
+        code = 0;
+        uint32_t t = add(b, oid, d, d->hash, 1, &now, &code, msg, sizeof msg);
+        gone = t == GRW_ERROR && code == GRID_ERR_NOT_FOUND;
+        if (!gone) {
+            struct timespec ts = {0, 20000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    result(gone, "once its connection closed, the object is gone: NOT_FOUND");
+    result(in_step(b) && in_step(a), "both connections still answer");
+
+    grd_free(d);
+    close_conn(a);
+    close_conn(b);
+    printf("1..%d\n", tests);
+    return failed ? 1 : 0;
+}

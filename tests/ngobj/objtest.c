@@ -1,0 +1,269 @@
+/* objtest.c: a client in the style of Ninf-G's samples (grpc.h only, a Ninf-G
+ * client.conf) for remote objects (issue 10, item 7), one scenario per run:
+ *   objtest CONFIG counter|leave|errors
+ * counter: state persists across invocations; two handles are two objects;
+ *          _initialize ran; arrays in, out and inout; async invocations of one object
+ *          run in order while another object's run beside them.
+ * leave:   creates an object and exits without destructing it (the server must still
+ *          run its _finalize when the connection goes).
+ * errors:  unknown class, unknown method, wrong argument count, a destructed handle.
+ * core:    the same objects through the core API (grid_object_*_np, GRIDRPC_SERVER).
+ * array:   handle arrays, the handle of a session, is_ready.
+ * gone:    an object whose server went away (run.sh stops it between the files READY
+ *          and GO in the current folder): the error says so and what to do.
+ * cancel:  grpc_cancel of an invocation waiting for its object's turn (it never runs)
+ *          and of a running one (the method sees grpc_is_canceled_np).
+ * Prints "OK", or one "FAILED: ..." line per problem (exit 1); 2 when it cannot start. */
+#include "grpc.h"
+
+#include <math.h>
+#include <time.h>
+
+static int failed;
+
+static void expect(int cond, const char *what) {
+    if (!cond) {
+        fprintf(stderr, "FAILED: %s\n", what);
+        failed = 1;
+    }
+}
+
+static int ok(grpc_error_t rc, const char *what) {
+    if (rc == GRPC_NO_ERROR) return 1;
+    fprintf(stderr, "FAILED: %s: %s (%s)\n", what, grpc_error_string(rc), grpc_last_error_np());
+    failed = 1;
+    return 0;
+}
+
+static void counter(void) {
+    grpc_object_handle_t_np a, b;
+    long total = 0, now = 0, t1 = 0, now2 = 0, nb = 0;
+    int calls = -1, init = 0;
+    if (!ok(grpc_object_handle_default_np(&a, "counter/counter"), "init a")) return;
+    /* The host of the config file: its port comes from there. */
+    if (!ok(grpc_object_handle_init_np(&b, "127.0.0.1", "counter/counter"), "init b")) return;
+
+    if (ok(grpc_invoke_np(&a, "get", &total, &calls, &init), "get"))
+        expect(total == 1000 && calls == 0 && init == 1, "_initialize ran: total 1000, no calls yet");
+    if (ok(grpc_invoke_np(&a, "add", 5, &now), "add 5")) expect(now == 1005, "a: 1000 + 5 = 1005");
+    if (ok(grpc_invoke_np(&a, "add", 7, &now), "add 7")) expect(now == 1012, "a keeps its state: 1012");
+    if (ok(grpc_invoke_np(&b, "add", 1, &nb), "b add 1")) expect(nb == 1001, "b is another object: 1001");
+    if (ok(grpc_invoke_np(&a, "get", &total, &calls, &init), "get"))
+        expect(total == 1012 && calls == 2, "a counted its two adds only");
+
+    /* Strings: the state keeps a name. */
+    char *old = NULL;
+    if (ok(grpc_invoke_np(&a, "rename", "alpha", &old), "rename alpha"))
+        expect(old && !*old, "no name at first");
+    free(old);
+    old = NULL;
+    if (ok(grpc_invoke_np(&a, "rename", "beta", &old), "rename beta"))
+        expect(old && strcmp(old, "alpha") == 0, "the object kept its name: alpha");
+    free(old);
+
+    /* Arrays: out[i] = in[i] * total, acc += (sum, n). */
+    double in[5] = {1, 2, 3, 4, 5}, out[5] = {0}, acc[2] = {10, 0};
+    if (ok(grpc_invoke_np(&a, "scale", 5, in, out, acc), "scale")) {
+        int good = 1;
+        for (int i = 0; i < 5; i++)
+            good &= fabs(out[i] - in[i] * 1012) < 1e-9;
+        expect(good, "scale: out = in * total");
+        expect(acc[0] == 25 && acc[1] == 5, "scale: inout acc += (15, 5)");
+    }
+
+    /* Async: slow then add on a run in that order; b runs meanwhile. */
+    grpc_sessionid_t s1, s2, s3;
+    ok(grpc_invoke_async_np(&a, "slow", &s1, 300, &t1), "async slow");
+    ok(grpc_invoke_async_np(&a, "add", &s2, 3, &now2), "async add");
+    ok(grpc_invoke_async_np(&b, "add", &s3, 10, &nb), "async b add");
+    expect(grpc_probe(s1) == GRPC_NOT_COMPLETED, "the slow method is still running right after the call");
+    if (ok(grpc_wait(s3), "wait b")) expect(nb == 1011, "b: 1001 + 10");
+    if (ok(grpc_wait_all(), "wait_all")) {
+        expect(t1 == 1013, "slow ran first on a: 1012 + 1");
+        expect(now2 == 1016, "then add 3 on a: 1016");
+    }
+    expect(grpc_get_error(s1) == GRPC_NO_ERROR && grpc_get_error(s2) == GRPC_NO_ERROR, "sessions succeeded");
+
+    ok(grpc_object_handle_destruct_np(&a), "destruct a");
+    ok(grpc_object_handle_destruct_np(&b), "destruct b");
+}
+
+static void leave(void) {
+    grpc_object_handle_t_np a;
+    long now = 0;
+    if (!ok(grpc_object_handle_default_np(&a, "counter/counter"), "init")) return;
+    if (ok(grpc_invoke_np(&a, "add", 42, &now), "add")) expect(now == 1042, "add 42");
+    /* Exit without grpc_object_handle_destruct_np: the connection closes with the process. */
+}
+
+static void errors(void) {
+    grpc_object_handle_t_np a;
+    long now;
+    grpc_error_t rc = grpc_object_handle_default_np(&a, "counter/nosuchclass");
+    expect(rc == GRPC_FUNCTION_NOT_FOUND, "an unknown class is GRPC_FUNCTION_NOT_FOUND");
+    expect(strstr(grpc_last_error_np(), "nosuchclass") != NULL, "the message names the unknown class");
+    if (!ok(grpc_object_handle_default_np(&a, "counter"), "init by the plain class name")) return;
+    rc = grpc_invoke_np(&a, "nosuchmethod", 1);
+    expect(rc == GRPC_FUNCTION_NOT_FOUND, "an unknown method is GRPC_FUNCTION_NOT_FOUND");
+    expect(strstr(grpc_last_error_np(), "nosuchmethod") && strstr(grpc_last_error_np(), "counter") &&
+               strstr(grpc_last_error_np(), "add"),
+           "the message names the class, the method and the methods there are");
+    rc = grpc_invoke_np(&a, "add", 1);
+    expect(rc == GRPC_OTHER_ERROR_CODE, "a wrong argument count is an error, not a crash");
+    expect(strstr(grpc_last_error_np(), "takes 2 arguments") != NULL, "the message says how many");
+    rc = grpc_invoke_np(&a, "add", 1, &now);
+    expect(rc == GRPC_NO_ERROR && now == 1001, "the object still works after refused invocations");
+    ok(grpc_object_handle_destruct_np(&a), "destruct");
+    rc = grpc_invoke_np(&a, "add", 1, &now);
+    expect(rc == GRPC_INVALID_OBJECT_HANDLE_NP, "a destructed handle is GRPC_INVALID_OBJECT_HANDLE_NP");
+    rc = grpc_object_handle_destruct_np(&a);
+    expect(rc == GRPC_INVALID_OBJECT_HANDLE_NP, "destructing twice is GRPC_INVALID_OBJECT_HANDLE_NP");
+    grpc_sessionid_t s;
+    rc = grpc_invoke_async_np(NULL, "add", &s, 1, &now);
+    expect(rc == GRPC_INVALID_OBJECT_HANDLE_NP, "a NULL handle is GRPC_INVALID_OBJECT_HANDLE_NP");
+
+    /* Handle attributes: the server (a host of the config file) and the class. */
+    grpc_handle_attr_t_np at, got;
+    void *v = NULL;
+    grpc_handle_attr_initialize_np(&at);
+    grpc_handle_attr_set_np(&at, GRPC_HANDLE_ATTR_HOSTNAME, "127.0.0.1");
+    grpc_handle_attr_set_np(&at, GRPC_HANDLE_ATTR_FUNCNAME, "counter/counter");
+    if (ok(grpc_object_handle_init_with_attr_np(&a, &at), "init_with_attr")) {
+        rc = grpc_invoke_np(&a, "add", 4, &now);
+        expect(rc == GRPC_NO_ERROR && now == 1004, "an object from attributes: 1004");
+        if (ok(grpc_object_handle_get_attr_np(&a, &got), "get_attr")) {
+            ok(grpc_handle_attr_get_np(&got, GRPC_HANDLE_ATTR_FUNCNAME, &v), "get FUNCNAME");
+            expect(v && strcmp(v, "counter/counter") == 0, "get_attr gives the class back");
+            if (v) grpc_handle_attr_release_np(v);
+            grpc_handle_attr_destruct_np(&got);
+        }
+        ok(grpc_object_handle_destruct_np(&a), "destruct the object from attributes");
+    }
+    grpc_handle_attr_destruct_np(&at);
+}
+
+static double seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void cancel(void) {
+    grpc_object_handle_t_np a;
+    long now = 0, total = 0;
+    int calls, init;
+    grpc_sessionid_t s1, s2;
+    if (!ok(grpc_object_handle_default_np(&a, "counter/counter"), "init")) return;
+    double t0 = seconds();
+    ok(grpc_invoke_async_np(&a, "wait_cancel", &s1, 5000), "async wait_cancel");
+    ok(grpc_invoke_async_np(&a, "add", &s2, 3, &now), "async add behind it");
+    usleep(200000);
+    ok(grpc_cancel(s2), "cancel the add waiting for its turn");
+    ok(grpc_cancel(s1), "cancel the running wait_cancel");
+    expect(grpc_wait(s2) == GRPC_SESSION_FAILED && grpc_get_error(s2) == GRPC_CANCELED_NP,
+           "the add was canceled");
+    grpc_wait(s1);
+    if (ok(grpc_invoke_np(&a, "get", &total, &calls, &init), "get")) {
+        expect(total == 1100, "the running method saw grpc_is_canceled_np (+100) and the add never ran (+3)");
+        expect(seconds() - t0 < 3.0, "the canceled method returned early");
+    }
+    ok(grpc_object_handle_destruct_np(&a), "destruct");
+}
+
+static void array(void) {
+    grpc_object_handle_t_np hs[3], *from = NULL;
+    long now[3] = {0, 0, 0};
+    grpc_sessionid_t id;
+    if (!ok(grpc_object_handle_array_default_np(hs, 3, "counter/counter"), "array_default")) return;
+    for (int i = 0; i < 2; i++)
+        if (ok(grpc_invoke_np(&hs[i], "add", 10 * (i + 1), &now[i]), "add"))
+            expect(now[i] == 1000 + 10 * (i + 1), "each object of the array is its own");
+    ok(grpc_invoke_async_np(&hs[2], "add", &id, 30, &now[2]), "async add on the third");
+    expect(grpc_object_handle_get_from_session_np(&from, id) == GRPC_NO_ERROR && from == &hs[2],
+           "get_from_session gives the session's handle");
+    if (ok(grpc_wait(id), "wait")) expect(now[2] == 1030, "the third: 1030");
+    expect(grpc_object_handle_is_ready_np(&hs[0]) == GRPC_NO_ERROR, "is_ready");
+    ok(grpc_object_handle_array_destruct_np(hs, 3), "array_destruct");
+    expect(grpc_object_handle_is_ready_np(&hs[0]) == GRPC_INVALID_OBJECT_HANDLE_NP,
+           "not ready once destructed");
+    expect(grpc_object_handle_get_from_session_np(&from, id) == GRPC_INVALID_SESSION_ID,
+           "no handle for the session once its handle is destructed");
+    grpc_object_handle_t_np bad[2];
+    expect(grpc_object_handle_array_default_np(bad, 2, "counter/none") == GRPC_FUNCTION_NOT_FOUND,
+           "an array of an unknown class fails whole");
+}
+
+static void gone(void) {
+    grpc_object_handle_t_np a;
+    long now = 0;
+    if (!ok(grpc_object_handle_default_np(&a, "counter/counter"), "init")) return;
+    ok(grpc_invoke_np(&a, "add", 1, &now), "add before");
+    FILE *f = fopen("READY", "w");
+    if (f) fclose(f);
+    for (int i = 0; i < 400 && access("GO", F_OK) != 0; i++)
+        usleep(25000);
+    grpc_error_t rc = grpc_invoke_np(&a, "add", 1, &now);
+    const char *m = grpc_last_error_np();
+    expect(rc == GRPC_COMMUNICATION_FAILED, "an object whose server went away: GRPC_COMMUNICATION_FAILED");
+    expect(strstr(m, "counter/counter.add") && strstr(m, "create a new object"),
+           "the message names the class and method and says what to do");
+    if (strstr(m, "create a new object") == NULL) fprintf(stderr, "message: %s\n", m);
+    rc = grpc_invoke_np(&a, "add", 1, &now);
+    expect(rc == GRPC_COMMUNICATION_FAILED && strstr(grpc_last_error_np(), "create a new object"),
+           "and it stays gone");
+    grpc_object_handle_destruct_np(&a); /* frees the handle whatever it says */
+    expect(grpc_object_handle_is_ready_np(&a) == GRPC_INVALID_OBJECT_HANDLE_NP, "the handle is released");
+}
+
+static void core(void) {
+    grid_object_np *o = NULL;
+    long now = 0;
+    if (grid_object_create_np(&o, NULL, "counter/counter") != GRID_OK) {
+        fprintf(stderr, "FAILED: grid_object_create_np: %s\n", grid_last_error());
+        failed = 1;
+        return;
+    }
+    expect(grid_object_invoke_np(o, "add", 2, &now) == GRID_OK && now == 1002, "grid_object_invoke_np: 1002");
+    int id = grid_object_invoke_async_np(o, "add", 3, &now);
+    expect(id > 0 && grid_wait(id) == GRID_OK && now == 1005,
+           "grid_object_invoke_async_np then grid_wait: 1005");
+    expect(grid_object_invoke_np(o, "add", 2) == GRID_ERR_ARGS, "a wrong argument count is GRID_ERR_ARGS");
+    char url[1100];
+    snprintf(url, sizeof url, "%s.scale", grid_object_url_np(o));
+    grid_function_np fn;
+    expect(grid_describe_np(url, &fn) == GRID_OK && fn.nparams == 4, "grid_describe_np of Class.method");
+    expect(grid_object_destroy_np(o) == GRID_OK, "grid_object_destroy_np");
+    expect(grid_object_create_np(&o, NULL, "counter/none") == GRID_ERR_NOT_FOUND &&
+               strstr(grid_last_error(), "counter/none"),
+           "an unknown class is GRID_ERR_NOT_FOUND, named");
+}
+
+int main(int argc, char *argv[]) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s CONFIG counter|leave|errors|core|cancel|array|gone\n", argv[0]);
+        return 2;
+    }
+    if (grpc_initialize(argv[1]) != GRPC_NO_ERROR) {
+        fprintf(stderr, "grpc_initialize: %s\n", grpc_last_error_np());
+        return 2;
+    }
+    if (strcmp(argv[2], "counter") == 0)
+        counter();
+    else if (strcmp(argv[2], "leave") == 0)
+        leave();
+    else if (strcmp(argv[2], "errors") == 0)
+        errors();
+    else if (strcmp(argv[2], "core") == 0)
+        core();
+    else if (strcmp(argv[2], "cancel") == 0)
+        cancel();
+    else if (strcmp(argv[2], "array") == 0)
+        array();
+    else if (strcmp(argv[2], "gone") == 0)
+        gone();
+    else
+        return 2;
+    if (strcmp(argv[2], "leave") != 0) grpc_finalize();
+    if (!failed) printf("OK\n");
+    return failed;
+}

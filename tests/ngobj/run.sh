@@ -1,0 +1,109 @@
+#!/bin/sh
+# ngobj/run.sh: issue 10's item 7, remote objects (Ninf-G's DefClass / DefState /
+# DefMethod), the way Ninf-G programs use them: a class with inline bodies built by
+# gridrpc-module, served by a gridrpcd on loopback, used by a grpc.h client (objtest.c)
+# configured by a Ninf-G client.conf. The class's _finalize appends to a file, so the
+# test sees it run on destruct and when a client leaves without destructing.
+. "$top_srcdir/tests/lib.sh"
+cd "$T_TMP" || exit 1
+GRIDRPCD=${GRIDRPCD:-$top_builddir/gridrpcd}
+GRIDRPC_MODULE="$top_builddir/scripts/gridrpc-module"
+GRIDRPC_INCLUDE="$top_srcdir/include"
+export IDLC GRIDRPC_INCLUDE CC
+src=$top_srcdir/tests/ngobj
+CLIENT_CFLAGS=${STUB_CFLAGS:-}
+
+if "$GRIDRPC_MODULE" -o counter.so "$src/counter.idl" >build.out 2>&1; then
+  ok "counter.idl (DefClass with DefState and DefMethods) builds with gridrpc-module"
+else
+  fail "counter.idl does not build with gridrpc-module"; diag <build.out; finish; exit 1
+fi
+# shellcheck disable=SC2086
+if $CC $CLIENT_CFLAGS -o objtest "$src/objtest.c" -I"$top_srcdir/include" -L"$top_builddir/.libs" \
+  -Wl,-rpath,"$top_builddir/.libs" -lgridrpc -lm >cc.out 2>&1; then
+  ok "the grpc.h client builds"
+else
+  fail "building objtest.c"; diag <cc.out; finish; exit 1
+fi
+
+NGOBJ_FINALIZE_LOG=$T_TMP/finalize.log
+export NGOBJ_FINALIZE_LOG
+: >"$NGOBJ_FINALIZE_LOG"
+: >server.out
+"$GRIDRPCD" --host 127.0.0.1 --port 0 --log-level warn --module "$T_TMP/counter.so" >server.out 2>&1 &
+spid=$!
+port=
+i=0
+while [ $i -lt 200 ]; do
+  port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' server.out | head -n 1)
+  [ -n "$port" ] && break
+  kill -0 $spid 2>/dev/null || break
+  sleep 0.05; i=$((i + 1))
+done
+if [ -n "$port" ]; then ok "gridrpcd loads the class (port $port)"; else fail "gridrpcd did not start"; diag <server.out; fi
+
+cat >client.conf <<CONF
+# Ninf-G 5 client configuration
+<SERVER>
+    hostname 127.0.0.1
+    port $port
+</SERVER>
+CONF
+
+for t in counter errors cancel array; do
+  timeout 60 ./objtest client.conf "$t" >"$t.out" 2>"$t.err"; rc=$?
+  if [ $rc -eq 0 ] && grep -qx OK "$t.out"; then ok "$t: as Ninf-G programs expect"; else fail "$t (rc $rc)"; diag <"$t.err"; fi
+done
+GRIDRPC_SERVER=127.0.0.1:$port timeout 60 ./objtest client.conf core >core.out 2>core.err; rc=$?
+if [ $rc -eq 0 ] && grep -qx OK core.out; then ok "core: grid_object_*_np"; else fail "core (rc $rc)"; diag <core.err; fi
+# counter destructs its two objects (totals 1016 and 1011), errors its two (1001, and
+# 1004 made from handle attributes), cancel its one (1100), array its three (1010,
+# 1020, 1030), core its one (1005).
+for total in 1016 1011 1001 1004 1100 1010 1020 1030 1005; do
+  if grep -qx "finalize $total" "$NGOBJ_FINALIZE_LOG"; then
+    ok "_finalize ran when the handle of the object at $total was destructed"
+  else
+    fail "no _finalize for the object at $total"; diag <"$NGOBJ_FINALIZE_LOG"
+  fi
+done
+
+# Raw clients: ids that name nothing, stale hashes, huge sizes, other connections (TAP).
+if OBJ_TEST_PORT=$port timeout 60 "$top_builddir/obj-hostile-test" >hostile.out 2>&1; then
+  ok "hostile object messages are refused and the server stays up ($(grep -c '^ok' hostile.out) checks)"
+else
+  fail "obj-hostile-test"; diag <hostile.out
+fi
+
+# A client that exits without destructing: the server ends the object with the connection.
+timeout 60 ./objtest client.conf leave >leave.out 2>leave.err; rc=$?
+if [ $rc -eq 0 ] && grep -qx OK leave.out; then ok "leave: an object made and used"; else fail "leave (rc $rc)"; diag <leave.err; fi
+i=0
+while [ $i -lt 100 ] && ! grep -qx "finalize 1042" "$NGOBJ_FINALIZE_LOG"; do sleep 0.05; i=$((i + 1)); done
+if grep -qx "finalize 1042" "$NGOBJ_FINALIZE_LOG"; then
+  ok "the object of a client that left was finalized (no leak on the server)"
+else
+  fail "the object of a client that left was never finalized"; diag <"$NGOBJ_FINALIZE_LOG"
+fi
+# obj-hostile-test made two objects: one destroyed at 1006, one whose connection closed
+# (at 1002, or 1003 when an invocation got in before the server saw the close).
+n=$(wc -l <"$NGOBJ_FINALIZE_LOG")
+if [ "$n" -eq 12 ] && grep -qx "finalize 1006" "$NGOBJ_FINALIZE_LOG" && grep -qx "finalize 100[23]" "$NGOBJ_FINALIZE_LOG"; then
+  ok "each of the 12 objects was finalized exactly once"
+else
+  fail "$n _finalize runs for 12 objects"; diag <"$NGOBJ_FINALIZE_LOG"
+fi
+if kill -0 $spid 2>/dev/null; then ok "the server is still up"; else fail "the server died"; diag <server.out; fi
+
+# The server goes away under a live object: the client's next invocation says so.
+mkdir gone && cd gone || exit 1
+timeout 60 ../objtest ../client.conf gone >gone.out 2>gone.err &
+cpid=$!
+i=0
+while [ $i -lt 400 ] && [ ! -f READY ]; do sleep 0.025; i=$((i + 1)); done
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+touch GO
+wait "$cpid"; rc=$?
+if [ $rc -eq 0 ] && grep -qx OK gone.out; then ok "gone: an object whose server went away"; else fail "gone (rc $rc)"; diag <gone.err; fi
+cd .. || exit 1
+finish
