@@ -9,8 +9,9 @@
  * A failed callback (the client passed no function, its answer was malformed, the
  * connection ended) fails the whole call: the body's function returns the error, later
  * callbacks of the call return it at once, and the call is answered ERROR instead of
- * RESULT. Under --isolate the body runs in a child process that cannot wait on the
- * parent's reader, so functions with callbacks are refused there.
+ * RESULT. Under --isolate a function's body runs in a child process that cannot wait on
+ * the parent's reader, so functions with callbacks are refused there (methods of remote
+ * objects run in gridrpcd's process and keep theirs).
  *
  * Locking: cb_lock guards the list of waiting callbacks and their state; it is never
  * held while reading or writing a socket. A waiter being filled by the reader is marked
@@ -150,7 +151,8 @@ int gsv_callback_attach(gsv_server *s, gsv_job *job, gr_err *e) {
     const grd_desc *d = job->fn->desc;
     job->cb = NULL;
     if (grd_callback_count(d) == 0) return GRID_OK;
-    if (s->opt.isolate)
+    /* Methods of remote objects run in gridrpcd's process even under --isolate. */
+    if (s->opt.isolate && !job->obj)
         return gr_seterr(e, GRID_ERR_ARGS,
                          "the function takes callbacks, which this server cannot run with calls isolated "
                          "(--isolate): call it on a server without --isolate");

@@ -97,6 +97,9 @@ start_server isolate.out --isolate
 conf
 timeout 60 ./cbdiag client.conf zero >iso.out 2>iso.err
 if grep -q -- "--isolate" iso.err; then ok "under --isolate a function with callbacks is refused, naming --isolate"; else fail "--isolate"; diag <iso.err; fi
+# Methods of remote objects run in gridrpcd's own process: their callbacks work.
+timeout 60 ./cbdiag client.conf method >isom.out 2>isom.err
+if grep -qx OK isom.out; then ok "under --isolate a method's callbacks run"; else fail "a method's callbacks under --isolate"; diag <isom.err; fi
 kill "$spid" 2>/dev/null
 wait "$spid" 2>/dev/null
 finish
