@@ -191,7 +191,8 @@ struct gsv_conn;
 typedef struct gsv_server {
     gsv_options opt;
     gsv_registry reg;
-    unsigned cores;
+    unsigned cores;   /* CPUs this process may use, rounded up (gsv_cpus.c) */
+    double cpus;      /* the same, unrounded: a cgroup quota may give 0.4 */
     unsigned workers; /* pool size (thread mode: reported as cores) */
     int listen_fd;
     atomic_int stopping; /* SIGTERM/SIGINT seen: no new calls run */
@@ -393,6 +394,9 @@ void gsv_meta_stop(gsv_server *s);
 
 /* The start-up speed estimate sent in REGISTER, flops/s: a cache-resident double
  * matrix product timed on this thread for about 20 ms (at most 50), times CORES. */
-double gsv_speed_measure(unsigned cores);
+double gsv_speed_measure(double cpus);
+/* The CPUs this process may use: online processors, narrowed by the affinity mask and
+ * a cgroup CPU quota (fractional: a quota of 40% of a CPU is 0.4). */
+double gsv_cpus_available(void);
 
 #endif /* GSV_H */

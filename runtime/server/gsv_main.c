@@ -88,8 +88,10 @@ int main(int argc, char **argv) {
         return 1;
     }
 
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    s->cores = n > 0 ? (unsigned)n : 1;
+    /* Cores: what the affinity mask and a cgroup quota leave (a quota of 0.4 CPU is one
+     * core, and a speed of 0.4 of one). */
+    s->cpus = gsv_cpus_available();
+    s->cores = s->cpus > 1 ? (unsigned)(s->cpus + 0.999) : 1;
     s->workers = s->opt.threads ? s->opt.threads : s->cores;
     s->listen_fd = -1;
     atomic_init(&s->stopping, 0);

@@ -302,7 +302,7 @@ static void close_conn(gsv_meta *m) {
 static void *meta_main(void *arg) {
     gsv_meta *m = arg;
     if (m->reg.speed <= 0) {
-        m->reg.speed = gsv_speed_measure(m->srv->cores);
+        m->reg.speed = gsv_speed_measure(m->srv->cpus);
         gsv_log(GSV_LOG_INFO, "speed estimate for the metaserver: %.3g flops/s (measured; --speed sets it)",
                 m->reg.speed);
     }

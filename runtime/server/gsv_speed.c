@@ -1,7 +1,7 @@
 /* gsv_speed.c: the start-up speed estimate a server sends to the metaserver before any
  * of its calls has been measured. A naive double matrix product small enough to stay in
  * the L1/L2 cache is timed on one core for about 20 ms and the rate is multiplied by the
- * online cores: roughly what compute-bound numerical code reaches, enough to rank
+ * CPUs this process may use (gsv_cpus.c: affinity and cgroup quota included): roughly what compute-bound numerical code reaches, enough to rank
  * servers of different speeds until the metaserver learns real per-function speeds
  * from completed calls. */
 #include <stdlib.h>
@@ -22,7 +22,7 @@ static void product(const double *a, const double *b, double *c) {
         }
 }
 
-double gsv_speed_measure(unsigned cores) {
+double gsv_speed_measure(double cpus) {
     double *m = malloc(3 * N * N * sizeof *m);
     if (!m) return 0;
     double *a = m, *b = m + N * N, *c = m + 2 * N * N;
@@ -44,5 +44,6 @@ double gsv_speed_measure(unsigned cores) {
     (void)sink;
     free(m);
     double seconds = (double)(t - t0) / 1e9;
-    return seconds > 0 ? GSV_SPEED_FLOPS * (double)reps / seconds * (cores ? cores : 1) : 0;
+    /* A cgroup quota may not throttle 20 ms of work: scale by the CPUs it leaves. */
+    return seconds > 0 ? GSV_SPEED_FLOPS * (double)reps / seconds * (cpus > 0 ? cpus : 1) : 0;
 }

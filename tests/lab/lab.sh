@@ -464,19 +464,32 @@ lab_cpu_quota() {
   return 0
 }
 
+# lab__in NAME: sets LAB__IN to the command prefix that runs a program in host NAME's
+# network namespace. nsenter enters the network namespace alone; `ip netns exec` would
+# also mount a fresh /sys, hiding /sys/fs/cgroup, where a program learns its CPU quota
+# (as it does in a container). Both exec the program: its pid is the one started.
+lab__in() {
+  if command -v nsenter >/dev/null 2>&1; then
+    LAB__IN=(nsenter "--net=/run/netns/$LAB_PFX-$1" --)
+  else
+    LAB__IN=(ip netns exec "$LAB_PFX-$1")
+  fi
+}
+
 # lab_exec NAME CMD...: runs CMD in host NAME (in the foreground, under its CPU quota);
 # returns CMD's status. CMD is a program: for shell code, lab_exec NAME bash -c '...'.
 lab_exec() {
   local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
   set +eu +o pipefail
   lab__known "${1:-}" || return 1
-  local name=$1 cg
+  local name=$1 cg LAB__IN
   shift
+  lab__in "$name"
   cg=${LAB__CG[$name]:-}
   if [ -n "$cg" ]; then
-    (echo "$BASHPID" >"$cg/cgroup.procs" && exec ip netns exec "$LAB_PFX-$name" "$@")
+    (echo "$BASHPID" >"$cg/cgroup.procs" && exec "${LAB__IN[@]}" "$@")
   else
-    ip netns exec "$LAB_PFX-$name" "$@"
+    "${LAB__IN[@]}" "$@"
   fi
 }
 
@@ -487,15 +500,16 @@ lab_run_bg() {
   local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
   set +eu +o pipefail
   lab__known "${1:-}" || return 1
-  local name=$1 cg
+  local name=$1 cg LAB__IN
   shift
+  lab__in "$name"
   cg=${LAB__CG[$name]:-}
   LAB__NLOG=$((LAB__NLOG + 1))
   LAB_LOG=$LAB_DIR/$name.$LAB__NLOG.$(basename "${1:-cmd}").log
   if [ -n "$cg" ]; then
-    (echo "$BASHPID" >"$cg/cgroup.procs" && exec ip netns exec "$LAB_PFX-$name" "$@") >"$LAB_LOG" 2>&1 </dev/null &
+    (echo "$BASHPID" >"$cg/cgroup.procs" && exec "${LAB__IN[@]}" "$@") >"$LAB_LOG" 2>&1 </dev/null &
   else
-    ip netns exec "$LAB_PFX-$name" "$@" >"$LAB_LOG" 2>&1 </dev/null &
+    "${LAB__IN[@]}" "$@" >"$LAB_LOG" 2>&1 </dev/null &
   fi
   LAB_PID=$!
   LAB__PIDS+=("$LAB_PID")
