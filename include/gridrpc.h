@@ -273,7 +273,8 @@ enum grid_type_np {
     GRID_TYPE_SCOMPLEX = 8,
     GRID_TYPE_DCOMPLEX = 9,
     GRID_TYPE_STRING = 10,
-    GRID_TYPE_FILENAME = 11
+    GRID_TYPE_FILENAME = 11,
+    GRID_TYPE_CALLBACK = 12 /* a function of the caller's (docs/grpc.md, "Callbacks") */
 };
 enum grid_mode_np { GRID_MODE_IN = 1, GRID_MODE_OUT = 2, GRID_MODE_INOUT = 3, GRID_MODE_WORK = 4 };
 
@@ -302,7 +303,7 @@ typedef struct grid_function_np {
 } grid_function_np;
 
 /* Bytes of one element of TYPE (enum grid_type_np) in memory; 0 for strings,
- * filenames and unknown types. */
+ * filenames, callbacks and unknown types. */
 unsigned long grid_type_size_np(int type);
 
 /* Fills OUT with the interface of NAME (fetching its descriptor once, as grid_call
@@ -313,7 +314,7 @@ int grid_describe_np(const char *name, grid_function_np *out);
  * ARGV[i] points at the argument's storage for every kind of parameter: a scalar's
  * variable (IN: read, OUT and INOUT: written), a string's or filename's char *
  * variable (an OUT string receives a malloc'd copy), an array's first element (NULL
- * when empty; WORK arrays NULL). */
+ * when empty; WORK arrays NULL); for a callback, the function itself cast to void *. */
 int grid_call_argv_np(const char *name, int nargs, void *const *argv);
 
 /* The declared size of each dimension of array parameter PARAM (0-based) of NAME, for

@@ -16,6 +16,8 @@
  *                           write (OUT), in the call's scratch folder, which the server
  *                           removes after the call; NULL when the client passed NULL
  *                           (an array of filenames: char *[], as an array of strings)
+ *   callback                a const gridrpc_stub_callback * (below): the body's way to
+ *                           run the client's callback function during the call
  * invoke runs on a server worker thread; bodies must be reentrant.
  *
  * Classes (DefClass, remote objects): a module table of ABI GRIDRPC_STUB_ABI_CLASSES
@@ -43,6 +45,28 @@ extern "C" {
 #define GRIDRPC_STUB_ABI_CLASSES 2
 
 typedef void (*gridrpc_stub_invoke_fn)(void **args);
+
+/* Stubs whose functions take callbacks check for this (servers that predate callbacks
+ * refuse their descriptors anyway). */
+#define GRIDRPC_STUB_CALLBACKS 1
+
+/* A callback parameter's entry in the argument vector. The generated stub gives the body
+ * a C function per callback; calling it calls CALL with ARGS, one pointer per callback
+ * parameter in the layout of the argument vector above (scalars point at their value,
+ * arrays at their first element, strings at a char *). CALL sends the IN and INOUT
+ * arguments to the client, waits until its function returned, stores the OUT and INOUT
+ * arguments through ARGS, and returns GRID_OK (0) or a gridrpc.h error code; after an
+ * error the call fails with it, whatever the body does next. SERVER belongs to the
+ * server. Valid only during invoke and on its thread. */
+typedef struct gridrpc_stub_callback gridrpc_stub_callback;
+struct gridrpc_stub_callback {
+    int (*call)(const gridrpc_stub_callback *self, void **args);
+    void *server;
+    unsigned index; /* the callback's parameter number in the function */
+};
+/* What a stub's callback function returns when called outside a call (the call it
+ * belonged to has ended, or from another thread): GRID_ERR_ARGS. */
+#define GRIDRPC_STUB_CALLBACK_OUTSIDE 3
 
 typedef struct gridrpc_stub_function {
     const char *name;                /* function name, without the module */

@@ -36,7 +36,12 @@ paramList
     | param (',' param)*
     ;
 
-param : paramWord+ declarator ;
+// The second form is a client callback function (Ninf IDL): 'cb(IN double c[n], OUT
+// double d[n])'; sema refuses callbacks inside callbacks.
+param
+    : paramWord+ declarator
+    | name '(' paramList? ')'
+    ;
 
 paramWord
     : MODE                      # ModeWord

@@ -41,6 +41,10 @@ struct Param {
     std::string name;
     std::vector<Dim> dims;
     Loc loc;
+    // A callback 'name(params)': its own parameters (words, star and dims stay empty).
+    bool callback = false;
+    bool cbVoid = false; // written 'name(void)'
+    std::vector<Param> cbParams;
 };
 
 struct CallArg {

@@ -31,6 +31,23 @@ std::string clientType(const Param &p) {
     return ptrType ? t + "*" : t + " *";
 }
 
+// A callback as the client passes it: a function that receives one pointer per
+// parameter (IN scalars by address too, as on an argument stack; strings as char *,
+// OUT strings as char **).
+std::string callbackDecl(const Param &p, const std::string &name) {
+    std::string params;
+    for (size_t j = 0; j < p.cb.size(); ++j) {
+        const Param &q = p.cb[j];
+        std::string t = cElementType(q);
+        bool ptrType = !t.empty() && t.back() == '*';
+        if (!q.isArray() && (q.type == model::Type::Filename || (q.mode == Mode::In && q.isString())))
+            params += (j ? ", " : "") + t;
+        else
+            params += (j ? ", " : "") + (ptrType ? t + "*" : t + " *");
+    }
+    return "void (*" + name + ")(" + (params.empty() ? "void" : params) + ")";
+}
+
 std::string decl(const std::string &type, const std::string &name) {
     return (!type.empty() && type.back() == '*') ? type + name : type + " " + name;
 }
@@ -78,7 +95,7 @@ std::string emitClientHeader(const model::Module &mod, const std::string &outNam
                 continue;
             }
             if (!params.empty()) params += ", ";
-            params += decl(clientType(p), p.name);
+            params += p.isCallback() ? callbackDecl(p, p.name) : decl(clientType(p), p.name);
             args += p.name;
         }
         Printer::Vars fv = {{"fn", mod.name + "_" + f.name},

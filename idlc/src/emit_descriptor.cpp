@@ -28,6 +28,7 @@ IDLC_SAME_(model::Type::SComplex, GRD_SCOMPLEX);
 IDLC_SAME_(model::Type::DComplex, GRD_DCOMPLEX);
 IDLC_SAME_(model::Type::String, GRD_STRING);
 IDLC_SAME_(model::Type::Filename, GRD_FILENAME);
+IDLC_SAME_(model::Type::Callback, GRD_CALLBACK);
 IDLC_SAME_(model::Mode::In, GRD_IN);
 IDLC_SAME_(model::Mode::Out, GRD_OUT);
 IDLC_SAME_(model::Mode::InOut, GRD_INOUT);
@@ -60,6 +61,7 @@ grd_op opcode(Expr::Op op) {
     case Expr::Cond: return GRD_OP_COND;
     case Expr::Min: return GRD_OP_MIN;
     case Expr::Max: return GRD_OP_MAX;
+    case Expr::CbParam: return GRD_OP_CBPARAM;
     }
     return GRD_OP_CONST;
 }
@@ -71,7 +73,7 @@ void compile(const Expr &e, std::vector<grd_insn> &code) {
     grd_insn in{};
     in.op = opcode(e.op);
     if (e.op == Expr::Const) in.operand = e.value;
-    if (e.op == Expr::Param) in.operand = e.param;
+    if (e.op == Expr::Param || e.op == Expr::CbParam) in.operand = e.param;
     code.push_back(in);
 }
 
@@ -89,32 +91,49 @@ struct Programs {
     }
 };
 
-} // namespace
+// Owns the parameter and dimension arrays a grd_desc points into.
+struct ParamStore {
+    std::vector<std::unique_ptr<std::vector<grd_param>>> params;
+    std::vector<std::unique_ptr<std::vector<grd_dim>>> dims;
 
-bool encodeDescriptors(const model::Module &mod, std::vector<std::vector<uint8_t>> &out, Diag &diag) {
-    bool ok = true;
-    for (const auto &f : mod.functions) {
-        Programs progs;
-        std::vector<grd_param> params(f.params.size());
-        std::vector<std::vector<grd_dim>> dims(f.params.size());
-        for (size_t i = 0; i < f.params.size(); ++i) {
-            const auto &p = f.params[i];
+    grd_param *make(const std::vector<model::Param> &ps, Programs &progs) {
+        if (ps.empty()) return nullptr;
+        params.push_back(std::make_unique<std::vector<grd_param>>(ps.size()));
+        std::vector<grd_param> &out = *params.back();
+        for (size_t i = 0; i < ps.size(); ++i) {
+            const auto &p = ps[i];
+            dims.push_back(std::make_unique<std::vector<grd_dim>>());
             for (const auto &d : p.dims) {
                 grd_dim gd;
                 gd.size = progs.make(&d.size);
                 gd.start = progs.make(d.start ? &*d.start : nullptr);
                 gd.end = progs.make(d.end ? &*d.end : nullptr);
                 gd.step = progs.make(d.step ? &*d.step : nullptr);
-                dims[i].push_back(gd);
+                dims.back()->push_back(gd);
             }
-            grd_param &gp = params[i];
+            grd_param &gp = out[i];
+            gp = grd_param{};
             gp.name = const_cast<char *>(p.name.c_str());
             gp.type = static_cast<uint32_t>(p.type);
             gp.mode = static_cast<uint32_t>(p.mode);
             gp.flags = (p.isUnsigned ? GRD_PF_UNSIGNED : 0u) | (p.pointer ? GRD_PF_POINTER : 0u);
             gp.rank = static_cast<uint32_t>(p.dims.size());
-            gp.dims = dims[i].empty() ? nullptr : dims[i].data();
+            gp.dims = dims.back()->empty() ? nullptr : dims.back()->data();
+            gp.ncb = static_cast<uint32_t>(p.cb.size());
+            gp.cb = make(p.cb, progs);
         }
+        return out.data();
+    }
+};
+
+} // namespace
+
+bool encodeDescriptors(const model::Module &mod, std::vector<std::vector<uint8_t>> &out, Diag &diag) {
+    bool ok = true;
+    for (const auto &f : mod.functions) {
+        Programs progs;
+        ParamStore store;
+        grd_param *params = store.make(f.params, progs);
         grd_desc d{};
         d.version = GRD_FORMAT_VERSION;
         d.module = const_cast<char *>(mod.name.c_str());
@@ -125,8 +144,8 @@ bool encodeDescriptors(const model::Module &mod, std::vector<std::vector<uint8_t
         d.cls = f.cls.empty() ? nullptr : const_cast<char *>(f.cls.c_str());
         d.language = static_cast<uint32_t>(f.language);
         d.cost = progs.make(f.cost ? &*f.cost : nullptr);
-        d.nparams = static_cast<uint32_t>(params.size());
-        d.params = params.empty() ? nullptr : params.data();
+        d.nparams = static_cast<uint32_t>(f.params.size());
+        d.params = params;
         uint8_t *buf = nullptr;
         size_t len = 0;
         grd_error err{};

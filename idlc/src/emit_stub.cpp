@@ -28,6 +28,7 @@ std::string cElementType(const Param &p) {
     case Type::DComplex: t = "dcomplex"; break;
     case Type::String:
     case Type::Filename: t = "char *"; break;
+    case Type::Callback: t = "void"; break; // not an element type: see cbPointerType
     }
     return p.isUnsigned ? "unsigned " + t : t;
 }
@@ -46,14 +47,34 @@ std::string joinType(const std::string &t, const std::string &suffix) {
     return t + " " + suffix;
 }
 
+std::string cParamType(const Param &p);
+
+// A callback as the body sees it: a function taking its parameters as a body would
+// (IN scalars by value, the rest by pointer) and returning GRID_OK or an error code.
+// NAME: the declarator ("cb" for a parameter, "" for a type).
+std::string cbPointerType(const Param &p, const std::string &name) {
+    std::string params;
+    for (size_t j = 0; j < p.cb.size(); ++j)
+        params += (j ? ", " : "") + cParamType(p.cb[j]);
+    return "int (*" + name + ")(" + (params.empty() ? "void" : params) + ")";
+}
+
 // The C type of the parameter as a body or C callee sees it.
 std::string cParamType(const Param &p) {
+    if (p.isCallback()) return cbPointerType(p, "");
     std::string t = cElementType(p);
     return byValue(p) ? t : joinType(t, "*");
 }
 
+// A declaration of parameter P named NAME.
+std::string cParamDecl(const Param &p, const std::string &name) {
+    if (p.isCallback()) return cbPointerType(p, name);
+    return joinType(cParamType(p), name);
+}
+
 // The expression that extracts parameter I from the argument vector for C code.
-std::string cArgExpr(const Param &p, size_t i) {
+std::string cArgExpr(const Param &p, size_t i, const std::string &sym) {
+    if (p.isCallback()) return "grs_cb_" + sym + "_" + p.name;
     std::string t = cElementType(p);
     std::string slot = "args[" + std::to_string(i) + "]";
     if (byValue(p)) return "*(" + joinType(t, "*") + ")" + slot;
@@ -96,6 +117,32 @@ void lineDirective(Printer &p, int line, const std::string &file) {
     p.print("#line $line$ $file$\n", {{"line", std::to_string(line)}, {"file", cQuote(file)}});
 }
 
+// The C function a body calls for callback P: it packs its arguments into the layout of
+// the argument vector and hands them to the server (gridrpc_stub_callback). The
+// server's handle is per thread, set by invoke for the length of the call; a server
+// that gave none (an entry without a call) gets GRIDRPC_STUB_CALLBACK_OUTSIDE, not a crash.
+void emitCallback(Printer &pr, const std::string &sym, const Param &p) {
+    std::string params, slots;
+    for (size_t j = 0; j < p.cb.size(); ++j) {
+        const Param &q = p.cb[j];
+        std::string n = "a" + std::to_string(j);
+        params += (j ? ", " : "") + cParamDecl(q, n);
+        slots += (j ? ", " : "") + std::string("(void *)") + (byValue(q) ? "&" + n : n);
+    }
+    Printer::Vars v = {{"sym", sym},
+                       {"cb", p.name},
+                       {"params", params.empty() ? "void" : params},
+                       {"n", std::to_string(p.cb.empty() ? 1 : p.cb.size())},
+                       {"slots", slots.empty() ? "0" : slots}};
+    pr.print("/* callback $cb$ */\n"
+             "static __thread const gridrpc_stub_callback *grs_cbx_$sym$_$cb$;\n"
+             "static int grs_cb_$sym$_$cb$($params$)\n{\n"
+             "    void *a[$n$] = {$slots$};\n"
+             "    const gridrpc_stub_callback *cb = grs_cbx_$sym$_$cb$;\n"
+             "    return cb && cb->call ? cb->call(cb, a) : GRIDRPC_STUB_CALLBACK_OUTSIDE;\n}\n\n",
+             v);
+}
+
 // The C symbol part of function F: module_function, or module_Class__method.
 std::string symbol(const model::Module &mod, const model::Function &f) {
     return f.cls.empty() ? mod.name + "_" + f.name : mod.name + "_" + f.cls + "__" + f.name;
@@ -114,13 +161,23 @@ void emitFunction(Printer &pr, const model::Module &mod, const model::Function &
                        {"bytes", hexBytes(desc)}};
     pr.print("\n/* ---- $qname$ ---- */\n\n", v);
     pr.print("static const unsigned char grs_desc_$sym$[$size$] = {$bytes$\n};\n\n", v);
+    bool callbacks = false;
+    for (const auto &p : f.params)
+        if (p.isCallback()) {
+            if (!callbacks)
+                pr.print("#ifndef GRIDRPC_STUB_CALLBACKS\n#error \"$qname$ takes callbacks: this "
+                         "gridrpc_stub.h predates them\"\n#endif\n\n",
+                         v);
+            callbacks = true;
+            emitCallback(pr, sym, p);
+        }
 
     std::string call;
     if (f.inlineBody) {
         std::string decls;
         for (size_t i = 0; i < f.params.size(); ++i) {
             if (i) decls += ", ";
-            decls += joinType(cParamType(f.params[i]), f.params[i].name);
+            decls += cParamDecl(f.params[i], f.params[i].name);
         }
         if (cls) {
             // A method's body sees the object's state members by name.
@@ -142,7 +199,7 @@ void emitFunction(Printer &pr, const model::Module &mod, const model::Function &
         std::string args;
         for (size_t i = 0; i < f.params.size(); ++i) {
             if (i) args += ",\n        ";
-            args += cArgExpr(f.params[i], i);
+            args += cArgExpr(f.params[i], i, sym);
         }
         if (cls)
             args = "(struct grs_state_" + mod.name + "_" + cls->name + " *)args[" +
@@ -173,7 +230,7 @@ void emitFunction(Printer &pr, const model::Module &mod, const model::Function &
                     e = "(" + t + ")args[" + std::to_string(a.param) + "]";
                 } else {
                     t = cParamType(p);
-                    e = cArgExpr(p, static_cast<size_t>(a.param));
+                    e = cArgExpr(p, static_cast<size_t>(a.param), sym);
                 }
             }
             if (k) {
@@ -196,7 +253,15 @@ void emitFunction(Printer &pr, const model::Module &mod, const model::Function &
     v["call"] = call;
     pr.print("static void grs_invoke_$sym$(void **args)\n{\n", v);
     if (f.params.empty() && !(cls && f.inlineBody)) pr.print("    (void)args;\n");
-    pr.print("    $call$;\n}\n", v);
+    for (size_t i = 0; i < f.params.size(); ++i)
+        if (f.params[i].isCallback())
+            pr.print("    grs_cbx_$sym$_$cb$ = (const gridrpc_stub_callback *)args[$i$];\n",
+                     {{"sym", sym}, {"cb", f.params[i].name}, {"i", std::to_string(i)}});
+    pr.print("    $call$;\n", v);
+    // After the call the body's callbacks answer GRIDRPC_STUB_CALLBACK_OUTSIDE.
+    for (const auto &p : f.params)
+        if (p.isCallback()) pr.print("    grs_cbx_$sym$_$cb$ = NULL;\n", {{"sym", sym}, {"cb", p.name}});
+    pr.print("}\n");
 }
 
 } // namespace

@@ -14,7 +14,20 @@ namespace idlc::model {
 
 // Numbering is grd_type's, grd_mode's and grd_lang's (runtime/desc/grd_desc.h): the
 // descriptor emitter casts these to descriptor codes, and static_asserts there each value.
-enum class Type { Char = 1, Short, Int, Long, LongLong, Float, Double, SComplex, DComplex, String, Filename };
+enum class Type {
+    Char = 1,
+    Short,
+    Int,
+    Long,
+    LongLong,
+    Float,
+    Double,
+    SComplex,
+    DComplex,
+    String,
+    Filename,
+    Callback // a client callback function; its parameters are Param::cb
+};
 enum class Mode { In = 1, Out, InOut, Work };
 enum class Language { C = 1, Cxx = 2, Fortran = 3 };
 
@@ -41,11 +54,12 @@ struct Expr {
         Not,
         Cond,
         Min,
-        Max
+        Max,
+        CbParam // in a callback parameter's dimension: the callback's own scalar 'param'
     };
     Op op = Const;
     int64_t value = 0; // Const
-    int param = -1;    // Param: index into Function::params
+    int param = -1;    // Param: index into Function::params; CbParam: into the callback's Param::cb
     std::vector<Expr> args;
 };
 
@@ -62,7 +76,9 @@ struct Param {
     bool pointer = false; // declared *x
     std::vector<Dim> dims;
     Loc loc;
+    std::vector<Param> cb; // Type::Callback: the callback's parameters (ordinary ones)
 
+    bool isCallback() const { return type == Type::Callback; }
     bool isArray() const { return !dims.empty(); }
     bool isString() const { return type == Type::String || type == Type::Filename; }
     bool writes() const { return mode == Mode::Out || mode == Mode::InOut; }

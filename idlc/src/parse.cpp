@@ -268,6 +268,18 @@ class Builder {
     ast::Param param(P::ParamContext *p) {
         ast::Param out;
         out.loc = loc(p->getStart());
+        if (!p->declarator()) {
+            // A callback: 'name(IN double c[n], ...)'.
+            out.callback = true;
+            out.name = p->name()->getText();
+            out.loc = loc(p->name()->getStart());
+            if (auto *pl = p->paramList()) {
+                out.cbVoid = pl->VOID() != nullptr;
+                for (auto *q : pl->param())
+                    out.cbParams.push_back(param(q));
+            }
+            return out;
+        }
         for (auto *w : p->paramWord()) {
             ast::Word word;
             word.loc = loc(w->getStart());

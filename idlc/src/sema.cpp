@@ -378,7 +378,7 @@ class Analyzer {
         fn.description = f.description;
         std::map<std::string, int> index;
         for (const auto &p : f.params) {
-            Param mp = param(f, p);
+            Param mp = p.callback ? callbackParam(f, p) : param(f, p);
             if (index.count(p.name)) {
                 diag_.error(p.loc,
                             "parameter '" + p.name + "' of " + f.name + " is declared twice: rename one");
@@ -390,27 +390,82 @@ class Analyzer {
         // Dimensions and cost may name parameters declared later, so resolve them now.
         for (size_t i = 0; i < f.params.size(); ++i) {
             const auto &p = f.params[i];
-            // 'OUT string s[]' is one string the body stores through s (Ninf-G): param()
-            // made it the out scalar '*s'.
-            if (fn.params[i].pointer && !p.star) continue;
-            for (size_t d = 0; d < p.dims.size(); ++d) {
-                const auto &ad = p.dims[d];
-                if (ad.empty) {
-                    emptyDimension(p, fn.params[i], d);
-                    continue;
-                }
-                std::string what = "dimension " + std::to_string(d + 1) + " of '" + p.name + "'";
-                Dim dim;
-                dim.size = expr(*ad.size, fn, index, what);
-                if (ad.start) dim.start = expr(*ad.start, fn, index, what);
-                if (ad.end) dim.end = expr(*ad.end, fn, index, what);
-                if (ad.step) dim.step = expr(*ad.step, fn, index, what);
-                fn.params[i].dims.push_back(std::move(dim));
+            if (p.callback) {
+                callbackDims(p, fn, index, fn.params[i]);
+                continue;
             }
+            resolveDims(p, fn, index, fn.params[i], nullptr);
         }
         options(f, fn, index);
         body(f, fn, index);
         return fn;
+    }
+
+    // The dimensions of P (written as AP): each expression over the function's scalars,
+    // and for a callback's parameter (CB set) over the callback's own scalars too.
+    void resolveDims(const ast::Param &ap, const Function &fn, const std::map<std::string, int> &index,
+                     Param &p, const Param *cb) {
+        // 'OUT string s[]' is one string the body stores through s (Ninf-G): param()
+        // made it the out scalar '*s'.
+        if (p.pointer && !ap.star) return;
+        for (size_t d = 0; d < ap.dims.size(); ++d) {
+            const auto &ad = ap.dims[d];
+            if (ad.empty) {
+                emptyDimension(ap, p, d);
+                continue;
+            }
+            std::string what = "dimension " + std::to_string(d + 1) + " of '" + ap.name + "'";
+            if (cb) what += " (callback '" + cb->name + "')";
+            Dim dim;
+            dim.size = expr(*ad.size, fn, index, what, cb);
+            if (ad.start) dim.start = expr(*ad.start, fn, index, what, cb);
+            if (ad.end) dim.end = expr(*ad.end, fn, index, what, cb);
+            if (ad.step) dim.step = expr(*ad.step, fn, index, what, cb);
+            p.dims.push_back(std::move(dim));
+        }
+    }
+
+    // A callback parameter 'name(params)' (Ninf IDL): the client passes a function, the
+    // body calls it during the call. Its parameters are ordinary IN, OUT or INOUT ones.
+    Param callbackParam(const ast::Function &f, const ast::Param &p) {
+        Param mp;
+        mp.name = p.name;
+        mp.loc = p.loc;
+        mp.type = Type::Callback;
+        mp.mode = Mode::In;
+        if (isReservedName(p.name))
+            diag_.error(p.loc, "'" + p.name +
+                                   "' is reserved in C (a keyword or a type of the generated code) and "
+                                   "cannot name a callback: choose another name");
+        if (p.cbParams.size() > 32)
+            diag_.error(p.loc, "callback '" + p.name + "' has " + std::to_string(p.cbParams.size()) +
+                                   " parameters; at most 32 are supported");
+        std::map<std::string, Loc> seen;
+        for (const auto &q : p.cbParams) {
+            if (q.callback) {
+                diag_.error(q.loc, "callback '" + p.name + "' takes a callback '" + q.name +
+                                       "': a callback's parameters are data (IN, OUT, INOUT), not functions");
+                mp.cb.emplace_back();
+                continue;
+            }
+            auto it = seen.find(q.name);
+            if (it != seen.end())
+                diag_.error(q.loc, "parameter '" + q.name + "' of callback '" + p.name +
+                                       "' is declared twice: rename one");
+            seen.emplace(q.name, q.loc);
+            Param cq = param(f, q);
+            if (cq.mode == Mode::Work)
+                diag_.error(q.loc, "parameter '" + q.name + "' of callback '" + p.name +
+                                       "' is WORK: a callback's parameters are IN, OUT or INOUT");
+            mp.cb.push_back(std::move(cq));
+        }
+        return mp;
+    }
+
+    void callbackDims(const ast::Param &p, const Function &fn, const std::map<std::string, int> &index,
+                      Param &mp) {
+        for (size_t j = 0; j < p.cbParams.size() && j < mp.cb.size(); ++j)
+            if (!p.cbParams[j].callback) resolveDims(p.cbParams[j], fn, index, mp.cb[j], &mp);
     }
 
     // An empty dimension '[]' has a meaning only on a lone dimension of an OUT or
@@ -519,9 +574,29 @@ class Analyzer {
         return mp;
     }
 
+    // CB: the callback whose parameter's dimension E is; its own scalars come first.
     Expr expr(const ast::Expr &e, const Function &fn, const std::map<std::string, int> &index,
-              const std::string &what) {
+              const std::string &what, const Param *cb = nullptr) {
         Expr out;
+        if (cb && e.kind == ast::Expr::Name) {
+            for (size_t j = 0; j < cb->cb.size(); ++j) {
+                const Param &q = cb->cb[j];
+                if (q.name != e.text) continue;
+                out.op = Expr::CbParam;
+                out.param = static_cast<int>(j);
+                if (q.mode == Mode::Out)
+                    diag_.error(e.loc, what + " uses '" + e.text +
+                                           "', an OUT parameter of the callback: sizes must be known before "
+                                           "the callback runs, so make it IN or INOUT");
+                else if (q.isArray())
+                    diag_.error(e.loc, what + " uses '" + e.text + "', an array: use a scalar parameter");
+                else if (!isIntegerType(q.type))
+                    diag_.error(e.loc, what + " uses '" + e.text +
+                                           "', which is not an integer: sizes must be char, short, int, long "
+                                           "or longlong");
+                return out;
+            }
+        }
         switch (e.kind) {
         case ast::Expr::Int: {
             errno = 0;
@@ -537,7 +612,8 @@ class Analyzer {
             out.op = Expr::Param;
             auto it = index.find(e.text);
             if (it == index.end()) {
-                diag_.error(e.loc, what + " uses '" + e.text + "', which is not a parameter of " + fn.name);
+                diag_.error(e.loc, what + " uses '" + e.text + "', which is not a parameter of " +
+                                       (cb ? "callback '" + cb->name + "' or of " : std::string()) + fn.name);
                 return out;
             }
             const Param &p = fn.params[it->second];
@@ -548,6 +624,8 @@ class Analyzer {
                                 " parameter: sizes must be known before the call, so make it IN or INOUT");
             } else if (p.isArray()) {
                 diag_.error(e.loc, what + " uses '" + e.text + "', an array: use a scalar parameter");
+            } else if (p.isCallback()) {
+                diag_.error(e.loc, what + " uses '" + e.text + "', a callback: use a scalar parameter");
             } else if (!isIntegerType(p.type)) {
                 diag_.error(
                     e.loc,
@@ -558,12 +636,12 @@ class Analyzer {
         }
         case ast::Expr::Unary:
             out.op = e.op == "!" ? Expr::Not : Expr::Neg;
-            out.args.push_back(expr(*e.kids[0], fn, index, what));
+            out.args.push_back(expr(*e.kids[0], fn, index, what, cb));
             return out;
         case ast::Expr::Cond:
             out.op = Expr::Cond;
             for (const auto &k : e.kids)
-                out.args.push_back(expr(*k, fn, index, what));
+                out.args.push_back(expr(*k, fn, index, what, cb));
             return out;
         case ast::Expr::Call:
             if ((e.op != "min" && e.op != "max") || e.kids.size() != 2) {
@@ -575,7 +653,7 @@ class Analyzer {
             }
             out.op = e.op == "min" ? Expr::Min : Expr::Max;
             for (const auto &k : e.kids)
-                out.args.push_back(expr(*k, fn, index, what));
+                out.args.push_back(expr(*k, fn, index, what, cb));
             return out;
         case ast::Expr::Binary: {
             static const std::map<std::string, Expr::Op> ops = {
@@ -584,7 +662,7 @@ class Analyzer {
                 {"==", Expr::Eq}, {"!=", Expr::Ne}, {"&&", Expr::And}, {"||", Expr::Or}};
             out.op = ops.at(e.op);
             for (const auto &k : e.kids)
-                out.args.push_back(expr(*k, fn, index, what));
+                out.args.push_back(expr(*k, fn, index, what, cb));
             return out;
         }
         }
@@ -674,6 +752,12 @@ class Analyzer {
                         "Calls \"" + f.callsLanguage + "\": write Calls \"C\" or Calls \"Fortran\"");
         }
         if (fn.callsLanguage == Language::Fortran) fn.language = Language::Fortran;
+        if (fn.callsLanguage == Language::Fortran)
+            for (const auto &p : fn.params)
+                if (p.isCallback())
+                    diag_.error(p.loc, "callback '" + p.name +
+                                           "' cannot be passed to Fortran (Calls \"Fortran\"): "
+                                           "use an inline body or Calls \"C\"");
         fn.callsTarget = f.callsTarget;
         if (isReservedName(f.callsTarget))
             diag_.error(f.callsTargetLoc, "'" + f.callsTarget + "' is a C keyword and cannot be called");

@@ -202,6 +202,15 @@ static void free_state(call_state *st) {
 /* Builds every argument; returns 0, or prints the problem naming the parameter. */
 static int build(call_state *st, const char *fname, int argc, char **argv) {
     const grd_desc *d = st->d;
+    /* A callback is a function of the caller's: a command line has none to pass. */
+    for (uint32_t i = 0; i < d->nparams; i++)
+        if (d->params[i].type == GRD_CALLBACK) {
+            cli_error(
+                "%s takes a callback ('%s', argument %u): call it from a program (grpc_call or grid_call "
+                "with a function of yours), the command line cannot pass one",
+                fname, d->params[i].name, i + 1);
+            return -1;
+        }
     int want = 0;
     for (uint32_t i = 0; i < d->nparams; i++)
         want += given(&d->params[i]);

@@ -136,6 +136,10 @@ static void print_text(const cli_opts *o, const char *q, const grd_desc *d, cons
         printf("%s:%d\n", o->server_host, o->server_port);
     }
     /* How to call it from the shell: the arguments gridrpc call expects. */
+    if (grd_callback_count(d) > 0) {
+        puts("Call:        from a program only (grpc_call or grid_call, a function of yours per callback)");
+        return;
+    }
     printf("Call:        gridrpc call %s", q);
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];

@@ -27,6 +27,7 @@ GRC_SAME_(GRID_TYPE_SCOMPLEX, GRD_SCOMPLEX);
 GRC_SAME_(GRID_TYPE_DCOMPLEX, GRD_DCOMPLEX);
 GRC_SAME_(GRID_TYPE_STRING, GRD_STRING);
 GRC_SAME_(GRID_TYPE_FILENAME, GRD_FILENAME);
+GRC_SAME_(GRID_TYPE_CALLBACK, GRD_CALLBACK);
 GRC_SAME_(GRID_MODE_IN, GRD_IN);
 GRC_SAME_(GRID_MODE_OUT, GRD_OUT);
 GRC_SAME_(GRID_MODE_INOUT, GRD_INOUT);
@@ -145,7 +146,7 @@ static int lookup(const char *name, const grd_desc **d, gr_err *e) {
 }
 
 unsigned long grid_type_size_np(int type) {
-    if (type == GRD_STRING || type == GRD_FILENAME) return 0;
+    if (type == GRD_STRING || type == GRD_FILENAME || type == GRD_CALLBACK) return 0;
     return (unsigned long)grd_type_size((uint32_t)type);
 }
 

@@ -277,10 +277,21 @@ static int handle_one(grc_pipe *p, gr_err *e) {
     if (!discard) s->reading = 1;
     pthread_mutex_unlock(&alock);
 
-    int code = GRID_OK, in_step = 1, resent = 0, moved = 0;
+    int code = GRID_OK, in_step = 1, resent = 0, moved = 0, more = 0;
     if (discard) {
-        rc = grw_skip(&c->rd, e);
+        /* A callback of a call that ended here is answered, so the body goes on. */
+        rc = h.type == GRW_CALLBACK ? grc_callback_refuse(&c->rd, &c->wr, &p->wlock, &h, GRID_ERR_CANCELED,
+                                                          "the call ended on the client (canceled or timed "
+                                                          "out): its callbacks no longer run",
+                                                          e)
+                                    : grw_skip(&c->rd, e);
         in_step = rc == GRID_OK;
+    } else if (h.type == GRW_CALLBACK) {
+        /* The body calls one of the caller's functions: it runs here, on the thread
+         * reading this connection's replies (grc_callback.c), and the call goes on. */
+        code = grc_callback_serve(&s->req, &c->rd, &c->wr, &p->wlock, &c->server, &h, e);
+        in_step = more = code == GRID_OK;
+        if (code) grc_req_blame(&s->req, e);
     } else {
         code = grc_req_reply(&s->req, &c->rd, &h, &in_step, e);
         if (code == GRID_ERR_STALE && in_step) {
@@ -297,7 +308,7 @@ static int handle_one(grc_pipe *p, gr_err *e) {
     if (!discard) {
         s->reading = 0;
         if (moved) s->rerouting = 1;
-        if (resent || moved)
+        if (resent || moved || more)
             pthread_cond_broadcast(&acond); /* a cancel may wait for reading to end */
         else
             finish(s, code, e->msg);

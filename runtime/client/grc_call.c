@@ -21,19 +21,29 @@ static int exchange(grc_conn *c, grc_req *q, int *broken, gr_err *e) {
         return rc;
     }
     grw_header h;
-    rc = grp_read_header(&c->rd, &h, e);
-    if (rc) {
-        *broken = 1;
-        if (rc == GRID_ERR_CONN_LOST)
-            gr_seterr(e, GRID_ERR_CONN_LOST,
-                      "the server closed the connection during the call: it may have crashed or been stopped "
-                      "(check its log), or the call exceeded a server limit");
-        return rc;
-    }
-    if (h.request_id != id) {
-        *broken = 1;
-        return gr_seterr(e, GRID_ERR_PROTOCOL, "reply to request %llu while waiting for %llu",
-                         (unsigned long long)h.request_id, (unsigned long long)id);
+    for (;;) {
+        rc = grp_read_header(&c->rd, &h, e);
+        if (rc) {
+            *broken = 1;
+            if (rc == GRID_ERR_CONN_LOST)
+                gr_seterr(
+                    e, GRID_ERR_CONN_LOST,
+                    "the server closed the connection during the call: it may have crashed or been stopped "
+                    "(check its log), or the call exceeded a server limit");
+            return rc;
+        }
+        if (h.request_id != id) {
+            *broken = 1;
+            return gr_seterr(e, GRID_ERR_PROTOCOL, "reply to request %llu while waiting for %llu",
+                             (unsigned long long)h.request_id, (unsigned long long)id);
+        }
+        if (h.type != GRW_CALLBACK) break;
+        /* The body calls one of the caller's functions: run it on this thread (grc_callback.c). */
+        rc = grc_callback_serve(q, &c->rd, &c->wr, NULL, &c->server, &h, e);
+        if (rc) {
+            *broken = 1;
+            return rc;
+        }
     }
     int in_step;
     rc = grc_req_reply(q, &c->rd, &h, &in_step, e);

@@ -4,6 +4,7 @@
 #ifndef GRC_CLIENT_H
 #define GRC_CLIENT_H
 
+#include <pthread.h>
 #include <stdarg.h>
 
 #include "gr_error.h"
@@ -219,6 +220,23 @@ void grc_probe_stop(void);
 /* Writes a REPORT for a probe (grc_meta.c owns the connection). */
 void grc_meta_report_probe(uint64_t server_id, uint64_t bytes_in, uint64_t bytes_out, uint64_t total_ns,
                            const grc_config *cfg);
+
+/* ---- callbacks (grc_callback.c) */
+/* The header H just read is CALLBACK for call Q: reads it, runs the caller's function
+ * and answers CALLBACK_RESULT on W (under WLOCK when not NULL; SERVER: the limits the
+ * server announced). A callback that cannot run is answered with an error (the server
+ * then fails the call). Returns GRID_OK while the connection stays in step. */
+int grc_callback_serve(grc_req *q, grw_reader *r, grw_writer *w, pthread_mutex_t *wlock,
+                       const grw_limits *server, const grw_header *h, gr_err *e);
+/* Reads the next message's header into H, first serving every CALLBACK of request ID
+ * (call Q, on the caller's thread; W is the caller's): a synchronous call's wait for its
+ * reply. Returns what grp_read_header returns, or the error that broke the stream. */
+int grc_callback_await(grc_req *q, grw_reader *r, grw_writer *w, const grw_limits *server, uint64_t id,
+                       grw_header *h, gr_err *e);
+/* CALLBACK H for a call that ended here (canceled, timed out): skipped and answered with
+ * CODE (MSG), so the body on the server goes on. */
+int grc_callback_refuse(grw_reader *r, grw_writer *w, pthread_mutex_t *wlock, const grw_header *h, int code,
+                        const char *msg, gr_err *e);
 
 /* One synchronous call. */
 int grc_call(const char *name, const grc_args *args, gr_err *e);

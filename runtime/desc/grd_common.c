@@ -23,8 +23,8 @@ int grd_fail(grd_error *err, int code, const char *fmt, ...) {
 
 const char *grd_type_name(uint32_t type) {
     static const char *const names[] = {
-        "?",     "char",   "short",    "int",      "long",   "longlong",
-        "float", "double", "scomplex", "dcomplex", "string", "filename",
+        "?",      "char",     "short",    "int",    "long",     "longlong", "float",
+        "double", "scomplex", "dcomplex", "string", "filename", "callback",
     };
     return type < sizeof names / sizeof names[0] ? names[type] : "?";
 }
@@ -47,6 +47,7 @@ size_t grd_type_size(uint32_t type) {
     case GRD_DCOMPLEX: return 2 * sizeof(double);
     case GRD_STRING:
     case GRD_FILENAME: return sizeof(char *);
+    case GRD_CALLBACK: return sizeof(void (*)(void));
     default: return 0;
     }
 }
@@ -58,7 +59,8 @@ int grd_type_is_integer(uint32_t type) {
 int grd_op_arity(uint32_t op, unsigned *pops) {
     switch (op) {
     case GRD_OP_CONST:
-    case GRD_OP_PARAM: *pops = 0; return 1;
+    case GRD_OP_PARAM:
+    case GRD_OP_CBPARAM: *pops = 0; return 1;
     case GRD_OP_NEG:
     case GRD_OP_NOT: *pops = 1; return 1;
     case GRD_OP_COND: *pops = 3; return 1;
@@ -87,25 +89,29 @@ static void free_expr(grd_expr *e) {
     e->len = 0;
 }
 
+void grd_free_params(grd_param *params, uint32_t n) {
+    if (params == NULL) return;
+    for (uint32_t i = 0; i < n; i++) {
+        grd_param *p = &params[i];
+        free(p->name);
+        if (p->dims != NULL) {
+            for (uint32_t d = 0; d < p->rank; d++) {
+                free_expr(&p->dims[d].size);
+                free_expr(&p->dims[d].start);
+                free_expr(&p->dims[d].end);
+                free_expr(&p->dims[d].step);
+            }
+            free(p->dims);
+        }
+        grd_free_params(p->cb, p->ncb);
+    }
+    free(params);
+}
+
 void grd_free(grd_desc *desc) {
     if (desc == NULL) return;
     free(desc->cls);
-    if (desc->params != NULL) {
-        for (uint32_t i = 0; i < desc->nparams; i++) {
-            grd_param *p = &desc->params[i];
-            free(p->name);
-            if (p->dims != NULL) {
-                for (uint32_t d = 0; d < p->rank; d++) {
-                    free_expr(&p->dims[d].size);
-                    free_expr(&p->dims[d].start);
-                    free_expr(&p->dims[d].end);
-                    free_expr(&p->dims[d].step);
-                }
-                free(p->dims);
-            }
-        }
-        free(desc->params);
-    }
+    grd_free_params(desc->params, desc->nparams);
     free_expr(&desc->cost);
     free(desc->module);
     free(desc->name);
@@ -152,8 +158,10 @@ static int check_name(const char *s, const char *what, grd_error *err) {
     return GRD_OK;
 }
 
-/* Checks one program against DESC's parameters; CTX prefixes messages. */
-static int check_prog(const grd_desc *desc, const grd_expr *e, const char *ctx, grd_error *err) {
+/* Checks one program against DESC's parameters; CTX prefixes messages. CB: the callback
+ * whose parameter the program sizes (CBPARAM names its parameters), NULL elsewhere. */
+static int check_prog(const grd_desc *desc, const grd_param *cb, const grd_expr *e, const char *ctx,
+                      grd_error *err) {
     if (e->len == 0) return GRD_OK;
     if (e->len > GRD_MAX_PROGRAM)
         return grd_fail(err, GRD_E_LIMIT, "%s: program of %u instructions exceeds the limit of %u", ctx,
@@ -178,6 +186,23 @@ static int check_prog(const grd_desc *desc, const grd_expr *e, const char *ctx, 
                                 "%s: instruction %u: PARAM %lld ('%s') is not an integer IN or "
                                 "INOUT scalar",
                                 ctx, pc, (long long)i, p->name);
+        } else if (in->op == GRD_OP_CBPARAM) {
+            int64_t j = in->operand;
+            if (cb == NULL)
+                return grd_fail(err, GRD_E_INVALID,
+                                "%s: instruction %u: CBPARAM outside the parameters of a callback", ctx, pc);
+            if (j < 0 || (uint64_t)j >= cb->ncb)
+                return grd_fail(err, GRD_E_INVALID,
+                                "%s: instruction %u: CBPARAM %lld is out of range (callback '%s' has %u "
+                                "parameters)",
+                                ctx, pc, (long long)j, cb->name, cb->ncb);
+            const grd_param *q = &cb->cb[j];
+            if (!grd_type_is_integer(q->type) || q->rank != 0 || (q->mode != GRD_IN && q->mode != GRD_INOUT))
+                return grd_fail(
+                    err, GRD_E_INVALID,
+                    "%s: instruction %u: CBPARAM %lld ('%s') is not an integer IN or INOUT scalar "
+                    "of callback '%s'",
+                    ctx, pc, (long long)j, q->name, cb->name);
         } else if (in->op != GRD_OP_CONST && in->operand != 0) {
             return grd_fail(err, GRD_E_INVALID, "%s: instruction %u: operand %lld on an op that takes none",
                             ctx, pc, (long long)in->operand);
@@ -190,6 +215,81 @@ static int check_prog(const grd_desc *desc, const grd_expr *e, const char *ctx, 
     }
     if (depth != 1)
         return grd_fail(err, GRD_E_INVALID, "%s: program leaves %u values instead of one", ctx, depth);
+    return GRD_OK;
+}
+
+/* The fields of N parameters (names, types, modes, flags, ranks, callbacks' shapes);
+ * WHAT and WHERE name them in messages ("parameter 3 ('x') of callback 2 ('cb')"). The
+ * parameters of a callback (WHERE non-empty) are ordinary IN, OUT or INOUT ones. */
+static int check_fields(const grd_param *params, uint32_t n, const char *what, const char *where,
+                        grd_error *err) {
+    char ctx[320];
+    int in_cb = where[0] != '\0';
+    if (n > 0 && params == NULL)
+        return grd_fail(err, GRD_E_INVALID, "%u parameters%s but no parameter array", n, where);
+    for (uint32_t i = 0; i < n; i++) {
+        const grd_param *p = &params[i];
+        int rc;
+        snprintf(ctx, sizeof ctx, "%s %u%s name", what, i + 1, where);
+        if ((rc = check_name(p->name, ctx, err)) != GRD_OK) return rc;
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(params[j].name, p->name) == 0)
+                return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: the name is also %s %u's", what, i + 1,
+                                p->name, where, what, j + 1);
+        if (p->type < GRD_CHAR || p->type > (in_cb ? GRD_FILENAME : GRD_CALLBACK))
+            return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: unknown type %u%s", what, i + 1, p->name,
+                            where, p->type,
+                            in_cb && p->type == GRD_CALLBACK ? " (no callbacks inside callbacks)" : "");
+        if (p->mode < GRD_IN || p->mode > (in_cb ? GRD_INOUT : GRD_WORK))
+            return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: unknown mode %u", what, i + 1, p->name,
+                            where, p->mode);
+        if (p->flags & ~(GRD_PF_UNSIGNED | GRD_PF_POINTER))
+            return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: unknown flag bits 0x%x", what, i + 1,
+                            p->name, where, p->flags & ~(GRD_PF_UNSIGNED | GRD_PF_POINTER));
+        if (p->rank > GRD_MAX_RANK)
+            return grd_fail(err, GRD_E_LIMIT, "%s %u ('%s')%s: rank %u exceeds the limit of %u", what, i + 1,
+                            p->name, where, p->rank, GRD_MAX_RANK);
+        if (p->rank > 0 && p->dims == NULL)
+            return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: rank %u but no dimensions", what, i + 1,
+                            p->name, where, p->rank);
+        if (p->type == GRD_CALLBACK) {
+            if (p->mode != GRD_IN || p->flags != 0 || p->rank != 0)
+                return grd_fail(
+                    err, GRD_E_INVALID,
+                    "%s %u ('%s'): a callback has mode IN, no flags and rank 0 (mode %u, flags 0x%x, "
+                    "rank %u)",
+                    what, i + 1, p->name, p->mode, p->flags, p->rank);
+            if (p->ncb > GRD_MAX_CB_PARAMS)
+                return grd_fail(err, GRD_E_LIMIT,
+                                "%s %u ('%s'): %u callback parameters exceed the limit of %u", what, i + 1,
+                                p->name, p->ncb, GRD_MAX_CB_PARAMS);
+        } else if (p->ncb != 0 || p->cb != NULL) {
+            return grd_fail(err, GRD_E_INVALID,
+                            "%s %u ('%s')%s: parameters of its own, but it is no callback", what, i + 1,
+                            p->name, where);
+        }
+        if (in_cb && p->mode == GRD_WORK)
+            return grd_fail(err, GRD_E_INVALID, "%s %u ('%s')%s: a callback has no WORK parameters", what,
+                            i + 1, p->name, where);
+    }
+    return GRD_OK;
+}
+
+/* The dimension programs of P (a parameter of DESC, or of its callback CB). */
+static int check_dims(const grd_desc *desc, const grd_param *cb, const grd_param *p, const char *pctx,
+                      grd_error *err) {
+    char ctx[400];
+    for (uint32_t d = 0; d < p->rank; d++) {
+        static const char *const field[] = {"size", "start", "end", "step"};
+        const grd_expr *progs[4] = {&p->dims[d].size, &p->dims[d].start, &p->dims[d].end, &p->dims[d].step};
+        if (progs[0]->len == 0)
+            return grd_fail(err, GRD_E_INVALID, "%s dimension %u: the size program is empty", pctx, d + 1);
+        for (int f = 0; f < 4; f++) {
+            int rc;
+            snprintf(ctx, sizeof ctx, "%s dimension %u %s", pctx, d + 1, field[f]);
+            if ((rc = check_prog(desc, cb, progs[f], ctx, err)) != GRD_OK) return rc;
+        }
+    }
     return GRD_OK;
 }
 
@@ -220,52 +320,21 @@ int grd_validate(const grd_desc *desc, grd_error *err) {
     if (desc->nparams > GRD_MAX_PARAMS)
         return grd_fail(err, GRD_E_LIMIT, "%u parameters exceed the limit of %u", desc->nparams,
                         GRD_MAX_PARAMS);
-    if (desc->nparams > 0 && desc->params == NULL)
-        return grd_fail(err, GRD_E_INVALID, "%u parameters but no parameter array", desc->nparams);
-
     /* Every parameter's own fields first: programs may refer to any parameter, and
      * their checks rely on the referenced parameter being well-formed. */
+    if ((rc = check_fields(desc->params, desc->nparams, "parameter", "", err)) != GRD_OK) return rc;
     for (uint32_t i = 0; i < desc->nparams; i++) {
         const grd_param *p = &desc->params[i];
-        snprintf(ctx, sizeof ctx, "parameter %u name", i + 1);
-        if ((rc = check_name(p->name, ctx, err)) != GRD_OK) return rc;
-        for (uint32_t j = 0; j < i; j++)
-            if (strcmp(desc->params[j].name, p->name) == 0)
-                return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): the name is also parameter %u's",
-                                i + 1, p->name, j + 1);
-        if (p->type < GRD_CHAR || p->type > GRD_FILENAME)
-            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): unknown type %u", i + 1, p->name,
-                            p->type);
-        if (p->mode < GRD_IN || p->mode > GRD_WORK)
-            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): unknown mode %u", i + 1, p->name,
-                            p->mode);
-        if (p->flags & ~(GRD_PF_UNSIGNED | GRD_PF_POINTER))
-            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): unknown flag bits 0x%x", i + 1, p->name,
-                            p->flags & ~(GRD_PF_UNSIGNED | GRD_PF_POINTER));
-        if (p->rank > GRD_MAX_RANK)
-            return grd_fail(err, GRD_E_LIMIT, "parameter %u ('%s'): rank %u exceeds the limit of %u", i + 1,
-                            p->name, p->rank, GRD_MAX_RANK);
-        if (p->rank > 0 && p->dims == NULL)
-            return grd_fail(err, GRD_E_INVALID, "parameter %u ('%s'): rank %u but no dimensions", i + 1,
-                            p->name, p->rank);
-    }
-
-    for (uint32_t i = 0; i < desc->nparams; i++) {
-        const grd_param *p = &desc->params[i];
-        for (uint32_t d = 0; d < p->rank; d++) {
-            static const char *const field[] = {"size", "start", "end", "step"};
-            const grd_expr *progs[4] = {&p->dims[d].size, &p->dims[d].start, &p->dims[d].end,
-                                        &p->dims[d].step};
-            if (progs[0]->len == 0)
-                return grd_fail(err, GRD_E_INVALID,
-                                "parameter %u ('%s') dimension %u: the size program is empty", i + 1, p->name,
-                                d + 1);
-            for (int f = 0; f < 4; f++) {
-                snprintf(ctx, sizeof ctx, "parameter %u ('%s') dimension %u %s", i + 1, p->name, d + 1,
-                         field[f]);
-                if ((rc = check_prog(desc, progs[f], ctx, err)) != GRD_OK) return rc;
-            }
+        snprintf(ctx, sizeof ctx, "parameter %u ('%s')", i + 1, p->name);
+        if ((rc = check_dims(desc, NULL, p, ctx, err)) != GRD_OK) return rc;
+        if (p->type != GRD_CALLBACK) continue;
+        snprintf(ctx, sizeof ctx, " of callback %u ('%s')", i + 1, p->name);
+        if ((rc = check_fields(p->cb, p->ncb, "parameter", ctx, err)) != GRD_OK) return rc;
+        for (uint32_t j = 0; j < p->ncb; j++) {
+            snprintf(ctx, sizeof ctx, "parameter %u ('%s') of callback %u ('%s')", j + 1, p->cb[j].name,
+                     i + 1, p->name);
+            if ((rc = check_dims(desc, p, &p->cb[j], ctx, err)) != GRD_OK) return rc;
         }
     }
-    return check_prog(desc, &desc->cost, "cost", err);
+    return check_prog(desc, NULL, &desc->cost, "cost", err);
 }

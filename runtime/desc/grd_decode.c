@@ -103,15 +103,45 @@ static int get_prog(cursor *c, grd_expr *e, const char *what) {
     return GRD_OK;
 }
 
-static int get_param(cursor *c, grd_param *p, uint32_t i) {
+static int get_param(cursor *c, grd_param *p, uint32_t i, const char *cbname);
+
+/* A callback's parameters: a count (<= GRD_MAX_CB_PARAMS), then each as a parameter
+ * that may not itself be a callback. */
+static int get_callback(cursor *c, grd_param *p) {
+    uint32_t n;
+    int rc = get_u32(c, &n, "callback parameter count");
+    if (rc != GRD_OK) return rc;
+    if (n > GRD_MAX_CB_PARAMS)
+        return grd_fail(c->err, GRD_E_LIMIT, "%s: %u callback parameters exceed the limit of %u", c->ctx, n,
+                        GRD_MAX_CB_PARAMS);
+    if (n == 0) return GRD_OK;
+    if ((rc = need(c, (size_t)n * MIN_PARAM_BYTES, "callback parameters")) != GRD_OK) return rc;
+    p->cb = calloc(n, sizeof *p->cb);
+    if (p->cb == NULL) return grd_fail(c->err, GRD_E_NOMEM, "out of memory");
+    p->ncb = n;
+    for (uint32_t j = 0; j < n; j++)
+        if ((rc = get_param(c, &p->cb[j], j, p->name)) != GRD_OK) return rc;
+    return GRD_OK;
+}
+
+/* CBNAME: the callback whose parameter this is, NULL for a function's parameter. */
+static int get_param(cursor *c, grd_param *p, uint32_t i, const char *cbname) {
     int rc;
-    snprintf(c->ctx, sizeof c->ctx, "parameter %u", i + 1);
+    char where[300] = "";
+    if (cbname) snprintf(where, sizeof where, " of callback '%s'", cbname);
+    snprintf(c->ctx, sizeof c->ctx, "parameter %u%s", i + 1, where);
     if ((rc = get_str(c, &p->name, GRD_MAX_NAME, "name")) != GRD_OK) return rc;
-    snprintf(c->ctx, sizeof c->ctx, "parameter %u ('%s')", i + 1, p->name);
+    snprintf(c->ctx, sizeof c->ctx, "parameter %u ('%s')%s", i + 1, p->name, where);
     uint32_t rank;
     if ((rc = get_u32(c, &p->type, "type")) != GRD_OK || (rc = get_u32(c, &p->mode, "mode")) != GRD_OK ||
         (rc = get_u32(c, &p->flags, "flags")) != GRD_OK || (rc = get_u32(c, &rank, "rank")) != GRD_OK)
         return rc;
+    if (p->type == GRD_CALLBACK) {
+        if (cbname) return grd_fail(c->err, GRD_E_INVALID, "%s: a callback inside a callback", c->ctx);
+        if (rank != 0)
+            return grd_fail(c->err, GRD_E_INVALID, "%s: a callback has rank 0, not %u", c->ctx, rank);
+        return get_callback(c, p);
+    }
     if (rank == 0) return GRD_OK;
     if (rank > GRD_MAX_RANK)
         return grd_fail(c->err, GRD_E_LIMIT, "%s: rank %u exceeds the limit of %u", c->ctx, rank,
@@ -155,7 +185,7 @@ static int get_body(cursor *c, grd_desc *d) {
     if (d->params == NULL) return grd_fail(c->err, GRD_E_NOMEM, "out of memory");
     d->nparams = nparams;
     for (uint32_t i = 0; i < nparams; i++)
-        if ((rc = get_param(c, &d->params[i], i)) != GRD_OK) return rc;
+        if ((rc = get_param(c, &d->params[i], i, NULL)) != GRD_OK) return rc;
     return GRD_OK;
 }
 

@@ -35,6 +35,7 @@ extern "C" {
 #define GRD_MAX_CALLEE 255u        /* Calls target name (bytes) */
 #define GRD_MAX_ENCODED (1u << 20) /* one encoded descriptor (bytes) */
 #define GRD_MAX_BUNDLE 4096u       /* functions per module bundle */
+#define GRD_MAX_CB_PARAMS 32u      /* parameters of one callback */
 
 typedef enum grd_type {
     GRD_CHAR = 1,
@@ -47,7 +48,10 @@ typedef enum grd_type {
     GRD_SCOMPLEX = 8,
     GRD_DCOMPLEX = 9,
     GRD_STRING = 10,
-    GRD_FILENAME = 11
+    GRD_FILENAME = 11,
+    /* A client callback function (Ninf IDL 'cb(IN double c[n], OUT double d[n])'): the
+     * parameter never travels; its own parameters are grd_param.cb. */
+    GRD_CALLBACK = 12
 } grd_type;
 
 typedef enum grd_mode { GRD_IN = 1, GRD_OUT = 2, GRD_INOUT = 3, GRD_WORK = 4 } grd_mode;
@@ -85,7 +89,11 @@ typedef enum grd_op {
     GRD_OP_NOT = 18,  /* unary */
     GRD_OP_COND = 19, /* pops c, b, a: pushes a ? b : c */
     GRD_OP_MIN = 20,
-    GRD_OP_MAX = 21
+    GRD_OP_MAX = 21,
+    /* Only in the programs of a callback's parameters: push the value of the
+     * callback's own integer IN scalar number operand (PARAM there names the
+     * function's parameters, as everywhere). */
+    GRD_OP_CBPARAM = 22
 } grd_op;
 
 typedef struct grd_insn {
@@ -112,6 +120,10 @@ typedef struct grd_param {
     uint32_t flags; /* GRD_PF_* */
     uint32_t rank;  /* 0 for a scalar */
     grd_dim *dims;  /* rank entries, in C order (last varies fastest) */
+    /* GRD_CALLBACK only (0 and NULL otherwise): the callback's parameters, each an
+     * ordinary parameter (no callbacks inside callbacks). */
+    uint32_t ncb;
+    struct grd_param *cb;
 } grd_param;
 
 typedef struct grd_desc {
@@ -224,6 +236,18 @@ int grd_extent_of(const grd_desc *desc, uint32_t pindex, const int64_t *scalars,
 /* Evaluates the cost program; a function without one costs 0. */
 int grd_cost(const grd_desc *desc, const int64_t *scalars, double *flops, grd_error *err);
 
+/* ---- Callbacks ---- */
+
+/* Builds the descriptor of callback parameter PINDEX of FN as a function of its own, for
+ * one call: its parameters are the callback's, every PARAM i (the function's scalar i)
+ * becomes the constant IVAL[i] (the call's values) and every CBPARAM j becomes PARAM j.
+ * The marshaller then sizes and moves the callback's arguments as any call's. Module:
+ * FN's; name: the callback parameter's. *out is grd_free'd by the caller. */
+int grd_callback_desc(const grd_desc *fn, uint32_t pindex, const int64_t *ival, grd_desc **out,
+                      grd_error *err);
+/* The number of callback parameters of DESC. */
+uint32_t grd_callback_count(const grd_desc *desc);
+
 /* ---- Text ---- */
 
 /* Writes a readable multi-line dump of DESC (the golden-test form) into a malloc'd
@@ -232,7 +256,8 @@ char *grd_dump(const grd_desc *desc);
 /* One program of DESC as the dump prints it ("2*n^3"), malloc'd; NULL when absent. */
 char *grd_expr_text(const grd_desc *desc, const grd_expr *e);
 /* The dimensions of parameter PINDEX as the dump prints them ("[n][n]", "[n : lo, hi, 1]";
- * "" for a scalar), malloc'd; NULL for a bad index. */
+ * "" for a scalar; a callback's parameters, "(IN int k, OUT double d[k])"), malloc'd;
+ * NULL for a bad index. */
 char *grd_dims_text(const grd_desc *desc, uint32_t pindex);
 
 /* Returns FNV-1a 64 of LEN bytes. */

@@ -131,7 +131,8 @@ static void put_operand(sbuf *b, const node *n, int min_prec) {
 
 /* Prints E as infix into OUT; returns 0 when E is not a well-formed program (the
  * dump then shows a placeholder instead). */
-static int put_expr(sbuf *out, const grd_desc *desc, const grd_expr *e) {
+/* CB: the callback whose parameter E sizes (CBPARAM names its parameters), or NULL. */
+static int put_expr(sbuf *out, const grd_desc *desc, const grd_param *cb, const grd_expr *e) {
     node st[GRD_MAX_STACK];
     unsigned sp = 0;
     int ok = 1;
@@ -159,6 +160,13 @@ static int put_expr(sbuf *out, const grd_desc *desc, const grd_expr *e) {
                 sb_puts(&r.text, desc->params[in->operand].name);
             else
                 sb_printf(&r.text, "$%" PRId64, in->operand);
+            break;
+        case GRD_OP_CBPARAM:
+            if (cb != NULL && in->operand >= 0 && (uint64_t)in->operand < cb->ncb && cb->cb != NULL &&
+                cb->cb[in->operand].name != NULL)
+                sb_puts(&r.text, cb->cb[in->operand].name);
+            else
+                sb_printf(&r.text, "$cb%" PRId64, in->operand);
             break;
         case GRD_OP_NEG:
         case GRD_OP_NOT:
@@ -206,8 +214,8 @@ static int put_expr(sbuf *out, const grd_desc *desc, const grd_expr *e) {
     return ok;
 }
 
-static void put_prog(sbuf *out, const grd_desc *desc, const grd_expr *e) {
-    if (!put_expr(out, desc, e)) sb_puts(out, "<invalid program>");
+static void put_prog(sbuf *out, const grd_desc *desc, const grd_param *cb, const grd_expr *e) {
+    if (!put_expr(out, desc, cb, e)) sb_puts(out, "<invalid program>");
 }
 
 /* ---- the descriptor ---- */
@@ -247,23 +255,23 @@ static const char *str_or(const char *s, const char *dflt) {
 }
 
 /* The dimensions of array P: "[n][m : lo, hi, 1]". */
-static void put_dims(sbuf *b, const grd_desc *desc, const grd_param *p) {
+static void put_dims(sbuf *b, const grd_desc *desc, const grd_param *cb, const grd_param *p) {
     for (uint32_t d = 0; d < p->rank && d < GRD_MAX_RANK; d++) {
         const grd_dim *dim = &p->dims[d];
         sb_puts(b, "[");
-        put_prog(b, desc, &dim->size);
+        put_prog(b, desc, cb, &dim->size);
         /* A sub-range is shown whole, its absent parts as their defaults. */
         if (dim->start.len || dim->end.len || dim->step.len) {
             sb_puts(b, " : ");
             if (dim->start.len)
-                put_prog(b, desc, &dim->start);
+                put_prog(b, desc, cb, &dim->start);
             else
                 sb_puts(b, "0");
             sb_puts(b, ", ");
-            put_prog(b, desc, dim->end.len ? &dim->end : &dim->size);
+            put_prog(b, desc, cb, dim->end.len ? &dim->end : &dim->size);
             sb_puts(b, ", ");
             if (dim->step.len)
-                put_prog(b, desc, &dim->step);
+                put_prog(b, desc, cb, &dim->step);
             else
                 sb_puts(b, "1");
         }
@@ -272,10 +280,29 @@ static void put_dims(sbuf *b, const grd_desc *desc, const grd_param *p) {
     if (p->rank > GRD_MAX_RANK) sb_printf(b, "[... rank %u]", p->rank);
 }
 
+/* One parameter of a callback: "IN double c[n][n]". */
+static void put_cb_param(sbuf *b, const grd_desc *desc, const grd_param *cb, const grd_param *p) {
+    sb_printf(b, "%s ", grd_mode_name(p->mode));
+    if (p->flags & GRD_PF_UNSIGNED) sb_puts(b, "unsigned ");
+    sb_puts(b, grd_type_name(p->type));
+    sb_puts(b, (p->flags & GRD_PF_POINTER) ? " *" : " ");
+    sb_puts(b, str_or(p->name, "?"));
+    if (p->rank > 0 && p->dims != NULL) put_dims(b, desc, cb, p);
+}
+
 static void put_param(sbuf *b, const grd_desc *desc, uint32_t i) {
     const grd_param *p = &desc->params[i];
     sb_printf(b, "  param %u ", i + 1);
     sb_puts(b, str_or(p->name, "?"));
+    if (p->type == GRD_CALLBACK) {
+        sb_puts(b, ": callback (");
+        for (uint32_t j = 0; p->cb != NULL && j < p->ncb; j++) {
+            if (j) sb_puts(b, ", ");
+            put_cb_param(b, desc, p, &p->cb[j]);
+        }
+        sb_puts(b, ")\n");
+        return;
+    }
     sb_printf(b, ": %s ", grd_mode_name(p->mode));
     if (p->flags & GRD_PF_UNSIGNED) sb_puts(b, "unsigned ");
     sb_puts(b, grd_type_name(p->type));
@@ -283,7 +310,7 @@ static void put_param(sbuf *b, const grd_desc *desc, uint32_t i) {
     if (p->flags & ~(GRD_PF_UNSIGNED | GRD_PF_POINTER)) sb_printf(b, " flags 0x%x", p->flags);
     if (p->rank > 0 && p->dims != NULL) {
         sb_puts(b, " ");
-        put_dims(b, desc, p);
+        put_dims(b, desc, NULL, p);
     }
     sb_puts(b, "\n");
 }
@@ -310,7 +337,7 @@ char *grd_dump(const grd_desc *desc) {
     if (desc->cost.len == 0)
         sb_puts(&b, "none");
     else
-        put_prog(&b, desc, &desc->cost);
+        put_prog(&b, desc, NULL, &desc->cost);
     sb_puts(&b, "\n");
     for (uint32_t i = 0; desc->params != NULL && i < desc->nparams; i++)
         put_param(&b, desc, i);
@@ -324,7 +351,7 @@ char *grd_dump(const grd_desc *desc) {
 char *grd_expr_text(const grd_desc *desc, const grd_expr *e) {
     if (desc == NULL || e == NULL || e->len == 0) return NULL;
     sbuf b = {NULL, 0, 0, 0};
-    put_prog(&b, desc, e);
+    put_prog(&b, desc, NULL, e);
     if (b.failed) {
         free(b.s);
         return NULL;
@@ -337,7 +364,15 @@ char *grd_dims_text(const grd_desc *desc, uint32_t pindex) {
     const grd_param *p = &desc->params[pindex];
     sbuf b = {NULL, 0, 0, 0};
     sb_puts(&b, "");
-    if (p->rank > 0 && p->dims != NULL) put_dims(&b, desc, p);
+    if (p->rank > 0 && p->dims != NULL) put_dims(&b, desc, NULL, p);
+    if (p->type == GRD_CALLBACK) {
+        sb_puts(&b, "(");
+        for (uint32_t j = 0; p->cb != NULL && j < p->ncb; j++) {
+            if (j) sb_puts(&b, ", ");
+            put_cb_param(&b, desc, p, &p->cb[j]);
+        }
+        sb_puts(&b, ")");
+    }
     if (b.failed) {
         free(b.s);
         return NULL;

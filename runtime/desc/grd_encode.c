@@ -21,18 +21,24 @@ static size_t prog_bytes(const grd_expr *e) {
 
 /* Body size of a validated descriptor (so every count is within its limit and no
  * sum can overflow). */
-static size_t body_bytes(const grd_desc *d) {
-    size_t n = str_bytes(d->module) + str_bytes(d->name) + str_bytes(d->description);
-    if (d->flags & GRD_FF_METHOD) n += str_bytes(d->cls);
-    n += 8 + prog_bytes(&d->cost) + 4;
-    for (uint32_t i = 0; i < d->nparams; i++) {
-        const grd_param *p = &d->params[i];
+static size_t params_bytes(const grd_param *params, uint32_t np) {
+    size_t n = 0;
+    for (uint32_t i = 0; i < np; i++) {
+        const grd_param *p = &params[i];
         n += str_bytes(p->name) + 16;
         for (uint32_t k = 0; k < p->rank; k++)
             n += prog_bytes(&p->dims[k].size) + prog_bytes(&p->dims[k].start) + prog_bytes(&p->dims[k].end) +
                  prog_bytes(&p->dims[k].step);
+        if (p->type == GRD_CALLBACK) n += 4 + params_bytes(p->cb, p->ncb);
     }
     return n;
+}
+
+static size_t body_bytes(const grd_desc *d) {
+    size_t n = str_bytes(d->module) + str_bytes(d->name) + str_bytes(d->description);
+    if (d->flags & GRD_FF_METHOD) n += str_bytes(d->cls);
+    n += 8 + prog_bytes(&d->cost) + 4;
+    return n + params_bytes(d->params, d->nparams);
 }
 
 static bool_t put_u32(XDR *x, uint32_t v) {
@@ -56,14 +62,10 @@ static bool_t put_prog(XDR *x, const grd_expr *e) {
     return TRUE;
 }
 
-static bool_t put_body(XDR *x, const grd_desc *d) {
-    if (!put_str(x, d->module, GRD_MAX_NAME) || !put_str(x, d->name, GRD_MAX_NAME) ||
-        !put_str(x, d->description, GRD_MAX_DESCRIPTION) || !put_u32(x, d->flags) || !put_u32(x, d->language))
-        return FALSE;
-    if ((d->flags & GRD_FF_METHOD) && !put_str(x, d->cls, GRD_MAX_NAME)) return FALSE;
-    if (!put_prog(x, &d->cost) || !put_u32(x, d->nparams)) return FALSE;
-    for (uint32_t i = 0; i < d->nparams; i++) {
-        const grd_param *p = &d->params[i];
+/* A callback parameter is followed by its own parameters (docs/descriptor.md). */
+static bool_t put_params(XDR *x, const grd_param *params, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        const grd_param *p = &params[i];
         if (!put_str(x, p->name, GRD_MAX_NAME) || !put_u32(x, p->type) || !put_u32(x, p->mode) ||
             !put_u32(x, p->flags) || !put_u32(x, p->rank))
             return FALSE;
@@ -73,8 +75,18 @@ static bool_t put_body(XDR *x, const grd_desc *d) {
                 !put_prog(x, &dim->step))
                 return FALSE;
         }
+        if (p->type == GRD_CALLBACK && (!put_u32(x, p->ncb) || !put_params(x, p->cb, p->ncb))) return FALSE;
     }
     return TRUE;
+}
+
+static bool_t put_body(XDR *x, const grd_desc *d) {
+    if (!put_str(x, d->module, GRD_MAX_NAME) || !put_str(x, d->name, GRD_MAX_NAME) ||
+        !put_str(x, d->description, GRD_MAX_DESCRIPTION) || !put_u32(x, d->flags) || !put_u32(x, d->language))
+        return FALSE;
+    if ((d->flags & GRD_FF_METHOD) && !put_str(x, d->cls, GRD_MAX_NAME)) return FALSE;
+    if (!put_prog(x, &d->cost) || !put_u32(x, d->nparams)) return FALSE;
+    return put_params(x, d->params, d->nparams);
 }
 
 int grd_encode(grd_desc *desc, uint8_t **out, size_t *outlen, grd_error *err) {

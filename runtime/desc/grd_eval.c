@@ -116,6 +116,10 @@ int grd_eval(const grd_expr *prog, const int64_t *scalars, uint32_t nscalars, in
         slot r = {.v = 0, .code = GRD_OK, .pc = pc, .op = in->op, .a = 0, .b = 0};
         switch (in->op) {
         case GRD_OP_CONST: r.v = in->operand; break;
+        case GRD_OP_CBPARAM:
+            /* Callback programs are evaluated only after grd_callback_desc rewrote them. */
+            return grd_fail(err, GRD_E_INVALID, "instruction %u: CBPARAM outside a callback's descriptor",
+                            pc);
         case GRD_OP_PARAM:
             if (in->operand < 0 || (uint64_t)in->operand >= nscalars)
                 return grd_fail(err, GRD_E_ARG, "instruction %u: PARAM %lld has no value (%u scalars given)",

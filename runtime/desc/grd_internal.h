@@ -24,6 +24,9 @@ int grd_is_identifier(const char *s, size_t len);
 /* 1 when TYPE is one that a PARAM may read (char .. longlong). */
 int grd_type_is_integer(uint32_t type);
 
+/* Frees N parameters (names, programs, callbacks' parameters) and the array. */
+void grd_free_params(grd_param *params, uint32_t n);
+
 /* Stack effect of an opcode: how many values it pops and pushes; 0 when unknown. */
 int grd_op_arity(uint32_t op, unsigned *pops);
 

@@ -24,7 +24,14 @@ void grm_init(grm_call *c, const grd_desc *d, int side) {
     }
 }
 
+grm_fn grm_callback_fn(const grm_call *c, uint32_t i) {
+    grm_fn fn;
+    memcpy(&fn, &c->sl[i].val.str, sizeof fn);
+    return fn;
+}
+
 int grm_travels(const grd_param *p, int dir) {
+    if (p->type == GRD_CALLBACK) return 0; /* a function of the client: only its calls travel */
     if (p->mode == GRD_INOUT) return 1;
     if (dir == GRM_TO_SERVER) return p->mode == GRD_IN;
     return p->mode == GRD_OUT;
@@ -116,6 +123,12 @@ int grm_from_va(grm_call *c, const grd_desc *d, va_list ap, const grw_limits *li
             c->ptr[i] = va_arg(ap, void *);
             continue;
         }
+        if (p->type == GRD_CALLBACK) {
+            /* The client's function, kept in the slot; NULL is refused when the body calls it. */
+            grm_fn fn = va_arg(ap, grm_fn);
+            memcpy(&v->str, &fn, sizeof fn);
+            continue;
+        }
         if (p->type == GRD_FILENAME) {
             /* A path; NULL is allowed: an IN one reaches the body as NULL, an OUT one's
              * file is not kept. */
@@ -152,6 +165,14 @@ int grm_from_argv(grm_call *c, const grd_desc *d, void *const *argv, const grw_l
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
         c->ptr[i] = argv[i];
+        if (p->type == GRD_CALLBACK) {
+            /* An argument stack holds the function itself, as a pointer. */
+            grm_fn fn;
+            memcpy(&fn, &argv[i], sizeof fn);
+            memcpy(&c->sl[i].val.str, &fn, sizeof fn);
+            c->ptr[i] = &c->sl[i].val;
+            continue;
+        }
         if (p->rank == 0 && !argv[i])
             return gr_seterr(e, GRID_ERR_ARGS, "%s is NULL: pass the address of its variable",
                              arg_name(p, i, nm, sizeof nm));

@@ -30,6 +30,13 @@ enum { GRM_CLIENT_SIDE = 1, GRM_SERVER_SIDE = 2 };
  * core's have one layout. */
 typedef grid_scalar_np grm_value;
 
+/* A callback parameter's value on the client: the caller's function, called with one
+ * pointer per callback parameter (grc_callback.c), kept in its slot's val (grm_callback_fn). */
+typedef void (*grm_fn)(void);
+#ifndef __cplusplus
+_Static_assert(sizeof(grm_fn) <= sizeof(grid_scalar_np), "a function pointer fits a slot");
+#endif
+
 /* What a call keeps per parameter besides its pointer and integer value. */
 typedef struct grm_slot {
     grm_value val;  /* the value of a scalar (ptr points here unless the caller's) */
@@ -103,6 +110,9 @@ int grm_read_bulk(grw_reader *r, grm_call *c, int dir, gr_err *e);
 /* Server: frees what the call allocated and removes its scratch folder (every file of
  * its filename arguments, and whatever the body wrote there). */
 void grm_release(grm_call *c);
+
+/* Client: the function passed for callback parameter I of C (NULL when none was). */
+grm_fn grm_callback_fn(const grm_call *c, uint32_t i);
 
 /* Initialises an empty call for DESC on SIDE (scalars point at val[]). Only the slots
  * of DESC's parameters are set; everything else in the struct is left as it was. */

@@ -112,6 +112,38 @@ int grp_read_result(grw_reader *r, grm_call *c, grp_result_times *t, gr_err *e);
  * file counts as its length field only. For logs and send deadlines. */
 uint64_t grp_result_bytes(const grm_call *c);
 
+/* ---- CALLBACK / CALLBACK_RESULT (grp_callback.c): C is the callback's arguments,
+ * marshalled with its own descriptor (grd_callback_desc). The server writes CALLBACK as a
+ * client writes CALL (C on the client side: the body's buffers) and reads the answer as
+ * a client reads RESULT; the client reads CALLBACK as a server reads CALL (C on the
+ * server side: buffers it allocates) and answers as a server answers. */
+typedef struct grp_callback_target {
+    uint32_t index; /* the callback's parameter number in the function (< GRD_MAX_PARAMS) */
+    uint32_t seq;   /* 1 for the call's first callback, then 2, 3, ...: the answer repeats it */
+} grp_callback_target;
+
+typedef struct grp_callback_status {
+    uint32_t index, seq;
+    int code; /* GRID_OK, or the client's error (validated) */
+    char message[GRP_MAX_ERROR_MESSAGE + 1];
+} grp_callback_status;
+
+int grp_write_callback(grw_writer *w, uint64_t id, uint32_t index, uint32_t seq, const grm_call *c,
+                       const grw_limits *lim, gr_err *e);
+int grp_read_callback_target(grw_reader *r, grp_callback_target *t, gr_err *e);
+/* The callback's IN and INOUT arguments, then the end of the message. */
+int grp_read_callback_args(grw_reader *r, grm_call *c, const grw_limits *lim, gr_err *e);
+/* CODE GRID_OK: C's OUT and INOUT arguments follow; otherwise MSG, and no arguments. */
+int grp_write_callback_result(grw_writer *w, uint64_t id, uint32_t index, uint32_t seq, int code,
+                              const char *msg, const grm_call *c, const grw_limits *lim, gr_err *e);
+/* Reads CALLBACK_RESULT up to its arguments; a failure's message is checked to end there. */
+int grp_read_callback_status(grw_reader *r, grp_callback_status *s, gr_err *e);
+/* After a GRID_OK status: the OUT and INOUT arguments into C's buffers, then the end. */
+int grp_read_callback_result_args(grw_reader *r, grm_call *c, gr_err *e);
+/* About the size of a CALLBACK (DIR GRM_TO_SERVER) or of its answer (GRM_TO_CLIENT), for
+ * send deadlines. */
+uint64_t grp_callback_bytes(const grm_call *c, int dir);
+
 /* ---- ERROR */
 /* MSG is cut to GRP_MAX_ERROR_MESSAGE bytes. */
 int grp_write_error(grw_writer *w, uint64_t id, int code, const char *msg, gr_err *e);

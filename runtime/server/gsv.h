@@ -266,11 +266,14 @@ int gsv_request_failed(gsv_conn *c, const grw_header *h, const char *what, gr_er
 
 /* ---------------------------------------------------------------- jobs and calls */
 
+typedef struct gsv_callbacks gsv_callbacks; /* gsv_callback.c */
+
 typedef struct gsv_job {
     gsv_conn *conn;           /* holds a reference; NULL for an object's _finalize after its client left */
     struct gsv_object *obj;   /* a job of a remote object (gsv_object.c), else NULL */
     int obj_op;               /* GSV_OBJ_*: what the object job does */
     struct gsv_job *obj_next; /* the object's queue of jobs waiting for their turn */
+    gsv_callbacks *cb;        /* the function takes callbacks: their state (gsv_callback.c); else NULL */
     const gsv_function *fn;
     uint64_t request_id;
     double cost;                   /* predicted flops (SJF key) */
@@ -355,6 +358,23 @@ void gsv_work_learn(gsv_server *s, const struct gsv_job *job, long long run_ns);
 double gsv_work_outstanding(gsv_server *s);
 /* Calls running now (taken off the queue and not yet answered). */
 unsigned gsv_sched_running(gsv_server *s);
+
+/* ---------------------------------------------------------------- callbacks (gsv_callback.c) */
+
+/* After JOB's arguments were read: points each callback parameter's entry of the
+ * argument vector at the server's side of it. Refuses (E) a function with callbacks
+ * under --isolate. */
+int gsv_callback_attach(gsv_server *s, gsv_job *job, gr_err *e);
+/* After invoke: the code of a callback that failed the call (E: why), else GRID_OK. */
+int gsv_callback_failed(const gsv_job *job, gr_err *e);
+void gsv_callback_detach(gsv_job *job);
+/* The reader read the header H of CALLBACK_RESULT: reads it into the waiting callback's
+ * buffers and wakes it. Returns GSV_KEEP or GSV_CLOSE. */
+int gsv_callback_result(gsv_conn *c, const grw_header *h);
+/* CANCEL of call REQUEST_ID: a callback it waits for returns GRID_ERR_CANCELED. */
+void gsv_callback_cancel(gsv_conn *c, uint64_t request_id);
+/* The reader of C ends: every callback waiting on C returns GRID_ERR_CONN_LOST. */
+void gsv_callback_conn_closed(gsv_conn *c);
 
 /* ---------------------------------------------------------------- listener */
 

@@ -199,7 +199,12 @@ void gsv_call_run(gsv_server *s, gsv_job *job) {
     long long run_ns = gr_now_ns() - job->t_started;
     gsv_work_learn(s, job, run_ns);
     uint64_t bytes = grp_result_bytes(&job->call);
-    int rc = send_result(s, job, queue_ns, run_ns, bytes, &e);
+    /* A failed callback fails the call (gsv_callback.c). */
+    int rc = gsv_callback_failed(job, &e);
+    if (rc)
+        gsv_conn_send_error(job->conn, job->request_id, rc, e.msg);
+    else
+        rc = send_result(s, job, queue_ns, run_ns, bytes, &e);
     gsv_call_log(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in, rc ? 0 : bytes,
                  queue_ns, run_ns, rc, e.msg);
     gsv_job_free(job);
@@ -219,6 +224,7 @@ void gsv_call_fail(gsv_server *s, gsv_job *job, int code, const char *msg) {
 
 void gsv_job_free(gsv_job *job) {
     if (!job) return;
+    gsv_callback_detach(job);
     if (job->obj) gsv_object_job_done(job);
     if (job->call.desc) grm_release(&job->call);
     if (job->conn) gsv_conn_unref(job->conn);

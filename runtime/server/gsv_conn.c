@@ -163,6 +163,7 @@ static void *reader_main(void *arg) {
     }
     if (rc == GSV_REFUSE && !atomic_load(&s->stopping)) linger(c);
     gsv_log(GSV_LOG_DEBUG, "%s: connection closed", c->peer);
+    gsv_callback_conn_closed(c);
     gsv_objects_conn_closed(c); /* its remote objects end with it */
     forget_conn(s, c);
     return NULL;

@@ -249,6 +249,8 @@ static int on_invoke(gsv_conn *c, const grw_header *h) {
         rc = grp_read_call_bulk(&c->r, &job->call, &e);
     }
     if (job) job->bytes_in = c->r.consumed;
+    /* A method's callbacks (gsv_callback.c), read whole first so the stream stays in step. */
+    int cbrc = !rc ? gsv_callback_attach(s, job, &e) : GRID_OK;
     if (rc) {
         if (e.code != GRID_ERR_CONN_LOST && e.code != GRID_ERR_TIMEOUT)
             gsv_call_log(c->peer, f ? f->qualified : t.method, h->request_id, c->r.consumed, 0, 0, 0, e.code,
@@ -260,8 +262,12 @@ static int on_invoke(gsv_conn *c, const grw_header *h) {
     }
     /* The job holds the object from here (submit counts it); then the read's hold goes,
      * never before: a hold of zero lets the object be freed. */
-    int queued = !rc && submit(s, job);
-    if (!rc && !queued) {
+    if (!rc && cbrc) {
+        job->obj = NULL; /* not submitted */
+        gsv_call_fail(s, job, e.code, e.msg);
+    }
+    int queued = !rc && !cbrc && submit(s, job);
+    if (!rc && !cbrc && !queued) {
         gr_seterr(
             &e, GRID_ERR_NOT_FOUND,
             "object %016llx was destroyed while this invocation arrived (the connection that created it "
@@ -378,6 +384,12 @@ static int reply(gsv_server *s, gsv_job *job, long long queue_ns, long long run_
                  gr_err *e) {
     gsv_object *o = job->obj;
     *bytes = job->obj_op == GSV_OBJ_INVOKE ? grp_result_bytes(&job->call) : 64;
+    /* A failed callback fails the invocation (gsv_callback.c). */
+    if (job->obj_op == GSV_OBJ_INVOKE && gsv_callback_failed(job, e)) {
+        *bytes = 0;
+        gsv_conn_send_error(job->conn, job->request_id, e->code, e->msg);
+        return e->code;
+    }
     grw_writer *w = gsv_reply_lock(job->conn, *bytes);
     if (!w) return gr_seterr(e, GRID_ERR_CONN_LOST, "the connection was lost before the reply could be sent");
     int rc;

@@ -154,6 +154,7 @@ static int on_probe(gsv_conn *c, const grw_header *h) {
 static int on_cancel(gsv_conn *c, const grw_header *h) {
     gr_err e;
     if (grp_read_empty(&c->r, &e)) return gsv_request_failed(c, h, "CANCEL message", &e);
+    gsv_callback_cancel(c, h->request_id);
     gsv_job *job = gsv_sched_cancel(c->srv, c, h->request_id);
     if (!job) job = gsv_object_cancel(c, h->request_id); /* waiting for its object's turn */
     if (job) gsv_call_fail(c->srv, job, GRID_ERR_CANCELED, "the call was canceled before it started");
@@ -212,6 +213,10 @@ static int on_call(gsv_conn *c, const grw_header *h) {
         }
     }
     job->t_queued = gr_now_ns();
+    if (gsv_callback_attach(s, job, &e) != GRID_OK) {
+        gsv_call_fail(s, job, e.code, e.msg);
+        return GSV_KEEP;
+    }
     if (atomic_load(&s->stopping)) {
         gsv_call_fail(s, job, GRID_ERR_SHUTDOWN, "the server is shutting down: retry on another server");
         return GSV_KEEP;
@@ -229,6 +234,7 @@ int gsv_request_serve(gsv_conn *c, const grw_header *h) {
     case GRW_PING: return on_ping(c, h);
     case GRW_LIST: return on_list(c, h);
     case GRW_PROBE: return on_probe(c, h);
+    case GRW_CALLBACK_RESULT: return gsv_callback_result(c, h);
     case GRW_OBJ_CREATE:
     case GRW_OBJ_INVOKE:
     case GRW_OBJ_DESTROY: return gsv_object_request(c, h);

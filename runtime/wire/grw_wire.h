@@ -54,9 +54,12 @@ enum grw_type {
     GRW_OBJ_CREATED = 61,
     GRW_OBJ_INVOKE = 62, /* answered RESULT, as CALL */
     GRW_OBJ_DESTROY = 63,
-    GRW_OBJ_DESTROYED = 64
+    GRW_OBJ_DESTROYED = 64,
     /* 40-49 reserved: DATA_PUT, DATA_GET, DATA_FREE (remote data handles);
        50-59 reserved: SUBMIT, FETCH (two-phase calls). */
+    /* 70-79: client callbacks during a call (grp_callback.c) */
+    GRW_CALLBACK = 70,       /* server -> client: run callback INDEX of call request_id */
+    GRW_CALLBACK_RESULT = 71 /* client -> server: its code and OUT arguments */
 };
 
 /* Returns a static name for a message type ("CALL"), or "?". */

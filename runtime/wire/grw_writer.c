@@ -251,6 +251,8 @@ const char *grw_type_name(uint32_t type) {
     case GRW_OBJ_INVOKE: return "OBJ_INVOKE";
     case GRW_OBJ_DESTROY: return "OBJ_DESTROY";
     case GRW_OBJ_DESTROYED: return "OBJ_DESTROYED";
+    case GRW_CALLBACK: return "CALLBACK";
+    case GRW_CALLBACK_RESULT: return "CALLBACK_RESULT";
     }
     return "?";
 }

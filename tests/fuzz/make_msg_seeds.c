@@ -29,8 +29,8 @@ static const grd_desc *find(const char *name) {
     exit(1);
 }
 
-/* Encodes a message into FILE: CALL (result = 0), RESULT (1) or OBJ_INVOKE (2) of fn
- * with varargs. */
+/* Encodes a message into FILE: CALL (result = 0), RESULT (1), OBJ_INVOKE (2),
+ * CALLBACK (3) or CALLBACK_RESULT (4) of fn with varargs. */
 static void seed(const char *dir, const char *file, const char *fn, int result, uint64_t id, ...) {
     const grd_desc *d = find(fn);
     int sv[2];
@@ -51,7 +51,12 @@ static void seed(const char *dir, const char *file, const char *fn, int result, 
     grw_writer *w = malloc(sizeof *w);
     grw_writer_init(w, sv[0]);
     int rc;
-    if (result) {
+    if (result == 3) {
+        /* A callback's arguments (echo_double's descriptor standing for the callback's). */
+        rc = grp_write_callback(w, id, 3, 1, c, &lim, &e);
+    } else if (result == 4) {
+        rc = grp_write_callback_result(w, id, 3, 1, GRID_OK, NULL, c, &lim, &e);
+    } else if (result == 1) {
         grp_result_times t = {1, 2};
         rc = grp_write_result(w, id, &t, c, &lim, &e);
     } else if (result == 2) {
@@ -115,5 +120,7 @@ int main(int argc, char **argv) {
     seed(argv[1], "result-echo-strings", "echo_strings", 1, 9, 3, s3, r3);
     seed(argv[1], "obj-invoke-echo-double", "echo_double", 2, 10, 5, x, y);
     seed(argv[1], "obj-invoke-echo-strings", "echo_strings", 2, 11, 3, s3, o3);
+    seed(argv[1], "callback", "echo_double", 3, 12, 5, x, y);
+    seed(argv[1], "callback-result", "echo_double", 4, 13, 5, x, x);
     return 0;
 }

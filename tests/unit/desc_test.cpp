@@ -219,7 +219,8 @@ TEST(Basics, Names) {
     EXPECT_STREQ(grd_type_name(GRD_DOUBLE), "double");
     EXPECT_STREQ(grd_type_name(GRD_FILENAME), "filename");
     EXPECT_STREQ(grd_type_name(0), "?");
-    EXPECT_STREQ(grd_type_name(12), "?");
+    EXPECT_STREQ(grd_type_name(GRD_CALLBACK), "callback");
+    EXPECT_STREQ(grd_type_name(13), "?");
     EXPECT_STREQ(grd_type_name(0xffffffffu), "?");
     EXPECT_STREQ(grd_mode_name(GRD_IN), "IN");
     EXPECT_STREQ(grd_mode_name(GRD_INOUT), "INOUT");
@@ -528,8 +529,11 @@ TEST(Validate, ProgramRules) {
     ExpectInvalid(with_cost({K(1), I(GRD_OP_ADD)}).get(), GRD_E_INVALID,
                   "cost: instruction 1: stack underflow");
     ExpectInvalid(with_cost({K(1), K(2)}).get(), GRD_E_INVALID, "program leaves 2 values instead of one");
-    ExpectInvalid(with_cost({K(1), I(static_cast<grd_op>(22))}).get(), GRD_E_INVALID,
-                  "instruction 1: unknown opcode 22");
+    ExpectInvalid(with_cost({K(1), I(static_cast<grd_op>(23))}).get(), GRD_E_INVALID,
+                  "instruction 1: unknown opcode 23");
+    // CBPARAM names a callback's own parameter: nowhere else (proto_callback_test.cpp).
+    ExpectInvalid(with_cost({I(GRD_OP_CBPARAM, 0)}).get(), GRD_E_INVALID,
+                  "cost: instruction 0: CBPARAM outside the parameters of a callback");
     ExpectInvalid(with_cost({I(static_cast<grd_op>(0))}).get(), GRD_E_INVALID, "unknown opcode 0");
     ExpectInvalid(with_cost({K(1), I(GRD_OP_NEG, 5)}).get(), GRD_E_INVALID,
                   "instruction 1: operand 5 on an op that takes none");
@@ -1327,7 +1331,9 @@ TEST(Hostile, BadProgramsAreRejectedByDecode) {
     EXPECT_EQ(r.code, GRD_E_INVALID);
     EXPECT_NE(r.msg.find("size program is empty"), std::string::npos);
     // Unknown enums and flags.
-    EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", static_cast<grd_type>(12), GRD_IN).b)).code, GRD_E_INVALID);
+    EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", static_cast<grd_type>(13), GRD_IN).b)).code, GRD_E_INVALID);
+    // A callback (type 12) is followed by its parameter count: without it, truncated.
+    EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", GRD_CALLBACK, GRD_IN).b)).code, GRD_E_TRUNCATED);
     EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", GRD_INT, static_cast<grd_mode>(5)).b)).code, GRD_E_INVALID);
     EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", GRD_INT, GRD_IN, 8).b)).code, GRD_E_INVALID);
     EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(8).u32(1).u32(0).u32(0).b)).code, GRD_E_INVALID);

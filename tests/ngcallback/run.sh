@@ -1,0 +1,105 @@
+#!/bin/sh
+# ngcallback/run.sh: issue 10 item 8, client callbacks, the way Ninf-G's diag programs
+# meet them: a module with inline bodies that call callbacks, built by gridrpc-module
+# and served by gridrpcd on loopback, called by a grpc.h client (cbdiag.c) configured
+# by a Ninf-G client.conf; then a hostile client (callback-hostile) that answers
+# callbacks wrongly, and the same function under --isolate (refused with a message).
+. "$top_srcdir/tests/lib.sh"
+cd "$T_TMP" || exit 1
+GRIDRPCD=${GRIDRPCD:-$top_builddir/gridrpcd}
+GRIDRPC_MODULE="$top_builddir/scripts/gridrpc-module"
+GRIDRPC_INCLUDE="$top_srcdir/include"
+export IDLC GRIDRPC_INCLUDE CC
+src=$top_srcdir/tests/ngcallback
+CLIENT_CFLAGS=${STUB_CFLAGS:-}
+
+if "$GRIDRPC_MODULE" -o callback.so "$src/callback.idl" >build.out 2>&1; then
+  ok "callback.idl builds with gridrpc-module"
+else
+  fail "callback.idl does not build with gridrpc-module"; diag <build.out; finish; exit 1
+fi
+# shellcheck disable=SC2086
+if $CC $CLIENT_CFLAGS -o cbdiag "$src/cbdiag.c" -I"$top_srcdir/include" -L"$top_builddir/.libs" \
+  -Wl,-rpath,"$top_builddir/.libs" -lgridrpc -lpthread >cc.out 2>&1; then
+  ok "the grpc.h client builds"
+else
+  fail "building cbdiag.c"; diag <cc.out; finish; exit 1
+fi
+
+# start_server OUT ARGS...: starts gridrpcd, sets spid and port.
+start_server() {
+  _out=$1; shift
+  : >"$_out"
+  "$GRIDRPCD" --host 127.0.0.1 --port 0 --log-level warn --module "$T_TMP/callback.so" "$@" >"$_out" 2>&1 &
+  spid=$!
+  port=
+  _i=0
+  while [ $_i -lt 200 ]; do
+    port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$_out" | head -n 1)
+    [ -n "$port" ] && break
+    kill -0 $spid 2>/dev/null || break
+    sleep 0.05; _i=$((_i + 1))
+  done
+}
+conf() {
+  cat >client.conf <<CONF
+# Ninf-G 5 client configuration
+<SERVER>
+    hostname 127.0.0.1
+    port $port
+</SERVER>
+CONF
+}
+
+start_server server.out --threads 4
+if [ -n "$port" ]; then ok "gridrpcd loads the module (port $port)"; else fail "gridrpcd did not start"; diag <server.out; fi
+conf
+mkdir client-tmp
+for t in many two zero string async max null late stack cancel big inout method; do
+  TMPDIR=$T_TMP/client-tmp timeout 60 ./cbdiag client.conf "$t" >"$t.out" 2>"$t.err"; rc=$?
+  if [ $rc -eq 0 ] && grep -qx OK "$t.out"; then ok "$t: callbacks as Ninf-G programs expect"; else fail "$t (rc $rc)"; diag <"$t.err"; fi
+done
+
+# The files of the callbacks' filename arguments lived in a folder of their own, gone now.
+left=$(find client-tmp -mindepth 1 | head -n 5)
+if [ -z "$left" ]; then ok "the client left nothing in its TMPDIR"; else fail "left in the client's TMPDIR: $left"; fi
+
+# The canceled call ended on the server too (its body's next callback was refused).
+if grep -q "callback/cb_many.*CANCELED" server.out; then ok "the canceled call ended on the server"; else fail "the canceled call did not end on the server"; diag <server.out; fi
+
+# A hostile client: wrong sizes, a wrong sequence number, an unsolicited answer. The
+# server refuses each (the call fails with a message) and keeps serving.
+HOSTILE=$top_builddir/callback-hostile
+if [ -x "$HOSTILE" ]; then
+  timeout 60 "$HOSTILE" 127.0.0.1 "$port" >hostile.out 2>&1; rc=$?
+  if [ $rc -eq 0 ]; then ok "hostile callback answers are refused, the server survives"; else fail "callback-hostile (rc $rc)"; diag <hostile.out; fi
+  if kill -0 "$spid" 2>/dev/null; then ok "gridrpcd is still running"; else fail "gridrpcd died"; diag <server.out; fi
+
+else
+  fail "callback-hostile was not built"
+fi
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+
+# A call whose body calls back after its client left must free its worker: a server of
+# one worker serves the next call.
+start_server one.out --threads 1
+conf
+timeout 20 "$HOSTILE" 127.0.0.1 "$port" leave >leave.out 2>&1
+sleep 0.5
+timeout 20 ./cbdiag client.conf zero >again.out 2>&1
+if grep -qx OK again.out; then ok "a call whose client left frees its worker"; else fail "the worker stays taken by a call whose client left"; diag <leave.out; diag <again.out; fi
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+
+# Under --isolate the body runs in a child process: refused with a clear message.
+start_server isolate.out --isolate
+conf
+timeout 60 ./cbdiag client.conf zero >iso.out 2>iso.err
+if grep -q -- "--isolate" iso.err; then ok "under --isolate a function with callbacks is refused, naming --isolate"; else fail "--isolate"; diag <iso.err; fi
+# Methods of remote objects run in gridrpcd's own process: their callbacks work.
+timeout 60 ./cbdiag client.conf method >isom.out 2>isom.err
+if grep -qx OK isom.out; then ok "under --isolate a method's callbacks run"; else fail "a method's callbacks under --isolate"; diag <isom.err; fi
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+finish
