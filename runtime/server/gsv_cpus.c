@@ -15,7 +15,7 @@
 
 /* The quota (CPUs, fractional) in the cgroup directory DIR; 0 when it sets none. */
 static double quota_in(const char *dir, int v2) {
-    char path[4200];
+    char path[4300]; /* DIR (< 4200) and a file name */
     double quota = 0, period = 0;
     if (v2) {
         snprintf(path, sizeof path, "%s/cpu.max", dir);

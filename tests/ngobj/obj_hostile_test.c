@@ -13,20 +13,9 @@
 #include <unistd.h>
 
 #include "grp_proto.h"
+#include "tap.h"
 
-static int port, tests, failed;
-
-static void result(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void result(int ok, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d ", ok ? "ok" : "not ok", ++tests);
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
-    va_end(ap);
-    if (!ok) failed++;
-}
+static int port;
 
 /* One raw client connection (after HELLO). */
 typedef struct conn {

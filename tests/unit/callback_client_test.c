@@ -13,20 +13,7 @@
 #include "fake_server.h"
 #include "grd_desc.h"
 #include "gridrpc.h"
-
-static int tests, failed;
-
-static void result(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void result(int ok, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d ", ok ? "ok" : "not ok", ++tests);
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
-    va_end(ap);
-    if (!ok) failed++;
-}
+#include "tap.h"
 
 /* ---- the fake server's script */
 

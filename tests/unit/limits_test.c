@@ -23,6 +23,7 @@
 #include "grd_desc.h"
 #include "gridrpc_stub.h"
 #include "grw_wire.h"
+#include "tap.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SANITIZED 1
@@ -37,33 +38,9 @@
 
 extern const gridrpc_stub_module gridrpc_module_test;
 
-static int tests, failed;
 static pid_t server_pid = -1;
 static int port;
 static grw_reader rd;
-
-static void result(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void result(int ok, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d ", ok ? "ok" : "not ok", ++tests);
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
-    va_end(ap);
-    if (!ok) failed++;
-}
-
-static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void diag(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("# ");
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
-    va_end(ap);
-}
 
 static double now_s(void) {
     return (double)gr_now_ns() / 1e9;

@@ -20,35 +20,13 @@
 #include "grd_desc.h"
 #include "grm_marshal.h"
 #include "grw_wire.h"
+#include "tap.h"
 
 static int port;
 static pid_t server_pid;
-static int tests, failed;
 /* Reader and writer are large: one of each, reused. */
 static grw_reader rd;
 static grw_writer wr;
-
-static void result(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void result(int ok, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d ", ok ? "ok" : "not ok", ++tests);
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
-    va_end(ap);
-    if (!ok) failed++;
-}
-
-static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void diag(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("# ");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-}
 
 /* ---------------------------------------------------------------- server */
 

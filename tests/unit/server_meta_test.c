@@ -22,35 +22,12 @@
 #include "gridrpc.h"
 #include "grp_meta.h"
 #include "grp_proto.h"
+#include "tap.h"
 
 #define MAX_SERVERS 4
 
-static int tests, failed;
 static pid_t pids[MAX_SERVERS];
 static char logpath[64];
-
-static void result(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void result(int ok, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d ", ok ? "ok" : "not ok", ++tests);
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
-    va_end(ap);
-    if (!ok) failed++;
-}
-
-static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void diag(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("# ");
-    vprintf(fmt, ap);
-    printf("\n");
-    fflush(stdout);
-    va_end(ap);
-}
 
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
