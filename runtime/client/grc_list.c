@@ -1,7 +1,6 @@
-/* grc_list.c: grid_list_functions_np (and grid_free_functions_np), the names of the functions a server serves, or
- * that the servers registered with the metaserver serve (both answer LIST), for
- * bindings and programs that want to show what they can call. One LIST round trip on
- * a pooled connection. */
+/* grc_list.c: grid_list_functions_np (and grid_free_functions_np), the names of the functions a server
+ * serves, or that the servers registered with the metaserver serve (both answer LIST), for bindings and
+ * programs that want to show what they can call. One LIST round trip on a pooled connection. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -167,8 +167,7 @@ int grm_files_allocate_out(grm_call *c, uint32_t i, gr_err *e) {
     if (!v || !paths) {
         free(v);
         free(paths);
-        return gr_seterr(e, GRID_ERR_NOMEM, "the server cannot allocate the file names of '%s'",
-                         p->name);
+        return gr_seterr(e, GRID_ERR_NOMEM, "the server cannot allocate the file names of '%s'", p->name);
     }
     c->ptr[i] = v;
     c->sl[i].own_buf = 1;

@@ -213,7 +213,8 @@ static int beat(gsv_meta *m, int *in_step, gr_err *e) {
     return rc;
 }
 
-#define META_GOODBYE_S 0.5 /* UNREGISTER and its answer, at shutdown */
+#define META_GOODBYE_S 0.5    /* UNREGISTER and its answer, at shutdown */
+#define META_STOP_GRACE_S 0.2 /* a stop waits this long for a thread not between beats */
 
 /* The server is stopping: tells the metaserver, so that it is marked down at once and
  * no client is sent here meanwhile. Best effort, bounded: shutdown must not wait on a
@@ -462,7 +463,15 @@ void gsv_meta_stop(gsv_server *s) {
     long long ns = ts.tv_nsec + (long long)((META_GOODBYE_S + 0.1) * 1e9);
     ts.tv_sec += (time_t)(ns / 1000000000LL);
     ts.tv_nsec = (long)(ns % 1000000000LL);
-    int joined = atomic_load(&m->between_beats) && pthread_timedjoin_np(m->thread, NULL, &ts) == 0;
+    if (!atomic_load(&m->between_beats)) {
+        /* Not waiting for a beat: perhaps just registered, perhaps blocked in a read.
+         * A moment lets the first reach its goodbye; the second is then woken below. */
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ns = ts.tv_nsec + (long long)(META_STOP_GRACE_S * 1e9);
+        ts.tv_sec += (time_t)(ns / 1000000000LL);
+        ts.tv_nsec = (long)(ns % 1000000000LL);
+    }
+    int joined = pthread_timedjoin_np(m->thread, NULL, &ts) == 0;
     if (!joined) {
         pthread_mutex_lock(&m->lock);
         if (m->fd >= 0) shutdown(m->fd, SHUT_RDWR);

@@ -1,9 +1,9 @@
 /* gsv_speed.c: the start-up speed estimate a server sends to the metaserver before any
  * of its calls has been measured. A naive double matrix product small enough to stay in
  * the L1/L2 cache is timed on one core for about 20 ms and the rate is multiplied by the
- * CPUs this process may use (gsv_cpus.c: affinity and cgroup quota included): roughly what compute-bound numerical code reaches, enough to rank
- * servers of different speeds until the metaserver learns real per-function speeds
- * from completed calls. */
+ * CPUs this process may use (gsv_cpus.c: affinity and cgroup quota included): roughly what compute-bound
+ * numerical code reaches, enough to rank servers of different speeds until the metaserver learns real
+ * per-function speeds from completed calls. */
 #include <stdlib.h>
 
 #include "gsv.h"

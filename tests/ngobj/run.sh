@@ -75,7 +75,8 @@ else
 fi
 
 # A client that exits without destructing: the server ends the object with the connection.
-timeout 60 ./objtest client.conf leave >leave.out 2>leave.err; rc=$?
+# The client exits holding its object on purpose: what it leaves is the point, not a leak.
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" timeout 60 ./objtest client.conf leave >leave.out 2>leave.err; rc=$?
 if [ $rc -eq 0 ] && grep -qx OK leave.out; then ok "leave: an object made and used"; else fail "leave (rc $rc)"; diag <leave.err; fi
 i=0
 while [ $i -lt 100 ] && ! grep -qx "finalize 1042" "$NGOBJ_FINALIZE_LOG"; do sleep 0.05; i=$((i + 1)); done

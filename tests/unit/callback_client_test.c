@@ -207,6 +207,7 @@ int main(void) {
     rc = grid_call(name, 3, cb);
     result(rc == GRID_OK && cb_calls == 1, "the next call works (rc %d)", rc);
 
+    grid_reset_np(); /* joins the async reader thread before the server goes */
     fake_server_stop(fs);
     free(desc_bytes);
     printf("1..%d\n", tests);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -727,8 +728,34 @@ TEST_F(Ogf, ConcurrentThreads) {
 }
 
 // Stops a server (SIGSTOP) for a scope: what it has not read stays in the sockets.
+// SIGSTOP takes effect asynchronously: a thread of the server running on another core
+// goes on until the kernel reschedules it, long enough on a loaded machine to answer a
+// small call. So wait (at most 5 s) until /proc says the process is stopped ('T').
+static bool task_stopped(const std::string &stat_path) {
+    std::ifstream f(stat_path);
+    std::string line;
+    std::getline(f, line);
+    size_t close = line.rfind(')');
+    return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'T';
+}
+
+static bool stopped(pid_t pid) {
+    std::string dir = "/proc/" + std::to_string(pid) + "/task";
+    DIR *d = opendir(dir.c_str());
+    if (!d) return false;
+    bool all = true;
+    for (struct dirent *e; all && (e = readdir(d));)
+        if (e->d_name[0] != '.') all = task_stopped(dir + "/" + e->d_name + "/stat");
+    closedir(d);
+    return all;
+}
+
 struct Paused {
-    explicit Paused(pid_t pid) : pid_(pid) { kill(pid_, SIGSTOP); }
+    explicit Paused(pid_t pid) : pid_(pid) {
+        kill(pid_, SIGSTOP);
+        for (int i = 0; i < 500 && !stopped(pid_); i++)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     ~Paused() { resume(); }
     void resume() {
         if (pid_ > 0) kill(pid_, SIGCONT);
