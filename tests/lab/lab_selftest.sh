@@ -160,8 +160,11 @@ if lab_have_cpu_quota; then
   ratio=$(awk -v q="$quota_t" -v f="$free_c" 'BEGIN { if (f > 0) printf "%.2f", q / f }')
   share=$(awk -v t="$quota_t" -v c="$quota_c" 'BEGIN { if (t > 0) printf "%.2f", c / t }')
   echo "# CPU loop: $free_c s of CPU unlimited; at 25%: $quota_t s ($quota_c s of CPU): ${ratio}x, share $share"
-  if [ -n "$ratio" ] && num "$ratio" '>=' 2.8 && num "$ratio" '<=' 6; then ok "25% CPU quota: ${ratio}x slower (expected about 4)"; else
-    fail "25% CPU quota: ${ratio:-?}x slower (expected about 4, 2.8-6)"
+  # At least 2.8x slower: the quota throttles. No upper bound: on a loaded machine (the
+  # sanitizer tiers run tests side by side) even 25% of a CPU may not be free; the share
+  # below checks that the loop got no more than its quota.
+  if [ -n "$ratio" ] && num "$ratio" '>=' 2.8; then ok "25% CPU quota: ${ratio}x slower (expected about 4)"; else
+    fail "25% CPU quota: ${ratio:-?}x slower (expected about 4, at least 2.8)"
   fi
   if [ -n "$share" ] && num "$share" '<=' 0.3; then ok "25% CPU quota: the loop got $share of a CPU"; else
     fail "25% CPU quota: the loop got ${share:-?} of a CPU (at most 0.3 expected)"
