@@ -4,6 +4,7 @@
 #include "grw_wire.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -29,7 +30,9 @@ void grw_limits_default(grw_limits *l) {
 /* Waits for a non-blocking connect to finish within TIMEOUT seconds (0: forever). */
 static int wait_connected(int fd, double timeout) {
     struct pollfd p = {fd, POLLOUT, 0};
-    int ms = timeout > 0 ? (int)(timeout * 1000.0) : -1;
+    /* A timeout beyond poll's int milliseconds (about 24 days) waits as if unbounded. */
+    int ms = timeout > 0 && timeout * 1000.0 < (double)INT_MAX ? (int)(timeout * 1000.0) : -1;
+    if (timeout > 0 && ms == 0) ms = 1; /* under a millisecond still waits a little */
     int rc;
     do
         rc = poll(&p, 1, ms);
