@@ -97,7 +97,9 @@ typedef struct grw_reader {
     uint32_t frag_left; /* bytes left in the current fragment */
     int last_frag;      /* the current fragment is the record's last */
     int in_message;
-    size_t pos, len; /* buffered bytes buf[pos..len) */
+    size_t pos, len;  /* buffered bytes buf[pos..len) */
+    uint64_t *tally;  /* when set, every byte received is added here (atomically): the
+                       * client's statistics; grw_reader_init clears it */
     uint8_t buf[65536];
 } grw_reader;
 
@@ -132,7 +134,9 @@ int grw_has_buffered(const grw_reader *r);
 typedef struct grw_writer {
     int fd;
     long long deadline_ns;
-    size_t len; /* buffered bytes after the 4-byte fragment header slot */
+    size_t len;      /* buffered bytes after the 4-byte fragment header slot */
+    uint64_t *tally; /* when set, every byte sent is added here (atomically): the client's
+                      * statistics; grw_writer_init clears it */
     uint8_t buf[4 + 65536];
 } grw_writer;
 

@@ -17,6 +17,7 @@ void grw_writer_init(grw_writer *w, int fd) {
     w->fd = fd;
     w->deadline_ns = 0;
     w->len = 0;
+    w->tally = NULL;
 }
 
 /* Writes every byte of IOV (modified in place). Like the reader, tries first without
@@ -39,6 +40,7 @@ static int sock_writev(grw_writer *w, struct iovec *iov, int cnt, gr_err *e) {
             return gr_seterr(e, GRID_ERR_CONN_LOST, "sending to the peer: %s", strerror(errno));
         }
         size_t done = (size_t)k;
+        if (w->tally) __atomic_add_fetch(w->tally, (uint64_t)k, __ATOMIC_RELAXED);
         while (cnt > 0 && done >= iov->iov_len) {
             done -= iov->iov_len;
             iov++;
