@@ -49,14 +49,22 @@ enum grw_type {
     GRW_SERVERS_OK = 28,
     GRW_UNREGISTER = 29,
     GRW_UNREGISTER_OK = 30,
+    /* Remote data handles: runtime/proto/grp_data.c */
+    GRW_DATA_PUT = 40,
+    GRW_DATA_OK = 41, /* the reply to DATA_PUT, DATA_FREE, DATA_COPY, SESSION_END */
+    GRW_DATA_GET = 42,
+    GRW_DATA = 43,
+    GRW_DATA_FREE = 44,
+    GRW_DATA_COPY = 45,
+    GRW_SESSION_END = 46,
+    GRW_CALL_DATA = 47, /* answered RESULT, as CALL */
     /* Remote objects (Ninf-G's DefClass): runtime/proto/grp_object.c */
     GRW_OBJ_CREATE = 60,
     GRW_OBJ_CREATED = 61,
     GRW_OBJ_INVOKE = 62, /* answered RESULT, as CALL */
     GRW_OBJ_DESTROY = 63,
     GRW_OBJ_DESTROYED = 64,
-    /* 40-49 reserved: DATA_PUT, DATA_GET, DATA_FREE (remote data handles);
-       50-59 reserved: SUBMIT, FETCH (two-phase calls). */
+    /* 48-49 reserved for remote data; 50-59: SUBMIT, FETCH (two-phase calls). */
     /* 70-79: client callbacks during a call (grp_callback.c) */
     GRW_CALLBACK = 70,       /* server -> client: run callback INDEX of call request_id */
     GRW_CALLBACK_RESULT = 71 /* client -> server: its code and OUT arguments */

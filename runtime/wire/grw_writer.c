@@ -248,6 +248,14 @@ const char *grw_type_name(uint32_t type) {
     case GRW_SERVERS_OK: return "SERVERS_OK";
     case GRW_UNREGISTER: return "UNREGISTER";
     case GRW_UNREGISTER_OK: return "UNREGISTER_OK";
+    case GRW_DATA_PUT: return "DATA_PUT";
+    case GRW_DATA_OK: return "DATA_OK";
+    case GRW_DATA_GET: return "DATA_GET";
+    case GRW_DATA: return "DATA";
+    case GRW_DATA_FREE: return "DATA_FREE";
+    case GRW_DATA_COPY: return "DATA_COPY";
+    case GRW_SESSION_END: return "SESSION_END";
+    case GRW_CALL_DATA: return "CALL_DATA";
     case GRW_OBJ_CREATE: return "OBJ_CREATE";
     case GRW_OBJ_CREATED: return "OBJ_CREATED";
     case GRW_OBJ_INVOKE: return "OBJ_INVOKE";
