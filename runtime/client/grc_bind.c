@@ -65,12 +65,13 @@ static int check_binding(const grc_req *q, uint32_t p, grc_data *h, unsigned fla
     uint64_t want = q->call->sl[p].ext.elems;
     if (grc_data_type(h) != par->type || grc_data_count(h) != want) {
         const char *tn = grd_type_name(par->type), *hn = grd_type_name(grc_data_type(h));
-        return gr_seterr(e, GRID_ERR_ARGS,
-                         "%s takes %llu %s%s; data handle %llu holds %llu %s%s: pass a handle of that type and "
-                         "size, or the array itself",
-                         arg_name(q, p, nm, sizeof nm), (unsigned long long)want, tn, want == 1 ? "" : "s",
-                         (unsigned long long)grc_data_id(h), (unsigned long long)grc_data_count(h), hn,
-                         grc_data_count(h) == 1 ? "" : "s");
+        return gr_seterr(
+            e, GRID_ERR_ARGS,
+            "%s takes %llu %s%s; data handle %llu holds %llu %s%s: pass a handle of that type and "
+            "size, or the array itself",
+            arg_name(q, p, nm, sizeof nm), (unsigned long long)want, tn, want == 1 ? "" : "s",
+            (unsigned long long)grc_data_id(h), (unsigned long long)grc_data_count(h), hn,
+            grc_data_count(h) == 1 ? "" : "s");
     }
     return GRID_OK;
 }
@@ -80,9 +81,9 @@ int grc_req_bind(grc_req *q, uint32_t p, grc_data *h, unsigned flags, gr_err *e)
         return gr_seterr(e, GRID_ERR_INTERNAL, "grc_req_bind: parameter %u of a call of %u, or no handle", p,
                          q->desc ? q->desc->nparams : 0);
     if (q->object)
-        return gr_seterr(e, GRID_ERR_ARGS,
-                         "methods of remote objects take no data handles (argument %u): pass the array itself",
-                         p + 2);
+        return gr_seterr(
+            e, GRID_ERR_ARGS,
+            "methods of remote objects take no data handles (argument %u): pass the array itself", p + 2);
     int rc = check_binding(q, p, h, flags, e);
     if (rc) return rc;
     grc_data_ref(h);
@@ -103,7 +104,9 @@ int grc_req_bind_args(grc_req *q, gr_err *e) {
         if (p->rank == 0 || p->type == GRD_CALLBACK || p->mode == GRD_WORK || !q->call->ptr[i]) continue;
         grc_data *h = grc_data_take(q->call->ptr[i]);
         if (!h) continue;
-        unsigned flags = p->mode == GRD_IN ? GRP_REF_IN : p->mode == GRD_OUT ? GRP_REF_KEEP : GRP_REF_IN | GRP_REF_KEEP;
+        unsigned flags = p->mode == GRD_IN    ? GRP_REF_IN
+                         : p->mode == GRD_OUT ? GRP_REF_KEEP
+                                              : GRP_REF_IN | GRP_REF_KEEP;
         int rc = grc_req_bind(q, i, h, flags, e);
         grc_data_release(h);
         if (rc) return rc;
@@ -176,7 +179,7 @@ size_t grc_req_data_sites(const grc_req *q, grc_data_site *out, size_t max) {
             if (j == n) {
                 if (n == max) continue;
                 memset(&out[n], 0, sizeof out[n]);
-                snprintf(out[n].host, sizeof out[n].host, "%s", hosts[k]);
+                memcpy(out[n].host, hosts[k], sizeof out[n].host);
                 out[n].port = ports[k];
                 n++;
             }

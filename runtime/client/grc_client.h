@@ -227,7 +227,8 @@ uint64_t grc_data_count(const grc_data *d);
 /* Bytes of D's data on HOST:PORT: its size when that server holds a current copy, else 0. */
 uint64_t grc_data_bytes_on(const grc_data *d, const char *host, int port);
 /* The servers holding a current copy of D (at most MAX): returns how many. */
-int grc_data_copies(const grc_data *d, char (*hosts)[GRC_MAX_HOST], int *ports, uint64_t *server_ids, int max);
+int grc_data_copies(const grc_data *d, char (*hosts)[GRC_MAX_HOST], int *ports, uint64_t *server_ids,
+                    int max);
 /* A new handle without data (grid_data_new_np's), and freeing one on every server that
  * holds it (grid_data_free_np's; drops the registry's reference). */
 int grc_data_new(grc_data **out, uint32_t type, uint64_t count, gr_err *e);

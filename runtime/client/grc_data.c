@@ -169,8 +169,8 @@ static int copy_index(const grc_data *d, const char *host, int port) {
 
 uint64_t grc_data_bytes_on(const grc_data *d, const char *host, int port) {
     pthread_mutex_lock(&dlock);
-    uint64_t n = d->has_data && !d->lost && copy_index(d, host, port) >= 0 ? grp_data_bytes(d->type, d->count)
-                                                                          : 0;
+    uint64_t n =
+        d->has_data && !d->lost && copy_index(d, host, port) >= 0 ? grp_data_bytes(d->type, d->count) : 0;
     pthread_mutex_unlock(&dlock);
     return n;
 }
@@ -319,7 +319,8 @@ static int await_reply(grc_conn *c, uint64_t id, uint32_t type, const char *what
     if (rc) {
         *broken = 1;
         if (rc == GRID_ERR_CONN_LOST)
-            gr_seterr(e, rc, "the server closed the connection during %s: it may have crashed or been stopped",
+            gr_seterr(e, rc,
+                      "the server closed the connection during %s: it may have crashed or been stopped",
                       what);
         return rc;
     }
@@ -346,12 +347,13 @@ static int put_on(const char *host, int port, uint64_t ses, const grc_data *d, c
     uint64_t bytes = grp_data_bytes(d->type, d->count);
     if (bytes > c->server.max_array || grp_data_put_bytes(d->type, d->count) > c->server.max_message) {
         *remote = 1;
-        return done(c, 0,
-                    gr_seterr(e, GRID_ERR_LIMIT,
-                              "%llu bytes of data; the server at %s:%d accepts at most %llu per array and %llu "
-                              "per message (gridrpcd --max-array, --max-message)",
-                              (unsigned long long)bytes, host, port, (unsigned long long)c->server.max_array,
-                              (unsigned long long)c->server.max_message));
+        return done(
+            c, 0,
+            gr_seterr(e, GRID_ERR_LIMIT,
+                      "%llu bytes of data; the server at %s:%d accepts at most %llu per array and %llu "
+                      "per message (gridrpcd --max-array, --max-message)",
+                      (unsigned long long)bytes, host, port, (unsigned long long)c->server.max_array,
+                      (unsigned long long)c->server.max_message));
     }
     uint64_t id = c->next_id++;
     grp_data_id di = {ses, d->id};
@@ -375,7 +377,8 @@ static int simple(const char *host, int port, int kind, grp_data_id di, const gr
     uint64_t id = c->next_id++;
     int broken = 0;
     const char *what = kind == X_FREE ? "DATA_FREE" : "SESSION_END";
-    rc = kind == X_FREE ? grp_write_data_free(&c->wr, id, di, e) : grp_write_session_end(&c->wr, id, di.session, e);
+    rc = kind == X_FREE ? grp_write_data_free(&c->wr, id, di, e)
+                        : grp_write_session_end(&c->wr, id, di.session, e);
     if (rc) broken = 1;
     if (!rc) rc = await_reply(c, id, GRW_DATA_OK, what, remote, &broken, e);
     if (!rc && (rc = grp_read_empty(&c->rd, e)) != 0) broken = 1;
@@ -401,9 +404,10 @@ static int get_from(const char *host, int port, uint64_t ses, const grc_data *d,
         uint64_t want = grp_data_bytes(d->type, d->count);
         rc = grp_read_data(&c->rd, &type, &count, want, e);
         if (!rc && (type != d->type || count != d->count))
-            rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the server sent %llu %s elements for handle %llu of %llu %s",
-                           (unsigned long long)count, grd_type_name(type), (unsigned long long)d->id,
-                           (unsigned long long)d->count, grd_type_name(d->type));
+            rc =
+                gr_seterr(e, GRID_ERR_PROTOCOL, "the server sent %llu %s elements for handle %llu of %llu %s",
+                          (unsigned long long)count, grd_type_name(type), (unsigned long long)d->id,
+                          (unsigned long long)d->count, grd_type_name(d->type));
         if (!rc) rc = grp_read_data_elems(&c->rd, type, count, buf, e);
         if (rc) broken = 1;
     }
@@ -491,7 +495,7 @@ int grc_data_copy_to(grc_data *d, const char *host, int port, uint64_t server_id
             rc = copy_from(&src, host, port, ses, d, cfg, &remote, &ce);
             if (!rc) break;
             /* The source answered: the destination failed or refused (its words). */
-            if (remote && (grc_code_is_server_failure(rc) || rc == GRID_ERR_LIMIT || rc == GRID_ERR_AUTH)) {
+            if (remote && (grc_code_is_server_failure(rc) || rc == GRID_ERR_LIMIT)) {
                 *dest_failed = grc_code_is_server_failure(rc);
                 return gr_seterr(e, rc, "copying data handle %llu from %s:%d to %s:%d: %s",
                                  (unsigned long long)d->id, src.host, src.port, host, port, ce.msg);
@@ -512,17 +516,18 @@ int grc_data_copy_to(grc_data *d, const char *host, int port, uint64_t server_id
             pthread_mutex_unlock(&dlock);
             if (!rc) break;
             *dest_failed = !remote && grc_code_is_server_failure(rc);
-            return gr_seterr(e, rc, "putting data handle %llu on %s:%d: %s", (unsigned long long)d->id, host, port,
-                             ce.msg);
+            return gr_seterr(e, rc, "putting data handle %llu on %s:%d: %s", (unsigned long long)d->id, host,
+                             port, ce.msg);
         }
         pthread_mutex_lock(&dlock);
         if (!d->lost) mark_lost(d, GRID_ERR_CONN_LOST, tried[0] ? tried : "no server holds it");
         rc = unusable(d, e);
         pthread_mutex_unlock(&dlock);
-        if (tried[0]) gr_seterr(e, GRID_ERR_CONN_LOST,
-                                "data handle %llu is lost: every server holding it failed: %s; put its data again "
-                                "(grid_data_put_np)",
-                                (unsigned long long)d->id, tried);
+        if (tried[0])
+            gr_seterr(e, GRID_ERR_CONN_LOST,
+                      "data handle %llu is lost: every server holding it failed: %s; put its data again "
+                      "(grid_data_put_np)",
+                      (unsigned long long)d->id, tried);
         return rc;
     }
     pthread_mutex_lock(&dlock);
@@ -602,7 +607,9 @@ void grc_data_reset(void) {
                 continue;
             }
             if (d->has_data && !d->lost)
-                mark_lost(d, GRID_ERR_ARGS, "its session ended (grid_reset_np or grpc_finalize), which freed it on its servers");
+                mark_lost(
+                    d, GRID_ERR_ARGS,
+                    "its session ended (grid_reset_np or grpc_finalize), which freed it on its servers");
             d->ncopies = 0;
         }
     session = 0; /* a new one at the next use */
@@ -634,7 +641,8 @@ static int report(gr_err *e, int rc) {
 
 /* The server WHERE names, for grid_data_put_np: *LAZY when the data should wait on the
  * client for its first call (a metaserver picks that call's server). */
-static int resolve_where(const char *where, const grc_config *cfg, char *host, int *port, int *lazy, gr_err *e) {
+static int resolve_where(const char *where, const grc_config *cfg, char *host, int *port, int *lazy,
+                         gr_err *e) {
     *lazy = 0;
     char err[512];
     if (where && *where) {
@@ -687,9 +695,10 @@ static int resolve_where(const char *where, const grc_config *cfg, char *host, i
         *port = cfg->server_port;
         return GRID_OK;
     }
-    return gr_seterr(e, GRID_ERR_CONFIG,
-                     "no server to put the data on: name one (\"host:port\" or a function), set "
-                     "GRIDRPC_METASERVER or GRIDRPC_SERVER=host:port, or add 'server host:port' to ~/.gridrpc.conf");
+    return gr_seterr(
+        e, GRID_ERR_CONFIG,
+        "no server to put the data on: name one (\"host:port\" or a function), set "
+        "GRIDRPC_METASERVER or GRIDRPC_SERVER=host:port, or add 'server host:port' to ~/.gridrpc.conf");
 }
 
 int grid_data_put_np(grid_data_np **h, const char *where, int type, size_t count, const void *buf) {
@@ -698,7 +707,8 @@ int grid_data_put_np(grid_data_np **h, const char *where, int type, size_t count
     if (!h) return report(&e, gr_seterr(&e, GRID_ERR_ARGS, "grid_data_put_np: H is NULL"));
     *h = NULL;
     if (!buf && count)
-        return report(&e, gr_seterr(&e, GRID_ERR_ARGS, "grid_data_put_np: BUF is NULL but COUNT is %zu", count));
+        return report(&e,
+                      gr_seterr(&e, GRID_ERR_ARGS, "grid_data_put_np: BUF is NULL but COUNT is %zu", count));
     grc_config cfg;
     char host[GRC_MAX_HOST] = "";
     int port = 0, lazy = 0;
@@ -764,8 +774,9 @@ int grid_data_get_np(grid_data_np *h, void *buf, size_t count) {
     int rc = check_live(h, "grid_data_get_np", &e);
     grc_data *d = h;
     if (!rc && count != d->count)
-        rc = gr_seterr(&e, GRID_ERR_ARGS, "grid_data_get_np: handle %llu holds %llu %s elements, not %zu",
-                       (unsigned long long)d->id, (unsigned long long)d->count, grd_type_name(d->type), count);
+        rc =
+            gr_seterr(&e, GRID_ERR_ARGS, "grid_data_get_np: handle %llu holds %llu %s elements, not %zu",
+                      (unsigned long long)d->id, (unsigned long long)d->count, grd_type_name(d->type), count);
     if (!rc && !buf && count) rc = gr_seterr(&e, GRID_ERR_ARGS, "grid_data_get_np: BUF is NULL");
     if (!rc) rc = unusable(d, &e);
     if (!rc) d->refs++;
@@ -795,8 +806,8 @@ int grid_data_get_np(grid_data_np *h, void *buf, size_t count) {
         rc = get_from(src.host, src.port, ses, d, buf, &cfg, &remote, &ge);
         if (!rc) break;
         if (remote && rc != GRID_ERR_ARGS) { /* the server refused for a reason of its own */
-            gr_seterr(&e, rc, "grid_data_get_np: handle %llu on %s:%d: %s", (unsigned long long)d->id, src.host,
-                      src.port, ge.msg);
+            gr_seterr(&e, rc, "grid_data_get_np: handle %llu on %s:%d: %s", (unsigned long long)d->id,
+                      src.host, src.port, ge.msg);
             break;
         }
         /* That server failed or lost it: another copy, if any. */
@@ -830,4 +841,8 @@ int grid_data_info_np(const grid_data_np *h, int *type, size_t *count) {
     if (!rc && count) *count = (size_t)h->count;
     pthread_mutex_unlock(&dlock);
     return report(&e, rc);
+}
+
+void grid_data_end_session_np(void) {
+    grc_data_reset();
 }

@@ -109,7 +109,8 @@ long long grc_req_deadline(const grc_config *cfg) {
 int grc_req_check(const grc_req *q, const grw_limits *server, gr_err *e) {
     const grd_desc *d = q->desc;
     for (uint32_t i = 0; i < d->nparams; i++)
-        if (d->params[i].rank > 0 && !(q->nbind && q->bind[i].h) && q->call->sl[i].ext.sent_bytes > server->max_array)
+        if (d->params[i].rank > 0 && !(q->nbind && q->bind[i].h) &&
+            q->call->sl[i].ext.sent_bytes > server->max_array)
             return gr_seterr(
                 e, GRID_ERR_LIMIT,
                 "argument '%s' of %s has %llu bytes; the server at %s:%d accepts at most %llu per "
@@ -128,8 +129,8 @@ int grc_req_send(const grc_req *q, grw_writer *w, uint64_t id, const grw_limits 
     if (q->nbind) { /* data handles stand for some arguments */
         grp_ref refs[GRP_MAX_REFS];
         uint32_t n = grc_req_refs(q, refs);
-        return grp_write_call_data(w, id, q->t.name, q->desc->hash, grc_data_session(), refs, n, q->call, server,
-                                   e);
+        return grp_write_call_data(w, id, q->t.name, q->desc->hash, grc_data_session(), refs, n, q->call,
+                                   server, e);
     }
     return grp_write_call(w, id, q->t.name, q->desc->hash, q->call, server, e);
 }

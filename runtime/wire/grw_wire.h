@@ -105,9 +105,9 @@ typedef struct grw_reader {
     uint32_t frag_left; /* bytes left in the current fragment */
     int last_frag;      /* the current fragment is the record's last */
     int in_message;
-    size_t pos, len;  /* buffered bytes buf[pos..len) */
-    uint64_t *tally;  /* when set, every byte received is added here (atomically): the
-                       * client's statistics; grw_reader_init clears it */
+    size_t pos, len; /* buffered bytes buf[pos..len) */
+    uint64_t *tally; /* when set, every byte received is added here (atomically): the
+                      * client's statistics; grw_reader_init clears it */
     uint8_t buf[65536];
 } grw_reader;
 
