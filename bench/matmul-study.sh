@@ -170,7 +170,7 @@ note_load_start=$(load)
 # ---- the multiply
 study_matmul() {
   local csv=$out/matmul.csv n S lines
-  echo "mode,n,servers,blocks,rep,seconds,put_seconds,local_seconds,sent_bytes,received_bytes,link_tx_bytes,link_rx_bytes,maxdiff,ok" >"$csv"
+  echo "mode,n,servers,blocks,rep,seconds,put_seconds,local_seconds,sent_bytes,received_bytes,wire_tx_bytes,wire_rx_bytes,link_tx_bytes,link_rx_bytes,maxdiff,ok" >"$csv"
   echo "== distributed multiply: n = $sizes; S = $servers; $blocks row blocks; $reps runs each (interleaved)"
   for n in $sizes; do
     for S in $servers; do
@@ -217,7 +217,7 @@ EOF
 study_linpack() {
   local csv=$out/linpack-chain.csv n S lines ns=${LINPACK_SIZES:-"500 1000 2000"} rhs=8
   [ $smoke = 1 ] && ns="40 120" rhs=3
-  echo "mode,n,servers,rhs,rep,seconds,sent_bytes,received_bytes,link_tx_bytes,link_rx_bytes,max_residual,ok" >"$csv"
+  echo "mode,n,servers,rhs,rep,seconds,sent_bytes,received_bytes,wire_tx_bytes,wire_rx_bytes,link_tx_bytes,link_rx_bytes,max_residual,ok" >"$csv"
   echo "== Linpack chain: n = $ns, $rhs right-hand sides, factors sent / kept / transaction"
   for n in $ns; do
     for S in 1 2; do
@@ -236,13 +236,14 @@ g = defaultdict(list)
 for r in csv.DictReader(open(sys.argv[1])):
     if r["ok"] == "1":
         g[(int(r["n"]), int(r["servers"]), r["mode"])].append(r)
-print("| n | S | mode | time (s), median | min-max | sent MB | received MB | link tx MB | link rx MB |")
-print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+print("| n | S | mode | time (s), median | min-max | arrays sent MB | arrays received MB | wire tx MB | wire rx MB | link tx MB | link rx MB |")
+print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for (n, s, m), rs in sorted(g.items(), key=lambda kv: (kv[0][0], kv[0][1], ["sent", "kept", "txn"].index(kv[0][2]))):
     t = [float(r["seconds"]) for r in rs]
     mb = lambda c: "%.1f" % (statistics.median(float(r[c]) for r in rs) / 1e6) if rs[0][c] not in ("", "0") else "-"
-    print("| %d | %d | %s | %.3f | %.3f-%.3f | %s | %s | %s | %s |" % (n, s, m, statistics.median(t), min(t), max(t),
-          mb("sent_bytes"), mb("received_bytes"), mb("link_tx_bytes"), mb("link_rx_bytes")))
+    print("| %d | %d | %s | %.3f | %.3f-%.3f | %s | %s | %s | %s | %s | %s |" % (n, s, m, statistics.median(t), min(t),
+          max(t), mb("sent_bytes"), mb("received_bytes"), mb("wire_tx_bytes"), mb("wire_rx_bytes"), mb("link_tx_bytes"),
+          mb("link_rx_bytes")))
 EOF
 }
 
@@ -250,7 +251,7 @@ EOF
 study_ep() {
   local csv=$out/ep-sweep.csv S lines m=${EP_M:-24} parts=${EP_PARTS:-8} om=16 oparts=2000
   [ $smoke = 1 ] && m=20 parts=4 oparts=200
-  echo "mode,m,parts,servers,rep,seconds,us_per_call,verified,ok" >"$csv"
+  echo "mode,m,parts,servers,rep,seconds,us_per_call,wire_tx_bytes,wire_rx_bytes,verified,ok" >"$csv"
   echo "== EP sweep: m = $m in $parts parts over S servers; and m = $om in $oparts parts (cost per call)"
   for S in $servers; do
     lines=$(in_client timeout 600 "$B/examples/ep_sweep" --servers "$(first "$S")" --reps "$reps" \

@@ -48,6 +48,8 @@ def medians(rows):
             "local_seconds": med("local_seconds"),
             "sent": med("sent_bytes"),
             "received": med("received_bytes"),
+            "wire_tx": med("wire_tx_bytes"),
+            "wire_rx": med("wire_rx_bytes"),
             "link_tx": med("link_tx_bytes"),
             "link_rx": med("link_rx_bytes"),
             "blocks": int(rs[0]["blocks"]),
@@ -105,18 +107,21 @@ def markdown(med, note):
 
     out += table("stateless time / stateful time (> 1: stateful is faster)", ns, ss, ratio)
 
-    out += ["", "**bytes the client moved (MB, 10^6): sent / received**", "",
-            "| n | S | stateless sent | stateful sent | sent ratio | received (both) | "
-            "link tx stateless | link tx stateful |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out += ["", "**bytes the client moved (MB, 10^6)**: arrays counted from the calls; wire: what the "
+            "library wrote on its connections (`grid_get_stats_np`); link: the client's interface in the lab "
+            "(packet headers and ACKs included)", "",
+            "| n | S | arrays sent, stateless | arrays sent, stateful | ratio | received (both) | "
+            "wire tx stateless | wire tx stateful | link tx stateless | link tx stateful |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for n in ns:
         for s in ss:
             a, b = get("stateless", n, s), get("stateful", n, s)
             if not a or not b:
                 continue
             link = lambda m: "%.1f" % (m["link_tx"] / 1e6) if m["link_tx"] > 0 else "-"  # noqa: E731
-            out.append("| %d | %d | %.1f | %.1f | %.2f | %.1f | %s | %s |" % (
-                n, s, a["sent"] / 1e6, b["sent"] / 1e6, a["sent"] / b["sent"], a["received"] / 1e6, link(a),
-                link(b)))
+            out.append("| %d | %d | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %s | %s |" % (
+                n, s, a["sent"] / 1e6, b["sent"] / 1e6, a["sent"] / b["sent"], a["received"] / 1e6,
+                a["wire_tx"] / 1e6, b["wire_tx"] / 1e6, link(a), link(b)))
     local = {n: statistics.median(m["local_seconds"] for k, m in med.items() if k[1] == n) for n in ns}
     out += ["", "Local dgemm on the client's host (unlimited CPU, for scale): " +
             ", ".join("n = %d: %.3f s" % (n, local[n]) for n in ns) + "."]
@@ -182,12 +187,13 @@ def main():
     with open(os.path.join(a.dir, "matmul-summary.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["mode", "n", "servers", "blocks", "reps", "median_s", "min_s", "max_s", "put_s", "sent_bytes",
-                    "received_bytes", "link_tx_bytes", "link_rx_bytes", "speedup", "efficiency"])
+                    "received_bytes", "wire_tx_bytes", "wire_rx_bytes", "link_tx_bytes", "link_rx_bytes", "speedup", "efficiency"])
         for (v, n, s), m in sorted(med.items()):
             b = med.get((v, n, 1))
             sp = b["seconds"] / m["seconds"] if b else float("nan")
             w.writerow([v, n, s, m["blocks"], m["reps"], "%.6f" % m["seconds"], "%.6f" % m["min"],
                         "%.6f" % m["max"], "%.6f" % m["put_seconds"], int(m["sent"]), int(m["received"]),
+                        int(m["wire_tx"]), int(m["wire_rx"]),
                         int(m["link_tx"]), int(m["link_rx"]), "%.3f" % sp, "%.3f" % (sp / s)])
     print("\n".join(md))
     if not a.no_plot:

@@ -11,8 +11,10 @@
  *
  * Each run's C is checked against a local dgemm. Prints one line per run, or CSV
  * (--csv): the wall time, the time of the puts, the array bytes the client sent and
- * received (counted from the calls made), and with --link-bytes the bytes on the host's
- * non-loopback links (/proc/net/dev: exact in the lab, where the client has its own).
+ * received (counted from the calls made), the bytes the library wrote and read on its
+ * connections (grid_get_stats_np: messages and all), and with --link-bytes the bytes on
+ * the host's non-loopback links (/proc/net/dev: exact in the lab, where the client has
+ * its own namespace; packet headers included).
  *
  * Usage: dmmul_dist --servers HOST:PORT[,...] [--mode stateless|stateful|both]
  *                   [--blocks K] [--reps R] [--csv] [--link-bytes] N */
@@ -32,6 +34,7 @@ typedef struct run {
     double seconds, put_seconds, maxdiff;
     unsigned long long sent, received; /* array bytes, counted from the calls */
     unsigned long long link_rx, link_tx;
+    unsigned long long wire_tx, wire_rx; /* the library's count of every byte on its connections */
 } run;
 
 /* One server's put of B, on a thread of its own so that the S puts overlap as the S
@@ -189,7 +192,7 @@ int main(int argc, char **argv) {
 
     if (csv)
         printf("mode,n,servers,blocks,rep,seconds,put_seconds,local_seconds,sent_bytes,received_bytes,"
-               "link_tx_bytes,link_rx_bytes,maxdiff,ok\n");
+               "wire_tx_bytes,wire_rx_bytes,link_tx_bytes,link_rx_bytes,maxdiff,ok\n");
     int failed = 0;
     for (int rep = 1; rep <= reps; rep++)
         for (int v = 0; v < 2; v++) {
@@ -197,9 +200,14 @@ int main(int argc, char **argv) {
             if ((stateful && !do_sf) || (!stateful && !do_sl)) continue;
             run r = {0};
             unsigned long long rx0, tx0, rx1, tx1;
+            grid_stats_np w0, w1;
+            grid_get_stats_np(&w0);
             study_link_bytes(&rx0, &tx0);
             int rc = multiply(stateful, n, S, K, srv, A, B, C, &r);
             study_link_bytes(&rx1, &tx1);
+            grid_get_stats_np(&w1);
+            r.wire_tx = w1.bytes_sent - w0.bytes_sent;
+            r.wire_rx = w1.bytes_received - w0.bytes_received;
             r.link_rx = rx1 - rx0;
             r.link_tx = tx1 - tx0;
             r.maxdiff = 0;
@@ -211,14 +219,14 @@ int main(int argc, char **argv) {
             failed |= !ok;
             const char *name = stateful ? "stateful" : "stateless";
             if (csv)
-                printf("%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%llu,%llu,%llu,%llu,%.3e,%d\n", name, n, S, K, rep,
-                       r.seconds, r.put_seconds, local, r.sent, r.received, link ? r.link_tx : 0ULL,
-                       link ? r.link_rx : 0ULL, r.maxdiff, ok);
+                printf("%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%llu,%llu,%llu,%llu,%llu,%llu,%.3e,%d\n", name, n, S, K, rep,
+                       r.seconds, r.put_seconds, local, r.sent, r.received, r.wire_tx, r.wire_rx,
+                       link ? r.link_tx : 0ULL, link ? r.link_rx : 0ULL, r.maxdiff, ok);
             else
                 printf("dmmul_dist n=%d %s on %d server%s, %d blocks: %.3f s (puts %.3f s), local %.3f s; "
-                       "sent %.1f MB, received %.1f MB; max |diff| %.2e %s\n",
+                       "arrays sent %.1f MB, received %.1f MB (wire %.1f / %.1f MB); max |diff| %.2e %s\n",
                        n, name, S, S == 1 ? "" : "s", K, r.seconds, r.put_seconds, local, r.sent / 1e6,
-                       r.received / 1e6, r.maxdiff, ok ? "OK" : "FAILED");
+                       r.received / 1e6, r.wire_tx / 1e6, r.wire_rx / 1e6, r.maxdiff, ok ? "OK" : "FAILED");
             if (!csv && link)
                 printf("  link: sent %.1f MB, received %.1f MB\n", r.link_tx / 1e6, r.link_rx / 1e6);
             fflush(stdout);

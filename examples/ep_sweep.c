@@ -138,7 +138,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: out of memory for %d parts\n", prog, parts);
         return 1;
     }
-    if (csv) printf("mode,m,parts,servers,rep,seconds,us_per_call,verified,ok\n");
+    if (csv) printf("mode,m,parts,servers,rep,seconds,us_per_call,wire_tx_bytes,wire_rx_bytes,verified,ok\n");
     int failed = 0;
     for (int rep = 1; rep <= reps; rep++)
         for (int txn = 0; txn < 2; txn++) {
@@ -149,9 +149,12 @@ int main(int argc, char **argv) {
                 for (int k = 0; k < 10; k++)
                     w.q[p][k] = NAN;
             }
+            grid_stats_np w0, w1;
+            grid_get_stats_np(&w0);
             double t0 = now_seconds();
             int rc = run(&w, txn);
             double t = now_seconds() - t0;
+            grid_get_stats_np(&w1);
             double sx = 0, sy = 0, gauss = 0;
             for (int p = 0; p < parts; p++) {
                 sx += w.sx[p];
@@ -165,8 +168,8 @@ int main(int argc, char **argv) {
             failed |= !ok;
             const char *name = txn ? "txn" : "async";
             if (csv)
-                printf("%s,%d,%d,%d,%d,%.6f,%.2f,%d,%d\n", name, m, parts, w.S, rep, t, t / parts * 1e6, v,
-                       ok);
+                printf("%s,%d,%d,%d,%d,%.6f,%.2f,%llu,%llu,%d,%d\n", name, m, parts, w.S, rep, t, t / parts * 1e6,
+                       w1.bytes_sent - w0.bytes_sent, w1.bytes_received - w0.bytes_received, v, ok);
             else
                 printf("ep_sweep m=%d %s, %d parts%s: %.3f s (%.1f us per call), sx %.15e sy %.15e, %.0f "
                        "Gaussian "
