@@ -632,8 +632,10 @@ TEST(ProtoSpec, DocsAgreeWithTheCode) {
     struct {
         const char *count;
         unsigned long limit;
-    } counts[] = {
-        {"nfunctions", GRP_MAX_FUNCTIONS}, {"nexclude", GRP_MAX_EXCLUDE}, {"reply_bytes", GRP_MAX_PROBE}};
+    } counts[] = {{"nfunctions", GRP_MAX_FUNCTIONS},
+                  {"nexclude", GRP_MAX_EXCLUDE},
+                  {"naffinity", GRP_MAX_AFFINITY},
+                  {"reply_bytes", GRP_MAX_PROBE}};
     for (auto &c : counts) {
         std::regex bound(std::string(R"(\()") + c.count + R"( <= (\d+)\))");
         int seen = 0;
