@@ -214,8 +214,10 @@ static void dmmul_in(void) {
            "a call on S2 with B put on S1 is right and the client sent %llu bytes (A: %zu, B: %zu)", moved,
            bbytes, bbytes);
     if (rc) diag("%s", grid_last_error());
-    result(log_count(slog2, 1, "DATA_PUT", "from", NULL) >= 1,
-           "S2's log says the handle came by DATA_PUT from another server");
+    char to2[320];
+    snprintf(to2, sizeof to2, "to %s", s2);
+    result(log_count(slog1, 1, "data copy", to2, NULL) >= 1 && log_count(slog2, 1, "data put", NULL, NULL) >= 1,
+           "S1's log says it copied the handle to S2 and S2's that it was put there");
 
     /* INOUT: the result stays on the server it ran on; the copy on S1 is stale and freed. */
     enum { M = 1000 };
@@ -224,6 +226,7 @@ static void dmmul_in(void) {
     memcpy(y, x, sizeof x);
     grid_data_np *hx = NULL;
     rc = grid_data_put_np(&hx, s1, GRID_TYPE_DOUBLE, M, x);
+    int frees = log_count(slog1, 0, "data free", NULL, NULL);
     if (!rc) rc = grid_call(inout1, M, y);  /* plain: y = 2x */
     if (!rc) rc = grid_call(inout2, M, hx); /* on S2 (copied there): 2x, kept on S2 */
     if (!rc) rc = grid_call(inout2, M, hx); /* 4x on S2 */
@@ -232,7 +235,7 @@ static void dmmul_in(void) {
     result(rc == GRID_OK && memcmp(y, z, sizeof y) == 0 && strcmp(grid_data_where_np(hx), s2) == 0,
            "INOUT with a handle twice: 4x, now held by %s", grid_data_where_np(hx));
     if (rc) diag("%s", grid_last_error());
-    result(log_count(slog1, 1, "DATA_FREE", NULL, NULL) >= 1 || log_count(slog1, 1, "freed", NULL, NULL) >= 1,
+    result(log_count(slog1, frees + 1, "data free", NULL, NULL) > frees,
            "the stale copy on S1 was freed after the KEEP on S2");
     grid_data_free_np(hx);
     grid_data_free_np(hc);
@@ -264,11 +267,11 @@ static void session_end(void) {
     grid_data_np *h1 = NULL, *h2 = NULL;
     int rc = grid_data_put_np(&h1, s1, GRID_TYPE_DOUBLE, 10, x);
     if (!rc) rc = grid_data_put_np(&h2, s2, GRID_TYPE_DOUBLE, 10, x);
-    int e1 = log_count(slog1, 0, "SESSION_END", NULL, NULL),
-        e2 = log_count(slog2, 0, "SESSION_END", NULL, NULL);
+    int e1 = log_count(slog1, 0, "data session", "ended", NULL),
+        e2 = log_count(slog2, 0, "data session", "ended", NULL);
     grpc_finalize(); /* initialized in dmmul_in */
-    result(rc == GRID_OK && log_count(slog1, e1 + 1, "SESSION_END", NULL, NULL) > e1 &&
-               log_count(slog2, e2 + 1, "SESSION_END", NULL, NULL) > e2,
+    result(rc == GRID_OK && log_count(slog1, e1 + 1, "data session", "ended", NULL) > e1 &&
+               log_count(slog2, e2 + 1, "data session", "ended", NULL) > e2,
            "grpc_finalize ends the data session on both servers (their logs say so)");
     rc = grid_data_get_np(h1, y, 10);
     result(rc == GRID_ERR_ARGS && strstr(grid_last_error(), "session ended"),
@@ -276,9 +279,9 @@ static void session_end(void) {
     result(grid_data_free_np(h1) == GRID_OK && grid_data_free_np(h2) == GRID_OK, "and is still freed");
     /* A new session after that; grid_reset_np ends it too. */
     rc = grid_data_put_np(&h1, s1, GRID_TYPE_DOUBLE, 10, x);
-    e1 = log_count(slog1, 0, "SESSION_END", NULL, NULL);
+    e1 = log_count(slog1, 0, "data session", "ended", NULL);
     grid_reset_np();
-    result(rc == GRID_OK && log_count(slog1, e1 + 1, "SESSION_END", NULL, NULL) > e1,
+    result(rc == GRID_OK && log_count(slog1, e1 + 1, "data session", "ended", NULL) > e1,
            "grid_reset_np ends the new session on S1");
     grid_data_free_np(h1);
 }
