@@ -9,12 +9,12 @@
 
 #include "grc_client.h"
 
-/* "argument 3 ('B', IN double array) of linalg/dmmul", as grm_call.c numbers them
- * (the function's name being the first argument). */
+/* "argument 3 ('B', IN double array)", as grm_call.c numbers them (the function's name
+ * being the first argument; the call's errors are prefixed with the function). */
 static const char *arg_name(const grc_req *q, uint32_t i, char *buf, size_t n) {
     const grd_param *p = &q->desc->params[i];
-    snprintf(buf, n, "argument %u ('%s', %s %s%s) of %s", i + 2, p->name, grd_mode_name(p->mode),
-             grd_type_name(p->type), p->rank ? " array" : "", q->t.name);
+    snprintf(buf, n, "argument %u ('%s', %s %s%s)", i + 2, p->name, grd_mode_name(p->mode),
+             grd_type_name(p->type), p->rank ? " array" : "");
     return buf;
 }
 
