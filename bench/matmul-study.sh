@@ -10,7 +10,7 @@
 #   ep       the EP sweep (examples/ep_sweep): EP in parts as plain async calls and as a
 #            transaction over the servers, and with tiny parts the cost per call.
 # The full run uses the network lab (tests/lab/lab.sh): a client host and four server
-# hosts, each server one worker, one BLAS thread and a CPU quota (--quota, default 45% of
+# hosts, each server one worker, one BLAS thread and a CPU quota (--quota, default 40% of
 # a CPU), so that S servers mean S times the compute on a two-core machine; every link
 # shaped to --rate (default 1gbit). The client's bytes on its link are read in its own
 # namespace. Needs root (exit 77 otherwise). Writes CSV, Markdown tables and
@@ -30,7 +30,7 @@
 set -u -o pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-smoke=0 study=all reps=3 blocks=12 quota=45 rate=1gbit out=
+smoke=0 study=all reps=3 blocks=12 quota=40 rate=1gbit out=
 sizes="100 200 500 1000 1500 2000" servers="1 2 3 4"
 usage() { sed -n '2,/^# *--sizes/p' "$0" | sed 's/^# \{0,1\}//'; }
 need() { [ -n "${2:-}" ] || {
@@ -204,7 +204,22 @@ for r in rows:
     if int(r["sent_bytes"]) != want or int(r["received_bytes"]) != 8 * n * n:
         sys.exit("matmul-study: %s n=%d S=%d counted %s bytes sent, %s received; expected %d and %d" % (
             r["mode"], n, s, r["sent_bytes"], r["received_bytes"], want, 8 * n * n))
-print("   the counted bytes match the calls: stateless sends B %d times, stateful once per server" % k)
+# The library's own count of what it wrote: B must not travel with the stateful calls
+# (a handle sent inline would make the two variants equal), and nothing else large may.
+wire = {}
+for r in rows:
+    wire.setdefault((int(r["n"]), int(r["servers"])), {})[r["mode"]] = r
+for (n, s), v in sorted(wire.items()):
+    if len(v) < 2:
+        continue
+    a, b = int(v["stateless"]["wire_tx_bytes"]), int(v["stateful"]["wire_tx_bytes"])
+    saved = 8 * n * n * (k - s)
+    if a - b < 0.95 * saved or b > 1.05 * int(v["stateful"]["sent_bytes"]) + 65536:
+        sys.exit("matmul-study: n=%d S=%d: the library wrote %d bytes stateless and %d stateful; B once per block "
+                 "against once per server should differ by %d, and stateful carry about %s" % (
+                     n, s, a, b, saved, v["stateful"]["sent_bytes"]))
+print("   the counted bytes match the calls: stateless sends B %d times, stateful once per server;"
+      " the library's wire counts agree" % k)
 EOF
   fi
   python3 "$here/plot_matmul.py" --dir "$out" $([ $smoke = 1 ] && echo --no-plot) \
