@@ -19,6 +19,7 @@
 #   bench/matmul-study.sh [--smoke] [--study matmul|linpack|ep|all] [--sizes "100 200 ..."]
 #                         [--servers "1 2 3 4"] [--reps R] [--blocks K] [--quota PCT]
 #                         [--rate RATE] [--out DIR]
+#   Each example runs one unmeasured warm-up of every variant first.
 #     --smoke   the test suite's run: two gridrpcd on loopback (no lab, no root), tiny n,
 #               S = 1 and 2, one repetition, results in a temporary folder; fails (exit 1)
 #               on a failed call, a wrong result, or stateful moving as many bytes as
