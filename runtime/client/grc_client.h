@@ -340,6 +340,11 @@ int grc_callback_refuse(grw_reader *r, grw_writer *w, pthread_mutex_t *wlock, co
 
 /* One synchronous call. */
 int grc_call(const char *name, const grc_args *args, gr_err *e);
+/* Runs the prepared request Q (grc_req_start, then any grc_req_bind) on the caller's
+ * thread, as grid_call does: copies its IN handles to its server, sends, reads the
+ * reply, fails over (routed calls), refreshes after STALE, and records its KEEP handles.
+ * On failure E names the function and server. The caller grc_req_free's Q after. */
+int grc_req_run(grc_req *q, const grc_config *cfg, gr_err *e);
 
 /* Sets the calling thread's last error (grid_last_error). */
 void grc_report(int code, const char *msg);

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grc_client.h"
 #include "grpc.h"
 #include "gridrpc.h"
 #include "tap.h"
@@ -282,6 +283,69 @@ static void dmmul_in(void) {
     free(D2);
 }
 
+/* ---- what the transaction engine uses (grc_client.h): lookup, bytes on a server, a
+ * request's sites, and a binding the engine makes itself (KEEP and RETURN) */
+static void internals(void) {
+    enum { N = 40 };
+    size_t nn = (size_t)N * N;
+    double *A = malloc(nn * sizeof *A), *B = malloc(nn * sizeof *B), *C = calloc(nn, sizeof *C),
+           *C2 = calloc(nn, sizeof *C2), *C3 = calloc(nn, sizeof *C3);
+    fill(A, (int)nn, 5);
+    fill(B, (int)nn, 6);
+    grid_data_np *hb = NULL, *hc = NULL;
+    int rc = grid_data_put_np(&hb, s1, GRID_TYPE_DOUBLE, nn, B);
+    if (!rc) rc = grid_call(url1, N, A, B, C);
+    char h1[256], h2[256];
+    int p1 = 0, p2 = 0;
+    sscanf(s1, "%255[^:]:%d", h1, &p1);
+    sscanf(s2, "%255[^:]:%d", h2, &p2);
+    grc_data *d = NULL;
+    result(!rc && grc_data_lookup(hb, &d) && d == hb && !grc_data_lookup(A, NULL) &&
+               grc_data_bytes_on(d, h1, p1) == nn * sizeof(double) && grc_data_bytes_on(d, h2, p2) == 0,
+           "grc_data_lookup knows the handle and not an array; grc_data_bytes_on says it is on S1 only");
+    /* A request for S2 with the handle: its input lies on S1. */
+    int n = N;
+    void *argv[4] = {&n, A, hb, C2};
+    grc_args args = {NULL, argv, 4};
+    grc_config cfg;
+    grc_req q;
+    gr_err e;
+    gr_clearerr(&e);
+    rc = grc_req_start(&q, url2, &args, &cfg, &e);
+    grc_data_site sites[4];
+    size_t ns = rc ? 0 : grc_req_data_sites(&q, sites, 4);
+    result(!rc && q.nbind == 1 && q.bind[2].h == hb && q.bind[2].flags == GRP_REF_IN && ns == 1 &&
+               strcmp(sites[0].host, h1) == 0 && sites[0].port == p1 && sites[0].bytes == nn * sizeof(double),
+           "a prepared request binds the handle (IN) and says its %zu bytes lie on S1", nn * sizeof(double));
+    if (!rc) grc_req_free(&q);
+    /* The engine binds C to a new handle, KEEP and RETURN: the buffer and the handle get it. */
+    argv[2] = B;
+    if (!rc) rc = grid_data_new_np(&hc, GRID_TYPE_DOUBLE, nn);
+    if (!rc) rc = grc_req_start(&q, url1, &args, &cfg, &e);
+    int started = !rc;
+    if (!rc) rc = grc_req_bind(&q, 3, hc, GRP_REF_KEEP | GRP_REF_RETURN, &e);
+    if (!rc) rc = grc_req_run(&q, &cfg, &e);
+    if (started) grc_req_free(&q);
+    if (!rc) rc = grid_data_get_np(hc, C3, nn);
+    result(!rc && same_mat(C, C2, nn) && same_mat(C, C3, nn) &&
+               grc_data_bytes_on(hc, h1, p1) == nn * sizeof(double),
+           "grc_req_bind KEEP|RETURN: the buffer and the handle on S1 both hold C");
+    if (rc) diag("%s / %s", e.msg, grid_last_error());
+    /* A binding that breaks the rules is refused, naming the parameter. */
+    rc = grc_req_start(&q, url1, &args, &cfg, &e);
+    int brc = rc ? -1 : grc_req_bind(&q, 1, hc, GRP_REF_KEEP, &e);
+    result(brc == GRID_ERR_ARGS && strstr(e.msg, "'A'"), "grc_req_bind refuses KEEP on an IN parameter: %s",
+           e.msg);
+    if (!rc) grc_req_free(&q);
+    grid_data_free_np(hb);
+    grid_data_free_np(hc);
+    free(A);
+    free(B);
+    free(C);
+    free(C2);
+    free(C3);
+}
+
 /* ---- the memory limit of S2 */
 static void memory_limit(void) {
     const char *lim = getenv("DATA_S2_MEMORY");
@@ -352,6 +416,7 @@ int main(void) {
     snprintf(inout2, sizeof inout2, "gridrpc://%s/test/inout_double", s2);
     round_trips();
     dmmul_in();
+    internals();
     memory_limit();
     session_end();
     lost();
