@@ -8,7 +8,8 @@
  * a handle lost with the only server holding it. Prints TAP.
  *
  * Environment: DATA_S1, DATA_S2 ("host:port"), DATA_LOG1, DATA_LOG2 (the servers' logs),
- * DATA_S1_PID (killed at the end), DATA_S2_MEMORY (S2's --data-memory in bytes). */
+ * DATA_S1_PID (killed at the end), DATA_S2_MEMORY (S2's --data-memory in bytes), DATA_META
+ * (a gridmetad both servers register with; optional). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,6 +347,63 @@ static void internals(void) {
     free(C3);
 }
 
+/* ---- calls routed by a metaserver (DATA_META): a handle put with no server waits on
+ * the client and goes to the first call's server; later calls send none of it */
+static void routed(void) {
+    const char *meta = getenv("DATA_META");
+    if (!meta || !*meta) return;
+    char mh[256];
+    int mp = 0;
+    sscanf(meta, "%255[^:]:%d", mh, &mp);
+    enum { N = 100 };
+    size_t nn = (size_t)N * N;
+    double *A = malloc(nn * sizeof *A), *B = malloc(nn * sizeof *B), *C = calloc(nn, sizeof *C),
+           *C2 = calloc(nn, sizeof *C2);
+    fill(A, (int)nn, 7);
+    fill(B, (int)nn, 8);
+    int rc = grid_set_metaserver_np(mh, mp);
+    /* Both servers register with the metaserver within a few heartbeats. */
+    for (int i = 0; i < 100 && !rc; i++) {
+        rc = grid_call("linalg/dmmul", N, A, B, C);
+        if (rc) {
+            sleep_ms(100);
+            rc = i < 99 ? 0 : rc;
+        } else {
+            break;
+        }
+    }
+    grid_data_np *hb = NULL, *hf = NULL;
+    if (!rc) rc = grid_data_put_np(&hb, NULL, GRID_TYPE_DOUBLE, nn, B);
+    int waits = !rc && grid_data_where_np(hb)[0] == '\0';
+    if (!rc) rc = grid_call("linalg/dmmul", N, A, hb, C2);
+    char first[300];
+    snprintf(first, sizeof first, "%s", hb ? grid_data_where_np(hb) : "");
+    result(!rc && waits && same_mat(C, C2, nn) && (strcmp(first, s1) == 0 || strcmp(first, s2) == 0),
+           "under a metaserver a handle put with no server waits on the client, then goes to the call's "
+           "server (%s)",
+           first);
+    if (rc) diag("%s", grid_last_error());
+    unsigned long long t0 = sent_bytes();
+    for (int i = 0; i < 4 && !rc; i++)
+        rc = grid_call("linalg/dmmul", N, A, hb, C2);
+    unsigned long long per = (sent_bytes() - t0) / 4;
+    result(!rc && same_mat(C, C2, nn) && per < nn * sizeof(double) + 4096,
+           "routed calls with the handle send %llu bytes each (A: %zu, B: %zu)", per, nn * sizeof(double),
+           nn * sizeof(double));
+    if (rc) diag("%s", grid_last_error());
+    rc = grid_data_put_np(&hf, "linalg/dmmul", GRID_TYPE_DOUBLE, nn, B);
+    const char *w = hf ? grid_data_where_np(hf) : "";
+    result(!rc && (strcmp(w, s1) == 0 || strcmp(w, s2) == 0),
+           "a put naming a function goes to its server (%s)", w);
+    grid_data_free_np(hb);
+    grid_data_free_np(hf);
+    grid_set_metaserver_np(NULL, 0);
+    free(A);
+    free(B);
+    free(C);
+    free(C2);
+}
+
 /* ---- the memory limit of S2 */
 static void memory_limit(void) {
     const char *lim = getenv("DATA_S2_MEMORY");
@@ -417,6 +475,7 @@ int main(void) {
     round_trips();
     dmmul_in();
     internals();
+    routed();
     memory_limit();
     session_end();
     lost();
