@@ -247,7 +247,8 @@ void grc_data_kept_on(grc_data *d, const char *host, int port, uint64_t server_i
 /* D's copy on HOST:PORT is gone (its server failed): forgotten; D is lost when no copy is left. */
 void grc_data_gone_from(grc_data *d, const char *host, int port, const char *why);
 /* Sends the pending DATA_FREEs of stale copies (never fails: a server that cannot be
- * reached frees them at session end or lease expiry). */
+ * reached frees them at session end or lease expiry). CFG NULL: the settings in effect.
+ * Costs a lock and nothing else when none is pending. */
 void grc_data_flush(const grc_config *cfg);
 /* Ends the session on every server holding its data (SESSION_END), marks every handle
  * lost and starts a new session: grid_reset_np and grpc_finalize. */

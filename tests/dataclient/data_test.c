@@ -273,6 +273,16 @@ static void dmmul_in(void) {
     if (rc) diag("%s", grid_last_error());
     result(log_count(slog1, frees + 1, "data free", NULL, NULL) > frees,
            "the stale copy on S1 was freed after the KEEP on S2");
+    /* The same asynchronously, back on S1: S2's copy is stale once the call is waited for. */
+    int frees2 = log_count(slog2, 0, "data free", NULL, NULL);
+    int id = rc ? -1 : grid_call_async(inout1, M, hx);
+    rc = id > 0 ? grid_wait(id) : -id;
+    int freed2 = log_count(slog2, frees2 + 1, "data free", NULL, NULL) > frees2; /* by grid_wait */
+    if (!rc) rc = grid_call(inout1, M, y);                                       /* y = 8x */
+    if (!rc) rc = grid_data_get_np(hx, z, M);
+    result(rc == GRID_OK && memcmp(y, z, sizeof y) == 0 && strcmp(grid_data_where_np(hx), s1) == 0 && freed2,
+           "an asynchronous INOUT with the handle: 8x on S1, and grid_wait freed S2's stale copy");
+    if (rc) diag("%s", grid_last_error());
     grid_data_free_np(hx);
     grid_data_free_np(hc);
     grid_data_free_np(hb);
