@@ -230,6 +230,8 @@ int grid_transaction_get_stats_np(grid_transaction_stats_np *out) {
     out->war = last.war;
     out->waw = last.waw;
     out->reruns = last.reruns;
+    out->by_ref = last.by_ref;
+    out->recomputed = last.recomputed;
     out->servers = last.servers;
     out->seconds = last.seconds;
     grc_report(GRID_OK, NULL);
