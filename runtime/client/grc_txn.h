@@ -24,6 +24,8 @@ typedef struct grc_txn_arg {
     uint32_t param;
     int reads, writes; /* IN or INOUT / OUT or INOUT */
     int scalar;        /* an OUT or INOUT numeric scalar (the caller's variable) */
+    int handle;        /* the caller passed a data handle (grid_data_np): it is its own datum,
+                        * never staged; every access to it is ordered (lo, hi: its pointer) */
     char *user;        /* the caller's pointer (an array's first element, a scalar's variable) */
     size_t es;         /* bytes of one element */
     grd_extent ext;    /* the elements the call reads or writes (its sent part) */
@@ -42,7 +44,7 @@ typedef struct grc_txn_arg {
 } grc_txn_arg;
 
 /* Dependency kinds between an earlier call J and a later call K. */
-enum { GRC_TXN_RAW = 1, GRC_TXN_WAR = 2, GRC_TXN_WAW = 4 };
+enum { GRC_TXN_RAW = 1, GRC_TXN_WAR = 2, GRC_TXN_WAW = 4, GRC_TXN_ORDER = 8 /* a data handle both use */ };
 
 enum { GRC_TXN_WAITING = 0, GRC_TXN_RUNNING, GRC_TXN_DONE };
 

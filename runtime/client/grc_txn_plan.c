@@ -26,9 +26,9 @@ static int numeric(uint32_t type) {
  * both whole arrays of one type: B's input is exactly A's output. */
 static int exact(const grc_txn_call *ca, const grc_txn_arg *a, const grc_txn_call *cb, const grc_txn_arg *b) {
     const grd_param *pa = &ca->desc->params[a->param], *pb = &cb->desc->params[b->param];
-    return a->user == b->user && a->lo == b->lo && a->hi == b->hi && a->bytes == b->bytes && a->ext.whole &&
-           b->ext.whole && pa->type == pb->type && a->ext.elems == b->ext.elems && numeric(pa->type) &&
-           a->lo < a->hi;
+    return !a->handle && !b->handle && a->user == b->user && a->lo == b->lo && a->hi == b->hi &&
+           a->bytes == b->bytes && a->ext.whole && b->ext.whole && pa->type == pb->type &&
+           a->ext.elems == b->ext.elems && numeric(pa->type) && a->lo < a->hi;
 }
 
 /* 1 when B (a write of a later call) covers every byte of A. */
@@ -51,7 +51,7 @@ void grc_txn_plan(grc_txn *x, grc_txn_stats *st) {
         grc_txn_call *cj = &x->call[j];
         for (uint32_t ai = 0; ai < cj->narg; ai++) {
             grc_txn_arg *a = &cj->arg[ai];
-            if (!a->writes || a->scalar || !a->ext.whole || a->lo >= a->hi ||
+            if (!a->writes || a->scalar || a->handle || !a->ext.whole || a->lo >= a->hi ||
                 !numeric(cj->desc->params[a->param].type))
                 continue;
             /* An INOUT fed by a handle keeps into that handle only as its only reader. */

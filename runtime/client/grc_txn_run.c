@@ -42,6 +42,10 @@ static int stage(grc_txn *x, grc_txn_call *c, gr_err *e) {
     for (uint32_t j = 0; j < c->narg; j++) {
         grc_txn_arg *a = &c->arg[j];
         int written_before = 0;
+        if (a->handle) { /* the caller's data handle: the call binds it itself */
+            c->argv[a->param] = a->user;
+            continue;
+        }
         if (a->src >= 0 && !a->writes) { /* a handle on the servers stands for it: never read */
             c->argv[a->param] = a->user;
             continue;

@@ -10,6 +10,7 @@
  *   txn_client kill N K SECONDS  K fast producers, a slow one (SECONDS) and K daxpy over
  *                                their results; prints "running" when the transaction starts
  *                                (the script kills a server then)
+ *   txn_client handles N         the caller's own data handles inside a transaction
  *   txn_client bytes N K         K in-place daxpy on one array: bytes the client receives
  *   txn_client abort N           begin, record, abort: nothing runs, nothing is touched
  *   txn_client errors N          nested begin, async inside, end without begin, a failing
@@ -205,6 +206,33 @@ static int bytes_mode(int n, int k) {
     return 0;
 }
 
+/* The caller's own data handles inside a transaction: they are not staged, so every
+ * use of one runs in program order (here a write after a read of the same handle). */
+static int handles_mode(int n) {
+    double *x = filled(n, 13), *y1 = filled(n, 14), *z1 = filled(n, 15), *y2 = filled(n, 14),
+           *z2 = filled(n, 15);
+    int rc = grid_call("linalg/daxpy", n, 2.0, x, y1);
+    if (!rc) rc = grid_call("linalg/daxpy", n, 3.0, y1, z1);
+    if (!rc) rc = grid_call("linalg/daxpy", n, -1.0, x, y1);
+    check(rc == GRID_OK, "the plain calls succeed");
+    grid_data_np *hy = NULL;
+    rc = grid_data_put_np(&hy, "linalg/daxpy", GRID_TYPE_DOUBLE, (size_t)n, y2);
+    check(rc == GRID_OK, "y is put on a server as a handle");
+    if (!rc) rc = grid_transaction_begin();
+    if (!rc) rc = grid_call("linalg/daxpy", n, 2.0, x, hy);  /* hy += 2x, on the server */
+    if (!rc) rc = grid_call("linalg/daxpy", n, 3.0, hy, z2); /* reads hy */
+    if (!rc) rc = grid_call("linalg/daxpy", n, -1.0, x, hy); /* then writes it: after the read */
+    rc = rc ? rc : grid_transaction_end();
+    check(rc == GRID_OK, "the transaction with a data handle succeeds");
+    if (!rc) rc = grid_data_get_np(hy, y2, (size_t)n);
+    check(rc == GRID_OK && memcmp(y1, y2, (size_t)n * sizeof(double)) == 0 &&
+              memcmp(z1, z2, (size_t)n * sizeof(double)) == 0,
+          "the handle's uses ran in program order: results bit for bit");
+    grid_data_free_np(hy);
+    stats();
+    return 0;
+}
+
 static int abort_mode(int n) {
     double *x = filled(n, 6), *y = filled(n, 7), *y0 = filled(n, 7);
     grid_stats_np s0, s1;
@@ -273,6 +301,8 @@ int main(int argc, char **argv) {
         kill_mode(a, b, atof(argv[4]));
     else if (!strcmp(m, "abort"))
         abort_mode(a);
+    else if (!strcmp(m, "handles"))
+        handles_mode(a);
     else if (!strcmp(m, "bytes"))
         bytes_mode(a, b);
     else if (!strcmp(m, "errors"))
