@@ -133,4 +133,5 @@ export GRIDRPC_SERVER=$S1
 run "no metaserver: the configured server runs the linpack chain" linpack 100 3
 servers=$(stat "$T_TMP/no metaserver: the configured server runs the linpack chain.txt" servers)
 [ "$servers" = 1 ] && ok "without a metaserver one server ran it" || fail "servers without a metaserver: $servers"
+run "the OGF grpc_call inside a transaction" ogf 1000
 finish

@@ -51,6 +51,9 @@ void grc_txn_plan(grc_txn *x, grc_txn_stats *st) {
         grc_txn_call *cj = &x->call[j];
         for (uint32_t ai = 0; ai < cj->narg; ai++) {
             grc_txn_arg *a = &cj->arg[ai];
+            /* A function that must not run twice keeps nothing: a lost result could not be
+             * computed again. */
+            if (cj->desc->flags & GRD_FF_NO_RETRY) continue;
             if (!a->writes || a->scalar || a->handle || !a->ext.whole || a->lo >= a->hi ||
                 !numeric(cj->desc->params[a->param].type))
                 continue;

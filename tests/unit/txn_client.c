@@ -10,6 +10,7 @@
  *   txn_client kill N K SECONDS  K fast producers, a slow one (SECONDS) and K daxpy over
  *                                their results; prints "running" when the transaction starts
  *                                (the script kills a server then)
+ *   txn_client ogf N             grpc_call inside a transaction (GRIDRPC_SERVER set)
  *   txn_client handles N         the caller's own data handles inside a transaction
  *   txn_client bytes N K         K in-place daxpy on one array: bytes the client receives
  *   txn_client abort N           begin, record, abort: nothing runs, nothing is touched
@@ -233,6 +234,31 @@ static int handles_mode(int n) {
     return 0;
 }
 
+/* The OGF API inside a transaction: grpc_call is recorded like grid_call, and
+ * grpc_call_async is refused. */
+static int ogf_mode(int n) {
+    double *x = filled(n, 16), *y1 = filled(n, 17), *z1 = filled(n, 18), *y2 = filled(n, 17),
+           *z2 = filled(n, 18);
+    grpc_function_handle_t h;
+    int ok = grpc_initialize(NULL) == GRPC_NO_ERROR &&
+             grpc_function_handle_default(&h, "linalg/daxpy") == GRPC_NO_ERROR;
+    check(ok, "grpc_initialize and a default handle");
+    if (!ok) return 0;
+    ok = grpc_call(&h, n, 2.0, x, y1) == GRPC_NO_ERROR && grpc_call(&h, n, 0.5, y1, z1) == GRPC_NO_ERROR;
+    check(ok, "the plain grpc_calls succeed");
+    check(grid_transaction_begin() == GRID_OK, "begin");
+    ok = grpc_call(&h, n, 2.0, x, y2) == GRPC_NO_ERROR && grpc_call(&h, n, 0.5, y2, z2) == GRPC_NO_ERROR;
+    check(ok && memcmp(y2, y1, (size_t)n * sizeof(double)) != 0, "grpc_call is recorded, not run");
+    grpc_sessionid_t sid;
+    check(grpc_call_async(&h, &sid, n, 1.0, x, y2) != GRPC_NO_ERROR, "grpc_call_async inside is refused");
+    check(grid_transaction_end() == GRID_OK, "the transaction of grpc_calls succeeds");
+    check(memcmp(y1, y2, (size_t)n * sizeof(double)) == 0 && memcmp(z1, z2, (size_t)n * sizeof(double)) == 0,
+          "the grpc_calls' results are the sequential ones bit for bit");
+    grpc_function_handle_destruct(&h);
+    grpc_finalize();
+    return 0;
+}
+
 static int abort_mode(int n) {
     double *x = filled(n, 6), *y = filled(n, 7), *y0 = filled(n, 7);
     grid_stats_np s0, s1;
@@ -301,6 +327,8 @@ int main(int argc, char **argv) {
         kill_mode(a, b, atof(argv[4]));
     else if (!strcmp(m, "abort"))
         abort_mode(a);
+    else if (!strcmp(m, "ogf"))
+        ogf_mode(a);
     else if (!strcmp(m, "handles"))
         handles_mode(a);
     else if (!strcmp(m, "bytes"))
