@@ -100,7 +100,9 @@ static int starter(grc_req *q, const void *ctx, const grc_args *args, grc_config
     if (!rc && c->routed) {
         q->route.no_retry = 1;             /* the transaction reruns it, with its upstream results */
         grc_txn_affinity(x, c, &q->route); /* where its kept inputs already are */
-        q->route.no_reuse = 1;             /* a decision per call: ready calls spread over the servers */
+        /* A call too small to be worth a decision reuses one, as a plain call would
+         * (grc_meta.c); one whose inputs already lie on servers asks, to go there. */
+        q->route.no_reuse = q->route.naffinity > 0;
         for (int f = 0; f < c->nfailed; f++) {
             grc_target ft;
             memset(&ft, 0, sizeof ft);
