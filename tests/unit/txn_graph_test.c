@@ -146,6 +146,14 @@ int main(void) {
            "the third takes it; a partial reader follows, so its output comes back");
     result(p4[0].src < 0 && st.by_ref == 2, "the partial reader reads through the client (%ld by reference)",
            st.by_ref);
+    /* An output read by reference and never overwritten: the caller's memory needs it too. */
+    grc_txn_arg q1[] = {arg(z, ext1(10, 0, 10, 1), 0, 1)};
+    grc_txn_arg q2[] = {arg(z, ext1(10, 0, 10, 1), 1, 0)};
+    grc_txn_call u[2] = {call(0, q1, 1), call(1, q2, 1)};
+    grc_txn t2 = {u, 2, 2};
+    grc_txn_plan(&t2, &st);
+    result(q1[0].keep && q1[0].ret && q2[0].src == 0,
+           "kept for its reader and returned for the caller (RETURN)");
     printf("1..%d\n", tests);
     return failed ? 1 : 0;
 }
