@@ -258,12 +258,14 @@ int grid_transaction_abort_np(void);
 int grid_transaction_active_np(void);
 /* What the calling thread's last grid_transaction_end did. */
 typedef struct grid_transaction_stats_np {
-    long calls;   /* calls recorded */
-    long raw;     /* pairs of calls with a read-after-write dependency (overlapping bytes) */
-    long war;     /* ... write after read (resolved by staging: they do not wait) */
-    long waw;     /* ... write after write (the later write lands last) */
-    long reruns;  /* calls run again after their server failed */
-    long servers; /* distinct servers that ran a call */
+    long calls;      /* calls recorded */
+    long raw;        /* pairs of calls with a read-after-write dependency (overlapping bytes) */
+    long war;        /* ... write after read (resolved by staging: they do not wait) */
+    long waw;        /* ... write after write (the later write lands last) */
+    long reruns;     /* calls run again after their server failed or their kept inputs were lost */
+    long by_ref;     /* inputs taken server to server from an earlier call's kept output */
+    long recomputed; /* calls run again because an output they kept was lost with its server */
+    long servers;    /* distinct servers that ran a call */
     double seconds;
 } grid_transaction_stats_np;
 int grid_transaction_get_stats_np(grid_transaction_stats_np *out);

@@ -52,6 +52,10 @@ static int add_arg(grc_txn_call *c, const grc_txn_arg *a, gr_err *e) {
     c->arg = v;
     v[c->narg] = *a;
     grc_txn_arg_range(&v[c->narg]);
+    if (a->handle) { /* one datum: any two uses of it overlap */
+        v[c->narg].lo = (uintptr_t)a->user;
+        v[c->narg].hi = (uintptr_t)a->user + 1;
+    }
     c->narg++;
     return GRID_OK;
 }
@@ -111,6 +115,7 @@ static int take(grc_txn_call *c, const grm_call *call, gr_err *e) {
         a.es = es;
         a.ext = call->sl[i].ext;
         a.bytes = a.ext.bytes;
+        a.handle = ptr && grc_data_lookup(ptr, NULL); /* never read through: only compared */
         int rc = add_arg(c, &a, e);
         if (rc) return rc;
     }
@@ -230,6 +235,8 @@ int grid_transaction_get_stats_np(grid_transaction_stats_np *out) {
     out->war = last.war;
     out->waw = last.waw;
     out->reruns = last.reruns;
+    out->by_ref = last.by_ref;
+    out->recomputed = last.recomputed;
     out->servers = last.servers;
     out->seconds = last.seconds;
     grc_report(GRID_OK, NULL);

@@ -24,16 +24,27 @@ typedef struct grc_txn_arg {
     uint32_t param;
     int reads, writes; /* IN or INOUT / OUT or INOUT */
     int scalar;        /* an OUT or INOUT numeric scalar (the caller's variable) */
+    int handle;        /* the caller passed a data handle (grid_data_np): it is its own datum,
+                        * never staged; every access to it is ordered (lo, hi: its pointer) */
     char *user;        /* the caller's pointer (an array's first element, a scalar's variable) */
     size_t es;         /* bytes of one element */
     grd_extent ext;    /* the elements the call reads or writes (its sent part) */
     uint64_t bytes;    /* bytes of the whole array in memory (the call's argument) */
     uintptr_t lo, hi;  /* [lo, hi): the bytes from the first to the last element touched */
     char *stage;       /* the call's private copy: its assembled input, then its output */
+    /* Data kept on servers (grc_txn_plan.c): an output that a later call reads exactly
+     * (same bytes, whole array, no writer in between) stays on its server as a handle
+     * and goes to the reader server to server. */
+    int src, src_arg; /* an input taken from the handle of call SRC's arg SRC_ARG (-1: none) */
+    int keep;         /* the output is kept as a handle (KEEP) */
+    int reuse;        /* ... as the handle its input came from (INOUT, its only reader) */
+    int ret;          /* ... and sent back too (RETURN): the caller's memory needs it */
+    int readers;      /* later args that take the kept output */
+    grc_data *h;      /* the handle (a kept output that does not reuse its input's) */
 } grc_txn_arg;
 
 /* Dependency kinds between an earlier call J and a later call K. */
-enum { GRC_TXN_RAW = 1, GRC_TXN_WAR = 2, GRC_TXN_WAW = 4 };
+enum { GRC_TXN_RAW = 1, GRC_TXN_WAR = 2, GRC_TXN_WAW = 4, GRC_TXN_ORDER = 8 /* a data handle both use */ };
 
 enum { GRC_TXN_WAITING = 0, GRC_TXN_RUNNING, GRC_TXN_DONE };
 
@@ -47,6 +58,7 @@ typedef struct grc_txn_failure {
 
 /* One recorded call. */
 typedef struct grc_txn_call {
+    struct grc_txn *txn;
     int index;                      /* program order, from 0 */
     grc_target t;                   /* where it goes when not routed (a URL, or the configured server) */
     int routed;                     /* a plain name placed by the metaserver at the end */
@@ -69,12 +81,16 @@ typedef struct grc_txn_call {
     uint64_t server_id;
     grc_txn_failure failed[GRC_TXN_MAX_ATTEMPTS];
     int nfailed;
-    char cause[512]; /* why each server failed it: "a:1 (connection refused), ..." */
+    char cause[512];                    /* why each server failed it: "a:1 (connection refused), ..." */
+    int recomputed;                     /* times it ran again because a result it had kept was lost */
+    grp_affinity aff[GRP_MAX_AFFINITY]; /* where its inputs' handles are (SCHEDULE) */
 } grc_txn_call;
 
 /* What the last transaction of this thread did (grid_transaction_stats_np). */
 typedef struct grc_txn_stats {
     long calls, raw, war, waw, reruns, servers;
+    long by_ref;     /* inputs passed server to server as handles (not through the client) */
+    long recomputed; /* producers run again because their kept outputs were lost */
     double seconds;
 } grc_txn_stats;
 
@@ -107,6 +123,25 @@ void grc_txn_land(const grc_txn_arg *src);
 /* Calls FN(offset, count) for every run of consecutive elements of EXT's sent part
  * (element offsets in the whole array), as the marshaller walks them. */
 void grc_txn_runs(const grd_extent *ext, void (*fn)(uint64_t off, uint64_t cnt, void *arg), void *arg);
+
+/* ---- data kept on servers (grc_txn_plan.c) */
+
+/* Marks the outputs that stay on their servers as handles and the inputs that take
+ * them (needs the graph's ranges); counts them in ST. */
+void grc_txn_plan(grc_txn *x, grc_txn_stats *st);
+/* The handle arg A of call C reads or writes (NULL: none). */
+grc_data *grc_txn_handle(grc_txn *x, grc_txn_arg *a);
+/* Makes the handles call C keeps its outputs in (new ones on each run). */
+int grc_txn_make_handles(grc_txn_call *c, gr_err *e);
+/* Fills C's affinity (bytes of its handle inputs per server) into its route. */
+void grc_txn_affinity(grc_txn *x, grc_txn_call *c, grc_route *r);
+/* Binds C's handles to Q's prepared call. */
+int grc_txn_bind(grc_txn *x, grc_txn_call *c, grc_req *q, gr_err *e);
+/* After C failed: marks for a rerun every producer whose kept output C needs and which
+ * no server holds any more; returns how many. */
+int grc_txn_lost_inputs(grc_txn *x, grc_txn_call *c);
+/* Frees every handle of X on the servers. */
+void grc_txn_free_handles(grc_txn *x);
 
 /* ---- the run (grc_txn_run.c) */
 

@@ -6,8 +6,10 @@
  * (WAR), write after write (WAW). Only RAW orders the run: every output goes to the
  * call's private stage and lands in the caller's memory in program order at the end,
  * so a later writer never disturbs an earlier reader and the last writer wins, as in
- * a run one by one. Also the byte copies between stages and the caller's memory,
- * element run by element run (a strided or sub-range output moves only its elements). */
+ * a run one by one. A data handle the caller passes (grid_data_np) is one datum that no
+ * stage holds: every pair of calls that use it, one writing, is ordered. Also the byte copies between stages
+ * and the caller's memory, element run by element run (a strided or sub-range output moves only its
+ * elements). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,9 +91,12 @@ unsigned grc_txn_depends(const grc_txn_call *j, const grc_txn_call *k) {
         for (uint32_t b = 0; b < k->narg; b++) {
             const grc_txn_arg *x = &j->arg[a], *y = &k->arg[b];
             if (!overlap(x, y)) continue;
+            unsigned before = kinds;
             if (x->writes && y->reads) kinds |= GRC_TXN_RAW;
             if (x->reads && y->writes) kinds |= GRC_TXN_WAR;
             if (x->writes && y->writes) kinds |= GRC_TXN_WAW;
+            /* A caller's data handle is not staged: its uses run in program order. */
+            if (kinds != before && (x->handle || y->handle)) kinds |= GRC_TXN_ORDER;
         }
     return kinds;
 }
@@ -107,7 +112,7 @@ int grc_txn_graph(grc_txn *x, grc_txn_stats *st, gr_err *e) {
             st->raw += (kinds & GRC_TXN_RAW) != 0;
             st->war += (kinds & GRC_TXN_WAR) != 0;
             st->waw += (kinds & GRC_TXN_WAW) != 0;
-            if (!(kinds & GRC_TXN_RAW)) continue;
+            if (!(kinds & (GRC_TXN_RAW | GRC_TXN_ORDER))) continue;
             int *v = realloc(c->deps, (size_t)(c->ndeps + 1) * sizeof *v);
             if (!v) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory building the transaction's graph");
             c->deps = v;

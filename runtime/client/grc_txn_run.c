@@ -42,7 +42,15 @@ static int stage(grc_txn *x, grc_txn_call *c, gr_err *e) {
     for (uint32_t j = 0; j < c->narg; j++) {
         grc_txn_arg *a = &c->arg[j];
         int written_before = 0;
-        if (a->reads)
+        if (a->handle) { /* the caller's data handle: the call binds it itself */
+            c->argv[a->param] = a->user;
+            continue;
+        }
+        if (a->src >= 0 && !a->writes) { /* a handle on the servers stands for it: never read */
+            c->argv[a->param] = a->user;
+            continue;
+        }
+        if (a->reads && a->src < 0)
             for (int k = 0; k < c->index && !written_before; k++)
                 for (uint32_t b = 0; b < x->call[k].narg && !written_before; b++)
                     written_before = x->call[k].arg[b].writes && x->call[k].arg[b].lo < a->hi &&
@@ -58,6 +66,8 @@ static int stage(grc_txn *x, grc_txn_call *c, gr_err *e) {
         }
         if (a->scalar)
             memcpy(a->stage, &c->val[a->param], a->es);
+        else if (a->src >= 0)
+            ; /* its input is a handle; the stage only receives the output */
         else if (a->reads && a->bytes)
             memcpy(a->stage, a->user, a->bytes);
         else if (a->bytes)
@@ -86,9 +96,13 @@ static int starter(grc_req *q, const void *ctx, const grc_args *args, grc_config
         rc = gr_seterr(e, GRID_ERR_CONFIG,
                        "the metaserver setting was removed while the transaction was open: %s has no server",
                        c->t.name);
+    grc_txn *x = c->txn;
     if (!rc && c->routed) {
-        q->route.no_retry = 1; /* the transaction reruns it, with its upstream results */
-        q->route.no_reuse = 1; /* a decision per call: ready calls spread over the servers */
+        q->route.no_retry = 1;             /* the transaction reruns it, with its upstream results */
+        grc_txn_affinity(x, c, &q->route); /* where its kept inputs already are */
+        /* A call too small to be worth a decision reuses one, as a plain call would
+         * (grc_meta.c); one whose inputs already lie on servers asks, to go there. */
+        q->route.no_reuse = q->route.naffinity > 0;
         for (int f = 0; f < c->nfailed; f++) {
             grc_target ft;
             memset(&ft, 0, sizeof ft);
@@ -104,6 +118,7 @@ static int starter(grc_req *q, const void *ctx, const grc_args *args, grc_config
         q->desc = c->desc;
         rc = grc_req_fill(q, args, e);
     }
+    if (!rc) rc = grc_txn_bind(x, c, q, e);
     if (rc) {
         grc_req_free(q);
         return rc;
@@ -161,6 +176,19 @@ static int server_failed(const grc_txn *x, grc_txn_call *c, int code, const char
     return GRID_OK;
 }
 
+/* C's kept inputs were lost with their servers (E: MSG): C waits for their producers,
+ * which run again. */
+static int recompute(grc_txn *x, grc_txn_call *c, int n, int code, const char *msg, grc_txn_stats *st,
+                     gr_err *e) {
+    char nm[GRC_MAX_NAME + 64];
+    c->state = GRC_TXN_WAITING;
+    st->recomputed += n;
+    st->reruns++;
+    if (++c->recomputed < GRC_TXN_MAX_ATTEMPTS) return GRID_OK;
+    return gr_seterr(e, code, "%s: its inputs kept on servers were lost %d times (the last: %s)",
+                     call_name(x, c, nm, sizeof nm), c->recomputed, msg);
+}
+
 typedef struct running {
     int *id, *call;
     int n;
@@ -170,7 +198,8 @@ typedef struct running {
 static int launch(grc_txn *x, grc_txn_call *c, running *r, grc_txn_stats *st, gr_err *e) {
     char nm[GRC_MAX_NAME + 64];
     for (;;) {
-        int rc = stage(x, c, e);
+        int rc = grc_txn_make_handles(c, e);
+        if (!rc) rc = stage(x, c, e);
         if (rc) return rc;
         c->host[0] = '\0';
         grc_args args = {NULL, c->argv, (int)c->desc->nparams};
@@ -185,6 +214,9 @@ static int launch(grc_txn *x, grc_txn_call *c, running *r, grc_txn_stats *st, gr
             return GRID_OK;
         }
         int code = -id;
+        /* A kept input that no server holds any more: its producer runs again first. */
+        int lost = grc_txn_lost_inputs(x, c);
+        if (lost) return recompute(x, c, lost, code, se.msg, st, e);
         if (c->host[0] && grc_code_is_server_failure(code)) {
             rc = server_failed(x, c, code, se.msg, e);
             if (rc) return rc;
@@ -202,7 +234,7 @@ static void land(grc_txn *x) {
     for (int k = 0; k < x->ncalls; k++) {
         grc_txn_call *c = &x->call[k];
         for (uint32_t j = 0; j < c->narg; j++)
-            if (c->arg[j].writes) grc_txn_land(&c->arg[j]);
+            if (c->arg[j].writes && (!c->arg[j].keep || c->arg[j].ret)) grc_txn_land(&c->arg[j]);
         for (uint32_t i = 0; i < c->desc->nparams; i++) {
             const grd_param *p = &c->desc->params[i];
             if (p->type != GRD_STRING || p->rank > 0 || p->mode == GRD_IN || !c->user_ptr[i]) continue;
@@ -229,10 +261,13 @@ int grc_txn_execute(grc_txn *x, grc_txn_stats *st, gr_err *e) {
     long long t0 = gr_now_ns();
     st->calls = x->ncalls;
     int rc = grc_txn_graph(x, st, e);
+    for (int k = 0; k < x->ncalls; k++)
+        x->call[k].txn = x;
+    if (!rc) grc_txn_plan(x, st);
     running r = {malloc((size_t)(x->ncalls + 1) * sizeof(int)), malloc((size_t)(x->ncalls + 1) * sizeof(int)),
                  0};
     if (!rc && (!r.id || !r.call)) rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory running a transaction");
-    int done = 0;
+    int done = 0, idle = 0;
     char nm[GRC_MAX_NAME + 64];
     while (!rc && done < x->ncalls) {
         for (int k = 0; k < x->ncalls && !rc; k++) {
@@ -244,10 +279,12 @@ int grc_txn_execute(grc_txn *x, grc_txn_stats *st, gr_err *e) {
             if (ready) rc = launch(x, c, &r, st, e);
         }
         if (rc) break;
-        if (r.n == 0) {
-            rc = gr_seterr(e, GRID_ERR_INTERNAL, "the transaction has calls left but none can start");
-            break;
+        if (r.n == 0) { /* a call found its kept inputs lost: their producers start next round */
+            if (++idle > x->ncalls + 1)
+                rc = gr_seterr(e, GRID_ERR_INTERNAL, "the transaction has calls left but none can start");
+            continue;
         }
+        idle = 0;
         int id;
         const char *msg;
         int code = grc_wait_any(r.id, r.n, &id, &msg);
@@ -266,18 +303,25 @@ int grc_txn_execute(grc_txn *x, grc_txn_stats *st, gr_err *e) {
         snprintf(m, sizeof m, "%s", msg);
         grc_forget(id);
         c->id = 0;
+        /* Its kept inputs that lived only on a failed server: their producers run again. */
+        int lost = code != GRID_OK ? grc_txn_lost_inputs(x, c) : 0;
         if (code == GRID_OK) {
             c->state = GRC_TXN_DONE;
-            done++;
         } else if (grc_code_is_server_failure(code)) {
             rc = server_failed(x, c, code, m, e);
-            if (!rc) {
+            if (!rc && lost) rc = recompute(x, c, lost, code, m, st, e);
+            if (!rc && !lost) {
                 c->state = GRC_TXN_WAITING; /* started again above, on another server */
                 st->reruns++;
             }
+        } else if (lost) {
+            rc = recompute(x, c, lost, code, m, st, e);
         } else {
             rc = gr_seterr(e, code, "%s: %s", call_name(x, c, nm, sizeof nm), m);
         }
+        done = 0;
+        for (int k = 0; k < x->ncalls; k++)
+            done += x->call[k].state == GRC_TXN_DONE;
     }
     /* A failed transaction: the calls still running end here, and write nowhere after. */
     for (int k = 0; k < r.n; k++) {
@@ -285,6 +329,7 @@ int grc_txn_execute(grc_txn *x, grc_txn_stats *st, gr_err *e) {
         grc_forget(r.id[k]);
     }
     if (!rc) land(x);
+    grc_txn_free_handles(x);
     st->servers = count_servers(x);
     st->seconds = (double)(gr_now_ns() - t0) / 1e9;
     free(r.id);

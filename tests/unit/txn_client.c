@@ -7,9 +7,12 @@
  *   txn_client linpack N NRHS    dgefa, then dgesl on NRHS right-hand sides
  *   txn_client daxpy N           daxpy chains over overlapping ranges of one array
  *   txn_client subrange N        INOUT sub-ranges of one array, disjoint and overlapping
- *   txn_client kill N K SECONDS  K slow independent producers and a daxpy chain over their
- *                                results; prints "running" when the transaction starts (the
- *                                script kills a server then)
+ *   txn_client kill N K SECONDS  K fast producers, a slow one (SECONDS) and K daxpy over
+ *                                their results; prints "running" when the transaction starts
+ *                                (the script kills a server then)
+ *   txn_client ogf N             grpc_call inside a transaction (GRIDRPC_SERVER set)
+ *   txn_client handles N         the caller's own data handles inside a transaction
+ *   txn_client bytes N K         K in-place daxpy on one array: bytes the client receives
  *   txn_client abort N           begin, record, abort: nothing runs, nothing is touched
  *   txn_client errors N          nested begin, async inside, end without begin, a failing
  *                                call named in the error, buffers untouched after it
@@ -35,8 +38,9 @@ static void check(int ok, const char *what) {
 static void stats(void) {
     grid_transaction_stats_np s;
     grid_transaction_get_stats_np(&s);
-    printf("stats calls=%ld raw=%ld war=%ld waw=%ld reruns=%ld servers=%ld seconds=%.3f\n", s.calls, s.raw,
-           s.war, s.waw, s.reruns, s.servers, s.seconds);
+    printf("stats calls=%ld raw=%ld war=%ld waw=%ld reruns=%ld servers=%ld by_ref=%ld recomputed=%ld "
+           "seconds=%.3f\n",
+           s.calls, s.raw, s.war, s.waw, s.reruns, s.servers, s.by_ref, s.recomputed, s.seconds);
 }
 
 static double *filled(int n, unsigned seed) {
@@ -143,15 +147,19 @@ static int subrange(int n) {
     return 0;
 }
 
+/* K fast producers (kept on their servers), one slow producer of Y, and K daxpy calls
+ * that read each fast result and Y: the script kills a server that holds a finished
+ * fast result while the slow one still runs, so that result must be computed again. */
 static int kill_mode(int n, int k, double seconds) {
     double **out = malloc((size_t)k * sizeof *out);
-    int *canceled = calloc((size_t)k, sizeof(int));
+    int *canceled = calloc((size_t)k + 1, sizeof(int));
     double *y = calloc((size_t)n, sizeof(double));
     int rc = grid_transaction_begin();
     for (int i = 0; i < k && !rc; i++) {
         out[i] = calloc((size_t)n, sizeof(double));
-        rc = grid_call("test/sleep_cancelable", seconds, n, out[i], &canceled[i]);
+        rc = grid_call("test/sleep_cancelable", 0.05, n, out[i], &canceled[i]);
     }
+    if (!rc) rc = grid_call("test/sleep_cancelable", seconds, n, y, &canceled[k]);
     for (int i = 0; i < k && !rc; i++)
         rc = grid_call("linalg/daxpy", n, 2.0, out[i], y);
     check(rc == GRID_OK, "the calls are recorded");
@@ -161,11 +169,93 @@ static int kill_mode(int n, int k, double seconds) {
     check(rc == GRID_OK, "the transaction survives the killed server");
     int right = 1;
     for (int i = 0; i < n; i++)
-        right = right && y[i] == 2.0 * k;
+        right = right && y[i] == 1.0 + 2.0 * k;
     for (int i = 0; i < k; i++)
         right = right && out[i][0] == 1.0 && out[i][n - 1] == 1.0 && canceled[i] == 0;
     check(right, "every result is right");
     stats();
+    return 0;
+}
+
+/* K daxpy calls updating one array Y in place: as a transaction, only the last value of
+ * Y comes back to the client (the intermediate ones stay on the servers), against K
+ * times Y for the calls one by one; the results are the same bit for bit. */
+static int bytes_mode(int n, int k) {
+    double *x = filled(n, 11), *y1 = filled(n, 12), *y2 = filled(n, 12);
+    grid_stats_np s0, s1, s2;
+    grid_get_stats_np(&s0);
+    int rc = 0;
+    for (int i = 0; i < k && !rc; i++)
+        rc = grid_call("linalg/daxpy", n, 0.25 * (i + 1), x, y1);
+    grid_get_stats_np(&s1);
+    check(rc == GRID_OK, "the plain chain succeeds");
+    rc = grid_transaction_begin();
+    for (int i = 0; i < k && !rc; i++)
+        rc = grid_call("linalg/daxpy", n, 0.25 * (i + 1), x, y2);
+    rc = rc ? rc : grid_transaction_end();
+    grid_get_stats_np(&s2);
+    check(rc == GRID_OK, "the transaction succeeds");
+    check(memcmp(y1, y2, (size_t)n * sizeof(double)) == 0, "the result is the sequential one bit for bit");
+    unsigned long long ybytes = (unsigned long long)n * sizeof(double);
+    unsigned long long plain = s1.bytes_received - s0.bytes_received,
+                       txn = s2.bytes_received - s1.bytes_received;
+    printf("bytes received: plain %llu, transaction %llu (y: %llu bytes)\n", plain, txn, ybytes);
+    check(plain >= (unsigned long long)k * ybytes, "the plain calls bring y back every time");
+    check(txn < ybytes + ybytes / 2,
+          "the transaction brings y back once: the intermediate values stay on the servers");
+    stats();
+    return 0;
+}
+
+/* The caller's own data handles inside a transaction: they are not staged, so every
+ * use of one runs in program order (here a write after a read of the same handle). */
+static int handles_mode(int n) {
+    double *x = filled(n, 13), *y1 = filled(n, 14), *z1 = filled(n, 15), *y2 = filled(n, 14),
+           *z2 = filled(n, 15);
+    int rc = grid_call("linalg/daxpy", n, 2.0, x, y1);
+    if (!rc) rc = grid_call("linalg/daxpy", n, 3.0, y1, z1);
+    if (!rc) rc = grid_call("linalg/daxpy", n, -1.0, x, y1);
+    check(rc == GRID_OK, "the plain calls succeed");
+    grid_data_np *hy = NULL;
+    rc = grid_data_put_np(&hy, "linalg/daxpy", GRID_TYPE_DOUBLE, (size_t)n, y2);
+    check(rc == GRID_OK, "y is put on a server as a handle");
+    if (!rc) rc = grid_transaction_begin();
+    if (!rc) rc = grid_call("linalg/daxpy", n, 2.0, x, hy);  /* hy += 2x, on the server */
+    if (!rc) rc = grid_call("linalg/daxpy", n, 3.0, hy, z2); /* reads hy */
+    if (!rc) rc = grid_call("linalg/daxpy", n, -1.0, x, hy); /* then writes it: after the read */
+    rc = rc ? rc : grid_transaction_end();
+    check(rc == GRID_OK, "the transaction with a data handle succeeds");
+    if (!rc) rc = grid_data_get_np(hy, y2, (size_t)n);
+    check(rc == GRID_OK && memcmp(y1, y2, (size_t)n * sizeof(double)) == 0 &&
+              memcmp(z1, z2, (size_t)n * sizeof(double)) == 0,
+          "the handle's uses ran in program order: results bit for bit");
+    grid_data_free_np(hy);
+    stats();
+    return 0;
+}
+
+/* The OGF API inside a transaction: grpc_call is recorded like grid_call, and
+ * grpc_call_async is refused. */
+static int ogf_mode(int n) {
+    double *x = filled(n, 16), *y1 = filled(n, 17), *z1 = filled(n, 18), *y2 = filled(n, 17),
+           *z2 = filled(n, 18);
+    grpc_function_handle_t h;
+    int ok = grpc_initialize(NULL) == GRPC_NO_ERROR &&
+             grpc_function_handle_default(&h, "linalg/daxpy") == GRPC_NO_ERROR;
+    check(ok, "grpc_initialize and a default handle");
+    if (!ok) return 0;
+    ok = grpc_call(&h, n, 2.0, x, y1) == GRPC_NO_ERROR && grpc_call(&h, n, 0.5, y1, z1) == GRPC_NO_ERROR;
+    check(ok, "the plain grpc_calls succeed");
+    check(grid_transaction_begin() == GRID_OK, "begin");
+    ok = grpc_call(&h, n, 2.0, x, y2) == GRPC_NO_ERROR && grpc_call(&h, n, 0.5, y2, z2) == GRPC_NO_ERROR;
+    check(ok && memcmp(y2, y1, (size_t)n * sizeof(double)) != 0, "grpc_call is recorded, not run");
+    grpc_sessionid_t sid;
+    check(grpc_call_async(&h, &sid, n, 1.0, x, y2) != GRPC_NO_ERROR, "grpc_call_async inside is refused");
+    check(grid_transaction_end() == GRID_OK, "the transaction of grpc_calls succeeds");
+    check(memcmp(y1, y2, (size_t)n * sizeof(double)) == 0 && memcmp(z1, z2, (size_t)n * sizeof(double)) == 0,
+          "the grpc_calls' results are the sequential ones bit for bit");
+    grpc_function_handle_destruct(&h);
+    grpc_finalize();
     return 0;
 }
 
@@ -237,6 +327,12 @@ int main(int argc, char **argv) {
         kill_mode(a, b, atof(argv[4]));
     else if (!strcmp(m, "abort"))
         abort_mode(a);
+    else if (!strcmp(m, "ogf"))
+        ogf_mode(a);
+    else if (!strcmp(m, "handles"))
+        handles_mode(a);
+    else if (!strcmp(m, "bytes"))
+        bytes_mode(a, b);
     else if (!strcmp(m, "errors"))
         errors(a);
     else {
