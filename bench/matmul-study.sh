@@ -271,7 +271,7 @@ EOF
 study_ep() {
   local csv=$out/ep-sweep.csv S lines m=${EP_M:-24} parts=${EP_PARTS:-8} om=16 oparts=2000
   [ $smoke = 1 ] && m=20 parts=4 oparts=200
-  echo "mode,m,parts,servers,rep,seconds,us_per_call,wire_tx_bytes,wire_rx_bytes,verified,ok" >"$csv"
+  echo "mode,m,parts,servers,rep,seconds,us_per_call,wire_tx_bytes,wire_rx_bytes,txn_servers,verified,ok" >"$csv"
   echo "== EP sweep: m = $m in $parts parts over S servers; and m = $om in $oparts parts (cost per call)"
   for S in $servers; do
     lines=$(in_client timeout 600 "$B/examples/ep_sweep" --servers "$(first "$S")" --reps "$reps" \
@@ -300,16 +300,19 @@ study_ep() {
 import csv, statistics, sys
 from collections import defaultdict
 g = defaultdict(list)
+used = defaultdict(set)
 for r in csv.DictReader(open(sys.argv[1])):
     if r["ok"] == "1":
         g[(int(r["m"]), int(r["parts"]), int(r["servers"]), r["mode"])].append(float(r["seconds"]))
-print("| m | parts | S | mode | time (s), median | min-max | us per call | speedup vs S = 1 |")
-print("|---:|---:|---:|---|---:|---:|---:|---:|")
+        used[(int(r["m"]), int(r["parts"]), int(r["servers"]), r["mode"])].add(r["txn_servers"])
+print("| m | parts | S | mode | time (s), median | min-max | us per call | speedup vs S = 1 | servers the transaction used |")
+print("|---:|---:|---:|---|---:|---:|---:|---:|---:|")
 for (m, p, s, mode), t in sorted(g.items()):
     base = g.get((m, p, 1, mode))
     sp = "%.2f" % (statistics.median(base) / statistics.median(t)) if base else "-"
-    print("| %d | %d | %s | %s | %.3f | %.3f-%.3f | %.1f | %s |" % (m, p, s or "4, by gridmetad", mode, statistics.median(t),
-          min(t), max(t), statistics.median(t) / p * 1e6, sp))
+    u = ",".join(sorted(used[(m, p, s, mode)])) if mode == "txn" else "-"
+    print("| %d | %d | %s | %s | %.3f | %.3f-%.3f | %.1f | %s | %s |" % (m, p, s or "4, by gridmetad", mode,
+          statistics.median(t), min(t), max(t), statistics.median(t) / p * 1e6, sp, u))
 EOF
 }
 

@@ -138,7 +138,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: out of memory for %d parts\n", prog, parts);
         return 1;
     }
-    if (csv) printf("mode,m,parts,servers,rep,seconds,us_per_call,wire_tx_bytes,wire_rx_bytes,verified,ok\n");
+    if (csv)
+        printf("mode,m,parts,servers,rep,seconds,us_per_call,wire_tx_bytes,wire_rx_bytes,txn_servers,"
+               "verified,ok\n");
     int failed = 0;
     /* Run 0 warms up (connections, interfaces fetched, the servers' first touch of
      * their memory): checked, not reported. */
@@ -169,20 +171,22 @@ int main(int argc, char **argv) {
             int ok = rc == 0 && v != 0 && isfinite(sx) && isfinite(sy) && isfinite(gauss);
             failed |= !ok;
             const char *name = txn ? "txn" : "async";
+            /* How many servers the transaction's calls ran on (the library's count). */
+            grid_transaction_stats_np ts = {0};
+            if (txn) grid_transaction_get_stats_np(&ts);
             if (rep == 0) {
                 if (!ok) fprintf(stderr, "%s: the warm-up run (%s) failed\n", prog, name);
                 continue;
             }
             if (csv)
-                printf("%s,%d,%d,%d,%d,%.6f,%.2f,%llu,%llu,%d,%d\n", name, m, parts, w.S, rep, t,
+                printf("%s,%d,%d,%d,%d,%.6f,%.2f,%llu,%llu,%ld,%d,%d\n", name, m, parts, w.S, rep, t,
                        t / parts * 1e6, w1.bytes_sent - w0.bytes_sent, w1.bytes_received - w0.bytes_received,
-                       v, ok);
+                       ts.servers, v, ok);
             else
-                printf("ep_sweep m=%d %s, %d parts%s: %.3f s (%.1f us per call), sx %.15e sy %.15e, %.0f "
-                       "Gaussian "
-                       "pairs: %s\n",
+                printf("ep_sweep m=%d %s, %d parts%s: %.3f s (%.1f us per call)%s, sx %.15e sy %.15e, %.0f "
+                       "Gaussian pairs: %s\n",
                        m, name, parts, w.S ? " round-robin by URL" : " placed by the metaserver", t,
-                       t / parts * 1e6, sx, sy, gauss,
+                       t / parts * 1e6, txn ? ", servers used: see --csv" : "", sx, sy, gauss,
                        !ok      ? "FAILED"
                        : v == 1 ? "VERIFIED"
                                 : "no reference for this M");
