@@ -228,7 +228,7 @@ print("   the counted bytes match the calls: stateless sends B %d times, statefu
 EOF
   fi
   python3 "$here/plot_matmul.py" --dir "$out" $([ $smoke = 1 ] && echo --no-plot) \
-    --note "Load average (1, 5, 15 min) at the start: $note_load_start; at the end of the multiply: $(load). Servers: one worker, one BLAS thread, $([ $smoke = 1 ] && echo "loopback, no quota" || echo "$quota% of a CPU each, links $rate")." >/dev/null ||
+    --note "Load average (1, 5, 15 min) at the start: $note_load_start; at the end of the multiply: $(load). Servers: one worker, one BLAS thread, $([ $smoke = 1 ] && echo "loopback, no quota" || echo "$quota% of a CPU each, links $([ "$rate" = 0 ] && echo unshaped || echo "$rate")")." >/dev/null ||
     failed=1
   [ $smoke = 1 ] || cat "$out/matmul-tables.md"
 }

@@ -11,7 +11,8 @@ of the sockets-vs-CORBA study's appendix:
                      side; then the bytes the client moved (counted from the calls, and
                      on the client's link when the lab measured it);
   matmul-summary.csv the medians, one line per (variant, n, S);
-  matmul.png         time against n for each S (both variants), and speedup against S.
+  matmul.png         time against n for each S (both variants), speedup against S, and
+                     the bytes the client sent against n.
 
 Prints the Markdown too. --no-plot skips the figure (no matplotlib needed).
 """
@@ -136,7 +137,7 @@ def plot(med, path):
 
     ns = sorted({k[1] for k in med})
     ss = sorted({k[2] for k in med})
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(15, 4.2))
     for i, s in enumerate(ss):
         color = "C%d" % i
         for v, style in (("stateless", "-"), ("stateful", "--")):
@@ -162,6 +163,17 @@ def plot(med, path):
     ax2.set_xticks(ss)
     ax2.set_title("speedup")
     ax2.legend(fontsize=6, ncol=2)
+    for i, s in enumerate(ss):
+        for v, style in (("stateless", "-"), ("stateful", "--")):
+            xs = [n for n in ns if (v, n, s) in med]
+            if xs:
+                ax3.plot(xs, [med[(v, n, s)]["wire_tx"] / 1e6 for n in xs], style, marker="o", color="C%d" % i,
+                         label="%s, S = %d" % (v, s))
+    ax3.set_xlabel("n")
+    ax3.set_ylabel("MB the client sent (library's count)")
+    ax3.set_yscale("log")
+    ax3.set_title("bytes sent (solid: stateless, dashed: stateful)")
+    ax3.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
