@@ -443,7 +443,10 @@ void grc_data_flush(const grc_config *cfg) {
     stales = NULL;
     nstales = capstales = 0;
     pthread_mutex_unlock(&dlock);
-    for (int i = 0; i < n; i++) {
+    grc_config own;
+    gr_err ce;
+    if (n && !cfg) cfg = grc_config_get(&own, &ce) == GRID_OK ? &own : NULL;
+    for (int i = 0; i < n && cfg; i++) {
         gr_err e;
         int remote;
         grp_data_id di = {list[i].session, list[i].handle};
