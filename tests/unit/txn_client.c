@@ -10,6 +10,7 @@
  *   txn_client kill N K SECONDS  K fast producers, a slow one (SECONDS) and K daxpy over
  *                                their results; prints "running" when the transaction starts
  *                                (the script kills a server then)
+ *   txn_client dead N FLAG       records, waits for the file FLAG (its server killed), ends
  *   txn_client ogf N             grpc_call inside a transaction (GRIDRPC_SERVER set)
  *   txn_client handles N         the caller's own data handles inside a transaction
  *   txn_client bytes N K         K in-place daxpy on one array: bytes the client receives
@@ -259,6 +260,28 @@ static int ogf_mode(int n) {
     return 0;
 }
 
+/* Records two calls, waits for FLAG to exist (the script kills the only server then),
+ * ends: the error names the call and why its server failed; nothing is touched. */
+static int dead_mode(int n, const char *flag) {
+    double *x = filled(n, 19), *y = filled(n, 20), *y0 = filled(n, 20);
+    int rc = grid_transaction_begin();
+    if (!rc) rc = grid_call("linalg/daxpy", n, 2.0, x, y);
+    if (!rc) rc = grid_call("linalg/daxpy", n, 3.0, y, x);
+    check(rc == GRID_OK, "two calls are recorded");
+    printf("recorded\n");
+    fflush(stdout);
+    for (int i = 0; i < 400 && access(flag, F_OK) != 0; i++)
+        usleep(50000);
+    rc = grid_transaction_end();
+    const char *m = grid_last_error();
+    printf("error: %s\n", m);
+    check(rc == GRID_ERR_CONNECT && strstr(m, "call 1 of 2 (linalg/daxpy)") &&
+              strstr(m, "no server could run it") && strstr(m, "connection refused"),
+          "the error names the call, the server and why");
+    check(memcmp(y, y0, (size_t)n * sizeof(double)) == 0, "the caller's buffers are untouched");
+    return 0;
+}
+
 static int abort_mode(int n) {
     double *x = filled(n, 6), *y = filled(n, 7), *y0 = filled(n, 7);
     grid_stats_np s0, s1;
@@ -327,6 +350,8 @@ int main(int argc, char **argv) {
         kill_mode(a, b, atof(argv[4]));
     else if (!strcmp(m, "abort"))
         abort_mode(a);
+    else if (!strcmp(m, "dead") && argc > 3)
+        dead_mode(a, argv[3]);
     else if (!strcmp(m, "ogf"))
         ogf_mode(a);
     else if (!strcmp(m, "handles"))
