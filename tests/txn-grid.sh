@@ -11,6 +11,9 @@
 B=$top_builddir
 CLIENT=$B/txn-client
 export GRIDRPC_QUIET=1
+# Bit for bit needs a deterministic BLAS: a threaded OpenBLAS splits dgefa's work by the
+# threads it finds free, so the same call's last bits vary from run to run.
+export OPENBLAS_NUM_THREADS=1
 unset GRIDRPC_SERVER GRIDRPC_CONFIG GRIDRPC_METASERVER
 pids=()
 cleanup() {

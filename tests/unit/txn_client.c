@@ -96,6 +96,16 @@ static int linpack(int n, int nrhs) {
     for (int k = 0; k < nrhs; k++)
         same = same && memcmp(b1[k], b2[k], (size_t)n * sizeof(double)) == 0;
     check(same, "factors, pivots, info and every solution are the sequential ones bit for bit");
+    if (!same) {
+        int da = 0, db = 0;
+        for (int i = 0; i < n * n; i++)
+            da += a1[i] != a2[i];
+        for (int k = 0; k < nrhs; k++)
+            for (int i = 0; i < n; i++)
+                db += b1[k][i] != b2[k][i];
+        printf("  differ: %d of the factors, %d of the solutions, pivots %s, info %d %d\n", da, db,
+               memcmp(p1, p2, (size_t)n * sizeof(int)) ? "differ" : "same", info1, info2);
+    }
     stats();
     return 0;
 }
