@@ -95,6 +95,7 @@ raw=$(stat "$f" raw); war=$(stat "$f" war); waw=$(stat "$f" waw)
 if [ "$raw" = 8 ] && [ "$war" = 7 ] && [ "$waw" = 5 ]; then ok "daxpy graph: 8 RAW, 7 WAR, 5 WAW pairs"; else fail "daxpy graph: raw=$raw war=$war waw=$waw, not 8 7 5"; fi
 run "sub-ranges and strides, disjoint and overlapping" subrange 999
 run "abort drops everything" abort 100
+run "four threads, four transactions at once" threads 5000 4
 run "the caller's data handles: each use in program order" handles 10000
 run "errors: nesting, async inside, the failed call named" errors 100
 

@@ -11,6 +11,7 @@
  *                                their results; prints "running" when the transaction starts
  *                                (the script kills a server then)
  *   txn_client dead N FLAG       records, waits for the file FLAG (its server killed), ends
+ *   txn_client threads N T       T threads, each with its own transaction at the same time
  *   txn_client ogf N             grpc_call inside a transaction (GRIDRPC_SERVER set)
  *   txn_client handles N         the caller's own data handles inside a transaction
  *   txn_client bytes N K         K in-place daxpy on one array: bytes the client receives
@@ -19,6 +20,7 @@
  *                                call named in the error, buffers untouched after it
  *   txn_client stats             prints the last transaction's counters (after a mode) */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,6 +294,43 @@ static int dead_mode(int n, const char *flag) {
     return 0;
 }
 
+/* Transactions are per thread: T threads each run their own chain at once. */
+struct chain {
+    int n, ok;
+    double *x, *y, *want;
+};
+static void *chain_thread(void *arg) {
+    struct chain *c = arg;
+    int rc = grid_transaction_begin();
+    for (int i = 0; i < 4 && !rc; i++)
+        rc = grid_call("linalg/daxpy", c->n, 0.5 * (i + 1), c->x, c->y);
+    rc = rc ? rc : grid_transaction_end();
+    c->ok = rc == GRID_OK && memcmp(c->y, c->want, (size_t)c->n * sizeof(double)) == 0;
+    return NULL;
+}
+
+static int threads_mode(int n, int t) {
+    struct chain c[8];
+    pthread_t th[8];
+    if (t > 8) t = 8;
+    for (int k = 0; k < t; k++) {
+        c[k] = (struct chain){n, 0, filled(n, 30 + (unsigned)k), filled(n, 40 + (unsigned)k),
+                              filled(n, 40 + (unsigned)k)};
+        for (int i = 0; i < 4; i++)
+            grid_call("linalg/daxpy", n, 0.5 * (i + 1), c[k].x, c[k].want);
+    }
+    for (int k = 0; k < t; k++)
+        pthread_create(&th[k], NULL, chain_thread, &c[k]);
+    int all = 1;
+    for (int k = 0; k < t; k++) {
+        pthread_join(th[k], NULL);
+        all = all && c[k].ok;
+    }
+    check(all, "each thread's transaction gives its own sequential result bit for bit");
+    check(grid_transaction_active_np() == 0, "the main thread has no transaction of theirs");
+    return 0;
+}
+
 static int abort_mode(int n) {
     double *x = filled(n, 6), *y = filled(n, 7), *y0 = filled(n, 7);
     grid_stats_np s0, s1;
@@ -362,6 +401,8 @@ int main(int argc, char **argv) {
         abort_mode(a);
     else if (!strcmp(m, "dead") && argc > 3)
         dead_mode(a, argv[3]);
+    else if (!strcmp(m, "threads"))
+        threads_mode(a, b);
     else if (!strcmp(m, "ogf"))
         ogf_mode(a);
     else if (!strcmp(m, "handles"))
