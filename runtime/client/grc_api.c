@@ -353,6 +353,8 @@ int grid_last_server_np(char *buf, size_t n) {
 }
 
 void grid_reset_np(void) {
+    /* The calling thread's open transaction holds descriptors the reset frees. */
+    if (grc_txn_active()) grid_transaction_abort_np();
     grc_data_reset(); /* SESSION_END, over the pool still open */
     grc_meta_reset();
     grc_async_reset();

@@ -144,7 +144,7 @@ int grc_txn_record(const char *name, const grc_args *args, gr_err *e) {
         if (rc) gr_prefixerr(e, "%s: ", c->t.name);
     }
     if (!rc) rc = take(c, q.call, e);
-    free(q.call);
+    grc_req_free(&q); /* with the references its check of the caller's handles took */
     if (rc) {
         gr_prefixerr(e, "transaction call %d not recorded: ", x->ncalls + 1);
         grc_txn x1 = {c, 1, 1};

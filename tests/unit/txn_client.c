@@ -10,6 +10,8 @@
  *   txn_client kill N K SECONDS  K fast producers, a slow one (SECONDS) and K daxpy over
  *                                their results; prints "running" when the transaction starts
  *                                (the script kills a server then)
+ *   txn_client dead N FLAG       records, waits for the file FLAG (its server killed), ends
+ *   txn_client threads N T       T threads, each with its own transaction at the same time
  *   txn_client ogf N             grpc_call inside a transaction (GRIDRPC_SERVER set)
  *   txn_client handles N         the caller's own data handles inside a transaction
  *   txn_client bytes N K         K in-place daxpy on one array: bytes the client receives
@@ -18,6 +20,7 @@
  *                                call named in the error, buffers untouched after it
  *   txn_client stats             prints the last transaction's counters (after a mode) */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +98,16 @@ static int linpack(int n, int nrhs) {
     for (int k = 0; k < nrhs; k++)
         same = same && memcmp(b1[k], b2[k], (size_t)n * sizeof(double)) == 0;
     check(same, "factors, pivots, info and every solution are the sequential ones bit for bit");
+    if (!same) {
+        int da = 0, db = 0;
+        for (int i = 0; i < n * n; i++)
+            da += a1[i] != a2[i];
+        for (int k = 0; k < nrhs; k++)
+            for (int i = 0; i < n; i++)
+                db += b1[k][i] != b2[k][i];
+        printf("  differ: %d of the factors, %d of the solutions, pivots %s, info %d %d\n", da, db,
+               memcmp(p1, p2, (size_t)n * sizeof(int)) ? "differ" : "same", info1, info2);
+    }
     stats();
     return 0;
 }
@@ -259,6 +272,65 @@ static int ogf_mode(int n) {
     return 0;
 }
 
+/* Records two calls, waits for FLAG to exist (the script kills the only server then),
+ * ends: the error names the call and why its server failed; nothing is touched. */
+static int dead_mode(int n, const char *flag) {
+    double *x = filled(n, 19), *y = filled(n, 20), *y0 = filled(n, 20);
+    int rc = grid_transaction_begin();
+    if (!rc) rc = grid_call("linalg/daxpy", n, 2.0, x, y);
+    if (!rc) rc = grid_call("linalg/daxpy", n, 3.0, y, x);
+    check(rc == GRID_OK, "two calls are recorded");
+    printf("recorded\n");
+    fflush(stdout);
+    for (int i = 0; i < 400 && access(flag, F_OK) != 0; i++)
+        usleep(50000);
+    rc = grid_transaction_end();
+    const char *m = grid_last_error();
+    printf("error: %s\n", m);
+    check(rc == GRID_ERR_CONNECT && strstr(m, "call 1 of 2 (linalg/daxpy)") &&
+              strstr(m, "no server could run it") && strstr(m, "connection refused"),
+          "the error names the call, the server and why");
+    check(memcmp(y, y0, (size_t)n * sizeof(double)) == 0, "the caller's buffers are untouched");
+    return 0;
+}
+
+/* Transactions are per thread: T threads each run their own chain at once. */
+struct chain {
+    int n, ok;
+    double *x, *y, *want;
+};
+static void *chain_thread(void *arg) {
+    struct chain *c = arg;
+    int rc = grid_transaction_begin();
+    for (int i = 0; i < 4 && !rc; i++)
+        rc = grid_call("linalg/daxpy", c->n, 0.5 * (i + 1), c->x, c->y);
+    rc = rc ? rc : grid_transaction_end();
+    c->ok = rc == GRID_OK && memcmp(c->y, c->want, (size_t)c->n * sizeof(double)) == 0;
+    return NULL;
+}
+
+static int threads_mode(int n, int t) {
+    struct chain c[8];
+    pthread_t th[8];
+    if (t > 8) t = 8;
+    for (int k = 0; k < t; k++) {
+        c[k] = (struct chain){n, 0, filled(n, 30 + (unsigned)k), filled(n, 40 + (unsigned)k),
+                              filled(n, 40 + (unsigned)k)};
+        for (int i = 0; i < 4; i++)
+            grid_call("linalg/daxpy", n, 0.5 * (i + 1), c[k].x, c[k].want);
+    }
+    for (int k = 0; k < t; k++)
+        pthread_create(&th[k], NULL, chain_thread, &c[k]);
+    int all = 1;
+    for (int k = 0; k < t; k++) {
+        pthread_join(th[k], NULL);
+        all = all && c[k].ok;
+    }
+    check(all, "each thread's transaction gives its own sequential result bit for bit");
+    check(grid_transaction_active_np() == 0, "the main thread has no transaction of theirs");
+    return 0;
+}
+
 static int abort_mode(int n) {
     double *x = filled(n, 6), *y = filled(n, 7), *y0 = filled(n, 7);
     grid_stats_np s0, s1;
@@ -327,6 +399,10 @@ int main(int argc, char **argv) {
         kill_mode(a, b, atof(argv[4]));
     else if (!strcmp(m, "abort"))
         abort_mode(a);
+    else if (!strcmp(m, "dead") && argc > 3)
+        dead_mode(a, argv[3]);
+    else if (!strcmp(m, "threads"))
+        threads_mode(a, b);
     else if (!strcmp(m, "ogf"))
         ogf_mode(a);
     else if (!strcmp(m, "handles"))
