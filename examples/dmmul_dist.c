@@ -132,7 +132,7 @@ static void usage(FILE *f) {
 
 int main(int argc, char **argv) {
     const char *servers = NULL, *mode = "both";
-    int K = 12, reps = 1, csv = 0, link = 0, n = -1;
+    int K = -1, reps = 1, csv = 0, link = 0, n = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0) {
@@ -171,6 +171,15 @@ int main(int argc, char **argv) {
     }
     static char srv[STUDY_MAX_SERVERS][280];
     int S = study_servers(servers, srv, prog);
+    if (K < 0) { /* the default: 12 blocks (fewer when n < 12, more when S > 12) */
+        K = n < 12 ? n : 12;
+        if (K < S && S <= n) K = S;
+    }
+    if (S > n) {
+        fprintf(stderr, "%s: N = %d has fewer rows than the %d servers: give every server a row at least\n",
+                prog, n, S);
+        return 2;
+    }
     if (K < S || K > n) {
         fprintf(stderr, "%s: --blocks %d: give every server a block and every block a row (%d to %d here)\n",
                 prog, K, S, n);
