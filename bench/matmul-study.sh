@@ -22,8 +22,8 @@
 #   Each example runs one unmeasured warm-up of every variant first.
 #     --smoke   the test suite's run: two gridrpcd on loopback (no lab, no root), tiny n,
 #               S = 1 and 2, one repetition, results in a temporary folder; fails (exit 1)
-#               on a failed call, a wrong result, or stateful moving as many bytes as
-#               stateless; no time is judged
+#               on a failed call, a wrong result, B travelling with stateful blocks, or
+#               factors crossing the client's link again (library byte counts); no time is judged
 #     --sizes   the n of the multiply (default "100 200 500 1000 1500 2000"; add 3000 etc.)
 #   MATMUL_MODES, LINPACK_MODES, EP_MODES: run only some variants (stateless|stateful|both;
 #   sent|kept|txn|all; async|txn|both); LINPACK_SIZES (default "500 1000 2000"), EP_M, EP_PARTS
@@ -249,6 +249,27 @@ study_linpack() {
       grep -v '^mode,' <<<"$lines" >>"$csv"
     done
   done
+  if [ $smoke = 1 ]; then
+    # Kept and in a transaction, the factors stay on the servers: the client sends A once
+    # and the right-hand sides (the library's count), never the factors again per solve.
+    python3 - "$csv" "$rhs" <<'EOF' || failed=1
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+r = int(sys.argv[2])
+if not rows or any(x["ok"] != "1" for x in rows):
+    sys.exit("matmul-study: a Linpack chain run failed")
+for x in rows:
+    n, tx = int(x["n"]), int(x["wire_tx_bytes"])
+    once = 8 * n * n + 8 * r * n
+    limit = once + 4096 * (r + 4)  # messages' heads and names
+    if x["mode"] in ("kept", "txn") and not once <= tx <= limit:
+        sys.exit("matmul-study: linpack %s n=%d S=%s: the client sent %d bytes; A once and %d right-hand sides "
+                 "are %d (the factors must not be sent again)" % (x["mode"], n, x["servers"], tx, r, once))
+    if x["mode"] == "sent" and tx < once + r * 8 * n * n:
+        sys.exit("matmul-study: linpack sent n=%d: only %d bytes sent; the factors go with every solve" % (n, tx))
+print("   the factors crossed the client's connections once (kept, txn), or with every solve (sent)")
+EOF
+  fi
   python3 - "$csv" <<'EOF' | tee "$out/linpack-chain.md"
 import csv, statistics, sys
 from collections import defaultdict
