@@ -169,6 +169,9 @@ typedef struct grid_stats_np {
     long descriptor_fetches;
     long connections_opened;
     long calls;
+    /* Bytes the client sent and received on all its connections (servers and metaserver):
+     * calls, remote data, descriptors. */
+    unsigned long long bytes_sent, bytes_received;
 } grid_stats_np;
 void grid_get_stats_np(grid_stats_np *out);
 
@@ -227,6 +230,46 @@ int grid_call_waited_np(int id);
 /* Forgets the record of finished call ID. */
 void grid_forget_np(int id);
 
+/* ---- Transactions (Ninf's Ninf_transaction_begin/_end; docs/api.md "Transactions")
+ *
+ * Between grid_transaction_begin and grid_transaction_end, grid_call (and its _va_np,
+ * _argv_np and uncounted forms, and the OGF grpc_call and grpc_call_arg_stack) records
+ * the call and returns GRID_OK at once: the function is resolved and its interface
+ * fetched, scalars and strings are copied, array pointers are kept, nothing runs. The
+ * arrays are read at grid_transaction_end, as Ninf did: the caller must not free them
+ * before, and what they hold at the end is what the calls get. grid_transaction_end
+ * builds the data-dependency graph from the bytes each array argument touches (an
+ * output of one call that a later call reads, overlapping ranges counted), runs every
+ * call whose inputs are ready at once (the metaserver places each one, so independent
+ * calls run on different servers; without one the configured server runs them all),
+ * reruns on another server a call whose server fails, and leaves the caller's buffers
+ * and OUT scalars exactly as if the calls had run one by one in order. INOUT scalars are
+ * taken when recorded (a scalar output is not an input of a later call of the same
+ * transaction). A failed transaction leaves the caller's memory untouched and its error
+ * names the call ("call 3 of 5 (linalg/dgesl): ...") and every server that failed it.
+ * Asynchronous calls and object methods inside a transaction are refused. Per thread:
+ * each thread may have one transaction open. */
+int grid_transaction_begin(void);
+/* Runs the recorded calls; GRID_OK when all succeeded. GRID_ERR_ARGS when none is open. */
+int grid_transaction_end(void);
+/* Drops the open transaction: nothing runs, no buffer is touched. */
+int grid_transaction_abort_np(void);
+/* 1 when the calling thread has a transaction open, else 0. */
+int grid_transaction_active_np(void);
+/* What the calling thread's last grid_transaction_end did. */
+typedef struct grid_transaction_stats_np {
+    long calls;      /* calls recorded */
+    long raw;        /* pairs of calls with a read-after-write dependency (overlapping bytes) */
+    long war;        /* ... write after read (resolved by staging: they do not wait) */
+    long waw;        /* ... write after write (the later write lands last) */
+    long reruns;     /* calls run again after their server failed or their kept inputs were lost */
+    long by_ref;     /* inputs taken server to server from an earlier call's kept output */
+    long recomputed; /* calls run again because an output they kept was lost with its server */
+    long servers;    /* distinct servers that ran a call */
+    double seconds;
+} grid_transaction_stats_np;
+int grid_transaction_get_stats_np(grid_transaction_stats_np *out);
+
 /* ---- Remote objects (Ninf-G's DefClass; docs/api.md)
  *
  * An object of an IDL class lives on one server and keeps its state between the
@@ -259,6 +302,40 @@ int grid_object_destroy_np(grid_object_np *obj);
 /* "gridrpc://host:port/module/Class": with ".method" appended, the name of a method's
  * interface for grid_describe_np. */
 const char *grid_object_url_np(const grid_object_np *obj);
+
+/* ---- Remote data (docs/api.md "Remote data")
+ *
+ * An array put on a server once and used by many calls: a handle is passed wherever a
+ * function takes that array (IN, OUT or INOUT; grid_call, grid_call_async, their _va and
+ * _argv forms, grpc_call*), in place of the array's pointer. IN: the call reads the
+ * server's copy (copied there server to server first when it lies on another server);
+ * OUT and INOUT: the result stays on the call's server as the handle, and does not come
+ * back until grid_data_get_np. Type and size are checked against the function's
+ * interface. Handles belong to the process's session: grid_reset_np and grpc_finalize
+ * end it (the servers free the data; the handles stay allocated but refuse use until
+ * grid_data_free_np), and a server frees the data of a client that vanished after its
+ * grace period. All of these are MT-safe. */
+typedef struct grid_data_np grid_data_np;
+/* Puts COUNT elements of TYPE (GRID_TYPE_CHAR ... GRID_TYPE_DCOMPLEX) from BUF on a
+ * server; *H gets the handle (NULL on failure). WHERE: "host:port", "gridrpc://host:port",
+ * a function name (the server a call of it would go to), or NULL: the default server;
+ * under a metaserver the data then waits on the client until the first call using it,
+ * and goes to that call's server. */
+int grid_data_put_np(grid_data_np **h, const char *where, int type, size_t count, const void *buf);
+/* A handle with no data yet, for an OUT argument whose result stays where the call ran. */
+int grid_data_new_np(grid_data_np **h, int type, size_t count);
+/* Copies the data into BUF (COUNT must equal the handle's count). */
+int grid_data_get_np(grid_data_np *h, void *buf, size_t count);
+/* Frees the data on every server holding it, and the handle. NULL: nothing. */
+int grid_data_free_np(grid_data_np *h);
+/* "host:port" of a server holding the data ("" when none does yet, or H is not a handle). */
+const char *grid_data_where_np(const grid_data_np *h);
+/* The handle's element type (GRID_TYPE_*) and count; either pointer may be NULL. */
+int grid_data_info_np(const grid_data_np *h, int *type, size_t *count);
+/* Ends the process's data session now: every server holding its data frees it, and
+ * every handle is then lost (grid_data_free_np still frees it). grid_reset_np and
+ * grpc_finalize do this; later puts start a new session. */
+void grid_data_end_session_np(void);
 
 /* ---- For language bindings (Fortran, Python): the interface and an argument vector */
 

@@ -12,6 +12,7 @@ extern "C" {
 
 /* linalg */
 void gridrpc_lib_dmmul(int n, const double *A, const double *B, double *C);
+void gridrpc_lib_dmmul_rows(int m, int n, const double *A, const double *B, double *C);
 void gridrpc_lib_ddot(int n, const double *x, const double *y, double *result);
 void gridrpc_lib_daxpy(int n, double alpha, const double *x, double *y);
 void gridrpc_lib_dgemv(int m, int n, double alpha, const double *A, const double *x, double beta, double *y);

@@ -13,6 +13,13 @@ void gridrpc_lib_dmmul(int n, const double *A, const double *B, double *C) {
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, A, n, B, n, 0.0, C, n);
 }
 
+/* A block of M rows of a product: a distributed multiply gives each server some rows of
+ * A and the whole of B (the sockets-vs-CORBA study's decomposition). */
+void gridrpc_lib_dmmul_rows(int m, int n, const double *A, const double *B, double *C) {
+    if (m <= 0 || n <= 0) return;
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, n, 1.0, A, n, B, n, 0.0, C, n);
+}
+
 void gridrpc_lib_ddot(int n, const double *x, const double *y, double *result) {
     *result = n > 0 ? cblas_ddot(n, x, 1, y, 1) : 0.0;
 }

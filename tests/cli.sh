@@ -97,7 +97,7 @@ if run 0 "$CLI" $S ls && grep -Eq '^linalg/dmmul +double precision matrix multip
   grep -Eq '^test/echo_int +echo an int array$' out && grep -q '^FUNCTION  *DESCRIPTION$' out; then
   ok "ls --server lists functions with their descriptions"; else fail "ls (rc $rc)"; diag <out; diag <err
 fi
-if run 0 "$CLI" $S ls dmm && [ "$(wc -l <out)" -eq 2 ] && grep -q '^linalg/dmmul ' out; then ok "ls PATTERN: a part of the name"; else fail "ls dmm"; diag <out; fi
+if run 0 "$CLI" $S ls dmm && [ "$(wc -l <out)" -eq 3 ] && grep -q '^linalg/dmmul ' out && grep -q '^linalg/dmmul_rows ' out; then ok "ls PATTERN: a part of the name"; else fail "ls dmm"; diag <out; fi
 if run 0 "$CLI" $S ls 'linalg/d*v' && [ "$(wc -l <out)" -eq 2 ] && grep -q '^linalg/dgemv ' out; then ok "ls PATTERN: a shell pattern"; else fail "ls glob"; diag <out; fi
 expect "ls with no match fails and says so" 1 "no function matches 'zzz'" "$CLI" $S ls zzz
 json "ls --json" "any(f['name']=='linalg/dmmul' and f['description'].startswith('double precision matrix multiply') for f in j['functions']) and j['server']['port']==int('$SRV'.split(':')[1])" "$CLI" $S --json ls

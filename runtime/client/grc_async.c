@@ -141,6 +141,12 @@ static void failover_session(grc_session *s, int code, const char *msg) {
             continue;
         }
         if (!rc) rc = grc_req_check(&s->req, &np->conn->server, &e);
+        int place_failed = 0;
+        if (!rc) rc = grc_req_place(&s->req, &cfg, &place_failed, &e); /* its data handles go there first */
+        if (rc && place_failed) {
+            code = rc;
+            continue;
+        }
         if (rc) {
             grc_req_blame(&s->req, &e);
             break;
@@ -301,6 +307,7 @@ static int handle_one(grc_pipe *p, gr_err *e) {
         /* The server failed while its result was arriving: run it elsewhere. */
         moved = code && !in_step && s->req.route.routed && grc_code_is_server_failure(code);
         if (code && !moved) grc_req_blame(&s->req, e);
+        if (!resent && !moved) grc_req_settle(&s->req, code);
         if (!resent && !moved) grc_req_end(&s->req, code);
     }
 
@@ -417,6 +424,12 @@ int grc_call_async(const char *name, const grc_args *args, gr_err *e) {
 }
 
 int grc_call_async_req(grc_req_starter start, const void *ctx, const grc_args *args, gr_err *e) {
+    if (grc_txn_active())
+        return -gr_seterr(
+            e, GRID_ERR_ARGS,
+            "asynchronous calls cannot be part of a transaction (the transaction runs its calls "
+            "concurrently itself): use grid_call inside grid_transaction_begin/_end, or start the "
+            "asynchronous call after grid_transaction_end");
     grc_config cfg;
     grc_session *s = calloc(1, sizeof *s);
     if (!s) return -gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
@@ -427,11 +440,16 @@ int grc_call_async_req(grc_req_starter start, const void *ctx, const grc_args *a
     }
     grc_pipe *p = NULL;
     for (;;) {
+        p = NULL;
         rc = get_pipe(&s->req.t, &cfg, &p, e);
         if (rc == GRID_ERR_TIMEOUT) e->code = rc = GRID_ERR_CONNECT;
+        /* Data handles among the arguments: their data goes to this server first. */
+        int place_failed = 0;
+        if (!rc) rc = grc_req_check(&s->req, &p->conn->server, e);
+        if (!rc) rc = grc_req_place(&s->req, &cfg, &place_failed, e);
+        if (rc && !place_failed && p) break;
         if (!rc || grc_req_failover(&s->req, rc, e) != GRID_OK) break;
     }
-    if (!rc) rc = grc_req_check(&s->req, &p->conn->server, e);
     if (rc) {
         grc_req_blame(&s->req, e);
         grc_req_free(&s->req);
@@ -540,6 +558,7 @@ int grc_wait(int id, const char **msg) {
     snprintf(last_msg, sizeof last_msg, "%s", s->msg ? s->msg : "");
     pthread_mutex_unlock(&alock);
     if (timed_out) send_cancel(s);
+    grc_data_flush(NULL); /* copies that a KEEP of the call made stale */
     *msg = last_msg;
     return code;
 }
@@ -589,6 +608,7 @@ int grc_wait_any(const int *ids, int n, int *done, const char **msg) {
             snprintf(last_msg, sizeof last_msg, "%s", pick->msg ? pick->msg : "");
             int code = pick->code;
             pthread_mutex_unlock(&alock);
+            grc_data_flush(NULL); /* copies that a KEEP of the call made stale */
             return code;
         }
         /* Expire calls past their deadline, then sleep until something changes. */
