@@ -63,6 +63,13 @@ static const char help_text[] =
     "      --isolate            run each call in a child process, so a function that crashes or\n"
     "                           calls exit() fails only its call (costs a fork per call)\n"
     "\n"
+    "Two-phase calls (gridrpc submit / fetch; docs/server.md):\n"
+    "      --job-dir DIR        keep submitted jobs and their results in DIR (created 0700; default\n"
+    "                           $XDG_STATE_HOME/gridrpc/jobs-PORT, else ~/.local/state/gridrpc/jobs-PORT).\n"
+    "                           A restart on the same DIR serves the finished jobs and runs the\n"
+    "                           unfinished ones again\n"
+    "      --job-keep TIME      remove a finished job this long after it finished (default 7d)\n"
+    "\n"
     "Limits and timeouts:\n"
     "      --max-message SIZE   largest message accepted (default 1G)\n"
     "      --max-array SIZE     largest array argument (default 1G)\n"
@@ -187,6 +194,8 @@ enum {
     OPT_NAME,
     OPT_SPEED,
     OPT_METASERVER_TOKEN,
+    OPT_JOB_DIR,
+    OPT_JOB_KEEP,
 };
 
 static const struct option long_options[] = {
@@ -212,6 +221,8 @@ static const struct option long_options[] = {
     {"name", required_argument, NULL, OPT_NAME},
     {"speed", required_argument, NULL, OPT_SPEED},
     {"metaserver-token", required_argument, NULL, OPT_METASERVER_TOKEN},
+    {"job-dir", required_argument, NULL, OPT_JOB_DIR},
+    {"job-keep", required_argument, NULL, OPT_JOB_KEEP},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -301,6 +312,15 @@ static int apply(gsv_options *o, int val, const char *v) {
             return usage_error("%s: a token has at most %d bytes", opt, GRP_MAX_TOKEN);
         o->meta_token = v;
         return 0;
+    case OPT_JOB_DIR:
+        if (!*v) return usage_error("%s: empty folder name", opt);
+        if (strlen(v) > 3500) return usage_error("%s: the path is too long", opt);
+        o->job_dir = v;
+        return 0;
+    case OPT_JOB_KEEP:
+        if ((rc = parse_duration(opt, v, &o->job_keep))) return rc;
+        if (!(o->job_keep > 0)) return usage_error("%s: '%s' must be more than 0", opt, v);
+        return 0;
     }
     return usage_error("unknown option '%s'", opt);
 }
@@ -315,6 +335,7 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     o->io_timeout = 60;
     o->shutdown_timeout = 30;
     o->log_level = GSV_LOG_INFO;
+    o->job_keep = 7 * 24 * 3600;
 
     /* '+': stop at the first word that is not an option (it is a mistake, reported
      * below); ':': report a missing value here rather than through getopt. */
