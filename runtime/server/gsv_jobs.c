@@ -40,16 +40,16 @@
 #include "gsv.h"
 
 typedef struct gsv_kept {
-    grp_job j;       /* id, function, state, code, times, bytes */
-    uint64_t hash;   /* of the descriptor the SUBMIT was marshalled with */
-    int forgotten;   /* FORGET while it was queued or ran: dropped when its run ends */
-    int mem_fd;      /* the reply kept in memory because the disk refused it; -1: on disk */
+    grp_job j;     /* id, function, state, code, times, bytes */
+    uint64_t hash; /* of the descriptor the SUBMIT was marshalled with */
+    int forgotten; /* FORGET while it was queued or ran: dropped when its run ends */
+    int mem_fd;    /* the reply kept in memory because the disk refused it; -1: on disk */
     struct gsv_kept *next;
 } gsv_kept;
 
 static struct {
     gsv_server *s;
-    pthread_mutex_t lock; /* everything below; never held while another lock is taken */
+    pthread_mutex_t lock;   /* everything below; never held while another lock is taken */
     pthread_cond_t changed; /* a job finished or was forgotten, or the server stops */
     gsv_kept *list;
     char dir[PATH_MAX];
@@ -189,7 +189,8 @@ static void finish(gsv_kept *k, reply_arg *a) {
         struct stat sb;
         if (mem_fd >= 0 && w) {
             grw_writer_init(w, mem_fd);
-            if (write_reply(w, a, &e) == GRID_OK && fstat(mem_fd, &sb) == 0) bytes = (uint64_t)sb.st_size;
+            if (write_reply(w, a, &e) == GRID_OK && fstat(mem_fd, &sb) == 0)
+                bytes = (uint64_t)sb.st_size;
             else {
                 close(mem_fd);
                 mem_fd = -1;
@@ -274,8 +275,8 @@ static int load_and_queue(gsv_server *s, gsv_kept *k, gr_err *e) {
     if (!rc) rc = grp_read_call_target(r, &t, e);
     const gsv_function *f = NULL;
     if (!rc && !(f = gsv_registry_find(&s->reg, t.name, e)))
-        rc = gr_seterr(e, GRID_ERR_NOT_FOUND, "%s is not served here any more (the server restarted without it)",
-                       t.name);
+        rc = gr_seterr(e, GRID_ERR_NOT_FOUND,
+                       "%s is not served here any more (the server restarted without it)", t.name);
     if (!rc && f->desc->hash != t.hash)
         rc = gr_seterr(e, GRID_ERR_STALE, "the interface of %s changed while the job waited to run again",
                        f->qualified);
@@ -339,16 +340,18 @@ int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
     if (grp_read_call_target(&c->r, &t, &e)) return gsv_request_failed(c, h, "SUBMIT message", &e);
     const gsv_function *f = gsv_registry_find(&s->reg, t.name, &e);
     if (f && t.hash != f->desc->hash)
-        gr_seterr(&e, GRID_ERR_STALE,
-                  "the interface of %s changed on the server (descriptor hash %016llx, the client used %016llx): "
-                  "fetch the descriptor again",
-                  f->qualified, (unsigned long long)f->desc->hash, (unsigned long long)t.hash);
+        gr_seterr(
+            &e, GRID_ERR_STALE,
+            "the interface of %s changed on the server (descriptor hash %016llx, the client used %016llx): "
+            "fetch the descriptor again",
+            f->qualified, (unsigned long long)f->desc->hash, (unsigned long long)t.hash);
     else if (f)
         for (uint32_t i = 0; i < f->desc->nparams; i++)
             if (f->desc->params[i].type == GRD_CALLBACK) {
-                gr_seterr(&e, GRID_ERR_ARGS,
-                          "%s takes a callback ('%s'): a submitted job has no client to call back; use grid_call",
-                          f->qualified, f->desc->params[i].name);
+                gr_seterr(
+                    &e, GRID_ERR_ARGS,
+                    "%s takes a callback ('%s'): a submitted job has no client to call back; use grid_call",
+                    f->qualified, f->desc->params[i].name);
                 break;
             }
     if (!f || e.code) return gsv_request_failed(c, h, "SUBMIT message", &e);
@@ -378,7 +381,8 @@ int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
     gsv_kept *k = calloc(1, sizeof *k);
     if (!k) {
         gsv_job_free(job);
-        return gsv_conn_send_error(c, h->request_id, GRID_ERR_NOMEM, "the server is out of memory: retry later")
+        return gsv_conn_send_error(c, h->request_id, GRID_ERR_NOMEM,
+                                   "the server is out of memory: retry later")
                    ? GSV_CLOSE
                    : GSV_KEEP;
     }
@@ -396,11 +400,12 @@ int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
     if (rc) {
         char msg[GRP_MAX_ERROR_MESSAGE + 1];
         if (disk_full(err))
-            snprintf(msg, sizeof msg,
-                     "the job folder %.1000s is full (%s): the job was not accepted; free space there, shorten "
-                     "--job-keep, forget finished jobs (gridrpc forget ID), or start gridrpcd with --job-dir on "
-                     "a larger disk",
-                     st.dir, strerror(err));
+            snprintf(
+                msg, sizeof msg,
+                "the job folder %.1000s is full (%s): the job was not accepted; free space there, shorten "
+                "--job-keep, forget finished jobs (gridrpc forget ID), or start gridrpcd with --job-dir on "
+                "a larger disk",
+                st.dir, strerror(err));
         else
             snprintf(msg, sizeof msg, "the job was not accepted: %.3000s (check the job folder, --job-dir)",
                      e.msg);
@@ -419,7 +424,8 @@ int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
 
     /* Acknowledged before it runs: from here on the job is the server's. */
     grw_writer *w = gsv_reply_lock(c, 0);
-    int closing = !w || gsv_reply_unlock(c, grp_write_job_id(w, GRW_SUBMITTED, h->request_id, k->j.id, &e), &e);
+    int closing =
+        !w || gsv_reply_unlock(c, grp_write_job_id(w, GRW_SUBMITTED, h->request_id, k->j.id, &e), &e);
     job->t_queued = gr_now_ns();
     if (atomic_load(&s->stopping))
         gsv_jobs_fail(s, job, GRID_ERR_SHUTDOWN, "shutting down");
@@ -448,13 +454,15 @@ static int send_stored(gsv_conn *c, const grw_header *h, const char *id, int fd)
         pread(fd, head, sizeof head, 0) != (ssize_t)sizeof head ||
         memcmp(head + 4, "\x47\x52\x50\x43", 4) != 0) { /* GRW_MAGIC after the record mark */
         char msg[1200];
-        snprintf(msg, sizeof msg, "the stored result of job %s is damaged (%.1000s/%s.result)", id, st.dir, id);
+        snprintf(msg, sizeof msg, "the stored result of job %s is damaged (%.1000s/%s.result)", id, st.dir,
+                 id);
         return gsv_conn_send_error(c, h->request_id, GRID_ERR_IO, msg) ? GSV_CLOSE : GSV_KEEP;
     }
     size_t chunk = 1 << 20;
     unsigned char *buf = malloc(chunk);
     if (!buf)
-        return gsv_conn_send_error(c, h->request_id, GRID_ERR_NOMEM, "the server is out of memory: retry later")
+        return gsv_conn_send_error(c, h->request_id, GRID_ERR_NOMEM,
+                                   "the server is out of memory: retry later")
                    ? GSV_CLOSE
                    : GSV_KEEP;
     grw_writer *w = gsv_reply_lock(c, (uint64_t)sb.st_size);
@@ -524,8 +532,8 @@ int gsv_jobs_fetch(gsv_conn *c, const grw_header *h) {
     }
     if (fd < 0) {
         char msg[1300];
-        snprintf(msg, sizeof msg, "the stored result of job %s cannot be read (%.1000s/%s.result: %s)", id, st.dir,
-                 id, strerror(errno));
+        snprintf(msg, sizeof msg, "the stored result of job %s cannot be read (%.1000s/%s.result: %s)", id,
+                 st.dir, id, strerror(errno));
         return gsv_conn_send_error(c, h->request_id, GRID_ERR_IO, msg) ? GSV_CLOSE : GSV_KEEP;
     }
     int rc = send_stored(c, h, id, fd);
@@ -549,7 +557,8 @@ int gsv_jobs_list(gsv_conn *c, const grw_header *h) {
         if (!k->forgotten) v[i++] = k->j;
     pthread_mutex_unlock(&st.lock);
     if (!v)
-        return gsv_conn_send_error(c, h->request_id, GRID_ERR_NOMEM, "the server is out of memory: retry later")
+        return gsv_conn_send_error(c, h->request_id, GRID_ERR_NOMEM,
+                                   "the server is out of memory: retry later")
                    ? GSV_CLOSE
                    : GSV_KEEP;
     grw_writer *w = gsv_reply_lock(c, (uint64_t)n * 600);
@@ -578,7 +587,8 @@ int gsv_jobs_forget(gsv_conn *c, const grw_header *h) {
     gsv_log(GSV_LOG_INFO, "%s: job %s forgotten", c->peer, id);
     grw_writer *w = gsv_reply_lock(c, 0);
     if (!w) return GSV_CLOSE;
-    return gsv_reply_unlock(c, grp_write_empty(w, GRW_FORGOTTEN, h->request_id, &e), &e) ? GSV_CLOSE : GSV_KEEP;
+    return gsv_reply_unlock(c, grp_write_empty(w, GRW_FORGOTTEN, h->request_id, &e), &e) ? GSV_CLOSE
+                                                                                         : GSV_KEEP;
 }
 
 /* JOB_INFO: the job and its SUBMIT's head, read again from the kept file, so that a
@@ -600,8 +610,8 @@ int gsv_jobs_info(gsv_conn *c, const grw_header *h) {
     }
     pthread_mutex_unlock(&st.lock);
     if (!k) return unknown(c, h, id);
-    int rc = fd < 0 ? gr_seterr(&e, GRID_ERR_IO, "cannot open the kept SUBMIT of job %s in %s: %s", id, st.dir,
-                                strerror(errno))
+    int rc = fd < 0 ? gr_seterr(&e, GRID_ERR_IO, "cannot open the kept SUBMIT of job %s in %s: %s", id,
+                                st.dir, strerror(errno))
                     : GRID_OK;
     grw_reader *r = malloc(sizeof *r);
     grm_call *call = NULL;
@@ -630,8 +640,8 @@ int gsv_jobs_info(gsv_conn *c, const grw_header *h) {
         return gsv_conn_send_error(c, h->request_id, rc, e.msg) ? GSV_CLOSE : GSV_KEEP;
     }
     grw_writer *w = gsv_reply_lock(c, (uint64_t)s->opt.limits.max_head);
-    int out = w ? gsv_reply_unlock(c, grp_write_job_info_ok(w, h->request_id, &j, t.hash, call, &s->opt.limits, &e),
-                                   &e)
+    int out = w ? gsv_reply_unlock(
+                      c, grp_write_job_info_ok(w, h->request_id, &j, t.hash, call, &s->opt.limits, &e), &e)
                 : -1;
     grm_release(call);
     free(call);
@@ -688,7 +698,8 @@ static int make_dirs(const char *path, gr_err *e) {
         char was = *q;
         *q = '\0';
         if (mkdir(p, 0700) != 0 && errno != EEXIST)
-            return gr_seterr(e, GRID_ERR_IO, "cannot create the job folder %s: %s (--job-dir)", p, strerror(errno));
+            return gr_seterr(e, GRID_ERR_IO, "cannot create the job folder %s: %s (--job-dir)", p,
+                             strerror(errno));
         *q = was;
         if (!was) break;
     }
@@ -819,8 +830,9 @@ int gsv_jobs_start(gsv_server *s, gr_err *e) {
         else if (home && *home)
             snprintf(st.dir, sizeof st.dir, "%s/.local/state/gridrpc/jobs-%d", home, port);
         else
-            return gr_seterr(e, GRID_ERR_CONFIG,
-                             "no folder for kept jobs: neither XDG_STATE_HOME nor HOME is set; give --job-dir DIR");
+            return gr_seterr(
+                e, GRID_ERR_CONFIG,
+                "no folder for kept jobs: neither XDG_STATE_HOME nor HOME is set; give --job-dir DIR");
     } else {
         snprintf(st.dir, sizeof st.dir, "%s", dir);
     }
@@ -828,7 +840,8 @@ int gsv_jobs_start(gsv_server *s, gr_err *e) {
     if (rc) return rc;
     st.dirfd = open(st.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (st.dirfd < 0)
-        return gr_seterr(e, GRID_ERR_IO, "cannot open the job folder %s: %s (--job-dir)", st.dir, strerror(errno));
+        return gr_seterr(e, GRID_ERR_IO, "cannot open the job folder %s: %s (--job-dir)", st.dir,
+                         strerror(errno));
     /* Another user could read the kept arguments and results otherwise. */
     struct stat sb;
     if (fstat(st.dirfd, &sb) == 0 && (sb.st_mode & 077) && sb.st_uid == geteuid()) fchmod(st.dirfd, 0700);
