@@ -336,6 +336,7 @@ static void new_id(char *out) {
 int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
     gsv_server *s = c->srv;
     gr_err e;
+    gr_clearerr(&e);
     grp_call_target t;
     if (grp_read_call_target(&c->r, &t, &e)) return gsv_request_failed(c, h, "SUBMIT message", &e);
     const gsv_function *f = gsv_registry_find(&s->reg, t.name, &e);
