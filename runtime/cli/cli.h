@@ -110,7 +110,8 @@ int cli_forget(int argc, char **argv, cli_opts *o);
  * GRP_MAX_HOST + 1 bytes). Returns 0, or -1 after printing why. */
 int cli_parse_job(cli_opts *o, const char *text, char *host, int *port, char hex[GRP_MAX_JOB_ID + 1]);
 /* JOB_INFO of job HEX at HOST:PORT: its state, the descriptor of its function (*d: grd_free
- * it) and the IN scalars of its SUBMIT (*call, server side: grm_release and free it). */
+ * it) and the IN scalars of its SUBMIT (*call, server side: grm_release and free it); for
+ * a failed job only its state (*d and *call NULL). */
 int cli_job_head(cli_opts *o, const char *host, int port, const char *hex, grp_job *info, char *qualified,
                  grd_desc **d, grm_call **call, gr_err *e);
 

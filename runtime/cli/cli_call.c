@@ -571,6 +571,12 @@ int cli_fetch(int argc, char **argv, cli_opts *o) {
         cli_error("job %s: %s", id, e.msg);
         return CLI_FAIL;
     }
+    if (info.state == GRP_JOB_FAILED) {
+        /* Its own error, which the fetch reports. */
+        grid_job_fetch_argv_np(id, 0, 0, NULL);
+        cli_error("%s", grid_last_error());
+        return CLI_FAIL;
+    }
     call_state *st = calloc(1, sizeof *st);
     int status = CLI_OK;
     if (!st) {

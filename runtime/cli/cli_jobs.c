@@ -74,6 +74,11 @@ int cli_job_head(cli_opts *o, const char *host, int port, const char *hex, grp_j
     rc = grp_write_job_id(&c->wr, GRW_JOB_INFO, id, hex, e);
     if (!rc) rc = reply(c, id, GRW_JOB_INFO_OK, "JOB_INFO", e);
     if (!rc) rc = grp_read_job_info_ok(&c->rd, info, &hash, e);
+    if (!rc && info->state == GRP_JOB_FAILED) {
+        /* Nothing to size: the fetch gives its error (its function may be gone). */
+        cli_close(c);
+        return GRID_OK;
+    }
     /* The descriptor on a second connection: the head that follows on the first is
      * read against it. */
     if (!rc) rc = cli_connect(o, host, port, 0, &c2, e);

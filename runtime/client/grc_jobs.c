@@ -217,6 +217,20 @@ static int fetch(const char *jobid, double wait_s, const grc_args *args, gr_err 
         gr_prefixerr(e, "job %s: ", full);
         return rc;
     }
+    if (info.state == GRP_JOB_FAILED) {
+        /* Its stored ERROR is the answer; the function may not even be served any more. */
+        grc_conn *c;
+        grw_header h;
+        int in_step = 0;
+        rc = exchange(&j, &cfg, req_fetch, 0, &c, &h, e);
+        if (!rc) {
+            rc = grp_expect(&c->rd, &h, GRW_RESULT, "FETCH", &in_step, e);
+            if (!rc) rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the server answered a failed job with its RESULT");
+            grc_conn_put(c, !in_step);
+        }
+        gr_prefixerr(e, "job %s: ", full);
+        return rc;
+    }
     /* The arguments are built against the function's descriptor, as for a call. */
     grc_req q;
     memset(&q, 0, sizeof q);

@@ -181,14 +181,20 @@ int grp_read_jobs_ok(grw_reader *r, grp_job **v, uint32_t *count, gr_err *e) {
 
 /* ---------------------------------------------------------------- JOB_INFO_OK */
 
-int grp_write_job_info_ok(grw_writer *w, uint64_t id, const grp_job *j, uint64_t hash, const grm_call *c,
-                          const grw_limits *lim, gr_err *e) {
+int grp_write_job_info_ok(grw_writer *w, uint64_t id, const grp_job *j, uint64_t hash, const void *head,
+                          uint32_t len, gr_err *e) {
     int rc = grw_begin(w, GRW_JOB_INFO_OK, 0, id, e);
     if (!rc) rc = write_job(w, j, e);
     if (!rc) rc = grw_write_u64(w, hash, e);
-    if (!rc) rc = grm_write_head(w, c, GRM_TO_SERVER, lim, e);
+    if (!rc) rc = grw_write_opaque(w, head, len, e);
     if (!rc) rc = grw_finish(w, e);
     return rc;
+}
+
+int grp_read_submit_head_raw(grw_reader *r, uint32_t max_head, uint8_t **head, uint32_t *len, gr_err *e) {
+    *head = NULL;
+    *len = 0;
+    return grw_read_opaque(r, max_head, head, len, e);
 }
 
 int grp_read_job_info_ok(grw_reader *r, grp_job *j, uint64_t *hash, gr_err *e) {

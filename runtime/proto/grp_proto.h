@@ -222,11 +222,15 @@ int grp_read_job_state(grw_reader *r, grp_job *j, gr_err *e);
 int grp_write_jobs_ok(grw_writer *w, uint64_t id, const grp_job *v, uint32_t count, gr_err *e);
 int grp_read_jobs_ok(grw_reader *r, grp_job **v, uint32_t *count, gr_err *e);
 /* JOB_INFO_OK: the job, its descriptor hash, then the SUBMIT's head section (IN scalars,
- * strings, files) of C (server side, as read from the kept SUBMIT). The reader reads the
- * head with grp_read_job_info_head into C (server side, grm_init'ed for the function:
- * grm_release it), which ends the message. */
-int grp_write_job_info_ok(grw_writer *w, uint64_t id, const grp_job *j, uint64_t hash, const grm_call *c,
-                          const grw_limits *lim, gr_err *e);
+ * strings, files) exactly as the SUBMIT carried it: HEAD is that section's bytes as
+ * grp_read_submit_head_raw gives them (the server needs no descriptor to answer). The
+ * reader reads the head with grp_read_job_info_head into C (server side, grm_init'ed for
+ * the function: grm_release it), which ends the message. */
+int grp_write_job_info_ok(grw_writer *w, uint64_t id, const grp_job *j, uint64_t hash, const void *head,
+                          uint32_t len, gr_err *e);
+/* After grp_read_call_target of a kept SUBMIT: its head section as raw bytes (*head:
+ * malloc'd, at most MAX_HEAD long), without interpreting it. */
+int grp_read_submit_head_raw(grw_reader *r, uint32_t max_head, uint8_t **head, uint32_t *len, gr_err *e);
 int grp_read_job_info_ok(grw_reader *r, grp_job *j, uint64_t *hash, gr_err *e);
 int grp_read_job_info_head(grw_reader *r, grm_call *c, const grw_limits *lim, gr_err *e);
 

@@ -592,60 +592,56 @@ int gsv_jobs_forget(gsv_conn *c, const grw_header *h) {
                                                                                          : GSV_KEEP;
 }
 
-/* JOB_INFO: the job and its SUBMIT's head, read again from the kept file, so that a
- * fetch from a process without the original arguments can size the outputs. */
+/* JOB_INFO: the job and its SUBMIT's head, copied from the kept file, so that a fetch
+ * from a process without the original arguments can size the outputs (and a job whose
+ * function is gone still answers). */
 int gsv_jobs_info(gsv_conn *c, const grw_header *h) {
     gsv_server *s = c->srv;
     gr_err e;
+    gr_clearerr(&e);
     char id[GRP_MAX_JOB_ID + 1];
     if (grp_read_job_id(&c->r, id, &e)) return gsv_request_failed(c, h, "JOB_INFO message", &e);
     pthread_mutex_lock(&st.lock);
     gsv_kept *k = find(id);
     grp_job j;
-    int fd = -1;
+    int fd = -1, err = 0;
     if (k) {
         j = k->j;
         char name[GRP_MAX_JOB_ID + 16];
         snprintf(name, sizeof name, "%s.submit", id);
         fd = openat(st.dirfd, name, O_RDONLY | O_CLOEXEC);
+        err = errno;
     }
     pthread_mutex_unlock(&st.lock);
     if (!k) return unknown(c, h, id);
-    int rc = fd < 0 ? gr_seterr(&e, GRID_ERR_IO, "cannot open the kept SUBMIT of job %s in %s: %s", id,
-                                st.dir, strerror(errno))
+    int rc = fd < 0 ? gr_seterr(&e, GRID_ERR_IO, "cannot open the kept SUBMIT of job %s in %.1000s: %s", id,
+                                st.dir, strerror(err))
                     : GRID_OK;
     grw_reader *r = malloc(sizeof *r);
-    grm_call *call = NULL;
-    const gsv_function *f = NULL;
     grw_header fh;
     grp_call_target t;
+    uint8_t *head = NULL;
+    uint32_t len = 0;
     if (!rc && !r) rc = gr_seterr(&e, GRID_ERR_NOMEM, "out of memory");
     if (!rc) {
         grw_reader_init(r, fd, s->opt.limits.max_message);
         rc = grp_read_header(r, &fh, &e);
     }
     if (!rc) rc = grp_read_call_target(r, &t, &e);
-    if (!rc && !(f = gsv_registry_find(&s->reg, t.name, &e)))
-        gr_seterr(&e, GRID_ERR_NOT_FOUND, "job %s: %s is not served here any more", id, t.name), rc = e.code;
-    if (!rc && !(call = malloc(grm_call_size(f->desc->nparams))))
-        rc = gr_seterr(&e, GRID_ERR_NOMEM, "out of memory");
-    if (!rc) {
-        grm_init(call, f->desc, GRM_SERVER_SIDE);
-        rc = grp_read_call_head(r, call, &s->opt.limits, &e);
-    }
+    if (!rc) rc = grp_read_submit_head_raw(r, s->opt.limits.max_head, &head, &len, &e);
     free(r);
     if (fd >= 0) close(fd);
     if (rc) {
-        if (call) grm_release(call);
-        free(call);
-        return gsv_conn_send_error(c, h->request_id, rc, e.msg) ? GSV_CLOSE : GSV_KEEP;
+        free(head);
+        if (rc != GRID_ERR_IO && rc != GRID_ERR_NOMEM) gr_prefixerr(&e, "the kept SUBMIT of job %s: ", id);
+        return gsv_conn_send_error(c, h->request_id, rc == GRID_ERR_NOMEM ? rc : GRID_ERR_IO, e.msg)
+                   ? GSV_CLOSE
+                   : GSV_KEEP;
     }
-    grw_writer *w = gsv_reply_lock(c, (uint64_t)s->opt.limits.max_head);
-    int out = w ? gsv_reply_unlock(
-                      c, grp_write_job_info_ok(w, h->request_id, &j, t.hash, call, &s->opt.limits, &e), &e)
-                : -1;
-    grm_release(call);
-    free(call);
+    grw_writer *w = gsv_reply_lock(c, len);
+    int out =
+        w ? gsv_reply_unlock(c, grp_write_job_info_ok(w, h->request_id, &j, t.hash, head, len, &e), &e) : -1;
+    free(head);
     return out ? GSV_CLOSE : GSV_KEEP;
 }
 
