@@ -281,13 +281,13 @@ int grid_submit_argv_np(char *jobid, size_t size, const char *name, int nargs, v
 
 /* Fetches the results of job JOBID into the arguments, which are those of the submit
  * (scalars size the arrays; OUT and INOUT buffers receive the results; IN arrays are
- * checked for their size as in a call but not read). Waits up to WAIT_SECONDS for the job to finish (0: asks once).
- * Returns GRID_OK with the results in place; GRID_ERR_TIMEOUT when the job has not
- * finished yet (nothing written; grid_last_error says whether it is queued or running:
- * fetch again later); the job's own error when it failed; GRID_ERR_ARGS for a job the
- * server does not know (forgotten, expired, or never submitted there). A job can be
- * fetched any number of times until it is forgotten or expires.
- * grid_job_fetch_np(jobid, 10.0, n, in, out): counted like grid_call. */
+ * checked for their size as in a call but not read). Waits up to WAIT_SECONDS for the
+ * job to finish (0: asks once). Returns GRID_OK with the results in place;
+ * GRID_ERR_TIMEOUT when the job has not finished yet (nothing written; grid_last_error
+ * says whether it is queued or running: fetch again later); the job's own error when it
+ * failed; GRID_ERR_ARGS for a job the server does not know (forgotten, expired, or never
+ * submitted there). A job can be fetched any number of times until it is forgotten or
+ * expires. grid_job_fetch_np(jobid, 10.0, n, in, out): counted like grid_call. */
 #define grid_job_fetch_np(jobid, ...)                                                                        \
     grid_job_fetch_counted_np(GRID_NARGS_NP_(__VA_ARGS__), jobid, __VA_ARGS__)
 int grid_job_fetch_counted_np(int nargs, const char *jobid, double wait_seconds, ...);

@@ -15,8 +15,7 @@ int grp_known_type(uint32_t type) {
     return (type >= GRW_HELLO && type <= GRW_PROBE_OK) ||
            (type >= GRW_REGISTER && type <= GRW_UNREGISTER_OK) ||
            (type >= GRW_OBJ_CREATE && type <= GRW_OBJ_DESTROYED) || type == GRW_CALLBACK ||
-           (type >= GRW_SUBMIT && type <= GRW_JOB_INFO_OK) ||
-           type == GRW_CALLBACK_RESULT;
+           (type >= GRW_SUBMIT && type <= GRW_JOB_INFO_OK) || type == GRW_CALLBACK_RESULT;
 }
 
 int grp_read_header(grw_reader *r, grw_header *h, gr_err *e) {
