@@ -163,11 +163,16 @@ static int exchange(const job_ref *j, const grc_config *cfg, job_request send, u
     grc_conn *c;
     int rc = grc_conn_get(j->host, j->port, cfg, &c, e);
     if (rc) return rc;
-    long long deadline = grc_req_deadline(cfg);
-    c->rd.deadline_ns = c->wr.deadline_ns = deadline ? deadline + (long long)wait_ms * 1000000LL : 0;
+    long long deadline = grc_req_deadline(cfg), held = (long long)wait_ms * 1000000LL;
+    c->rd.deadline_ns = c->wr.deadline_ns = deadline ? deadline + held : 0;
+    /* Even without a call timeout the answer starts within the server's hold (the wait
+     * asked for, at most GRP_MAX_JOB_WAIT_S) and some slack: a server that stopped
+     * answering does not hang the caller. The body is then read as a call's. */
+    if (!deadline) c->rd.deadline_ns = gr_now_ns() + held + (GRP_MAX_JOB_WAIT_S + 30) * 1000000000LL;
     uint64_t id = c->next_id++;
     rc = send(&c->wr, id, j, wait_ms, e);
     if (!rc) rc = grp_read_header(&c->rd, h, e);
+    if (!deadline) c->rd.deadline_ns = 0;
     if (!rc && h->request_id != id)
         rc = gr_seterr(e, GRID_ERR_PROTOCOL, "reply to request %llu while waiting for %llu",
                        (unsigned long long)h->request_id, (unsigned long long)id);
