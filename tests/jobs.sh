@@ -113,4 +113,26 @@ else
   fail "--job-keep 1s: no expiry (fetch rc $r1)"; diag <srv4.log
 fi
 stop
+
+# ---- the default folder, and the options' checks
+XDG_STATE_HOME="$T_TMP/state" serve srv5.log 0 --module "$TESTMOD" || { fail "gridrpcd without --job-dir"; finish; exit 1; }
+if [ "$(stat -c %a "$T_TMP/state/gridrpc/jobs-$port" 2>/dev/null)" = 700 ]; then ok "default job folder \$XDG_STATE_HOME/gridrpc/jobs-PORT, 0700"; else fail "no $T_TMP/state/gridrpc/jobs-$port"; diag <srv5.log; fi
+stop
+env -u XDG_STATE_HOME HOME="$T_TMP/home" "$GRIDRPCD" --host 127.0.0.1 --port 0 --module "$TESTMOD" >srv6.log.out 2>srv6.log &
+pid=$!
+port=$(listening_port srv6.log.out "$pid")
+if [ -n "$port" ] && [ -d "$T_TMP/home/.local/state/gridrpc/jobs-$port" ]; then ok "without XDG_STATE_HOME: ~/.local/state/gridrpc/jobs-PORT"; else fail "HOME default"; diag <srv6.log; fi
+stop
+"$GRIDRPCD" --help >help.out 2>&1
+if grep -q -- '--job-dir DIR' help.out && grep -q -- '--job-keep TIME' help.out; then ok "--help documents --job-dir and --job-keep"; else fail "--help"; fi
+"$GRIDRPCD" --job-keep soon >bad.out 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q -- "--job-keep: 'soon'" bad.out; then ok "a bad --job-keep is a usage error"; else fail "--job-keep soon (rc $rc)"; diag <bad.out; fi
+"$GRIDRPCD" --job-keep 0 >bad.out 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q -- "--job-keep: '0' must be more than 0" bad.out; then ok "--job-keep 0 is refused"; else fail "--job-keep 0 (rc $rc)"; diag <bad.out; fi
+: >"$T_TMP/afile"
+"$GRIDRPCD" --host 127.0.0.1 --port 0 --module "$TESTMOD" --job-dir "$T_TMP/afile/jobs" >bad.out 2>&1 &
+pid=$!
+_i=0; while kill -0 "$pid" 2>/dev/null && [ $_i -lt 100 ]; do sleep 0.1; _i=$((_i + 1)); done
+stop
+if grep -q "cannot create the job folder $T_TMP/afile/jobs: Not a directory (--job-dir)" bad.out; then ok "a job folder that cannot be made stops the server, naming it"; else fail "bad --job-dir"; diag <bad.out; fi
 finish
