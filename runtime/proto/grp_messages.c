@@ -16,7 +16,7 @@ int grp_known_type(uint32_t type) {
            (type >= GRW_REGISTER && type <= GRW_UNREGISTER_OK) ||
            (type >= GRW_DATA_PUT && type <= GRW_CALL_DATA) ||
            (type >= GRW_OBJ_CREATE && type <= GRW_OBJ_DESTROYED) || type == GRW_CALLBACK ||
-           type == GRW_CALLBACK_RESULT;
+           (type >= GRW_SUBMIT && type <= GRW_JOB_INFO_OK) || type == GRW_CALLBACK_RESULT;
 }
 
 int grp_read_header(grw_reader *r, grw_header *h, gr_err *e) {

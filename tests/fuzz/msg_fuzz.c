@@ -294,6 +294,68 @@ static int meta_message(grw_reader *r, uint32_t type) {
     return grp_read_empty(r, &e);
 }
 
+/* A decoded job must be what grp_jobs.c promises: a well-formed id, a known state, an
+ * error code exactly when it failed. */
+static void check_job(const grp_job *j) {
+    if (!grp_job_id_ok(j->id) || j->state < GRP_JOB_QUEUED || j->state > GRP_JOB_FAILED) abort();
+    if (j->state == GRP_JOB_FAILED ? (j->code <= GRID_OK || j->code >= GRID_ERROR_COUNT_NP)
+                                   : j->code != GRID_OK)
+        abort();
+}
+
+/* Decodes the messages of two-phase calls (SUBMIT is read as CALL by the caller). */
+static int job_message(grw_reader *r, uint32_t type, const grw_limits *lim) {
+    gr_err e;
+    char job[GRP_MAX_JOB_ID + 1];
+    switch (type) {
+    case GRW_SUBMITTED:
+    case GRW_FORGET:
+    case GRW_JOB_INFO: {
+        int rc = grp_read_job_id(r, job, &e);
+        if (!rc && !grp_job_id_ok(job)) abort();
+        return rc;
+    }
+    case GRW_FETCH: {
+        uint32_t wait;
+        int rc = grp_read_fetch(r, job, &wait, &e);
+        if (!rc && !grp_job_id_ok(job)) abort();
+        return rc;
+    }
+    case GRW_JOB_STATE: {
+        grp_job j;
+        int rc = grp_read_job_state(r, &j, &e);
+        if (!rc) check_job(&j);
+        return rc;
+    }
+    case GRW_JOBS_OK: {
+        grp_job *v;
+        uint32_t n;
+        int rc = grp_read_jobs_ok(r, &v, &n, &e);
+        if (!rc && n > GRP_MAX_JOBS) abort();
+        for (uint32_t i = 0; !rc && i < n; i++)
+            check_job(&v[i]);
+        free(v);
+        return rc;
+    }
+    case GRW_JOB_INFO_OK: {
+        grp_job j;
+        uint64_t hash;
+        int rc = grp_read_job_info_ok(r, &j, &hash, &e);
+        if (rc) return rc;
+        check_job(&j);
+        const grd_desc *d = lookup(j.function);
+        if (!d) return grw_skip(r, &e);
+        grm_call *c = malloc(grm_call_size(d->nparams));
+        grm_init(c, d, GRM_SERVER_SIDE);
+        rc = grp_read_job_info_head(r, c, lim, &e);
+        grm_release(c);
+        free(c);
+        return rc;
+    }
+    }
+    return grp_read_empty(r, &e);
+}
+
 /* Decodes the small messages with their own decoders. */
 static int small_message(grw_reader *r, uint32_t type) {
     gr_err e;
@@ -365,8 +427,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         gr_err e;
         if (grp_read_header(r, &h, &e)) break;
         int rc;
-        if (h.type == GRW_CALL)
+        if (h.type == GRW_CALL || h.type == GRW_SUBMIT)
             rc = server_call(r, &lim);
+        else if (h.type >= GRW_SUBMITTED && h.type <= GRW_JOB_INFO_OK)
+            rc = job_message(r, h.type, &lim);
         else if (h.type == GRW_OBJ_INVOKE)
             rc = server_invoke(r, &lim);
         else if (h.type == GRW_CALL_DATA)

@@ -202,7 +202,7 @@ TEST(ProtoObject, TypesAreKnownAndNamed) {
         EXPECT_EQ(1, grp_known_type(t)) << t;
         EXPECT_EQ(0, strncmp(grw_type_name(t), "OBJ_", 4)) << t;
     }
-    EXPECT_EQ(0, grp_known_type(59));
+    EXPECT_EQ(0, grp_known_type(69));
     EXPECT_EQ(0, grp_known_type(65));
     EXPECT_EQ(60u, static_cast<unsigned>(GRW_OBJ_CREATE));
     EXPECT_EQ(64u, static_cast<unsigned>(GRW_OBJ_DESTROYED));

@@ -674,7 +674,9 @@ TEST(RoundTrip, NamesAndDefaults) {
     EXPECT_STREQ(grw_type_name(29), "UNREGISTER");
     EXPECT_STREQ(grw_type_name(30), "UNREGISTER_OK");
     EXPECT_STREQ(grw_type_name(31), "?");
-    EXPECT_STREQ(grw_type_name(59), "?");
+    EXPECT_STREQ(grw_type_name(50), "SUBMIT");
+    EXPECT_STREQ(grw_type_name(59), "JOB_INFO_OK");
+    EXPECT_STREQ(grw_type_name(69), "?");
     EXPECT_STREQ(grw_type_name(60), "OBJ_CREATE");
     EXPECT_STREQ(grw_type_name(64), "OBJ_DESTROYED");
     EXPECT_STREQ(grw_type_name(65), "?");
