@@ -52,6 +52,9 @@ typedef struct cli_conn {
  * reach the metaserver at H:P: connection refused; is gridmetad running? ..."). */
 int cli_connect(const cli_opts *o, const char *host, int port, int is_meta, cli_conn **out, gr_err *e);
 void cli_close(cli_conn *c);
+/* Reads the reply header to request ID just sent and checks it is EXPECTED (its body
+ * follows); otherwise the error, naming the peer and WHAT was asked. */
+int cli_reply(cli_conn *c, uint64_t id, uint32_t expected, const char *what, gr_err *e);
 int cli_list_functions(cli_conn *c, char ***names, uint32_t *count, gr_err *e);
 /* *out: grd_free it. QUALIFIED (GRP_MAX_FUNCTION_NAME + 1 bytes): the server's name. */
 int cli_get_descriptor(cli_conn *c, const char *name, char *qualified, grd_desc **out, gr_err *e);

@@ -111,8 +111,7 @@ void cli_close(cli_conn *c) {
     free(c);
 }
 
-/* Reads the reply header to the request just sent and checks it is EXPECTED. */
-static int reply(cli_conn *c, uint64_t id, uint32_t expected, const char *what, gr_err *e) {
+int cli_reply(cli_conn *c, uint64_t id, uint32_t expected, const char *what, gr_err *e) {
     grw_header h;
     int in_step;
     int rc = grp_read_header(&c->rd, &h, e);
@@ -128,7 +127,7 @@ int cli_list_functions(cli_conn *c, char ***names, uint32_t *count, gr_err *e) {
     uint64_t id = c->next_id++;
     int rc = grp_write_empty(&c->wr, GRW_LIST, id, e);
     if (rc) return blame(c, rc, "LIST", e);
-    rc = reply(c, id, GRW_LIST_OK, "LIST", e);
+    rc = cli_reply(c, id, GRW_LIST_OK, "LIST", e);
     if (!rc) rc = grp_read_list_ok(&c->rd, names, count, e);
     return rc;
 }
@@ -138,7 +137,7 @@ int cli_get_descriptor(cli_conn *c, const char *name, char *qualified, grd_desc 
     uint64_t id = c->next_id++;
     int rc = grp_write_get_descriptor(&c->wr, id, name, e);
     if (rc) return blame(c, rc, "GET_DESCRIPTOR", e);
-    rc = reply(c, id, GRW_DESCRIPTOR, "GET_DESCRIPTOR", e);
+    rc = cli_reply(c, id, GRW_DESCRIPTOR, "GET_DESCRIPTOR", e);
     if (!rc) rc = grp_read_descriptor(&c->rd, qualified, out, e);
     return rc;
 }
@@ -148,7 +147,7 @@ int cli_ping(cli_conn *c, grp_pong *out, gr_err *e) {
     uint64_t id = c->next_id++;
     int rc = grp_write_empty(&c->wr, GRW_PING, id, e);
     if (rc) return blame(c, rc, "PING", e);
-    rc = reply(c, id, GRW_PONG, "PING", e);
+    rc = cli_reply(c, id, GRW_PONG, "PING", e);
     if (!rc) rc = grp_read_pong(&c->rd, out, e);
     return rc;
 }
@@ -158,7 +157,7 @@ int cli_servers(cli_conn *c, const char *site, grp_server_info **v, uint32_t *co
     uint64_t id = c->next_id++;
     int rc = grp_write_servers(&c->wr, id, site, e);
     if (rc) return blame(c, rc, "SERVERS", e);
-    rc = reply(c, id, GRW_SERVERS_OK, "SERVERS", e);
+    rc = cli_reply(c, id, GRW_SERVERS_OK, "SERVERS", e);
     if (!rc) rc = grp_read_servers_ok(&c->rd, v, count, e);
     return rc;
 }

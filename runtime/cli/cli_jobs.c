@@ -47,21 +47,6 @@ static void set_deadline(cli_conn *c, double extra) {
     c->rd.deadline_ns = c->wr.deadline_ns = d;
 }
 
-/* Reads the reply to request ID: EXPECTED's body follows (GRID_OK), or the error. */
-static int reply(cli_conn *c, uint64_t id, uint32_t expected, const char *what, gr_err *e) {
-    grw_header h;
-    int in_step;
-    int rc = grp_read_header(&c->rd, &h, e);
-    if (!rc && h.request_id != id)
-        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "reply to request %llu while waiting for %llu",
-                       (unsigned long long)h.request_id, (unsigned long long)id);
-    if (!rc) rc = grp_expect(&c->rd, &h, expected, what, &in_step, e);
-    if (rc == GRID_ERR_TIMEOUT)
-        gr_seterr(e, rc, "the server at %s:%d did not answer %s within %g s (--timeout)", c->host, c->port,
-                  what, c->timeout);
-    return rc;
-}
-
 int cli_job_head(cli_opts *o, const char *host, int port, const char *hex, grp_job *info, char *qualified,
                  grd_desc **d, grm_call **call, gr_err *e) {
     *d = NULL;
@@ -72,7 +57,7 @@ int cli_job_head(cli_opts *o, const char *host, int port, const char *hex, grp_j
     set_deadline(c, 0);
     uint64_t id = c->next_id++, hash;
     rc = grp_write_job_id(&c->wr, GRW_JOB_INFO, id, hex, e);
-    if (!rc) rc = reply(c, id, GRW_JOB_INFO_OK, "JOB_INFO", e);
+    if (!rc) rc = cli_reply(c, id, GRW_JOB_INFO_OK, "JOB_INFO", e);
     if (!rc) rc = grp_read_job_info_ok(&c->rd, info, &hash, e);
     if (!rc && info->state == GRP_JOB_FAILED) {
         /* Nothing to size: the fetch gives its error (its function may be gone). */
@@ -120,7 +105,7 @@ static int list_jobs(cli_opts *o, const char *host, int port, grp_job **v, uint3
     set_deadline(c, 0);
     uint64_t id = c->next_id++;
     rc = grp_write_empty(&c->wr, GRW_JOBS, id, e);
-    if (!rc) rc = reply(c, id, GRW_JOBS_OK, "JOBS", e);
+    if (!rc) rc = cli_reply(c, id, GRW_JOBS_OK, "JOBS", e);
     if (!rc) rc = grp_read_jobs_ok(&c->rd, v, n, e);
     cli_close(c);
     return rc;

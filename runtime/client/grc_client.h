@@ -208,6 +208,8 @@ void grc_req_end(grc_req *q, int code);
 /* 1 if CODE, seen before the result arrived, means the server failed (so the call may
  * run elsewhere): refused, reset, lost connection. */
 int grc_code_is_server_failure(int code);
+/* A few words for a failover message: why a server failed a call ("connection refused"). */
+const char *grc_failure_words(int code, const char *msg);
 
 /* ---- remote data handles (grc_data.c, grc_bind.c) */
 /* The process's data session: a random nonzero id (getrandom) picked at first use, and

@@ -154,8 +154,7 @@ int grc_code_is_server_failure(int code) {
            code == GRID_ERR_BUSY;
 }
 
-/* A few words for the failover message: why server failed the call. */
-static const char *failure_words(int code, const char *msg) {
+const char *grc_failure_words(int code, const char *msg) {
     switch (code) {
     case GRID_ERR_CONNECT: return strstr(msg, "refused") ? "connection refused" : "cannot connect";
     case GRID_ERR_CONN_LOST: return strstr(msg, "reset") ? "connection reset" : "connection lost";
@@ -175,7 +174,7 @@ void grc_route_failed(grc_route *r, const grc_target *t, int code, const char *m
     size_t used = strlen(f->tried);
     if (used < sizeof f->tried - 1)
         snprintf(f->tried + used, sizeof f->tried - used, "%s%s:%d (%s)", used ? ", " : "", t->host, t->port,
-                 failure_words(code, msg));
+                 grc_failure_words(code, msg));
     if (r->nexclude >= GRP_MAX_EXCLUDE) return;
     snprintf(f->excluded_addr[r->nexclude], sizeof f->excluded_addr[0], "%s:%d", t->host, t->port);
     f->exclude[r->nexclude] = r->server_id;

@@ -129,16 +129,6 @@ static int starter(grc_req *q, const void *ctx, const grc_args *args, grc_config
     return GRID_OK;
 }
 
-static const char *words(int code, const char *msg) {
-    switch (code) {
-    case GRID_ERR_CONNECT: return strstr(msg, "refused") ? "connection refused" : "cannot connect";
-    case GRID_ERR_CONN_LOST: return strstr(msg, "reset") ? "connection reset" : "connection lost";
-    case GRID_ERR_SHUTDOWN: return "shutting down";
-    case GRID_ERR_BUSY: return "overloaded";
-    default: return grid_error_string(code);
-    }
-}
-
 /* "call 3 of 5 (linalg/dgesl)" */
 static const char *call_name(const grc_txn *x, const grc_txn_call *c, char *buf, size_t n) {
     snprintf(buf, n, "call %d of %d (%s)", c->index + 1, x->ncalls, c->t.name);
@@ -151,7 +141,7 @@ static int server_failed(const grc_txn *x, grc_txn_call *c, int code, const char
     char nm[GRC_MAX_NAME + 64];
     size_t used = strlen(c->cause);
     snprintf(c->cause + used, sizeof c->cause - used, "%s%s:%d (%s)", used ? ", " : "", c->host, c->port,
-             words(code, msg));
+             grc_failure_words(code, msg));
     if (c->nfailed < GRC_TXN_MAX_ATTEMPTS) {
         grc_txn_failure *f = &c->failed[c->nfailed++];
         snprintf(f->host, sizeof f->host, "%s", c->host);

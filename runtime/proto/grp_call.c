@@ -11,7 +11,12 @@
 
 int grp_write_call(grw_writer *w, uint64_t id, const char *name, uint64_t hash, const grm_call *c,
                    const grw_limits *lim, gr_err *e) {
-    int rc = grw_begin(w, GRW_CALL, 0, id, e);
+    return grp_write_call_as(w, GRW_CALL, id, name, hash, c, lim, e);
+}
+
+int grp_write_call_as(grw_writer *w, uint32_t type, uint64_t id, const char *name, uint64_t hash,
+                      const grm_call *c, const grw_limits *lim, gr_err *e) {
+    int rc = grw_begin(w, type, 0, id, e);
     if (!rc) rc = grw_write_string(w, name, e);
     if (!rc) rc = grw_write_u64(w, hash, e);
     if (!rc) rc = grm_write_head(w, c, GRM_TO_SERVER, lim, e);

@@ -35,13 +35,7 @@ static int check_id(const char *job, gr_err *e) {
 
 int grp_write_submit(grw_writer *w, uint64_t id, const char *name, uint64_t hash, const grm_call *c,
                      const grw_limits *lim, gr_err *e) {
-    int rc = grw_begin(w, GRW_SUBMIT, 0, id, e);
-    if (!rc) rc = grw_write_string(w, name, e);
-    if (!rc) rc = grw_write_u64(w, hash, e);
-    if (!rc) rc = grm_write_head(w, c, GRM_TO_SERVER, lim, e);
-    if (!rc) rc = grm_write_bulk(w, c, GRM_TO_SERVER, e);
-    if (!rc) rc = grw_finish(w, e);
-    return rc;
+    return grp_write_call_as(w, GRW_SUBMIT, id, name, hash, c, lim, e);
 }
 
 /* ---------------------------------------------------------------- job ids */

@@ -88,6 +88,9 @@ int grp_read_descriptor(grw_reader *r, char qualified[GRP_MAX_FUNCTION_NAME + 1]
  * encoder. */
 int grp_write_call(grw_writer *w, uint64_t id, const char *name, uint64_t hash, const grm_call *c,
                    const grw_limits *lim, gr_err *e);
+/* The same body as message TYPE (SUBMIT carries a CALL's body). */
+int grp_write_call_as(grw_writer *w, uint32_t type, uint64_t id, const char *name, uint64_t hash,
+                      const grm_call *c, const grw_limits *lim, gr_err *e);
 /* The server's side in three steps, because it must find the function (and its
  * descriptor) after the target and may set a deadline for the bulk once the head says
  * how many bytes follow. C is grm_init'ed for the function on the server side. */

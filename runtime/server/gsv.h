@@ -371,6 +371,10 @@ unsigned gsv_sched_running(gsv_server *s);
 /* After a call's arguments were read into JOB: its cost (SJF), callbacks, then the
  * queue; answers JOB itself when it cannot be queued (gsv_request.c). */
 void gsv_call_queue(gsv_server *s, gsv_job *job);
+/* Reads the arguments of a CALL, CALL_DATA or SUBMIT from C into JOB->call (grm_init'ed):
+ * the head, BIND (may be NULL: CALL_DATA binds its data handles there), then the bulk
+ * under a deadline its size sets. Sets job->bytes_in. */
+int gsv_call_read_args(gsv_server *s, gsv_conn *c, gsv_job *job, int (*bind)(gsv_job *, gr_err *), gr_err *e);
 
 /* ---------------------------------------------------------------- remote data */
 

@@ -128,13 +128,7 @@ int gsv_data_call_request(gsv_conn *c, const grw_header *h) {
     job->data = dc;
     grm_init(&job->call, f->desc, GRM_SERVER_SIDE);
     grp_refs_skip(dc->refs, dc->nrefs, job->call.skip);
-    rc = grp_read_call_head(&c->r, &job->call, &s->opt.limits, &e);
-    if (!rc) rc = bind_refs(job, &e);
-    if (!rc) {
-        c->r.deadline_ns = gsv_io_deadline(s, grp_call_bulk_bytes(&job->call));
-        rc = grp_read_call_bulk(&c->r, &job->call, &e);
-    }
-    job->bytes_in = c->r.consumed;
+    rc = gsv_call_read_args(s, c, job, bind_refs, &e);
     if (rc) {
         if (e.code != GRID_ERR_CONN_LOST && e.code != GRID_ERR_TIMEOUT)
             gsv_call_log(c->peer, f->qualified, h->request_id, c->r.consumed, 0, 0, 0, e.code, e.msg);

@@ -368,12 +368,7 @@ int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
     memset(job, 0, offsetof(gsv_job, call));
     job->fn = f;
     grm_init(&job->call, f->desc, GRM_SERVER_SIDE);
-    int rc = grp_read_call_head(&c->r, &job->call, &s->opt.limits, &e);
-    if (!rc) {
-        c->r.deadline_ns = gsv_io_deadline(s, grp_call_bulk_bytes(&job->call));
-        rc = grp_read_call_bulk(&c->r, &job->call, &e);
-    }
-    job->bytes_in = c->r.consumed;
+    int rc = gsv_call_read_args(s, c, job, NULL, &e);
     if (rc) {
         gsv_job_free(job);
         return gsv_request_failed(c, h, "SUBMIT message", &e);

@@ -192,13 +192,7 @@ static int on_call(gsv_conn *c, const grw_header *h) {
     job->fn = f;
     job->request_id = h->request_id;
     grm_init(&job->call, f->desc, GRM_SERVER_SIDE);
-    int rc = grp_read_call_head(&c->r, &job->call, &s->opt.limits, &e);
-    if (!rc) {
-        /* The head says how many bytes follow: allow for them at the floor rate. */
-        c->r.deadline_ns = gsv_io_deadline(s, grp_call_bulk_bytes(&job->call));
-        rc = grp_read_call_bulk(&c->r, &job->call, &e);
-    }
-    job->bytes_in = c->r.consumed;
+    int rc = gsv_call_read_args(s, c, job, NULL, &e);
     if (rc) {
         if (e.code != GRID_ERR_CONN_LOST && e.code != GRID_ERR_TIMEOUT)
             gsv_call_log(c->peer, f->qualified, h->request_id, c->r.consumed, 0, 0, 0, e.code, e.msg);
@@ -207,6 +201,19 @@ static int on_call(gsv_conn *c, const grw_header *h) {
     }
     gsv_call_queue(s, job);
     return GSV_KEEP;
+}
+
+int gsv_call_read_args(gsv_server *s, gsv_conn *c, gsv_job *job, int (*bind)(gsv_job *, gr_err *),
+                       gr_err *e) {
+    int rc = grp_read_call_head(&c->r, &job->call, &s->opt.limits, e);
+    if (!rc && bind) rc = bind(job, e);
+    if (!rc) {
+        /* The head says how many bytes follow: allow for them at the floor rate. */
+        c->r.deadline_ns = gsv_io_deadline(s, grp_call_bulk_bytes(&job->call));
+        rc = grp_read_call_bulk(&c->r, &job->call, e);
+    }
+    job->bytes_in = c->r.consumed;
+    return rc;
 }
 
 void gsv_call_queue(gsv_server *s, gsv_job *job) {
