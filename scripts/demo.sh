@@ -20,6 +20,7 @@ cleanup() {
     wait "$server_pid" 2>/dev/null || true
   fi
   rm -f "$log" "$log.out" "$log".meta* "$log".s?.out
+  rm -rf "$log".s?.jobs
 }
 trap cleanup EXIT
 
@@ -71,7 +72,7 @@ echo "   gridmetad at $meta, status page at http://$(sed -n 's/^http on //p' "$l
 declare -A spid
 for name in s1 s2 s3; do
   "$build/gridrpcd" --host 127.0.0.1 --port 0 --module-dir "$build/stubs/.libs" --threads 1 --quiet \
-    --metaserver "$meta" --name "$name" >"$log.$name.out" 2>/dev/null &
+    --job-dir "$log.$name.jobs" --metaserver "$meta" --name "$name" >"$log.$name.out" 2>/dev/null &
   spid[$name]=$!
   grid_pids+=($!)
 done
@@ -110,6 +111,21 @@ for x in d["decisions"][:3]:
     c=", ".join("%s %.4fs" % (names.get(k["server"],k["server"]), k["estimate"]) for k in x["candidates"])
     print("   %s from %s: %s -> %s" % (x["function"], x["site"], c, names.get(x["chosen"])))' \
   "$(sed -n 's/^http on //p' "$log.meta.out")" || true
+
+echo
+echo "== 7. data that stays on the servers: handles, a transaction, a two-phase call"
+alive=()
+for name in s1 s2 s3; do
+  kill -0 "${spid[$name]}" 2>/dev/null && alive+=("$(sed -n 's/^listening on //p' "$log.$name.out")")
+done
+servers=$(IFS=,; echo "${alive[*]}")
+echo "   Linpack: factor once (dgefa), solve 4 right-hand sides (dgesl) on $servers:"
+echo "   factors sent back and forth, kept on the servers as data handles, or chained by a transaction"
+"$build/examples/linpack_chain" --servers "$servers" --rhs 4 800 | sed 's/^/   /'
+echo "   a two-phase call: submit, write the job id down, fetch it later (from any process):"
+job=$(GRIDRPC_SERVER=${alive[0]} "$build/gridrpc" submit linalg/ddot 3 '[1,2,3]' '[4,5,6]')
+echo "   gridrpc submit linalg/ddot ... -> $job"
+echo "   gridrpc fetch $job -> $(GRIDRPC_SERVER=${alive[0]} "$build/gridrpc" fetch "$job" --wait 10)"
 
 echo
 echo "demo: done. Try it yourself: GRIDRPC_SERVER=$address $build/examples/dmmul 1500 (after starting gridrpcd)."

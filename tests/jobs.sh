@@ -116,11 +116,15 @@ stop
 
 # ---- the default folder, and the options' checks
 XDG_STATE_HOME="$T_TMP/state" serve srv5.log 0 --module "$TESTMOD" || { fail "gridrpcd without --job-dir"; finish; exit 1; }
-if [ "$(stat -c %a "$T_TMP/state/gridrpc/jobs-$port" 2>/dev/null)" = 700 ]; then ok "default job folder \$XDG_STATE_HOME/gridrpc/jobs-PORT, 0700"; else fail "no $T_TMP/state/gridrpc/jobs-$port"; diag <srv5.log; fi
+# A server nobody submits to leaves nothing behind; the first SUBMIT makes the folder.
+if [ ! -e "$T_TMP/state/gridrpc" ]; then ok "the default job folder waits for the first SUBMIT"; else fail "default job folder made at start-up"; fi
+jc submit "$port" 2
+if [ "$(stat -c %a "$T_TMP/state/gridrpc/jobs-$port" 2>/dev/null)" = 700 ] && ls "$T_TMP/state/gridrpc/jobs-$port" | grep -q '\.submit$'; then ok "default job folder \$XDG_STATE_HOME/gridrpc/jobs-PORT, 0700, made at the first SUBMIT"; else fail "no $T_TMP/state/gridrpc/jobs-$port (submit rc $jrc)"; diag <jc.out; diag <srv5.log; fi
 stop
 env -u XDG_STATE_HOME HOME="$T_TMP/home" "$GRIDRPCD" --host 127.0.0.1 --port 0 --module "$TESTMOD" >srv6.log.out 2>srv6.log &
 pid=$!
 port=$(listening_port srv6.log.out "$pid")
+[ -n "$port" ] && jc submit "$port" 2
 if [ -n "$port" ] && [ -d "$T_TMP/home/.local/state/gridrpc/jobs-$port" ]; then ok "without XDG_STATE_HOME: ~/.local/state/gridrpc/jobs-PORT"; else fail "HOME default"; diag <srv6.log; fi
 stop
 "$GRIDRPCD" --help >help.out 2>&1

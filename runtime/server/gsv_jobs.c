@@ -102,10 +102,40 @@ static void drop(gsv_kept *k) {
 
 typedef int (*write_fn)(grw_writer *w, void *arg, gr_err *e);
 
+static int make_dirs(const char *path, gr_err *e);
+
+/* Makes (if needed) and opens the job folder. The default folder is made at the first
+ * SUBMIT rather than at start-up, so that a server nobody submits to leaves nothing in
+ * the home folder; an explicit --job-dir is made at start-up, to fail early. */
+static int open_folder(gr_err *e) {
+    static pthread_mutex_t folder_lock = PTHREAD_MUTEX_INITIALIZER;
+    int rc = GRID_OK;
+    pthread_mutex_lock(&folder_lock);
+    if (__atomic_load_n(&st.dirfd, __ATOMIC_ACQUIRE) < 0) {
+        rc = make_dirs(st.dir, e);
+        int fd = rc ? -1 : open(st.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (!rc && fd < 0)
+            rc = gr_seterr(e, GRID_ERR_IO, "cannot open the job folder %s: %s (--job-dir)", st.dir,
+                           strerror(errno));
+        if (!rc) {
+            /* Another user could read the kept arguments and results otherwise. */
+            struct stat sb;
+            if (fstat(fd, &sb) == 0 && (sb.st_mode & 077) && sb.st_uid == geteuid()) fchmod(fd, 0700);
+            __atomic_store_n(&st.dirfd, fd, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&folder_lock);
+    return rc;
+}
+
 /* Writes one message to NAME in the folder: NAME.tmp, fsync, rename, fsync of the
  * folder. Returns GRID_OK (*bytes: its size) or GRID_ERR_IO with *err the errno (E says
  * what failed); nothing is left behind on failure. */
 static int store_file(const char *name, write_fn fn, void *arg, uint64_t *bytes, int *err, gr_err *e) {
+    if (open_folder(e)) {
+        *err = errno;
+        return e->code;
+    }
     char tmp[GRP_MAX_JOB_ID + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp", name);
     *err = 0;
@@ -828,16 +858,16 @@ int gsv_jobs_start(gsv_server *s, gr_err *e) {
     } else {
         snprintf(st.dir, sizeof st.dir, "%s", dir);
     }
-    int rc = make_dirs(st.dir, e);
-    if (rc) return rc;
-    st.dirfd = open(st.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (st.dirfd < 0)
-        return gr_seterr(e, GRID_ERR_IO, "cannot open the job folder %s: %s (--job-dir)", st.dir,
-                         strerror(errno));
-    /* Another user could read the kept arguments and results otherwise. */
     struct stat sb;
-    if (fstat(st.dirfd, &sb) == 0 && (sb.st_mode & 077) && sb.st_uid == geteuid()) fchmod(st.dirfd, 0700);
-    load(s);
+    if (dir && *dir) {
+        int rc = open_folder(e);
+        if (rc) return rc;
+    } else if (stat(st.dir, &sb) == 0) {
+        /* A default folder from an earlier run: its jobs are fetchable (or to run again). */
+        int rc = open_folder(e);
+        if (rc) return rc;
+    }
+    if (st.dirfd >= 0) load(s);
     sweep();
     if (pthread_create(&st.sweeper, NULL, sweeper, NULL) != 0)
         return gr_seterr(e, GRID_ERR_NOMEM, "cannot start the job sweeper thread");
