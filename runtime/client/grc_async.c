@@ -38,6 +38,8 @@ typedef struct grc_pipe {
     pthread_mutex_t rlock; /* held by whoever reads the next message (reader or probe) */
     pthread_t reader;
     int dead;
+    int exited; /* the reader thread returned (set under alock as its last step) */
+    int joined; /* ... and was joined */
     struct grc_pipe *next;
 } grc_pipe;
 
@@ -337,9 +339,17 @@ static int readable(grc_pipe *p) {
     return poll(&pf, 1, 0) > 0;
 }
 
+static void reader_exits(void *arg) {
+    grc_pipe *p = arg;
+    pthread_mutex_lock(&alock);
+    p->exited = 1;
+    pthread_mutex_unlock(&alock);
+}
+
 static void *reader_main(void *arg) {
     grc_pipe *p = arg;
     gr_err e;
+    pthread_cleanup_push(reader_exits, p);
     for (;;) {
         /* Wait for bytes without the rlock, so that a probe may take them first (the
          * reader's buffer is a probe's too while it holds the rlock: look under it). */
@@ -361,7 +371,38 @@ static void *reader_main(void *arg) {
             break;
         }
     }
+    pthread_cleanup_pop(1);
     return NULL;
+}
+
+/* Joins the reader of every dead pipe whose reader returned, and frees the pipes no call
+ * refers to any more (alock held): a client that outlives many server failures keeps
+ * neither their threads nor their buffers until grid_reset_np. */
+static void reap_dead_pipes(void) {
+    for (grc_pipe **pp = &pipes; *pp;) {
+        grc_pipe *p = *pp;
+        if (!p->dead || !p->exited) {
+            pp = &p->next;
+            continue;
+        }
+        if (!p->joined) {
+            pthread_join(p->reader, NULL); /* it has only its return left */
+            p->joined = 1;
+        }
+        int used = 0;
+        for (unsigned b = 0; b < NBUCKETS && !used; b++)
+            for (grc_session *s = buckets[b]; s && !used; s = s->hnext)
+                used = s->pipe == p;
+        if (used) {
+            pp = &p->next;
+            continue;
+        }
+        *pp = p->next;
+        grc_conn_put(p->conn, 1);
+        pthread_mutex_destroy(&p->wlock);
+        pthread_mutex_destroy(&p->rlock);
+        free(p);
+    }
 }
 
 /* Returns a live pipe to HOST:PORT, opening one (with its reader) if needed. */
@@ -377,6 +418,9 @@ static int get_pipe(const grc_target *t, const grc_config *cfg, grc_pipe **out, 
     grc_conn *c;
     int rc = grc_conn_get(t->host, t->port, cfg, &c, e);
     if (rc) return rc;
+    pthread_mutex_lock(&alock);
+    reap_dead_pipes();
+    pthread_mutex_unlock(&alock);
     grc_pipe *p = calloc(1, sizeof *p);
     if (!p) {
         grc_conn_put(c, 1);
@@ -777,7 +821,7 @@ void grc_async_reset(void) {
         shutdown(p->conn->fd, SHUT_RDWR);
     for (grc_pipe *p = list; p;) {
         grc_pipe *n = p->next;
-        pthread_join(p->reader, NULL);
+        if (!p->joined) pthread_join(p->reader, NULL);
         grc_conn_put(p->conn, 1);
         pthread_mutex_destroy(&p->wlock);
         pthread_mutex_destroy(&p->rlock);

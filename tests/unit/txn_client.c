@@ -38,6 +38,29 @@ static void check(int ok, const char *what) {
     }
 }
 
+/* The test's arrays live until the process ends; they are freed at exit so that the
+ * sanitizer build's leak check sees only the library's leaks. */
+static void *kept[4096];
+static int nkept;
+static void free_kept(void) {
+    while (nkept > 0)
+        free(kept[--nkept]);
+}
+static void *keep(void *p) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    if (!p) {
+        fprintf(stderr, "txn_client: out of memory\n");
+        exit(2);
+    }
+    pthread_mutex_lock(&lock);
+    if (nkept == 0) atexit(free_kept);
+    if (nkept < (int)(sizeof kept / sizeof kept[0])) kept[nkept++] = p;
+    pthread_mutex_unlock(&lock);
+    return p;
+}
+#define tmalloc(n) keep(malloc(n))
+#define tcalloc(n, m) keep(calloc(n, m))
+
 static void stats(void) {
     grid_transaction_stats_np s;
     grid_transaction_get_stats_np(&s);
@@ -47,7 +70,7 @@ static void stats(void) {
 }
 
 static double *filled(int n, unsigned seed) {
-    double *v = malloc((size_t)n * sizeof *v);
+    double *v = tmalloc((size_t)n * sizeof *v);
     srand(seed);
     for (int i = 0; i < n; i++)
         v[i] = (double)rand() / RAND_MAX - 0.5;
@@ -66,14 +89,14 @@ static int indep(int n, double seconds) {
 }
 
 static int linpack(int n, int nrhs) {
-    double *a0 = filled(n * n, 1), *a1 = malloc((size_t)n * n * sizeof(double));
-    double *a2 = malloc((size_t)n * n * sizeof(double));
+    double *a0 = filled(n * n, 1), *a1 = tmalloc((size_t)n * n * sizeof(double));
+    double *a2 = tmalloc((size_t)n * n * sizeof(double));
     for (int i = 0; i < n; i++)
         a0[i * n + i] += n; /* well conditioned */
     memcpy(a1, a0, (size_t)n * n * sizeof(double));
     memcpy(a2, a0, (size_t)n * n * sizeof(double));
-    int *p1 = calloc((size_t)n, sizeof(int)), *p2 = calloc((size_t)n, sizeof(int));
-    double **b1 = malloc((size_t)nrhs * sizeof *b1), **b2 = malloc((size_t)nrhs * sizeof *b2);
+    int *p1 = tcalloc((size_t)n, sizeof(int)), *p2 = tcalloc((size_t)n, sizeof(int));
+    double **b1 = tmalloc((size_t)nrhs * sizeof *b1), **b2 = tmalloc((size_t)nrhs * sizeof *b2);
     for (int k = 0; k < nrhs; k++) {
         b1[k] = filled(n, 10 + (unsigned)k);
         b2[k] = filled(n, 10 + (unsigned)k);
@@ -164,12 +187,12 @@ static int subrange(int n) {
  * that read each fast result and Y: the script kills a server that holds a finished
  * fast result while the slow one still runs, so that result must be computed again. */
 static int kill_mode(int n, int k, double seconds) {
-    double **out = malloc((size_t)k * sizeof *out);
-    int *canceled = calloc((size_t)k + 1, sizeof(int));
-    double *y = calloc((size_t)n, sizeof(double));
+    double **out = tmalloc((size_t)k * sizeof *out);
+    int *canceled = tcalloc((size_t)k + 1, sizeof(int));
+    double *y = tcalloc((size_t)n, sizeof(double));
     int rc = grid_transaction_begin();
     for (int i = 0; i < k && !rc; i++) {
-        out[i] = calloc((size_t)n, sizeof(double));
+        out[i] = tcalloc((size_t)n, sizeof(double));
         rc = grid_call("test/sleep_cancelable", 0.05, n, out[i], &canceled[i]);
     }
     if (!rc) rc = grid_call("test/sleep_cancelable", seconds, n, y, &canceled[k]);
@@ -366,7 +389,7 @@ static int errors(int n) {
     check(grid_call("test/sleep", 0.0) == GRID_OK, "call 3 is recorded");
     /* Larger than the servers' --max-array (4 MiB): refused when it is about to be sent. */
     int big = 600000;
-    double *in = calloc((size_t)big, sizeof(double)), *out = calloc((size_t)big, sizeof(double));
+    double *in = tcalloc((size_t)big, sizeof(double)), *out = tcalloc((size_t)big, sizeof(double));
     check(grid_call("test/echo_double", big, in, out) == GRID_OK,
           "call 4 (too big for the servers) is recorded");
     int rc = grid_transaction_end();
