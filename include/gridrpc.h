@@ -169,6 +169,9 @@ typedef struct grid_stats_np {
     long descriptor_fetches;
     long connections_opened;
     long calls;
+    /* Bytes the client sent and received on all its connections (servers and metaserver):
+     * calls, remote data, descriptors. */
+    unsigned long long bytes_sent, bytes_received;
 } grid_stats_np;
 void grid_get_stats_np(grid_stats_np *out);
 
@@ -259,6 +262,40 @@ int grid_object_destroy_np(grid_object_np *obj);
 /* "gridrpc://host:port/module/Class": with ".method" appended, the name of a method's
  * interface for grid_describe_np. */
 const char *grid_object_url_np(const grid_object_np *obj);
+
+/* ---- Remote data (docs/api.md "Remote data")
+ *
+ * An array put on a server once and used by many calls: a handle is passed wherever a
+ * function takes that array (IN, OUT or INOUT; grid_call, grid_call_async, their _va and
+ * _argv forms, grpc_call*), in place of the array's pointer. IN: the call reads the
+ * server's copy (copied there server to server first when it lies on another server);
+ * OUT and INOUT: the result stays on the call's server as the handle, and does not come
+ * back until grid_data_get_np. Type and size are checked against the function's
+ * interface. Handles belong to the process's session: grid_reset_np and grpc_finalize
+ * end it (the servers free the data; the handles stay allocated but refuse use until
+ * grid_data_free_np), and a server frees the data of a client that vanished after its
+ * grace period. All of these are MT-safe. */
+typedef struct grid_data_np grid_data_np;
+/* Puts COUNT elements of TYPE (GRID_TYPE_CHAR ... GRID_TYPE_DCOMPLEX) from BUF on a
+ * server; *H gets the handle (NULL on failure). WHERE: "host:port", "gridrpc://host:port",
+ * a function name (the server a call of it would go to), or NULL: the default server;
+ * under a metaserver the data then waits on the client until the first call using it,
+ * and goes to that call's server. */
+int grid_data_put_np(grid_data_np **h, const char *where, int type, size_t count, const void *buf);
+/* A handle with no data yet, for an OUT argument whose result stays where the call ran. */
+int grid_data_new_np(grid_data_np **h, int type, size_t count);
+/* Copies the data into BUF (COUNT must equal the handle's count). */
+int grid_data_get_np(grid_data_np *h, void *buf, size_t count);
+/* Frees the data on every server holding it, and the handle. NULL: nothing. */
+int grid_data_free_np(grid_data_np *h);
+/* "host:port" of a server holding the data ("" when none does yet, or H is not a handle). */
+const char *grid_data_where_np(const grid_data_np *h);
+/* The handle's element type (GRID_TYPE_*) and count; either pointer may be NULL. */
+int grid_data_info_np(const grid_data_np *h, int *type, size_t *count);
+/* Ends the process's data session now: every server holding its data frees it, and
+ * every handle is then lost (grid_data_free_np still frees it). grid_reset_np and
+ * grpc_finalize do this; later puts start a new session. */
+void grid_data_end_session_np(void);
 
 /* ---- For language bindings (Fortran, Python): the interface and an argument vector */
 

@@ -56,6 +56,8 @@ void grid_get_stats_np(grid_stats_np *out) {
     out->descriptor_fetches = __atomic_load_n(&grc_stat_fetches, __ATOMIC_RELAXED);
     out->connections_opened = __atomic_load_n(&grc_stat_connections, __ATOMIC_RELAXED);
     out->calls = __atomic_load_n(&grc_stat_calls, __ATOMIC_RELAXED);
+    out->bytes_sent = __atomic_load_n(&grc_stat_bytes_sent, __ATOMIC_RELAXED);
+    out->bytes_received = __atomic_load_n(&grc_stat_bytes_received, __ATOMIC_RELAXED);
 }
 
 void grc_report(int code, const char *msg) {
@@ -351,6 +353,7 @@ int grid_last_server_np(char *buf, size_t n) {
 }
 
 void grid_reset_np(void) {
+    grc_data_reset(); /* SESSION_END, over the pool still open */
     grc_meta_reset();
     grc_async_reset();
     grc_pool_reset();

@@ -141,6 +141,12 @@ static void failover_session(grc_session *s, int code, const char *msg) {
             continue;
         }
         if (!rc) rc = grc_req_check(&s->req, &np->conn->server, &e);
+        int place_failed = 0;
+        if (!rc) rc = grc_req_place(&s->req, &cfg, &place_failed, &e); /* its data handles go there first */
+        if (rc && place_failed) {
+            code = rc;
+            continue;
+        }
         if (rc) {
             grc_req_blame(&s->req, &e);
             break;
@@ -301,6 +307,7 @@ static int handle_one(grc_pipe *p, gr_err *e) {
         /* The server failed while its result was arriving: run it elsewhere. */
         moved = code && !in_step && s->req.route.routed && grc_code_is_server_failure(code);
         if (code && !moved) grc_req_blame(&s->req, e);
+        if (!resent && !moved) grc_req_settle(&s->req, code);
         if (!resent && !moved) grc_req_end(&s->req, code);
     }
 
@@ -427,11 +434,16 @@ int grc_call_async_req(grc_req_starter start, const void *ctx, const grc_args *a
     }
     grc_pipe *p = NULL;
     for (;;) {
+        p = NULL;
         rc = get_pipe(&s->req.t, &cfg, &p, e);
         if (rc == GRID_ERR_TIMEOUT) e->code = rc = GRID_ERR_CONNECT;
+        /* Data handles among the arguments: their data goes to this server first. */
+        int place_failed = 0;
+        if (!rc) rc = grc_req_check(&s->req, &p->conn->server, e);
+        if (!rc) rc = grc_req_place(&s->req, &cfg, &place_failed, e);
+        if (rc && !place_failed && p) break;
         if (!rc || grc_req_failover(&s->req, rc, e) != GRID_OK) break;
     }
-    if (!rc) rc = grc_req_check(&s->req, &p->conn->server, e);
     if (rc) {
         grc_req_blame(&s->req, e);
         grc_req_free(&s->req);

@@ -71,6 +71,14 @@ int grc_call(const char *name, const grc_args *args, gr_err *e) {
             grc_conn_put(c, 0);
             break;
         }
+        /* Data handles among the arguments: their data goes to this server first. */
+        int place_failed = 0;
+        rc = grc_req_place(&q, &cfg, &place_failed, e);
+        if (rc) {
+            grc_conn_put(c, 0);
+            if (place_failed && grc_req_failover(&q, rc, e) == GRID_OK) continue;
+            break;
+        }
         c->rd.deadline_ns = c->wr.deadline_ns = grc_req_deadline(&cfg);
         int broken = 0;
         rc = exchange(c, &q, &broken, e);
@@ -81,6 +89,7 @@ int grc_call(const char *name, const grc_args *args, gr_err *e) {
                       grc_timeout_text(&cfg, tt, sizeof tt));
         }
         grc_conn_put(c, broken || rc == GRID_ERR_TIMEOUT);
+        grc_req_settle(&q, rc);
         if (rc == GRID_ERR_STALE) {
             if (grc_req_refresh(&q, e) == GRID_OK) continue;
             break;
@@ -89,6 +98,7 @@ int grc_call(const char *name, const grc_args *args, gr_err *e) {
         break;
     }
     grc_req_end(&q, rc);
+    if (q.nbind) grc_data_flush(&cfg); /* copies a KEEP made stale */
     if (!rc) __atomic_add_fetch(&grc_stat_calls, 1, __ATOMIC_RELAXED);
     if (rc) grc_req_blame(&q, e);
     grc_req_free(&q);

@@ -143,6 +143,19 @@ const char *grc_route_tried(const grc_route *r);
  * in the final error's list and excluded from the next SCHEDULE. */
 void grc_route_failed(grc_route *r, const grc_target *t, int code, const char *msg);
 
+/* ---- remote data handles (grc_data.c: the handles, their registry and exchanges;
+ * grc_bind.c: handles as a call's arguments). A handle (the public grid_data_np) is one
+ * datum of this process's session, with the servers that hold a copy of it. */
+typedef struct grid_data_np grc_data;
+
+/* A parameter of one call that a handle stands for: its input comes from the handle
+ * (GRP_REF_IN), its output is kept as the handle on the call's server (GRP_REF_KEEP),
+ * and also sent back into the caller's buffer (GRP_REF_RETURN). */
+typedef struct grc_binding {
+    grc_data *h;    /* NULL: the parameter travels as in a plain call; else a reference */
+    unsigned flags; /* GRP_REF_* */
+} grc_binding;
+
 /* One call on its way: where it goes, the descriptor it was marshalled with, and its
  * arguments (sized for that descriptor). */
 typedef struct grc_req {
@@ -153,6 +166,11 @@ typedef struct grc_req {
     uint64_t object; /* a method invocation on this remote object (OBJ_INVOKE; t.name is
                       * "module/Class.method"); 0 for a call */
     grc_route route;
+    /* Handles bound to parameters (grc_req_bind): nbind of bind[0..nparams) are set, and
+     * the call goes as CALL_DATA. grc_req_fill binds the caller's handles passed as
+     * arrays; the transaction engine may bind its own. nbind 0: a plain CALL. */
+    int nbind;
+    grc_binding bind[GRD_MAX_PARAMS];
 } grc_req;
 
 /* Resolves NAME, gets its descriptor and builds the arguments from ARGS; *CFG gets the
@@ -187,6 +205,88 @@ void grc_req_end(grc_req *q, int code);
 /* 1 if CODE, seen before the result arrived, means the server failed (so the call may
  * run elsewhere): refused, reset, lost connection. */
 int grc_code_is_server_failure(int code);
+
+/* ---- remote data handles (grc_data.c, grc_bind.c) */
+/* The process's data session: a random nonzero id (getrandom) picked at first use, and
+ * a new one after grc_data_reset. */
+uint64_t grc_data_session(void);
+/* 1 if P is a live handle, with *OUT set to it (OUT may be NULL); 0 otherwise. P is
+ * only compared against the registry of live handles, never read through. Takes no
+ * reference: use it while the handle cannot be freed (as for any buffer of a call). */
+int grc_data_lookup(const void *p, grc_data **out);
+/* grc_data_lookup with a reference taken on the handle found (NULL: P is none). */
+grc_data *grc_data_take(const void *p);
+/* References keep a handle's memory while a call uses it, even if the program frees it
+ * meanwhile (the handle is then dead: grc_data_lookup no longer finds it). */
+void grc_data_ref(grc_data *d);
+void grc_data_release(grc_data *d);
+/* The handle's id (unique in the session), element type (GRD_*) and count. */
+uint64_t grc_data_id(const grc_data *d);
+uint32_t grc_data_type(const grc_data *d);
+uint64_t grc_data_count(const grc_data *d);
+/* Bytes of D's data on HOST:PORT: its size when that server holds a current copy, else 0. */
+uint64_t grc_data_bytes_on(const grc_data *d, const char *host, int port);
+/* The servers holding a current copy of D (at most MAX): returns how many. */
+int grc_data_copies(const grc_data *d, char (*hosts)[GRC_MAX_HOST], int *ports, uint64_t *server_ids,
+                    int max);
+/* A new handle without data (grid_data_new_np's), and freeing one on every server that
+ * holds it (grid_data_free_np's; drops the registry's reference). */
+int grc_data_new(grc_data **out, uint32_t type, uint64_t count, gr_err *e);
+int grc_data_free(grc_data *d, gr_err *e);
+/* The copy step: makes D's data present on HOST:PORT (SERVER_ID 0 when unknown): nothing
+ * when it holds a current copy; else DATA_COPY from a server that does (server to
+ * server), or DATA_PUT of the client's own copy when no server has one yet. Fails with
+ * GRID_ERR_ARGS when D has no data or was freed, GRID_ERR_CONN_LOST when every server
+ * holding it failed (D is then lost), or the destination's failure (GRID_ERR_CONNECT,
+ * ...) naming HOST:PORT, *DEST_FAILED set (the call there may fail over). */
+int grc_data_copy_to(grc_data *d, const char *host, int port, uint64_t server_id, const grc_config *cfg,
+                     int *dest_failed, gr_err *e);
+/* A call kept its output as D on HOST:PORT: D holds data there only; the other copies are
+ * stale and freed (DATA_FREE) at the next data exchange or grc_data_flush. */
+void grc_data_kept_on(grc_data *d, const char *host, int port, uint64_t server_id);
+/* D's copy on HOST:PORT is gone (its server failed): forgotten; D is lost when no copy is left. */
+void grc_data_gone_from(grc_data *d, const char *host, int port, const char *why);
+/* Sends the pending DATA_FREEs of stale copies (never fails: a server that cannot be
+ * reached frees them at session end or lease expiry). */
+void grc_data_flush(const grc_config *cfg);
+/* Ends the session on every server holding its data (SESSION_END), marks every handle
+ * lost and starts a new session: grid_reset_np and grpc_finalize. */
+void grc_data_reset(void);
+
+/* Binds parameter P of Q's prepared call to handle H with FLAGS (GRP_REF_*): P must be a
+ * numeric array; IN takes GRP_REF_IN, OUT GRP_REF_KEEP[|RETURN], INOUT any of them;
+ * H's type and count must be the parameter's (its full element count for this call).
+ * Sets the call's skip masks and takes a reference on H (grc_req_free drops it). With
+ * RETURN (or without IN) the caller's buffer stays in q->call->ptr[P]. GRID_ERR_ARGS
+ * naming the parameter and the handle otherwise. */
+int grc_req_bind(grc_req *q, uint32_t p, grc_data *h, unsigned flags, gr_err *e);
+/* Binds every caller's handle passed where Q's call takes an array (grc_req_fill runs it). */
+int grc_req_bind_args(grc_req *q, gr_err *e);
+/* After the call was rebuilt for a new descriptor (STALE): checks the bindings again
+ * and sets the skip masks. */
+int grc_req_rebind(grc_req *q, gr_err *e);
+/* Drops every binding's reference (grc_req_free). */
+void grc_req_unbind(grc_req *q);
+/* The CALL_DATA refs of Q's bindings, in parameter order (REFS: GRP_MAX_REFS); how many. */
+uint32_t grc_req_refs(const grc_req *q, grp_ref *refs);
+/* Before Q goes to q->t: copies each IN handle there (grc_data_copy_to). *SERVER_FAILED:
+ * q->t itself failed (the call may fail over to another server); otherwise the error
+ * is the handle's (lost, no data) and ends the call. */
+int grc_req_place(grc_req *q, const grc_config *cfg, int *server_failed, gr_err *e);
+/* After Q's reply with CODE: on success each KEEP handle now lives on q->t only; on a
+ * server failure the IN handles' copies there are forgotten. Never fails. */
+void grc_req_settle(grc_req *q, int code);
+/* Where Q's input already lies, for placement (data affinity): up to MAX servers, each
+ * with the bytes of Q's IN handles it holds; returns how many (0: none bound). */
+typedef struct grc_data_site {
+    char host[GRC_MAX_HOST];
+    int port;
+    uint64_t server_id; /* 0 when unknown */
+    uint64_t bytes;
+} grc_data_site;
+size_t grc_req_data_sites(const grc_req *q, grc_data_site *out, size_t max);
+/* Bytes sent and received on every client connection (grid_get_stats_np). */
+extern uint64_t grc_stat_bytes_sent, grc_stat_bytes_received;
 
 /* ---- the metaserver (grc_meta.c) */
 /* Routes Q's plain-named call (already resolved to NAME) through the metaserver: fills

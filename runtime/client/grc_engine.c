@@ -37,9 +37,14 @@ static int fill(grm_call *call, const grd_desc *d, const grc_args *args, gr_err 
 }
 
 int grc_req_fill(grc_req *q, const grc_args *args, gr_err *e) {
+    q->nbind = 0;
+    memset(q->bind, 0, q->desc->nparams * sizeof q->bind[0]);
     q->call = malloc(grm_call_size(q->desc->nparams));
     if (!q->call) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
-    return fill(q->call, q->desc, args, e);
+    int rc = fill(q->call, q->desc, args, e);
+    /* Data handles passed where arrays go (grc_bind.c). */
+    if (!rc) rc = grc_req_bind_args(q, e);
+    return rc;
 }
 
 void grc_req_blame(const grc_req *q, gr_err *e) {
@@ -68,6 +73,7 @@ int grc_req_start(grc_req *q, const char *name, const grc_args *args, grc_config
     q->call = NULL;
     q->refreshed = 0;
     q->object = 0;
+    q->nbind = 0;
     q->route.no_retry = (grc_call_flags() & GRID_CALL_NO_RETRY_NP) != 0;
     int rc = grc_config_get(cfg, e);
     /* A plain name goes to the metaserver when one is configured, even if a server is
@@ -88,6 +94,7 @@ int grc_req_start(grc_req *q, const char *name, const grc_args *args, grc_config
 }
 
 void grc_req_free(grc_req *q) {
+    grc_req_unbind(q);
     free(q->call);
     q->call = NULL;
     free(q->route.failed);
@@ -102,7 +109,8 @@ long long grc_req_deadline(const grc_config *cfg) {
 int grc_req_check(const grc_req *q, const grw_limits *server, gr_err *e) {
     const grd_desc *d = q->desc;
     for (uint32_t i = 0; i < d->nparams; i++)
-        if (d->params[i].rank > 0 && q->call->sl[i].ext.sent_bytes > server->max_array)
+        if (d->params[i].rank > 0 && !(q->nbind && q->bind[i].h) &&
+            q->call->sl[i].ext.sent_bytes > server->max_array)
             return gr_seterr(
                 e, GRID_ERR_LIMIT,
                 "argument '%s' of %s has %llu bytes; the server at %s:%d accepts at most %llu per "
@@ -117,6 +125,12 @@ int grc_req_send(const grc_req *q, grw_writer *w, uint64_t id, const grw_limits 
         const char *dot = strrchr(q->t.name, '.');
         return grp_write_obj_invoke(w, id, q->object, dot ? dot + 1 : q->t.name, q->desc->hash, q->call,
                                     server, e);
+    }
+    if (q->nbind) { /* data handles stand for some arguments */
+        grp_ref refs[GRP_MAX_REFS];
+        uint32_t n = grc_req_refs(q, refs);
+        return grp_write_call_data(w, id, q->t.name, q->desc->hash, grc_data_session(), refs, n, q->call,
+                                   server, e);
     }
     return grp_write_call(w, id, q->t.name, q->desc->hash, q->call, server, e);
 }
@@ -270,6 +284,7 @@ int grc_req_refresh(grc_req *q, gr_err *e) {
     if (!same_signature(q->desc, d, e)) return GRID_ERR_STALE;
     rc = rebuild(q->call, d, e);
     if (!rc) q->desc = d;
+    if (!rc) rc = grc_req_rebind(q, e);
     if (!rc && q->route.routed) grc_meta_learn(q->t.name, d);
     return rc;
 }

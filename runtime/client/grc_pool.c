@@ -85,6 +85,8 @@ int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **o
     grw_limits_default(&c->server);
     grw_reader_init(&c->rd, fd, c->server.max_message);
     grw_writer_init(&c->wr, fd);
+    c->rd.tally = &grc_stat_bytes_received; /* grid_get_stats_np */
+    c->wr.tally = &grc_stat_bytes_sent;
     long long deadline = cfg->connect_timeout > 0 ? gr_now_ns() + (long long)(cfg->connect_timeout * 1e9) : 0;
     c->rd.deadline_ns = c->wr.deadline_ns = deadline;
     int rc = hello(c, cfg, e);

@@ -41,7 +41,7 @@ static int move_bulk(grm_call *c, int dir, grw_writer *w, grw_reader *r, gr_err 
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
         const grd_extent *x = &c->sl[i].ext;
-        if (!grm_travels(p, dir) || !is_bulk(p) || x->sent == 0) continue;
+        if (!grm_call_travels(c, i, dir) || !is_bulk(p) || x->sent == 0) continue;
         unsigned word = grm_word_size(p->type);
         size_t words = (size_t)x->sent_bytes / word;
         int rc;
@@ -84,6 +84,8 @@ static int server_allocate(grm_call *c, gr_err *e) {
             int rc = grm_files_allocate_out(c, i, e);
             if (rc) return rc;
         } else if (p->rank > 0 && !c->sl[i].own_buf) {
+            /* An array a data handle stands for is bound by the server instead. */
+            if ((c->skip[GRM_TO_SERVER] >> i) & 1u) continue;
             size_t bytes = (size_t)c->sl[i].ext.bytes;
             if (bytes == 0) {
                 c->ptr[i] = NULL;

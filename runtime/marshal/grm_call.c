@@ -13,6 +13,7 @@ void grm_init(grm_call *c, const grd_desc *d, int side) {
     c->desc = d;
     c->side = side;
     c->scratch = NULL;
+    c->skip[0] = c->skip[GRM_TO_SERVER] = c->skip[GRM_TO_CLIENT] = 0;
     for (uint32_t i = 0; i < d->nparams; i++) {
         memset(&c->sl[i].val, 0, sizeof c->sl[i].val);
         c->ptr[i] = grm_is_text(d->params[i].type) ? (void *)&c->sl[i].val.str : (void *)&c->sl[i].val;
@@ -35,6 +36,10 @@ int grm_travels(const grd_param *p, int dir) {
     if (p->mode == GRD_INOUT) return 1;
     if (dir == GRM_TO_SERVER) return p->mode == GRD_IN;
     return p->mode == GRD_OUT;
+}
+
+int grm_call_travels(const grm_call *c, uint32_t i, int dir) {
+    return grm_travels(&c->desc->params[i], dir) && !((c->skip[dir] >> i) & 1u);
 }
 
 unsigned grm_word_size(uint32_t type) {

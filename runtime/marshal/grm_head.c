@@ -121,7 +121,7 @@ int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *
     /* Pass 1: size everything (reading files and collecting string arrays). */
     for (uint32_t i = 0; i < d->nparams && !rc; i++) {
         const grd_param *p = &d->params[i];
-        if (!grm_travels(p, dir) || !numeric_scalar(p)) continue;
+        if (!grm_call_travels(c, i, dir) || !numeric_scalar(p)) continue;
         size += (p->type == GRD_LONG || p->type == GRD_LONGLONG || p->type == GRD_DOUBLE) ? 8
                 : p->type == GRD_DCOMPLEX                                                 ? 16
                 : p->type == GRD_SCOMPLEX                                                 ? 8
@@ -129,7 +129,7 @@ int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *
     }
     for (uint32_t i = 0; i < d->nparams && !rc; i++) {
         const grd_param *p = &d->params[i];
-        if (!grm_travels(p, dir) || !grm_is_text(p->type)) continue;
+        if (!grm_call_travels(c, i, dir) || !grm_is_text(p->type)) continue;
         rc = collect_text(c, i, max_head, &items[i], &nitems[i], e);
         for (size_t k = 0; k < nitems[i] && !rc; k++)
             size += 4 + (items[i][k].present ? 4 + pad4(items[i][k].len) : 0);
@@ -153,11 +153,11 @@ int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *
         bool_t ok = TRUE;
         for (uint32_t i = 0; i < d->nparams && ok; i++) {
             const grd_param *p = &d->params[i];
-            if (grm_travels(p, dir) && numeric_scalar(p)) ok = xdr_scalar(&x, p->type, c->ptr[i]);
+            if (grm_call_travels(c, i, dir) && numeric_scalar(p)) ok = xdr_scalar(&x, p->type, c->ptr[i]);
         }
         for (uint32_t i = 0; i < d->nparams && ok; i++) {
             const grd_param *p = &d->params[i];
-            if (!grm_travels(p, dir) || !grm_is_text(p->type)) continue;
+            if (!grm_call_travels(c, i, dir) || !grm_is_text(p->type)) continue;
             for (size_t k = 0; k < nitems[i] && ok; k++) {
                 text_item *t = &items[i][k];
                 u_int len = t->len;
@@ -281,7 +281,7 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
     bool_t ok = TRUE;
     for (uint32_t i = 0; i < d->nparams && ok; i++) {
         const grd_param *p = &d->params[i];
-        if (grm_travels(p, dir) && numeric_scalar(p)) ok = xdr_scalar(&x, p->type, c->ptr[i]);
+        if (grm_call_travels(c, i, dir) && numeric_scalar(p)) ok = xdr_scalar(&x, p->type, c->ptr[i]);
     }
     if (!ok) {
         rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the scalar arguments are truncated");
@@ -293,7 +293,7 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
     }
     for (uint32_t i = 0; i < d->nparams && !rc; i++) {
         const grd_param *p = &d->params[i];
-        if (!grm_travels(p, dir) || !grm_is_text(p->type)) continue;
+        if (!grm_call_travels(c, i, dir) || !grm_is_text(p->type)) continue;
         /* Every element takes at least 4 bytes of the head: a count beyond what is left
          * is refused before anything is allocated for it. */
         size_t n = p->rank ? (size_t)c->sl[i].ext.sent : 1;

@@ -63,6 +63,13 @@ typedef struct grm_call {
     /* Server: the folder holding the call's files (filename arguments), made at the
      * first one and removed whole by grm_release; NULL until then. */
     char *scratch;
+    /* Bit i of skip[GRM_TO_SERVER] / skip[GRM_TO_CLIENT]: parameter i does not travel in
+     * that direction although its mode says it would, because a remote data handle
+     * stands for it (CALL_DATA's refs; docs/protocol.md "Remote data"). Every writer,
+     * reader and size of this file and of grp_proto.h honours them; grm_init clears
+     * them (everything travels). Server side: an array skipped TO_SERVER is not
+     * allocated by grm_read_bulk: the server binds ptr[i] itself. */
+    uint64_t skip[3];
     grm_slot sl[]; /* one per parameter */
 } grm_call;
 
@@ -71,6 +78,9 @@ typedef struct grm_call {
 
 /* Returns 1 if parameter P travels in direction DIR. */
 int grm_travels(const grd_param *p, int dir);
+/* Returns 1 if parameter I of C travels in direction DIR in this call: its mode says so
+ * and no data handle stands for it (skip). */
+int grm_call_travels(const grm_call *c, uint32_t i, int dir);
 /* The unit of byte-order conversion of TYPE: 1, 2, 4 or 8 (complex types convert per
  * component); 0 for strings and filenames, which are not bulk data. */
 unsigned grm_word_size(uint32_t type);

@@ -111,6 +111,8 @@ grpc_error_t grpc_finalize(void) {
         grid_forget_np(s[i].id);
     }
     free(s);
+    /* The remote data of the program's session is freed on its servers. */
+    grid_data_end_session_np();
     return gox_result(GRPC_NO_ERROR, NULL);
 }
 

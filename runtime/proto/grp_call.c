@@ -41,7 +41,8 @@ uint64_t grp_call_bulk_bytes(const grm_call *c) {
     uint64_t n = 0;
     for (uint32_t i = 0; i < c->desc->nparams; i++) {
         const grd_param *p = &c->desc->params[i];
-        if (p->rank && p->type != GRD_STRING && p->type != GRD_FILENAME && grm_travels(p, GRM_TO_SERVER))
+        if (p->rank && p->type != GRD_STRING && p->type != GRD_FILENAME &&
+            grm_call_travels(c, i, GRM_TO_SERVER))
             n += c->sl[i].ext.sent_bytes;
     }
     return n;
@@ -55,7 +56,7 @@ uint64_t grp_call_bytes(const char *name, const grm_call *c) {
     uint64_t n = GRW_HEADER_BYTES + 4 + pad4(strlen(name)) + 8 + 4; /* target, hash, head length */
     for (uint32_t i = 0; i < c->desc->nparams; i++) {
         const grd_param *p = &c->desc->params[i];
-        if (!grm_travels(p, GRM_TO_SERVER)) continue;
+        if (!grm_call_travels(c, i, GRM_TO_SERVER)) continue;
         if (p->type == GRD_STRING || p->type == GRD_FILENAME) {
             const char *s = p->rank == 0 && c->ptr[i] ? *(char *const *)c->ptr[i] : NULL;
             struct stat st;
@@ -109,7 +110,7 @@ uint64_t grp_result_bytes(const grm_call *c) {
     uint64_t n = GRW_HEADER_BYTES + 16 + 4;
     for (uint32_t i = 0; i < c->desc->nparams; i++) {
         const grd_param *p = &c->desc->params[i];
-        if (!grm_travels(p, GRM_TO_CLIENT)) continue;
+        if (!grm_call_travels(c, i, GRM_TO_CLIENT)) continue;
         if (p->type == GRD_STRING || p->type == GRD_FILENAME) {
             uint64_t elems = p->rank ? c->sl[i].ext.sent : 1;
             n += 8 * elems;

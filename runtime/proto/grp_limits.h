@@ -19,6 +19,7 @@
 #define GRP_MAX_SERVERS 4096       /* servers in one SERVERS_OK */
 #define GRP_MAX_EXCLUDE 64         /* servers a SCHEDULE asks to leave out */
 #define GRP_MAX_METHOD_NAME 255    /* OBJ_INVOKE method names (GRD_MAX_NAME) */
+#define GRP_MAX_REFS 64            /* data handle references in one CALL_DATA (GRD_MAX_PARAMS) */
 #define GRP_MAX_HOLD_S 60          /* seconds a metaserver may hold a SCHEDULE (every server full) */
 
 /* Defaults of the configurable limits (gridrpcd --max-message, --max-array,

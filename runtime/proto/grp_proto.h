@@ -188,6 +188,108 @@ int grp_read_obj_invoke_target(grw_reader *r, grp_invoke_target *t, gr_err *e);
 int grp_write_obj_destroy(grw_writer *w, uint64_t id, uint64_t object, gr_err *e);
 int grp_read_obj_destroy(grw_reader *r, uint64_t *object, gr_err *e);
 
+/* ---- remote data handles (grp_data.c): DATA_PUT, DATA_OK, DATA_GET, DATA, DATA_FREE,
+ * DATA_COPY, SESSION_END, CALL_DATA (docs/protocol.md "Remote data"). A session and a
+ * handle are nonzero 64-bit ids the client picks; one datum keeps its (session, handle)
+ * on every server holding a copy. Elements are of a number type (GRD_CHAR..GRD_DCOMPLEX)
+ * and travel as CALL's bulk carries one whole array of that type and count. DATA_OK is
+ * empty: grp_write_empty(w, GRW_DATA_OK, ...) and grp_read_empty. */
+typedef struct grp_data_id {
+    uint64_t session, handle;
+} grp_data_id;
+
+/* 1 when TYPE may be a data handle's element type (a number type). */
+int grp_data_type_ok(uint32_t type);
+/* Bytes COUNT elements of TYPE take in memory; 0 for a type that is not a number type
+ * or a count whose size overflows 64 bits. */
+uint64_t grp_data_bytes(uint32_t type, uint64_t count);
+
+/* DATA_PUT: D, TYPE, COUNT, then the COUNT elements at ELEMS (host order). */
+int grp_write_data_put(grw_writer *w, uint64_t id, grp_data_id d, uint32_t type, uint64_t count,
+                       const void *elems, gr_err *e);
+/* Reads DATA_PUT up to its elements, refusing (before anything is allocated) session or
+ * handle 0 and a type that is not a number type (GRID_ERR_PROTOCOL) and elements of more
+ * than MAX_BYTES bytes (GRID_ERR_LIMIT, naming both). The caller then allocates
+ * grp_data_bytes(*type, *count) bytes and reads the elements straight into them with
+ * grp_read_data_elems (or discards them with grw_skip). */
+int grp_read_data_put(grw_reader *r, grp_data_id *d, uint32_t *type, uint64_t *count, uint64_t max_bytes,
+                      gr_err *e);
+/* Reads COUNT elements of TYPE into BUF (grp_data_bytes of them, host order after the
+ * bulk conversion), then checks that the message ends there. */
+int grp_read_data_elems(grw_reader *r, uint32_t type, uint64_t count, void *buf, gr_err *e);
+/* The size of a DATA_PUT (or DATA) of COUNT elements of TYPE on the wire, header included. */
+uint64_t grp_data_put_bytes(uint32_t type, uint64_t count);
+
+/* DATA (the reply to DATA_GET): TYPE, COUNT, then the elements at ELEMS. */
+int grp_write_data(grw_writer *w, uint64_t id, uint32_t type, uint64_t count, const void *elems, gr_err *e);
+/* Reads DATA up to its elements (checks as grp_read_data_put's); the caller checks type
+ * and count against its buffer, then grp_read_data_elems reads into it. */
+int grp_read_data(grw_reader *r, uint32_t *type, uint64_t *count, uint64_t max_bytes, gr_err *e);
+
+/* DATA_GET, DATA_FREE: D (session and handle nonzero). */
+int grp_write_data_get(grw_writer *w, uint64_t id, grp_data_id d, gr_err *e);
+int grp_read_data_get(grw_reader *r, grp_data_id *d, gr_err *e);
+int grp_write_data_free(grw_writer *w, uint64_t id, grp_data_id d, gr_err *e);
+int grp_read_data_free(grw_reader *r, grp_data_id *d, gr_err *e);
+
+/* DATA_COPY: the server sends handle D to HOST:PORT (a DATA_PUT with the same ids). */
+typedef struct grp_data_copy {
+    grp_data_id d;
+    char host[GRP_MAX_HOST + 1]; /* not empty */
+    uint32_t port;               /* 1..65535 */
+} grp_data_copy;
+int grp_write_data_copy(grw_writer *w, uint64_t id, const grp_data_copy *m, gr_err *e);
+int grp_read_data_copy(grw_reader *r, grp_data_copy *m, gr_err *e);
+
+/* SESSION_END: SESSION (nonzero). */
+int grp_write_session_end(grw_writer *w, uint64_t id, uint64_t session, gr_err *e);
+int grp_read_session_end(grw_reader *r, uint64_t *session, gr_err *e);
+
+/* CALL_DATA: a CALL some of whose array arguments are data handles. */
+enum {
+    GRP_REF_IN = 1,     /* the argument's input is the handle's data (IN or INOUT param) */
+    GRP_REF_KEEP = 2,   /* its output is stored as the handle when the call succeeds */
+    GRP_REF_RETURN = 4, /* with KEEP: the output is also sent back in RESULT */
+    GRP_REF_ALL = 7
+};
+typedef struct grp_ref {
+    uint32_t param; /* the parameter's index in the function (from 0) */
+    uint32_t flags; /* GRP_REF_* */
+    uint64_t handle;
+} grp_ref;
+typedef struct grp_call_data_target {
+    char name[GRP_MAX_FUNCTION_NAME + 1];
+    uint64_t hash;
+    uint64_t session;
+    uint32_t nrefs;
+    grp_ref refs[GRP_MAX_REFS];
+} grp_call_data_target;
+/* What a decoder checks of refs without the descriptor: at most GRP_MAX_REFS
+ * (GRID_ERR_LIMIT), params strictly increasing and < GRD_MAX_PARAMS, handles nonzero,
+ * flags nonzero with no unknown bit and RETURN only with KEEP (GRID_ERR_PROTOCOL, naming
+ * the ref). */
+int grp_refs_valid(const grp_ref *refs, uint32_t n, gr_err *e);
+/* What only the descriptor D of function FN tells: each ref names a numeric array
+ * parameter (not WORK); an IN parameter takes exactly IN; an OUT one KEEP[|RETURN]; an
+ * INOUT one any valid combination. GRID_ERR_ARGS naming the parameter otherwise. */
+int grp_refs_check(const grd_desc *d, const char *fn, const grp_ref *refs, uint32_t n, gr_err *e);
+/* The skip masks of a call with REFS (grm_call.skip): IN -> skip[GRM_TO_SERVER]; KEEP
+ * without RETURN -> skip[GRM_TO_CLIENT]. Both sides set them on their grm_call before
+ * writing or reading the head. */
+void grp_refs_skip(const grp_ref *refs, uint32_t n, uint64_t skip[3]);
+/* Writes CALL_DATA: target, session, refs, then C's head and bulk as grp_write_call does.
+ * C's skip masks must be grp_refs_skip(REFS)'s (GRID_ERR_INTERNAL otherwise); the reply
+ * is read with grp_read_result on the same C. */
+int grp_write_call_data(grw_writer *w, uint64_t id, const char *name, uint64_t hash, uint64_t session,
+                        const grp_ref *refs, uint32_t nrefs, const grm_call *c, const grw_limits *lim,
+                        gr_err *e);
+/* Server: reads CALL_DATA up to the head (grp_refs_valid's checks, session nonzero).
+ * Then: grm_init, grp_refs_check, grp_refs_skip into c->skip, grp_read_call_head, bind
+ * the IN refs' buffers to c->ptr (grm_read_bulk leaves those alone), grp_read_call_bulk. */
+int grp_read_call_data_target(grw_reader *r, grp_call_data_target *t, gr_err *e);
+/* The size of a CALL_DATA of C with NREFS refs (as grp_call_bytes; C's skip masks set). */
+uint64_t grp_call_data_bytes(const char *name, uint32_t nrefs, const grm_call *c);
+
 /* ---- replies, as a client reads them */
 
 /* After the header H of a reply: if it is ERROR, reads it and returns its code with E

@@ -74,6 +74,9 @@ typedef struct gsv_options {
     int adv_port;
     const char *name; /* --name; NULL: "gridrpcd on HOSTNAME" */
     double speed;     /* --speed, flops/s; 0: measured at start */
+    /* Remote data (gsv_data.c): --data-memory bytes, --data-grace and --data-lease seconds. */
+    uint64_t data_memory;
+    double data_grace, data_lease;
 } gsv_options;
 
 /* Parses ARGV into OPT. Returns -1 to go on, or an exit status: 0 after --help or
@@ -229,6 +232,7 @@ typedef struct gsv_conn {
     grw_writer w;
     grw_reader r;                 /* the reader thread's only */
     int hello_done;               /* reader thread only */
+    struct gsv_dconn *data;       /* reader thread only: the data sessions it joined (gsv_data.c) */
     struct gsv_conn *prev, *next; /* srv->conns, under srv->lock */
 } gsv_conn;
 
@@ -285,6 +289,7 @@ typedef struct gsv_job {
                                       it (under sched.lock); 0 otherwise */
     int killed;                    /* under sched.lock: CANCEL ended the child */
     struct gsv_job *rprev, *rnext; /* sched.running_list, under sched.lock, while invoked */
+    struct gsv_dcall *data;        /* CALL_DATA: its session, refs and held buffers (gsv_data_call.c) */
     grm_call call;                 /* arguments, buffers the job owns; last: sized for the function */
 } gsv_job;
 
@@ -358,6 +363,74 @@ void gsv_work_learn(gsv_server *s, const struct gsv_job *job, long long run_ns);
 double gsv_work_outstanding(gsv_server *s);
 /* Calls running now (taken off the queue and not yet answered). */
 unsigned gsv_sched_running(gsv_server *s);
+
+/* After a call's arguments were read into JOB: its cost (SJF), callbacks, then the
+ * queue; answers JOB itself when it cannot be queued (gsv_request.c). */
+void gsv_call_queue(gsv_server *s, gsv_job *job);
+
+/* ---------------------------------------------------------------- remote data */
+
+/* gsv_data.c: the store of remote data, keyed by (session, handle). Each datum is a
+ * reference-counted buffer: the store holds one reference, each call reading it one
+ * more, so a replacement or a free never pulls memory from under a running call. The
+ * bytes of live buffers plus reservations (a DATA_PUT being read, the KEEP outputs of
+ * queued calls) stay within --data-memory. A session is freed whole when none of its
+ * connections has been open for --data-grace, or when unused for --data-lease (a
+ * sweeper thread). One lock (the store's), never held while another is taken. */
+typedef struct gsv_dbuf {
+    unsigned refs; /* under the store's lock */
+    uint32_t type; /* GRD_CHAR..GRD_DCOMPLEX */
+    uint64_t count, bytes;
+    void *p; /* NULL when bytes is 0 */
+} gsv_dbuf;
+
+/* Starts the sweeper (after the options are parsed); stops it and frees everything. */
+int gsv_data_start(gsv_server *s, gr_err *e);
+void gsv_data_stop(void);
+/* C names SESSION: joins it (creating it when new) and marks it used now. */
+int gsv_data_join(gsv_conn *c, uint64_t session, gr_err *e);
+/* C closes: its sessions lose a connection (the grace period starts at the last). */
+void gsv_data_conn_closed(gsv_conn *c);
+/* Reserves BYTES of --data-memory for WHAT ("DATA_PUT", "the KEEP output of ..."), or
+ * GRID_ERR_LIMIT saying what the server holds and what to do. */
+int gsv_data_reserve(uint64_t bytes, const char *what, gr_err *e);
+void gsv_data_unreserve(uint64_t bytes);
+/* Stores P (malloc'd; grp_data_bytes(TYPE, COUNT) bytes, reserved before) as handle
+ * (SESSION, HANDLE), creating or replacing it: the reservation becomes use. With REF,
+ * *REF gets a reference of the caller's to the new buffer (NULL if it could not be
+ * stored: P is then still the caller's). Returns the store's bytes held after it. */
+uint64_t gsv_data_store(uint64_t session, uint64_t handle, uint32_t type, uint64_t count, void *p,
+                        gsv_dbuf **ref);
+/* A new reference to the handle's buffer, or NULL when the session has no such handle. */
+gsv_dbuf *gsv_data_get(uint64_t session, uint64_t handle);
+void gsv_data_release(gsv_dbuf *b);
+/* Forgets the handle; returns its bytes (0 when there was none: *found 0). */
+uint64_t gsv_data_free(uint64_t session, uint64_t handle, int *found);
+/* Forgets every handle of SESSION; *n and *bytes: what was freed. */
+void gsv_data_session_end(uint64_t session, unsigned *n, uint64_t *bytes);
+/* Bytes held (live buffers) and reserved now. */
+void gsv_data_usage(uint64_t *held, uint64_t *reserved);
+/* "1.5 MiB": BYTES for people, in BUF. */
+const char *gsv_data_size(uint64_t bytes, char *buf, size_t n);
+/* The message of an unknown handle. */
+int gsv_data_unknown(uint64_t handle, gr_err *e);
+
+/* gsv_data_req.c: DATA_PUT, DATA_GET, DATA_FREE, DATA_COPY, SESSION_END and CALL_DATA,
+ * read (and answered, or queued) like the other requests. */
+int gsv_data_request(gsv_conn *c, const grw_header *h);
+/* gsv_data_copy.c: DATA_COPY's transfer, on a thread of its own (the reader goes on). */
+struct grp_data_copy;
+/* Takes the reference B; answers the request itself (DATA_OK or ERROR) when done. */
+int gsv_data_copy_start(gsv_conn *c, uint64_t request_id, const struct grp_data_copy *m, gsv_dbuf *b,
+                        gr_err *e);
+/* "doubles", "scomplex numbers": elements of TYPE, for messages. */
+const char *gsv_data_elems(uint32_t type);
+/* gsv_data_call.c: CALL_DATA: read, bind the refs, queue. */
+int gsv_data_call_request(gsv_conn *c, const grw_header *h);
+/* After the function ran successfully: stores JOB's KEEP outputs (before RESULT goes). */
+void gsv_data_call_done(gsv_job *job);
+/* Frees what JOB holds of the store (references, reservations). */
+void gsv_data_call_release(gsv_job *job);
 
 /* ---------------------------------------------------------------- callbacks (gsv_callback.c) */
 

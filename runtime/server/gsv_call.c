@@ -201,10 +201,12 @@ void gsv_call_run(gsv_server *s, gsv_job *job) {
     uint64_t bytes = grp_result_bytes(&job->call);
     /* A failed callback fails the call (gsv_callback.c). */
     int rc = gsv_callback_failed(job, &e);
-    if (rc)
+    if (rc) {
         gsv_conn_send_error(job->conn, job->request_id, rc, e.msg);
-    else
+    } else {
+        gsv_data_call_done(job); /* CALL_DATA's KEEP outputs become handles first */
         rc = send_result(s, job, queue_ns, run_ns, bytes, &e);
+    }
     gsv_call_log(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in, rc ? 0 : bytes,
                  queue_ns, run_ns, rc, e.msg);
     gsv_job_free(job);
@@ -227,6 +229,7 @@ void gsv_job_free(gsv_job *job) {
     gsv_callback_detach(job);
     if (job->obj) gsv_object_job_done(job);
     if (job->call.desc) grm_release(&job->call);
+    gsv_data_call_release(job);
     if (job->conn) gsv_conn_unref(job->conn);
     free(job);
 }

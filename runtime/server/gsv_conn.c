@@ -165,6 +165,7 @@ static void *reader_main(void *arg) {
     gsv_log(GSV_LOG_DEBUG, "%s: connection closed", c->peer);
     gsv_callback_conn_closed(c);
     gsv_objects_conn_closed(c); /* its remote objects end with it */
+    gsv_data_conn_closed(c);    /* its data sessions lose a connection */
     forget_conn(s, c);
     return NULL;
 }

@@ -106,8 +106,8 @@ int main(int argc, char **argv) {
                                 : "not managed (no OpenBLAS loaded)");
 
     gr_err e;
-    if (gsv_sched_start(s, gsv_call_run, &e) != GRID_OK || gsv_listen(s, &e) != GRID_OK ||
-        gsv_meta_start(s, &e) != GRID_OK) {
+    if (gsv_data_start(s, &e) != GRID_OK || gsv_sched_start(s, gsv_call_run, &e) != GRID_OK ||
+        gsv_listen(s, &e) != GRID_OK || gsv_meta_start(s, &e) != GRID_OK) {
         fprintf(stderr, "gridrpcd: %s\n", e.msg);
         return 1;
     }
@@ -134,7 +134,10 @@ int main(int argc, char **argv) {
     pthread_mutex_lock(&s->lock);
     int readers = s->nreaders != 0;
     pthread_mutex_unlock(&s->lock);
-    if (!readers) gsv_registry_free(&s->reg);
+    if (!readers) {
+        gsv_data_stop(); /* no reader can name a session any more */
+        gsv_registry_free(&s->reg);
+    }
     gsv_options_free(&s->opt);
     close(sigfd);
     return 0;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gr_opts.h"
 #include "gr_settings.h"
@@ -70,6 +71,13 @@ static const char help_text[] =
     "                           (default 64M; at most 4G-1)\n"
     "      --io-timeout TIME    drop a client that stalls in the middle of a message for TIME\n"
     "                           (default 60s; 0: never). Idle connections are kept.\n"
+    "      --data-memory SIZE   most bytes of remote data (data handles: DATA_PUT, KEEP outputs)\n"
+    "                           held at once (default: a quarter of physical memory); more is\n"
+    "                           refused with GRID_ERR_LIMIT\n"
+    "      --data-grace TIME    free a session's data once none of its connections has been\n"
+    "                           open for TIME (default 60s)\n"
+    "      --data-lease TIME    free a session's data once it has not been used for TIME, even\n"
+    "                           with a connection open (default 1h)\n"
     "      --shutdown-timeout TIME\n"
     "                           on SIGTERM or SIGINT, wait at most TIME for running calls to\n"
     "                           finish (default 30s)\n"
@@ -187,6 +195,9 @@ enum {
     OPT_NAME,
     OPT_SPEED,
     OPT_METASERVER_TOKEN,
+    OPT_DATA_MEMORY,
+    OPT_DATA_GRACE,
+    OPT_DATA_LEASE,
 };
 
 static const struct option long_options[] = {
@@ -212,6 +223,9 @@ static const struct option long_options[] = {
     {"name", required_argument, NULL, OPT_NAME},
     {"speed", required_argument, NULL, OPT_SPEED},
     {"metaserver-token", required_argument, NULL, OPT_METASERVER_TOKEN},
+    {"data-memory", required_argument, NULL, OPT_DATA_MEMORY},
+    {"data-grace", required_argument, NULL, OPT_DATA_GRACE},
+    {"data-lease", required_argument, NULL, OPT_DATA_LEASE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -296,6 +310,17 @@ static int apply(gsv_options *o, int val, const char *v) {
         o->name = v;
         return 0;
     case OPT_SPEED: return parse_speed(opt, v, &o->speed);
+    case OPT_DATA_MEMORY:
+        if ((rc = parse_size(opt, v, (uint64_t)1 << 62, &n))) return rc;
+        o->data_memory = n;
+        return 0;
+    case OPT_DATA_GRACE:
+    case OPT_DATA_LEASE: {
+        double *t = val == OPT_DATA_GRACE ? &o->data_grace : &o->data_lease;
+        if ((rc = parse_duration(opt, v, t))) return rc;
+        if (*t <= 0) return usage_error("%s: '%s' must be more than 0", opt, v);
+        return 0;
+    }
     case OPT_METASERVER_TOKEN:
         if (strlen(v) > GRP_MAX_TOKEN)
             return usage_error("%s: a token has at most %d bytes", opt, GRP_MAX_TOKEN);
@@ -303,6 +328,14 @@ static int apply(gsv_options *o, int val, const char *v) {
         return 0;
     }
     return usage_error("unknown option '%s'", opt);
+}
+
+/* A quarter of physical memory: remote data must leave room for the calls' own
+ * buffers (1 GiB when the size cannot be read). */
+static uint64_t default_data_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || size <= 0) return (uint64_t)1 << 30;
+    return (uint64_t)pages * (uint64_t)size / 4;
 }
 
 int gsv_options_parse(int argc, char **argv, gsv_options *o) {
@@ -315,6 +348,9 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     o->io_timeout = 60;
     o->shutdown_timeout = 30;
     o->log_level = GSV_LOG_INFO;
+    o->data_memory = default_data_memory();
+    o->data_grace = 60;
+    o->data_lease = 3600;
 
     /* '+': stop at the first word that is not an option (it is a mistake, reported
      * below); ':': report a missing value here rather than through getopt. */

@@ -205,9 +205,15 @@ static int on_call(gsv_conn *c, const grw_header *h) {
         gsv_job_free(job);
         return gsv_request_failed(c, h, "CALL message", &e);
     }
+    gsv_call_queue(s, job);
+    return GSV_KEEP;
+}
+
+void gsv_call_queue(gsv_server *s, gsv_job *job) {
+    gr_err e;
     if (s->opt.queue == GSV_QUEUE_SJF) {
         grd_error de;
-        if (grd_cost(f->desc, job->call.ival, &job->cost, &de) != GRD_OK) {
+        if (grd_cost(job->fn->desc, job->call.ival, &job->cost, &de) != GRD_OK) {
             /* A cost that cannot be evaluated (overflow) is at least huge. */
             job->cost = 1e300;
         }
@@ -215,14 +221,13 @@ static int on_call(gsv_conn *c, const grw_header *h) {
     job->t_queued = gr_now_ns();
     if (gsv_callback_attach(s, job, &e) != GRID_OK) {
         gsv_call_fail(s, job, e.code, e.msg);
-        return GSV_KEEP;
+        return;
     }
     if (atomic_load(&s->stopping)) {
         gsv_call_fail(s, job, GRID_ERR_SHUTDOWN, "the server is shutting down: retry on another server");
-        return GSV_KEEP;
+        return;
     }
     if (gsv_sched_submit(s, job, &e) != GRID_OK) gsv_call_fail(s, job, e.code, e.msg);
-    return GSV_KEEP;
 }
 
 int gsv_request_serve(gsv_conn *c, const grw_header *h) {
@@ -235,6 +240,12 @@ int gsv_request_serve(gsv_conn *c, const grw_header *h) {
     case GRW_LIST: return on_list(c, h);
     case GRW_PROBE: return on_probe(c, h);
     case GRW_CALLBACK_RESULT: return gsv_callback_result(c, h);
+    case GRW_DATA_PUT:
+    case GRW_DATA_GET:
+    case GRW_DATA_FREE:
+    case GRW_DATA_COPY:
+    case GRW_SESSION_END:
+    case GRW_CALL_DATA: return gsv_data_request(c, h);
     case GRW_OBJ_CREATE:
     case GRW_OBJ_INVOKE:
     case GRW_OBJ_DESTROY: return gsv_object_request(c, h);

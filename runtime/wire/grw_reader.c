@@ -35,6 +35,7 @@ static int sock_read(grw_reader *r, void *dst, size_t n, size_t *got, gr_err *e)
         ssize_t k = recv(r->fd, dst, n, r->deadline_ns ? MSG_DONTWAIT : 0);
         if (k > 0) {
             *got = (size_t)k;
+            if (r->tally) __atomic_add_fetch(r->tally, (uint64_t)k, __ATOMIC_RELAXED);
             return GRID_OK;
         }
         if (k == 0) return gr_seterr(e, GRID_ERR_CONN_LOST, "the peer closed the connection");

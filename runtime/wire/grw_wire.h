@@ -49,14 +49,22 @@ enum grw_type {
     GRW_SERVERS_OK = 28,
     GRW_UNREGISTER = 29,
     GRW_UNREGISTER_OK = 30,
+    /* Remote data handles: runtime/proto/grp_data.c */
+    GRW_DATA_PUT = 40,
+    GRW_DATA_OK = 41, /* the reply to DATA_PUT, DATA_FREE, DATA_COPY, SESSION_END */
+    GRW_DATA_GET = 42,
+    GRW_DATA = 43,
+    GRW_DATA_FREE = 44,
+    GRW_DATA_COPY = 45,
+    GRW_SESSION_END = 46,
+    GRW_CALL_DATA = 47, /* answered RESULT, as CALL */
     /* Remote objects (Ninf-G's DefClass): runtime/proto/grp_object.c */
     GRW_OBJ_CREATE = 60,
     GRW_OBJ_CREATED = 61,
     GRW_OBJ_INVOKE = 62, /* answered RESULT, as CALL */
     GRW_OBJ_DESTROY = 63,
     GRW_OBJ_DESTROYED = 64,
-    /* 40-49 reserved: DATA_PUT, DATA_GET, DATA_FREE (remote data handles);
-       50-59 reserved: SUBMIT, FETCH (two-phase calls). */
+    /* 48-49 reserved for remote data; 50-59: SUBMIT, FETCH (two-phase calls). */
     /* 70-79: client callbacks during a call (grp_callback.c) */
     GRW_CALLBACK = 70,       /* server -> client: run callback INDEX of call request_id */
     GRW_CALLBACK_RESULT = 71 /* client -> server: its code and OUT arguments */
@@ -98,6 +106,8 @@ typedef struct grw_reader {
     int last_frag;      /* the current fragment is the record's last */
     int in_message;
     size_t pos, len; /* buffered bytes buf[pos..len) */
+    uint64_t *tally; /* when set, every byte received is added here (atomically): the
+                      * client's statistics; grw_reader_init clears it */
     uint8_t buf[65536];
 } grw_reader;
 
@@ -132,7 +142,9 @@ int grw_has_buffered(const grw_reader *r);
 typedef struct grw_writer {
     int fd;
     long long deadline_ns;
-    size_t len; /* buffered bytes after the 4-byte fragment header slot */
+    size_t len;      /* buffered bytes after the 4-byte fragment header slot */
+    uint64_t *tally; /* when set, every byte sent is added here (atomically): the client's
+                      * statistics; grw_writer_init clears it */
     uint8_t buf[4 + 65536];
 } grw_writer;
 

@@ -17,6 +17,7 @@ void grw_writer_init(grw_writer *w, int fd) {
     w->fd = fd;
     w->deadline_ns = 0;
     w->len = 0;
+    w->tally = NULL;
 }
 
 /* Writes every byte of IOV (modified in place). Like the reader, tries first without
@@ -39,6 +40,7 @@ static int sock_writev(grw_writer *w, struct iovec *iov, int cnt, gr_err *e) {
             return gr_seterr(e, GRID_ERR_CONN_LOST, "sending to the peer: %s", strerror(errno));
         }
         size_t done = (size_t)k;
+        if (w->tally) __atomic_add_fetch(w->tally, (uint64_t)k, __ATOMIC_RELAXED);
         while (cnt > 0 && done >= iov->iov_len) {
             done -= iov->iov_len;
             iov++;
@@ -246,6 +248,14 @@ const char *grw_type_name(uint32_t type) {
     case GRW_SERVERS_OK: return "SERVERS_OK";
     case GRW_UNREGISTER: return "UNREGISTER";
     case GRW_UNREGISTER_OK: return "UNREGISTER_OK";
+    case GRW_DATA_PUT: return "DATA_PUT";
+    case GRW_DATA_OK: return "DATA_OK";
+    case GRW_DATA_GET: return "DATA_GET";
+    case GRW_DATA: return "DATA";
+    case GRW_DATA_FREE: return "DATA_FREE";
+    case GRW_DATA_COPY: return "DATA_COPY";
+    case GRW_SESSION_END: return "SESSION_END";
+    case GRW_CALL_DATA: return "CALL_DATA";
     case GRW_OBJ_CREATE: return "OBJ_CREATE";
     case GRW_OBJ_CREATED: return "OBJ_CREATED";
     case GRW_OBJ_INVOKE: return "OBJ_INVOKE";

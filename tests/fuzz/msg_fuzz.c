@@ -82,6 +82,58 @@ static int server_invoke(grw_reader *r, const grw_limits *lim) {
     return rc;
 }
 
+/* Decodes one CALL_DATA body as gridrpcd does: the target and refs (their promised
+ * checks), the descriptor checks, the skip masks, then the arguments with every IN ref's
+ * array bound to a buffer of the full size (a handle's). */
+static int server_call_data(grw_reader *r, const grw_limits *lim) {
+    gr_err e;
+    grp_call_data_target t;
+    int rc = grp_read_call_data_target(r, &t, &e);
+    if (rc) return rc;
+    if (t.session == 0 || t.nrefs > GRP_MAX_REFS) abort();
+    for (uint32_t k = 0; k < t.nrefs; k++)
+        if (t.refs[k].handle == 0 || t.refs[k].flags == 0 || (t.refs[k].flags & ~(uint32_t)GRP_REF_ALL) ||
+            t.refs[k].param >= GRD_MAX_PARAMS || (k && t.refs[k].param <= t.refs[k - 1].param))
+            abort();
+    const grd_desc *d = lookup(t.name);
+    if (!d || grp_refs_check(d, t.name, t.refs, t.nrefs, &e)) return grw_skip(r, &e);
+    grm_call *c = malloc(grm_call_size(d->nparams));
+    grm_init(c, d, GRM_SERVER_SIDE);
+    grp_refs_skip(t.refs, t.nrefs, c->skip);
+    void *bound[GRP_MAX_REFS] = {0};
+    rc = grp_read_call_head(r, c, lim, &e);
+    for (uint32_t k = 0; !rc && k < t.nrefs; k++) {
+        if (!(t.refs[k].flags & GRP_REF_IN)) continue;
+        bound[k] = calloc(1, (size_t)c->sl[t.refs[k].param].ext.bytes + 1);
+        c->ptr[t.refs[k].param] = bound[k];
+    }
+    if (!rc) rc = grp_read_call_bulk(r, c, &e);
+    grm_release(c);
+    for (uint32_t k = 0; k < t.nrefs; k++)
+        free(bound[k]);
+    free(c);
+    return rc;
+}
+
+/* Decodes DATA_PUT (server) or DATA (client): the elements land in a buffer allocated
+ * only after the decoder's checks, of exactly the bytes it promised. */
+static int data_message(grw_reader *r, uint32_t type, const grw_limits *lim) {
+    gr_err e;
+    grp_data_id d = {0, 0};
+    uint32_t t;
+    uint64_t n;
+    int rc = type == GRW_DATA_PUT ? grp_read_data_put(r, &d, &t, &n, lim->max_array, &e)
+                                  : grp_read_data(r, &t, &n, lim->max_array, &e);
+    if (rc) return rc;
+    if (type == GRW_DATA_PUT && (d.session == 0 || d.handle == 0)) abort();
+    uint64_t bytes = grp_data_bytes(t, n);
+    if (!grp_data_type_ok(t) || bytes > lim->max_array || (n && !bytes)) abort();
+    void *buf = malloc((size_t)bytes + 1);
+    rc = grp_read_data_elems(r, t, n, buf, &e);
+    free(buf);
+    return rc;
+}
+
 /* Decodes one RESULT body as the client does for test/echo_strings(3, in, out) and
  * test/echo_double(5, in, out). */
 static int client_result(grw_reader *r, const grw_limits *lim, int which) {
@@ -218,6 +270,26 @@ static int meta_message(grw_reader *r, uint32_t type) {
         uint64_t id;
         return grp_read_obj_destroy(r, &id, &e);
     }
+    case GRW_DATA_GET:
+    case GRW_DATA_FREE: {
+        grp_data_id d;
+        int rc = type == GRW_DATA_GET ? grp_read_data_get(r, &d, &e) : grp_read_data_free(r, &d, &e);
+        if (!rc && (d.session == 0 || d.handle == 0)) abort();
+        return rc;
+    }
+    case GRW_DATA_COPY: {
+        grp_data_copy m;
+        int rc = grp_read_data_copy(r, &m, &e);
+        if (!rc && (m.d.session == 0 || m.d.handle == 0 || !m.host[0] || m.port == 0 || m.port > 65535))
+            abort();
+        return rc;
+    }
+    case GRW_SESSION_END: {
+        uint64_t session;
+        int rc = grp_read_session_end(r, &session, &e);
+        if (!rc && session == 0) abort();
+        return rc;
+    }
     }
     return grp_read_empty(r, &e);
 }
@@ -297,6 +369,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             rc = server_call(r, &lim);
         else if (h.type == GRW_OBJ_INVOKE)
             rc = server_invoke(r, &lim);
+        else if (h.type == GRW_CALL_DATA)
+            rc = server_call_data(r, &lim);
+        else if (h.type == GRW_DATA_PUT || h.type == GRW_DATA)
+            rc = data_message(r, h.type, &lim);
         else if (h.type == GRW_RESULT)
             rc = client_result(r, &lim, (int)(h.request_id & 1));
         else if (h.type == GRW_CALLBACK || h.type == GRW_CALLBACK_RESULT)

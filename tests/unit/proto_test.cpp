@@ -283,7 +283,7 @@ TEST(Proto, ErrorMessagesAreCutToTheLimit) {
 }
 
 TEST(Proto, UnknownMessageTypesAreRefused) {
-    for (uint32_t type : {0u, 15u, 19u, 31u, 40u, 59u, 65u, 0xffffffffu}) {
+    for (uint32_t type : {0u, 15u, 19u, 31u, 48u, 59u, 65u, 0xffffffffu}) {
         Pair p;
         gr_err e;
         grw_header h;
@@ -632,8 +632,10 @@ TEST(ProtoSpec, DocsAgreeWithTheCode) {
     struct {
         const char *count;
         unsigned long limit;
-    } counts[] = {
-        {"nfunctions", GRP_MAX_FUNCTIONS}, {"nexclude", GRP_MAX_EXCLUDE}, {"reply_bytes", GRP_MAX_PROBE}};
+    } counts[] = {{"nfunctions", GRP_MAX_FUNCTIONS},
+                  {"nexclude", GRP_MAX_EXCLUDE},
+                  {"reply_bytes", GRP_MAX_PROBE},
+                  {"nrefs", GRP_MAX_REFS}};
     for (auto &c : counts) {
         std::regex bound(std::string(R"(\()") + c.count + R"( <= (\d+)\))");
         int seen = 0;

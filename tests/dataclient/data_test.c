@@ -1,0 +1,326 @@
+/* data_test.c: remote data handles from the client's side against two real gridrpcd on
+ * loopback (tests/dataclient/run.sh starts them): put/get of every number type; a handle as IN
+ * of many dmmul calls (same C as plain calls, and the client sends B once, counted in
+ * bytes); OUT into a new handle; INOUT; a handle moving server to server (the second
+ * server's log says it came from the first); the asynchronous, argument-vector and OGF
+ * forms; the errors for a wrong type or size, no data, and the memory limit; stale copies
+ * freed after a KEEP; grpc_finalize and grid_reset_np freeing the session on the servers;
+ * a handle lost with the only server holding it. Prints TAP.
+ *
+ * Environment: DATA_S1, DATA_S2 ("host:port"), DATA_LOG1, DATA_LOG2 (the servers' logs),
+ * DATA_S1_PID (killed at the end), DATA_S2_MEMORY (S2's --data-memory in bytes). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "grpc.h"
+#include "gridrpc.h"
+#include "tap.h"
+
+static const char *s1, *s2, *slog1, *slog2;
+static char url1[300], url2[300], inout1[300], inout2[300];
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Lines of PATH containing every one of the (up to 3) fragments; waits up to 5 s for at
+ * least MIN of them. */
+static int log_count(const char *path, int min, const char *a, const char *b, const char *c) {
+    int n = 0;
+    for (int tries = 0; tries < 100; tries++) {
+        FILE *f = fopen(path, "r");
+        n = 0;
+        char line[4096];
+        while (f && fgets(line, sizeof line, f))
+            if (strstr(line, a) && (!b || strstr(line, b)) && (!c || strstr(line, c))) n++;
+        if (f) fclose(f);
+        if (n >= min) break;
+        sleep_ms(50);
+    }
+    return n;
+}
+
+static unsigned long long sent_bytes(void) {
+    grid_stats_np s;
+    grid_get_stats_np(&s);
+    return s.bytes_sent;
+}
+static unsigned long long received_bytes(void) {
+    grid_stats_np s;
+    grid_get_stats_np(&s);
+    return s.bytes_received;
+}
+
+static void fill(double *p, int n, double seed) {
+    for (int i = 0; i < n; i++)
+        p[i] = seed + (double)((i * 7919) % 1000) / 997.0;
+}
+
+static const char *idtext(const grid_data_np *h, char *buf, size_t n) {
+    (void)h;
+    snprintf(buf, n, "%s", grid_last_error());
+    return buf;
+}
+
+/* ---- put/get of every number type */
+static void round_trips(void) {
+    static const int types[] = {GRID_TYPE_CHAR,   GRID_TYPE_SHORT,    GRID_TYPE_INT,
+                                GRID_TYPE_LONG,   GRID_TYPE_LONGLONG, GRID_TYPE_FLOAT,
+                                GRID_TYPE_DOUBLE, GRID_TYPE_SCOMPLEX, GRID_TYPE_DCOMPLEX};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        size_t count = 1000 + t, size = grid_type_size_np(types[t]);
+        unsigned char *in = malloc(count * size), *out = malloc(count * size);
+        for (size_t i = 0; i < count * size; i++) {
+            in[i] = (unsigned char)(i * 31 + t * 7 + 1);
+            out[i] = 0;
+        }
+        /* Floats with these bytes may be NaNs: bytes, not values, must survive. */
+        grid_data_np *h = NULL;
+        int rc = grid_data_put_np(&h, s1, types[t], count, in);
+        int rc2 = rc ? rc : grid_data_get_np(h, out, count);
+        int type = 0;
+        size_t cnt = 0;
+        int rc3 = h ? grid_data_info_np(h, &type, &cnt) : -1;
+        result(rc == GRID_OK && rc2 == GRID_OK && memcmp(in, out, count * size) == 0 && rc3 == 0 &&
+                   type == types[t] && cnt == count && strcmp(grid_data_where_np(h), s1) == 0,
+               "put/get of %zu elements of type %d round-trips bit for bit (where %s)", count, types[t],
+               h ? grid_data_where_np(h) : "-");
+        if (rc || rc2) diag("%s", grid_last_error());
+        grid_data_free_np(h);
+        free(in);
+        free(out);
+    }
+}
+
+/* ---- dmmul with B as a handle: same C, and B is not sent again */
+static void dmmul_in(void) {
+    enum { N = 120, CALLS = 50 };
+    size_t nn = (size_t)N * N;
+    double *A = malloc(nn * sizeof *A), *B = malloc(nn * sizeof *B), *C = malloc(nn * sizeof *C),
+           *C2 = malloc(nn * sizeof *C2);
+    fill(A, (int)nn, 1);
+    fill(B, (int)nn, 2);
+    int rc = grid_call(url1, N, A, B, C); /* warms the descriptor cache and the connection */
+    unsigned long long s0 = sent_bytes();
+    for (int i = 0; i < 5 && !rc; i++)
+        rc = grid_call(url1, N, A, B, C);
+    unsigned long long plain = (sent_bytes() - s0) / 5;
+    grid_data_np *hb = NULL;
+    if (!rc) rc = grid_data_put_np(&hb, s1, GRID_TYPE_DOUBLE, nn, B);
+    unsigned long long s1b = sent_bytes();
+    int same = 1;
+    for (int i = 0; i < CALLS && !rc; i++) {
+        memset(C2, 0, nn * sizeof *C2);
+        rc = grid_call(url1, N, A, hb, C2);
+        if (memcmp(C, C2, nn * sizeof *C) != 0) same = 0;
+    }
+    unsigned long long per = (sent_bytes() - s1b) / CALLS;
+    result(rc == GRID_OK && same, "%d dmmul calls with B as a handle give the same C as plain calls", CALLS);
+    if (rc) diag("%s", grid_last_error());
+    size_t bbytes = nn * sizeof(double);
+    result(rc == GRID_OK && per < nn * sizeof(double) + 2048 && plain >= 2 * bbytes,
+           "the client sends %llu bytes per call with B a handle (A is %zu), %llu with B sent (B is %zu)",
+           per, bbytes, plain, bbytes);
+    /* OUT left on the server: nothing of C comes back until it is asked for. */
+    grid_data_np *hc = NULL;
+    rc = grid_data_new_np(&hc, GRID_TYPE_DOUBLE, nn);
+    unsigned long long r0 = received_bytes();
+    if (!rc) rc = grid_call(url1, N, A, hb, hc);
+    unsigned long long got = received_bytes() - r0;
+    memset(C2, 0, nn * sizeof *C2);
+    int rc2 = rc ? rc : grid_data_get_np(hc, C2, nn);
+    result(rc == GRID_OK && rc2 == GRID_OK && got < 1024 && memcmp(C, C2, nn * sizeof *C) == 0 &&
+               strcmp(grid_data_where_np(hc), s1) == 0,
+           "an OUT into grid_data_new_np stays on the server (%llu bytes came back), then gets the same C",
+           got);
+    if (rc || rc2) diag("%s", grid_last_error());
+    /* The handle C feeds the next call as its A: C*B computed on the server alone. */
+    double *D = malloc(nn * sizeof *D), *D2 = malloc(nn * sizeof *D2);
+    rc = grid_call(url1, N, C, B, D);
+    if (!rc) rc = grid_call(url1, N, hc, hb, D2);
+    result(rc == GRID_OK && memcmp(D, D2, nn * sizeof *D) == 0, "an OUT handle is the IN of the next call");
+
+    /* The asynchronous and argument-vector forms take handles as well. */
+    int ids[8], ok = 1;
+    double *E[8];
+    for (int k = 0; k < 8; k++) {
+        E[k] = calloc(nn, sizeof *E[k]);
+        ids[k] = grid_call_async(url1, N, A, hb, E[k]);
+        if (ids[k] <= 0) ok = 0;
+    }
+    rc = grid_wait_and(ids, 8);
+    for (int k = 0; k < 8; k++) {
+        if (memcmp(E[k], C, nn * sizeof *C) != 0) ok = 0;
+        free(E[k]);
+    }
+    result(ok && rc == GRID_OK, "8 concurrent grid_call_async with B a handle give the right C");
+    if (rc) diag("%s", grid_last_error());
+    int n = N;
+    memset(C2, 0, nn * sizeof *C2);
+    void *argv[4] = {&n, A, hb, C2};
+    rc = grid_call_argv_np(url1, 4, argv);
+    result(rc == GRID_OK && memcmp(C, C2, nn * sizeof *C) == 0, "grid_call_argv_np with B a handle");
+
+    /* The OGF layer: grpc_call and grpc_call_async go through the same marshalling. */
+    grpc_function_handle_t fh;
+    grpc_error_t g = grpc_initialize(NULL);
+    if (g == GRPC_NO_ERROR) g = grpc_function_handle_init(&fh, s1, "linalg/dmmul");
+    memset(C2, 0, nn * sizeof *C2);
+    if (g == GRPC_NO_ERROR) g = grpc_call(&fh, N, A, hb, C2);
+    result(g == GRPC_NO_ERROR && memcmp(C, C2, nn * sizeof *C) == 0, "grpc_call with B a handle");
+    grpc_sessionid_t sid;
+    memset(C2, 0, nn * sizeof *C2);
+    g = grpc_call_async(&fh, &sid, N, A, hb, C2);
+    if (g == GRPC_NO_ERROR) g = grpc_wait(sid);
+    result(g == GRPC_NO_ERROR && memcmp(C, C2, nn * sizeof *C) == 0, "grpc_call_async with B a handle");
+    grpc_function_handle_destruct(&fh);
+
+    /* Wrong type and wrong size are refused, naming the parameter and the handle. */
+    float *Bf = calloc(nn, sizeof *Bf);
+    grid_data_np *hf = NULL, *hs = NULL, *hn = NULL;
+    char m[1024];
+    rc = grid_data_put_np(&hf, s1, GRID_TYPE_FLOAT, nn, Bf);
+    if (!rc) rc = grid_call(url1, N, A, hf, C2);
+    idtext(hf, m, sizeof m);
+    result(rc == GRID_ERR_ARGS && strstr(m, "'B'") && strstr(m, "doubles") && strstr(m, "floats"),
+           "a handle of floats for a double array is refused: %s", m);
+    rc = grid_data_put_np(&hs, s1, GRID_TYPE_DOUBLE, nn / 4, B);
+    if (!rc) rc = grid_call(url1, N, A, hs, C2);
+    idtext(hs, m, sizeof m);
+    char want[64];
+    snprintf(want, sizeof want, "takes %zu doubles", nn);
+    result(rc == GRID_ERR_ARGS && strstr(m, want) && strstr(m, "holds 3600 doubles"),
+           "a handle of the wrong size is refused: %s", m);
+    rc = grid_data_new_np(&hn, GRID_TYPE_DOUBLE, nn);
+    if (!rc) rc = grid_call(url1, N, A, hn, C2);
+    idtext(hn, m, sizeof m);
+    result(rc == GRID_ERR_ARGS && strstr(m, "no data yet"), "a handle with no data as IN is refused: %s", m);
+    grid_data_free_np(hf);
+    grid_data_free_np(hs);
+    grid_data_free_np(hn);
+    free(Bf);
+
+    /* Server to server: B put on S1, the call on S2; the client sends none of B. */
+    unsigned long long t0 = sent_bytes();
+    memset(C2, 0, nn * sizeof *C2);
+    rc = grid_call(url2, N, A, hb, C2);
+    unsigned long long moved = sent_bytes() - t0;
+    result(rc == GRID_OK && memcmp(C, C2, nn * sizeof *C) == 0 && moved < bbytes + 4096,
+           "a call on S2 with B put on S1 is right and the client sent %llu bytes (A: %zu, B: %zu)", moved,
+           bbytes, bbytes);
+    if (rc) diag("%s", grid_last_error());
+    char to2[320];
+    snprintf(to2, sizeof to2, "to %s", s2);
+    result(log_count(slog1, 1, "data copy", to2, NULL) >= 1 && log_count(slog2, 1, "data put", NULL, NULL) >= 1,
+           "S1's log says it copied the handle to S2 and S2's that it was put there");
+
+    /* INOUT: the result stays on the server it ran on; the copy on S1 is stale and freed. */
+    enum { M = 1000 };
+    double x[M], y[M], z[M];
+    fill(x, M, 3);
+    memcpy(y, x, sizeof x);
+    grid_data_np *hx = NULL;
+    rc = grid_data_put_np(&hx, s1, GRID_TYPE_DOUBLE, M, x);
+    int frees = log_count(slog1, 0, "data free", NULL, NULL);
+    if (!rc) rc = grid_call(inout1, M, y);  /* plain: y = 2x */
+    if (!rc) rc = grid_call(inout2, M, hx); /* on S2 (copied there): 2x, kept on S2 */
+    if (!rc) rc = grid_call(inout2, M, hx); /* 4x on S2 */
+    if (!rc) rc = grid_call(inout1, M, y);  /* y = 4x */
+    if (!rc) rc = grid_data_get_np(hx, z, M);
+    result(rc == GRID_OK && memcmp(y, z, sizeof y) == 0 && strcmp(grid_data_where_np(hx), s2) == 0,
+           "INOUT with a handle twice: 4x, now held by %s", grid_data_where_np(hx));
+    if (rc) diag("%s", grid_last_error());
+    result(log_count(slog1, frees + 1, "data free", NULL, NULL) > frees,
+           "the stale copy on S1 was freed after the KEEP on S2");
+    grid_data_free_np(hx);
+    grid_data_free_np(hc);
+    grid_data_free_np(hb);
+    free(A);
+    free(B);
+    free(C);
+    free(C2);
+    free(D);
+    free(D2);
+}
+
+/* ---- the memory limit of S2 */
+static void memory_limit(void) {
+    const char *lim = getenv("DATA_S2_MEMORY");
+    size_t n = lim ? (size_t)strtoull(lim, NULL, 10) / sizeof(double) + 1024 : 0;
+    double *big = n ? calloc(n, sizeof *big) : NULL;
+    grid_data_np *h = NULL;
+    int rc = big ? grid_data_put_np(&h, s2, GRID_TYPE_DOUBLE, n, big) : -1;
+    const char *m = grid_last_error();
+    result(rc == GRID_ERR_LIMIT && h == NULL && strstr(m, "--data-memory"),
+           "a put over S2's --data-memory is refused: %s", m);
+    free(big);
+}
+
+/* ---- ending the session */
+static void session_end(void) {
+    double x[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, y[10];
+    grid_data_np *h1 = NULL, *h2 = NULL;
+    int rc = grid_data_put_np(&h1, s1, GRID_TYPE_DOUBLE, 10, x);
+    if (!rc) rc = grid_data_put_np(&h2, s2, GRID_TYPE_DOUBLE, 10, x);
+    int e1 = log_count(slog1, 0, "data session", "ended", NULL),
+        e2 = log_count(slog2, 0, "data session", "ended", NULL);
+    grpc_finalize(); /* initialized in dmmul_in */
+    result(rc == GRID_OK && log_count(slog1, e1 + 1, "data session", "ended", NULL) > e1 &&
+               log_count(slog2, e2 + 1, "data session", "ended", NULL) > e2,
+           "grpc_finalize ends the data session on both servers (their logs say so)");
+    rc = grid_data_get_np(h1, y, 10);
+    result(rc == GRID_ERR_ARGS && strstr(grid_last_error(), "session ended"),
+           "a handle after the session ended is refused: %s", grid_last_error());
+    result(grid_data_free_np(h1) == GRID_OK && grid_data_free_np(h2) == GRID_OK, "and is still freed");
+    /* A new session after that; grid_reset_np ends it too. */
+    rc = grid_data_put_np(&h1, s1, GRID_TYPE_DOUBLE, 10, x);
+    e1 = log_count(slog1, 0, "data session", "ended", NULL);
+    grid_reset_np();
+    result(rc == GRID_OK && log_count(slog1, e1 + 1, "data session", "ended", NULL) > e1,
+           "grid_reset_np ends the new session on S1");
+    grid_data_free_np(h1);
+}
+
+/* ---- the only server holding a handle dies */
+static void lost(void) {
+    const char *pid = getenv("DATA_S1_PID");
+    double x[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    grid_data_np *h = NULL;
+    int rc = grid_data_put_np(&h, s1, GRID_TYPE_DOUBLE, 10, x);
+    if (!rc && pid) kill((pid_t)atoi(pid), SIGKILL);
+    sleep_ms(200);
+    if (!rc) rc = grid_call(inout2, 10, h);
+    const char *m = grid_last_error();
+    char where[300];
+    snprintf(where, sizeof where, "%s", s1);
+    result(rc == GRID_ERR_CONN_LOST && strstr(m, "lost") && strstr(m, where) && strstr(m, "data handle"),
+           "a handle whose only server died is lost, naming it and the server: %s", m);
+    grid_data_free_np(h);
+}
+
+int main(void) {
+    s1 = getenv("DATA_S1");
+    s2 = getenv("DATA_S2");
+    slog1 = getenv("DATA_LOG1");
+    slog2 = getenv("DATA_LOG2");
+    if (!s1 || !s2 || !slog1 || !slog2) {
+        printf("1..0 # SKIP run through tests/dataclient/run.sh (DATA_S1, DATA_S2, DATA_LOG1, DATA_LOG2)\n");
+        return 0;
+    }
+    snprintf(url1, sizeof url1, "gridrpc://%s/linalg/dmmul", s1);
+    snprintf(url2, sizeof url2, "gridrpc://%s/linalg/dmmul", s2);
+    snprintf(inout1, sizeof inout1, "gridrpc://%s/test/inout_double", s1);
+    snprintf(inout2, sizeof inout2, "gridrpc://%s/test/inout_double", s2);
+    round_trips();
+    dmmul_in();
+    memory_limit();
+    session_end();
+    lost();
+    printf("1..%d\n", tests);
+    return failed ? 1 : 0;
+}
