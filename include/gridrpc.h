@@ -296,6 +296,62 @@ int grid_data_info_np(const grid_data_np *h, int *type, size_t *count);
  * every handle is then lost (grid_data_free_np still frees it). grid_reset_np and
  * grpc_finalize do this; later puts start a new session. */
 void grid_data_end_session_np(void);
+/* ---- Two-phase calls (docs/api.md "Two-phase calls"): submit a call, get a job id
+ * that can be written down, and fetch its results later, from this process or another,
+ * even after the server restarted. The server keeps the call and its result on disk
+ * (gridrpcd --job-dir, --job-keep). */
+
+/* Bytes a job id may take, NUL included: "host:port/HEX" (HEX: 32 hex digits today). */
+#define GRID_JOB_ID_MAX_NP 340
+
+/* Submits a call of NAME with its arguments (as grid_call takes them) and returns once
+ * the server has them on disk: JOBID (SIZE bytes) receives "host:port/HEX". OUT buffers
+ * are not touched. grid_submit_np(jobid, sizeof jobid, "test/echo_double", n, in, out):
+ * counted like grid_call. GRID_ERR_IO when the server's job folder is full (the job was
+ * not accepted; the message names the folder). */
+#define grid_submit_np(jobid, size, ...)                                                                     \
+    grid_submit_counted_np(GRID_NARGS_NP_(__VA_ARGS__), jobid, size, __VA_ARGS__)
+int grid_submit_counted_np(int nargs, char *jobid, size_t size, const char *name, ...);
+int grid_submit_va_np(char *jobid, size_t size, const char *name, int nargs, va_list ap);
+int grid_submit_argv_np(char *jobid, size_t size, const char *name, int nargs, void *const *argv);
+
+/* Fetches the results of job JOBID into the arguments, which are those of the submit
+ * (scalars size the arrays; OUT and INOUT buffers receive the results; IN arrays are not
+ * read and may be NULL). Waits up to WAIT_SECONDS for the job to finish (0: asks once).
+ * Returns GRID_OK with the results in place; GRID_ERR_TIMEOUT when the job has not
+ * finished yet (nothing written; grid_last_error says whether it is queued or running:
+ * fetch again later); the job's own error when it failed; GRID_ERR_ARGS for a job the
+ * server does not know (forgotten, expired, or never submitted there). A job can be
+ * fetched any number of times until it is forgotten or expires.
+ * grid_job_fetch_np(jobid, 10.0, n, NULL, out): counted like grid_call. */
+#define grid_job_fetch_np(jobid, ...)                                                                        \
+    grid_job_fetch_counted_np(GRID_NARGS_NP_(__VA_ARGS__), jobid, __VA_ARGS__)
+int grid_job_fetch_counted_np(int nargs, const char *jobid, double wait_seconds, ...);
+int grid_job_fetch_va_np(const char *jobid, double wait_seconds, int nargs, va_list ap);
+int grid_job_fetch_argv_np(const char *jobid, double wait_seconds, int nargs, void *const *argv);
+
+enum grid_job_state_np {
+    GRID_JOB_QUEUED_NP = 1,
+    GRID_JOB_RUNNING_NP = 2,
+    GRID_JOB_DONE_NP = 3,
+    GRID_JOB_FAILED_NP = 4
+};
+
+typedef struct grid_job_info_np {
+    char function[512];                     /* "module/function" */
+    int state;                              /* enum grid_job_state_np */
+    int code;                               /* a failed job's error code; GRID_OK otherwise */
+    double submitted;                       /* Unix time, seconds */
+    double finished;                        /* Unix time, seconds; 0 until it finished */
+    unsigned long long bytes_in, bytes_out; /* kept SUBMIT and result sizes (0 until finished) */
+} grid_job_info_np;
+
+/* The state of job JOBID without fetching it (INFO may be NULL: only whether the server
+ * knows it). GRID_ERR_ARGS for an unknown job. */
+int grid_job_state_np(const char *jobid, grid_job_info_np *info);
+/* Deletes job JOBID and its result on the server (a queued or running job is dropped
+ * when its run ends). GRID_ERR_ARGS for an unknown job. */
+int grid_job_forget_np(const char *jobid);
 
 /* ---- For language bindings (Fortran, Python): the interface and an argument vector */
 

@@ -101,6 +101,18 @@ int cli_status(int argc, char **argv, cli_opts *o);
 int cli_ls(int argc, char **argv, cli_opts *o);
 int cli_describe(int argc, char **argv, cli_opts *o);
 int cli_call(int argc, char **argv, cli_opts *o);
+/* two-phase calls: submit and fetch (cli_call.c), jobs and forget (cli_jobs.c) */
+int cli_submit(int argc, char **argv, cli_opts *o);
+int cli_fetch(int argc, char **argv, cli_opts *o);
+int cli_jobs(int argc, char **argv, cli_opts *o);
+int cli_forget(int argc, char **argv, cli_opts *o);
+/* A job id's server and hex part: "host:port/HEX", or a bare HEX on O's server (HOST:
+ * GRP_MAX_HOST + 1 bytes). Returns 0, or -1 after printing why. */
+int cli_parse_job(cli_opts *o, const char *text, char *host, int *port, char hex[GRP_MAX_JOB_ID + 1]);
+/* JOB_INFO of job HEX at HOST:PORT: its state, the descriptor of its function (*d: grd_free
+ * it) and the IN scalars of its SUBMIT (*call, server side: grm_release and free it). */
+int cli_job_head(cli_opts *o, const char *host, int port, const char *hex, grp_job *info, char *qualified,
+                 grd_desc **d, grm_call **call, gr_err *e);
 
 /* ---- cli_values.c: arguments from the shell and results to it (gridrpc call) */
 /* The tokens of one argument: "[1, 2, 3]" (nested lists are flattened, row-major),

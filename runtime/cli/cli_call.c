@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gr_settings.h"
 
 /* One parameter's storage; ARGV[i] points into it. */
 typedef struct slot {
@@ -380,9 +381,15 @@ static void print_text(const call_state *st) {
     if (!any) puts("ok (the function returns nothing)");
 }
 
-int cli_call(int argc, char **argv, cli_opts *o) {
+/* What call and submit share: the function's descriptor (from the server or a server
+ * the metaserver knows), the arguments from the command line, and where the request
+ * goes (TARGET: a gridrpc:// URL with --server, else the name alone, routed as a
+ * program's call is). Returns CLI_OK with *out set, or the exit status (printed). */
+static int prepare(int argc, char **argv, cli_opts *o, const char *cmd, call_state **out, char *qualified,
+                   char *target, size_t tsize) {
+    *out = NULL;
     if (argc < 1) {
-        cli_error("call needs a function name: gridrpc call FUNC ARGS... (gridrpc call --help)");
+        cli_error("%s needs a function name: gridrpc %s FUNC ARGS... (gridrpc %s --help)", cmd, cmd, cmd);
         return CLI_USAGE;
     }
     const char *fname = argv[0];
@@ -394,7 +401,6 @@ int cli_call(int argc, char **argv, cli_opts *o) {
         cli_error("%s", e.msg);
         return CLI_FAIL;
     }
-    char qualified[GRP_MAX_FUNCTION_NAME + 1];
     grd_desc *d = NULL;
     int rc = cli_find_descriptor(o, servers, nservers, fname, qualified, &d, &e);
     grp_servers_free(servers, nservers);
@@ -409,38 +415,184 @@ int cli_call(int argc, char **argv, cli_opts *o) {
         return CLI_FAIL;
     }
     st->d = d;
-    int status = CLI_OK;
     if (build(st, qualified, argc - 1, argv + 1)) {
-        status = CLI_USAGE;
-        goto out;
+        free_state(st);
+        free(st);
+        grd_free(d);
+        return CLI_USAGE;
     }
     /* --server names the server in the call itself; otherwise the name alone goes where
      * a program's call goes (GRIDRPC_METASERVER: --metaserver was exported for it). */
-    char target[GRP_MAX_FUNCTION_NAME + GRP_MAX_HOST + 32];
     if (o->target == CLI_SERVER)
-        snprintf(target, sizeof target,
-                 strchr(o->server_host, ':') ? "gridrpc://[%s]:%d/%s" : "gridrpc://%s:%d/%s", o->server_host,
-                 o->server_port, qualified);
+        snprintf(target, tsize, strchr(o->server_host, ':') ? "gridrpc://[%s]:%d/%s" : "gridrpc://%s:%d/%s",
+                 o->server_host, o->server_port, qualified);
     else {
         char addr[GRP_MAX_HOST + 16];
         snprintf(addr, sizeof addr, strchr(o->meta_host, ':') ? "[%s]:%d" : "%s:%d", o->meta_host,
                  o->meta_port);
         setenv("GRIDRPC_METASERVER", addr, 1);
         setenv("GRIDRPC_SITE", o->site, 1);
-        snprintf(target, sizeof target, "%s", qualified);
+        snprintf(target, tsize, "%s", qualified);
     }
-    if (grid_call_argv_np(target, (int)d->nparams, st->argv) != GRID_OK) {
-        cli_error("call %s failed: %s", qualified, grid_last_error());
-        status = CLI_FAIL;
-        goto out;
-    }
-    if (o->json)
-        print_json(st, qualified);
-    else
-        print_text(st);
-out:
+    *out = st;
+    return CLI_OK;
+}
+
+static void release(call_state *st) {
+    if (!st) return;
+    grd_desc *d = (grd_desc *)st->d;
     free_state(st);
     free(st);
     grd_free(d);
+}
+
+int cli_call(int argc, char **argv, cli_opts *o) {
+    call_state *st;
+    char qualified[GRP_MAX_FUNCTION_NAME + 1];
+    char target[GRP_MAX_FUNCTION_NAME + GRP_MAX_HOST + 32];
+    int status = prepare(argc, argv, o, "call", &st, qualified, target, sizeof target);
+    if (status != CLI_OK) return status;
+    if (grid_call_argv_np(target, (int)st->d->nparams, st->argv) != GRID_OK) {
+        cli_error("call %s failed: %s", qualified, grid_last_error());
+        status = CLI_FAIL;
+    } else if (o->json) {
+        print_json(st, qualified);
+    } else {
+        print_text(st);
+    }
+    release(st);
+    return status;
+}
+
+int cli_submit(int argc, char **argv, cli_opts *o) {
+    call_state *st;
+    char qualified[GRP_MAX_FUNCTION_NAME + 1];
+    char target[GRP_MAX_FUNCTION_NAME + GRP_MAX_HOST + 32];
+    int status = prepare(argc, argv, o, "submit", &st, qualified, target, sizeof target);
+    if (status != CLI_OK) return status;
+    char id[GRID_JOB_ID_MAX_NP];
+    if (grid_submit_argv_np(id, sizeof id, target, (int)st->d->nparams, st->argv) != GRID_OK) {
+        cli_error("submit %s failed: %s", qualified, grid_last_error());
+        status = CLI_FAIL;
+    } else if (o->json) {
+        fputs("{\"job\": ", stdout);
+        cli_json_string(stdout, id);
+        fputs(", \"function\": ", stdout);
+        cli_json_string(stdout, qualified);
+        fputs("}\n", stdout);
+    } else {
+        puts(id);
+    }
+    release(st);
+    return status;
+}
+
+/* Fills ST from the IN scalars of a kept SUBMIT (IN, server side as decoded): scalars as
+ * they were given, arrays sized from them (IN ones are not needed: they do not come
+ * back), filenames NULL (a fetched file result is not written anywhere). */
+static int from_head(call_state *st, const grm_call *in, const char *fname) {
+    const grd_desc *d = st->d;
+    char err[1024];
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t i = 0; i < d->nparams; i++) {
+            const grd_param *p = &d->params[i];
+            slot *s = &st->s[i];
+            if ((p->rank == 0) != (pass == 0)) continue;
+            if (pass == 1) {
+                if (set_array(st, i, NULL, err, sizeof err)) {
+                    cli_error("%s: argument %s: %s", fname, p->name, err);
+                    return -1;
+                }
+                continue;
+            }
+            if (is_text(p->type)) {
+                st->argv[i] = &s->str;
+                const char *v = in->ptr[i] ? *(char *const *)in->ptr[i] : NULL;
+                if (p->type == GRD_STRING && v && (p->mode == GRD_IN || p->mode == GRD_INOUT)) {
+                    s->str = s->given = strdup(v);
+                    if (!s->str) return -1;
+                }
+                continue;
+            }
+            s->mem = calloc(1, grd_type_size(p->type));
+            if (!s->mem) return -1;
+            st->argv[i] = s->mem;
+            if ((p->mode == GRD_IN || p->mode == GRD_INOUT) && in->ptr[i])
+                memcpy(s->mem, in->ptr[i], grd_type_size(p->type));
+            if (is_int_type(p->type))
+                st->scalars[i] = cli_load_int(s->mem, p->type, (p->flags & GRD_PF_UNSIGNED) != 0);
+        }
+    return 0;
+}
+
+int cli_fetch(int argc, char **argv, cli_opts *o) {
+    const char *idtext = NULL;
+    double wait = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *v = NULL;
+        if (strcmp(argv[i], "--wait") == 0) {
+            if (i + 1 >= argc) {
+                cli_error("--wait needs a duration (10, 500ms, 2m)");
+                return CLI_USAGE;
+            }
+            v = argv[++i];
+        } else if (strncmp(argv[i], "--wait=", 7) == 0) {
+            v = argv[i] + 7;
+        } else if (!idtext) {
+            idtext = argv[i];
+            continue;
+        } else {
+            cli_error("fetch takes one job id and --wait DURATION; unexpected '%s'", argv[i]);
+            return CLI_USAGE;
+        }
+        char err[512];
+        if (gr_parse_duration(v, &wait, err, sizeof err)) {
+            cli_error("--wait: %s", err);
+            return CLI_USAGE;
+        }
+    }
+    if (!idtext) {
+        cli_error("fetch needs a job id: gridrpc fetch HOST:PORT/HEX [--wait DURATION]");
+        return CLI_USAGE;
+    }
+    char host[GRP_MAX_HOST + 1], hex[GRP_MAX_JOB_ID + 1];
+    int port;
+    if (cli_parse_job(o, idtext, host, &port, hex)) return CLI_USAGE;
+    char id[GRP_MAX_HOST + GRP_MAX_JOB_ID + 32];
+    snprintf(id, sizeof id, strchr(host, ':') ? "[%s]:%d/%s" : "%s:%d/%s", host, port, hex);
+    /* The job's own timeout is the wait: --timeout bounds each exchange besides. */
+    if (o->have_timeout) grid_set_timeouts_from_np(o->timeout, o->timeout + wait, "--timeout and --wait");
+    grp_job info;
+    char qualified[GRP_MAX_FUNCTION_NAME + 1];
+    grd_desc *d;
+    grm_call *in;
+    gr_err e = {0, ""};
+    if (cli_job_head(o, host, port, hex, &info, qualified, &d, &in, &e)) {
+        cli_error("job %s: %s", id, e.msg);
+        return CLI_FAIL;
+    }
+    call_state *st = calloc(1, sizeof *st);
+    int status = CLI_OK;
+    if (!st) {
+        grm_release(in);
+        free(in);
+        grd_free(d);
+        return CLI_FAIL;
+    }
+    st->d = d;
+    if (from_head(st, in, qualified)) status = CLI_FAIL;
+    grm_release(in);
+    free(in);
+    if (!status && grid_job_fetch_argv_np(id, wait, (int)d->nparams, st->argv) != GRID_OK) {
+        cli_error("%s", grid_last_error());
+        status = CLI_FAIL;
+    }
+    if (!status) {
+        if (o->json)
+            print_json(st, qualified);
+        else
+            print_text(st);
+    }
+    release(st);
     return status;
 }

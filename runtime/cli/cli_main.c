@@ -47,6 +47,11 @@ static void usage(void) {
           "  describe FUNC     a function's parameters, dimensions, cost and servers\n"
           "  call FUNC ARGS... call a function with arguments from the shell and print\n"
           "                    its results\n"
+          "  submit FUNC ARGS... submit a call as a job kept on the server; prints its id\n"
+          "  fetch ID [--wait DURATION]\n"
+          "                    the results of a submitted job, printed as call prints them\n"
+          "  jobs [SERVER]     the jobs a server keeps (every server of the metaserver)\n"
+          "  forget ID         delete a job and its results on its server\n"
           "  help [COMMAND]    show this help, or a command's\n"
           "\n",
           stdout);
@@ -57,6 +62,7 @@ static void usage(void) {
           "  gridrpc --server node1:7000 ls linalg/\n"
           "  gridrpc describe linalg/dmmul\n"
           "  gridrpc call linalg/dmmul 2 '[1,2,3,4]' '[1,0,0,1]'\n"
+          "  gridrpc submit linalg/dmmul 2 '[1,2,3,4]' '[1,0,0,1]'   (later: gridrpc fetch ID)\n"
           "\n"
           "Exit status: 0 done, 1 the request failed (the reason goes to standard\n"
           "error), 2 usage error.\n",
@@ -265,6 +271,51 @@ static void help_call(void) {
     fputs(global_help, stdout);
 }
 
+static void help_submit(void) {
+    fputs("Usage: gridrpc [OPTIONS] submit FUNC ARGS...\n"
+          "Submit a call of FUNC as a job: the arguments are given as for gridrpc call, the\n"
+          "server keeps them on disk and runs the call, and the job id (HOST:PORT/HEX) is\n"
+          "printed once the server has it. The results stay on the server (gridrpcd\n"
+          "--job-keep) and can be fetched from any process: gridrpc fetch ID. With --json:\n"
+          "{\"job\": ID, \"function\": NAME}.\n"
+          "\n"
+          "Example: gridrpc submit test/sleep_count 5\n"
+          "\n",
+          stdout);
+    fputs(global_help, stdout);
+}
+static void help_fetch(void) {
+    fputs("Usage: gridrpc [OPTIONS] fetch ID [--wait DURATION]\n"
+          "Print the results of job ID (as gridrpc submit printed it) as gridrpc call\n"
+          "prints a call's. No arguments are needed: the server kept the call's scalars,\n"
+          "which size the results. Without --wait the server is asked once; with --wait\n"
+          "the fetch waits up to DURATION for the job to finish. A job not finished yet\n"
+          "fails with exit status 1 and says whether it is queued or running; a failed\n"
+          "job prints its error. File results are not written anywhere (fetch them from\n"
+          "a program with grid_job_fetch_np).\n"
+          "\n",
+          stdout);
+    fputs(global_help, stdout);
+}
+static void help_jobs(void) {
+    fputs("Usage: gridrpc [OPTIONS] jobs [SERVER]\n"
+          "List the jobs kept by SERVER (HOST:PORT; default --server, or every server the\n"
+          "metaserver knows as up): id, function, state (queued, running, done, failed\n"
+          "with its error), submit and finish times, bytes kept for the call and its\n"
+          "result.\n"
+          "\n",
+          stdout);
+    fputs(global_help, stdout);
+}
+static void help_forget(void) {
+    fputs("Usage: gridrpc [OPTIONS] forget ID\n"
+          "Delete job ID and its result on its server (a job still queued or running is\n"
+          "dropped when its run ends).\n"
+          "\n",
+          stdout);
+    fputs(global_help, stdout);
+}
+
 static const struct {
     const char *name;
     int (*run)(int, char **, cli_opts *);
@@ -274,6 +325,10 @@ static const struct {
     {"ls", cli_ls, help_ls},
     {"describe", cli_describe, help_describe},
     {"call", cli_call, help_call},
+    {"submit", cli_submit, help_submit},
+    {"fetch", cli_fetch, help_fetch},
+    {"jobs", cli_jobs, help_jobs},
+    {"forget", cli_forget, help_forget},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -291,7 +346,8 @@ int main(int argc, char **argv) {
     int r = parse_options(argc, argv, &o, usage);
     if (r) return r > 0 ? CLI_OK : CLI_USAGE;
     if (optind >= argc) {
-        cli_error("no command given: use status, ls, describe or call (gridrpc --help)");
+        cli_error("no command given: use status, ls, describe, call, submit, fetch, jobs or forget (gridrpc "
+                  "--help)");
         return CLI_USAGE;
     }
     const char *cmd = argv[optind];
@@ -302,7 +358,8 @@ int main(int argc, char **argv) {
         }
         int k = find_command(argv[optind + 1]);
         if (k < 0) {
-            cli_error("no command '%s': use status, ls, describe or call", argv[optind + 1]);
+            cli_error("no command '%s': use status, ls, describe, call, submit, fetch, jobs or forget",
+                      argv[optind + 1]);
             return CLI_USAGE;
         }
         commands[k].help();
@@ -310,7 +367,9 @@ int main(int argc, char **argv) {
     }
     int k = find_command(cmd);
     if (k < 0) {
-        cli_error("unknown command '%s': use status, ls, describe or call (gridrpc --help)", cmd);
+        cli_error("unknown command '%s': use status, ls, describe, call, submit, fetch, jobs or forget "
+                  "(gridrpc --help)",
+                  cmd);
         return CLI_USAGE;
     }
     /* The command sees its own name as argv[0] and parses the rest itself. */

@@ -22,6 +22,12 @@
 #define GRP_MAX_REFS 64            /* data handle references in one CALL_DATA (GRD_MAX_PARAMS) */
 #define GRP_MAX_HOLD_S 60          /* seconds a metaserver may hold a SCHEDULE (every server full) */
 
+/* Two-phase calls (grp_jobs.c): a job id on the wire is 16 to 64 lowercase hex digits. */
+#define GRP_MIN_JOB_ID 16
+#define GRP_MAX_JOB_ID 64
+#define GRP_MAX_JOBS 65536    /* JOBS_OK entries */
+#define GRP_MAX_JOB_WAIT_S 60 /* seconds a server holds a FETCH before it answers JOB_STATE */
+
 /* Defaults of the configurable limits (gridrpcd --max-message, --max-array,
  * --max-head; the client's own reader): what one peer accepts from another. */
 #define GRP_DEFAULT_MAX_MESSAGE (1ull << 30) /* bytes in one message (record) */

@@ -16,6 +16,7 @@ int grp_known_type(uint32_t type) {
            (type >= GRW_REGISTER && type <= GRW_UNREGISTER_OK) ||
            (type >= GRW_DATA_PUT && type <= GRW_CALL_DATA) ||
            (type >= GRW_OBJ_CREATE && type <= GRW_OBJ_DESTROYED) || type == GRW_CALLBACK ||
+           (type >= GRW_SUBMIT && type <= GRW_JOB_INFO_OK) ||
            type == GRW_CALLBACK_RESULT;
 }
 

@@ -289,6 +289,47 @@ int grp_write_call_data(grw_writer *w, uint64_t id, const char *name, uint64_t h
 int grp_read_call_data_target(grw_reader *r, grp_call_data_target *t, gr_err *e);
 /* The size of a CALL_DATA of C with NREFS refs (as grp_call_bytes; C's skip masks set). */
 uint64_t grp_call_data_bytes(const char *name, uint32_t nrefs, const grm_call *c);
+/* ---- two-phase calls (grp_jobs.c): SUBMIT, SUBMITTED, FETCH, JOB_STATE, JOBS, JOBS_OK,
+ * FORGET, FORGOTTEN, JOB_INFO, JOB_INFO_OK. A job id on the wire is its hex part only
+ * (GRP_MIN_JOB_ID..GRP_MAX_JOB_ID lowercase hex digits); decoders refuse anything else. */
+enum grp_job_state { GRP_JOB_QUEUED = 1, GRP_JOB_RUNNING = 2, GRP_JOB_DONE = 3, GRP_JOB_FAILED = 4 };
+
+typedef struct grp_job {
+    char id[GRP_MAX_JOB_ID + 1];
+    char function[GRP_MAX_FUNCTION_NAME + 1]; /* the server's qualified name */
+    uint32_t state;                           /* enum grp_job_state, validated */
+    int code;                                 /* GRID_OK, or the failed job's error (validated) */
+    uint64_t submitted_ms, finished_ms;       /* Unix times in ms; finished 0 while not done */
+    uint64_t bytes_in, bytes_out;             /* the SUBMIT's size; the stored reply's (0 while not done) */
+} grp_job;
+
+/* 1 if ID is a well-formed job id (the hex part). */
+int grp_job_id_ok(const char *id);
+/* A static name of STATE ("queued", "running", "done", "failed"), or "?". */
+const char *grp_job_state_name(uint32_t state);
+/* SUBMIT: a CALL's body under another type (read it with grp_read_call_target, _head and
+ * _bulk). */
+int grp_write_submit(grw_writer *w, uint64_t id, const char *name, uint64_t hash, const grm_call *c,
+                     const grw_limits *lim, gr_err *e);
+/* SUBMITTED, FETCH, FORGET and JOB_INFO carry a job id (FETCH then the wait in ms). */
+int grp_write_job_id(grw_writer *w, uint32_t type, uint64_t id, const char *job, gr_err *e);
+int grp_read_job_id(grw_reader *r, char job[GRP_MAX_JOB_ID + 1], gr_err *e);
+int grp_write_fetch(grw_writer *w, uint64_t id, const char *job, uint32_t wait_ms, gr_err *e);
+int grp_read_fetch(grw_reader *r, char job[GRP_MAX_JOB_ID + 1], uint32_t *wait_ms, gr_err *e);
+/* JOB_STATE: one job. */
+int grp_write_job_state(grw_writer *w, uint64_t id, const grp_job *j, gr_err *e);
+int grp_read_job_state(grw_reader *r, grp_job *j, gr_err *e);
+/* JOBS_OK: COUNT jobs (<= GRP_MAX_JOBS). *v: malloc'd (free it; NULL when none). */
+int grp_write_jobs_ok(grw_writer *w, uint64_t id, const grp_job *v, uint32_t count, gr_err *e);
+int grp_read_jobs_ok(grw_reader *r, grp_job **v, uint32_t *count, gr_err *e);
+/* JOB_INFO_OK: the job, its descriptor hash, then the SUBMIT's head section (IN scalars,
+ * strings, files) of C (server side, as read from the kept SUBMIT). The reader reads the
+ * head with grp_read_job_info_head into C (server side, grm_init'ed for the function:
+ * grm_release it), which ends the message. */
+int grp_write_job_info_ok(grw_writer *w, uint64_t id, const grp_job *j, uint64_t hash, const grm_call *c,
+                          const grw_limits *lim, gr_err *e);
+int grp_read_job_info_ok(grw_reader *r, grp_job *j, uint64_t *hash, gr_err *e);
+int grp_read_job_info_head(grw_reader *r, grm_call *c, const grw_limits *lim, gr_err *e);
 
 /* ---- replies, as a client reads them */
 

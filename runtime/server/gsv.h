@@ -77,6 +77,9 @@ typedef struct gsv_options {
     /* Remote data (gsv_data.c): --data-memory bytes, --data-grace and --data-lease seconds. */
     uint64_t data_memory;
     double data_grace, data_lease;
+    /* Two-phase calls (gsv_jobs.c) */
+    const char *job_dir; /* --job-dir; NULL: $XDG_STATE_HOME/gridrpc/jobs-PORT or ~/.local/state/... */
+    double job_keep;     /* --job-keep seconds: a finished job is removed this long after it ended */
 } gsv_options;
 
 /* Parses ARGV into OPT. Returns -1 to go on, or an exit status: 0 after --help or
@@ -288,6 +291,7 @@ typedef struct gsv_job {
     pid_t child;                   /* --isolate: the process computing it, while CANCEL may end
                                       it (under sched.lock); 0 otherwise */
     int killed;                    /* under sched.lock: CANCEL ended the child */
+    struct gsv_kept *kept;         /* a submitted job (gsv_jobs.c): no connection; else NULL */
     struct gsv_job *rprev, *rnext; /* sched.running_list, under sched.lock, while invoked */
     struct gsv_dcall *data;        /* CALL_DATA: its session, refs and held buffers (gsv_data_call.c) */
     grm_call call;                 /* arguments, buffers the job owns; last: sized for the function */
@@ -448,6 +452,29 @@ int gsv_callback_result(gsv_conn *c, const grw_header *h);
 void gsv_callback_cancel(gsv_conn *c, uint64_t request_id);
 /* The reader of C ends: every callback waiting on C returns GRID_ERR_CONN_LOST. */
 void gsv_callback_conn_closed(gsv_conn *c);
+
+/* ---------------------------------------------------------------- two-phase calls (gsv_jobs.c) */
+
+/* Opens (creates 0700) the job folder, reads the jobs kept there (unfinished ones are
+ * queued to run again) and starts the thread that removes expired ones. After
+ * gsv_sched_start and gsv_listen (the default folder is named after the port). */
+int gsv_jobs_start(gsv_server *s, gr_err *e);
+/* Shutdown: stops the expiry thread. */
+void gsv_jobs_stop(gsv_server *s);
+/* SUBMIT, FETCH, JOBS, FORGET and JOB_INFO: read and answered by the reader. */
+int gsv_jobs_submit(gsv_conn *c, const grw_header *h);
+int gsv_jobs_fetch(gsv_conn *c, const grw_header *h);
+int gsv_jobs_list(gsv_conn *c, const grw_header *h);
+int gsv_jobs_forget(gsv_conn *c, const grw_header *h);
+int gsv_jobs_info(gsv_conn *c, const grw_header *h);
+/* Runs a submitted JOB on a worker (from gsv_call_run): invokes it, keeps its RESULT
+ * on disk, frees JOB. */
+void gsv_jobs_run(gsv_server *s, gsv_job *job);
+/* JOB is not run (from gsv_call_fail): a shutdown leaves it to run after the restart;
+ * any other CODE is kept as its reply. Frees JOB. */
+void gsv_jobs_fail(gsv_server *s, gsv_job *job, int code, const char *msg);
+/* The server, for threads that have a job without a connection. */
+gsv_server *gsv_jobs_server(void);
 
 /* ---------------------------------------------------------------- listener */
 

@@ -172,6 +172,10 @@ static int run_isolated(gsv_server *s, gsv_job *job, long long queue_ns, long lo
 }
 
 void gsv_call_run(gsv_server *s, gsv_job *job) {
+    if (job->kept) {
+        gsv_jobs_run(s, job); /* a submitted job: no connection (gsv_jobs.c) */
+        return;
+    }
     if (job->obj) {
         gsv_object_run(s, job); /* a method of a remote object: gsv_object.c */
         return;
@@ -216,7 +220,10 @@ void gsv_call_run(gsv_server *s, gsv_job *job) {
 }
 
 void gsv_call_fail(gsv_server *s, gsv_job *job, int code, const char *msg) {
-    (void)s;
+    if (job->kept) {
+        gsv_jobs_fail(s, job, code, msg);
+        return;
+    }
     long long queue_ns = gr_now_ns() - job->t_queued;
     gsv_conn_send_error(job->conn, job->request_id, code, msg);
     gsv_call_log(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in, 0, queue_ns, 0, code,

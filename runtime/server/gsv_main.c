@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
 
     gr_err e;
     if (gsv_data_start(s, &e) != GRID_OK || gsv_sched_start(s, gsv_call_run, &e) != GRID_OK ||
-        gsv_listen(s, &e) != GRID_OK || gsv_meta_start(s, &e) != GRID_OK) {
+        gsv_listen(s, &e) != GRID_OK || gsv_jobs_start(s, &e) != GRID_OK || gsv_meta_start(s, &e) != GRID_OK) {
         fprintf(stderr, "gridrpcd: %s\n", e.msg);
         return 1;
     }
@@ -118,6 +118,7 @@ int main(int argc, char **argv) {
 
     /* Shutdown: no new calls run; queued ones are answered; running ones finish. */
     atomic_store(&s->stopping, 1);
+    gsv_jobs_stop(s);
     gsv_sched_stop(s);
     long long deadline = gr_now_ns() + (long long)(s->opt.shutdown_timeout * 1e9);
     unsigned left = gsv_sched_wait_idle(s, deadline);

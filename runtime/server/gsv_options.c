@@ -64,6 +64,13 @@ static const char help_text[] =
     "      --isolate            run each call in a child process, so a function that crashes or\n"
     "                           calls exit() fails only its call (costs a fork per call)\n"
     "\n"
+    "Two-phase calls (gridrpc submit / fetch; docs/server.md):\n"
+    "      --job-dir DIR        keep submitted jobs and their results in DIR (created 0700; default\n"
+    "                           $XDG_STATE_HOME/gridrpc/jobs-PORT, else ~/.local/state/gridrpc/jobs-PORT).\n"
+    "                           A restart on the same DIR serves the finished jobs and runs the\n"
+    "                           unfinished ones again\n"
+    "      --job-keep TIME      remove a finished job this long after it finished (default 7d)\n"
+    "\n"
     "Limits and timeouts:\n"
     "      --max-message SIZE   largest message accepted (default 1G)\n"
     "      --max-array SIZE     largest array argument (default 1G)\n"
@@ -198,6 +205,8 @@ enum {
     OPT_DATA_MEMORY,
     OPT_DATA_GRACE,
     OPT_DATA_LEASE,
+    OPT_JOB_DIR,
+    OPT_JOB_KEEP,
 };
 
 static const struct option long_options[] = {
@@ -226,6 +235,8 @@ static const struct option long_options[] = {
     {"data-memory", required_argument, NULL, OPT_DATA_MEMORY},
     {"data-grace", required_argument, NULL, OPT_DATA_GRACE},
     {"data-lease", required_argument, NULL, OPT_DATA_LEASE},
+    {"job-dir", required_argument, NULL, OPT_JOB_DIR},
+    {"job-keep", required_argument, NULL, OPT_JOB_KEEP},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -326,6 +337,15 @@ static int apply(gsv_options *o, int val, const char *v) {
             return usage_error("%s: a token has at most %d bytes", opt, GRP_MAX_TOKEN);
         o->meta_token = v;
         return 0;
+    case OPT_JOB_DIR:
+        if (!*v) return usage_error("%s: empty folder name", opt);
+        if (strlen(v) > 3500) return usage_error("%s: the path is too long", opt);
+        o->job_dir = v;
+        return 0;
+    case OPT_JOB_KEEP:
+        if ((rc = parse_duration(opt, v, &o->job_keep))) return rc;
+        if (!(o->job_keep > 0)) return usage_error("%s: '%s' must be more than 0", opt, v);
+        return 0;
     }
     return usage_error("unknown option '%s'", opt);
 }
@@ -351,6 +371,7 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     o->data_memory = default_data_memory();
     o->data_grace = 60;
     o->data_lease = 3600;
+    o->job_keep = 7 * 24 * 3600;
 
     /* '+': stop at the first word that is not an option (it is a mistake, reported
      * below); ':': report a missing value here rather than through getopt. */

@@ -249,6 +249,12 @@ int gsv_request_serve(gsv_conn *c, const grw_header *h) {
     case GRW_OBJ_CREATE:
     case GRW_OBJ_INVOKE:
     case GRW_OBJ_DESTROY: return gsv_object_request(c, h);
+    /* two-phase calls: gsv_jobs.c */
+    case GRW_SUBMIT: return gsv_jobs_submit(c, h);
+    case GRW_FETCH: return gsv_jobs_fetch(c, h);
+    case GRW_JOBS: return gsv_jobs_list(c, h);
+    case GRW_FORGET: return gsv_jobs_forget(c, h);
+    case GRW_JOB_INFO: return gsv_jobs_info(c, h);
     }
     char msg[160];
     snprintf(msg, sizeof msg, "unexpected message %s (type %u) from a client", grw_type_name(h->type),

@@ -91,7 +91,7 @@ static void *pool_worker(void *arg) {
 
 static void *thread_worker(void *arg) {
     gsv_job *job = arg;
-    gsv_server *s = job->conn->srv;
+    gsv_server *s = job->conn ? job->conn->srv : gsv_jobs_server(); /* a submitted job has none */
     run_counted(s, job);
     pthread_mutex_lock(&s->sched.lock);
     s->sched.threads--;

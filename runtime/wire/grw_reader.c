@@ -33,6 +33,8 @@ void grw_reader_init(grw_reader *r, int fd, uint64_t max_message) {
 static int sock_read(grw_reader *r, void *dst, size_t n, size_t *got, gr_err *e) {
     for (;;) {
         ssize_t k = recv(r->fd, dst, n, r->deadline_ns ? MSG_DONTWAIT : 0);
+        /* A file (a job kept on disk, gsv_jobs.c) reads the same bytes. */
+        if (k < 0 && errno == ENOTSOCK) k = read(r->fd, dst, n);
         if (k > 0) {
             *got = (size_t)k;
             if (r->tally) __atomic_add_fetch(r->tally, (uint64_t)k, __ATOMIC_RELAXED);

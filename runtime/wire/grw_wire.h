@@ -64,7 +64,18 @@ enum grw_type {
     GRW_OBJ_INVOKE = 62, /* answered RESULT, as CALL */
     GRW_OBJ_DESTROY = 63,
     GRW_OBJ_DESTROYED = 64,
-    /* 48-49 reserved for remote data; 50-59: SUBMIT, FETCH (two-phase calls). */
+    /* 48-49 reserved for remote data. */
+    /* 50-59: two-phase calls (jobs kept on the server's disk): runtime/proto/grp_jobs.c */
+    GRW_SUBMIT = 50,      /* a CALL to be kept: answered SUBMITTED */
+    GRW_SUBMITTED = 51,   /* the job id */
+    GRW_FETCH = 52,       /* answered RESULT (as CALL's), JOB_STATE (not done yet) or ERROR */
+    GRW_JOB_STATE = 53,   /* one job's state */
+    GRW_JOBS = 54,        /* list the jobs */
+    GRW_JOBS_OK = 55,     /* their states */
+    GRW_FORGET = 56,      /* delete a job */
+    GRW_FORGOTTEN = 57,   /* empty */
+    GRW_JOB_INFO = 58,    /* what a fetch needs to size the outputs */
+    GRW_JOB_INFO_OK = 59, /* state, descriptor hash and the SUBMIT's head */
     /* 70-79: client callbacks during a call (grp_callback.c) */
     GRW_CALLBACK = 70,       /* server -> client: run callback INDEX of call request_id */
     GRW_CALLBACK_RESULT = 71 /* client -> server: its code and OUT arguments */
@@ -163,6 +174,9 @@ int grw_write_opaque(grw_writer *w, const void *p, uint32_t n, gr_err *e);
 int grw_write_words(grw_writer *w, const void *src, size_t n, unsigned word, gr_err *e);
 /* Ends the message (sends what is buffered as the record's last fragment). */
 int grw_finish(grw_writer *w, gr_err *e);
+/* Sends N bytes that are already a framed message (a stored reply: gsv_jobs.c), outside
+ * any message of W's own (nothing may be buffered). */
+int grw_write_raw(grw_writer *w, const void *src, size_t n, gr_err *e);
 
 /* Reads N elements of WORD bytes into DST and converts them from big-endian, then
  * consumes the padding: the receiving side of grw_write_words. */

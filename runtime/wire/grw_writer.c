@@ -29,6 +29,17 @@ static int sock_writev(grw_writer *w, struct iovec *iov, int cnt, gr_err *e) {
         mh.msg_iov = iov;
         mh.msg_iovlen = (size_t)cnt;
         ssize_t k = sendmsg(w->fd, &mh, MSG_NOSIGNAL | (w->deadline_ns ? MSG_DONTWAIT : 0));
+        /* A file (a job kept on disk, gsv_jobs.c) takes the same bytes; its errors
+         * (ENOSPC) are the disk's, and errno keeps them for the caller. */
+        if (k < 0 && errno == ENOTSOCK) {
+            k = writev(w->fd, iov, cnt);
+            if (k < 0 && errno != EINTR) {
+                int err = errno;
+                gr_seterr(e, GRID_ERR_IO, "writing: %s", strerror(err));
+                errno = err;
+                return GRID_ERR_IO;
+            }
+        }
         if (k < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -181,6 +192,12 @@ int grw_finish(grw_writer *w, gr_err *e) {
     return flush_fragment(w, NULL, 0, 1, e);
 }
 
+int grw_write_raw(grw_writer *w, const void *src, size_t n, gr_err *e) {
+    if (w->len) return gr_seterr(e, GRID_ERR_INTERNAL, "raw bytes inside a message");
+    struct iovec iov = {(void *)src, n};
+    return n ? sock_writev(w, &iov, 1, e) : GRID_OK;
+}
+
 /* Each word is loaded whole before it is stored, so DST may equal SRC (in place). */
 void grw_copy_swap(void *dst, const void *src, size_t n, unsigned word) {
     uint8_t *d = dst;
@@ -256,6 +273,16 @@ const char *grw_type_name(uint32_t type) {
     case GRW_DATA_COPY: return "DATA_COPY";
     case GRW_SESSION_END: return "SESSION_END";
     case GRW_CALL_DATA: return "CALL_DATA";
+    case GRW_SUBMIT: return "SUBMIT";
+    case GRW_SUBMITTED: return "SUBMITTED";
+    case GRW_FETCH: return "FETCH";
+    case GRW_JOB_STATE: return "JOB_STATE";
+    case GRW_JOBS: return "JOBS";
+    case GRW_JOBS_OK: return "JOBS_OK";
+    case GRW_FORGET: return "FORGET";
+    case GRW_FORGOTTEN: return "FORGOTTEN";
+    case GRW_JOB_INFO: return "JOB_INFO";
+    case GRW_JOB_INFO_OK: return "JOB_INFO_OK";
     case GRW_OBJ_CREATE: return "OBJ_CREATE";
     case GRW_OBJ_CREATED: return "OBJ_CREATED";
     case GRW_OBJ_INVOKE: return "OBJ_INVOKE";
