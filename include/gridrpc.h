@@ -230,6 +230,44 @@ int grid_call_waited_np(int id);
 /* Forgets the record of finished call ID. */
 void grid_forget_np(int id);
 
+/* ---- Transactions (Ninf's Ninf_transaction_begin/_end; docs/api.md "Transactions")
+ *
+ * Between grid_transaction_begin and grid_transaction_end, grid_call (and its _va_np,
+ * _argv_np and uncounted forms, and the OGF grpc_call and grpc_call_arg_stack) records
+ * the call and returns GRID_OK at once: the function is resolved and its interface
+ * fetched, scalars and strings are copied, array pointers are kept, nothing runs. The
+ * arrays are read at grid_transaction_end, as Ninf did: the caller must not free them
+ * before, and what they hold at the end is what the calls get. grid_transaction_end
+ * builds the data-dependency graph from the bytes each array argument touches (an
+ * output of one call that a later call reads, overlapping ranges counted), runs every
+ * call whose inputs are ready at once (the metaserver places each one, so independent
+ * calls run on different servers; without one the configured server runs them all),
+ * reruns on another server a call whose server fails, and leaves the caller's buffers
+ * and OUT scalars exactly as if the calls had run one by one in order. INOUT scalars are
+ * taken when recorded (a scalar output is not an input of a later call of the same
+ * transaction). A failed transaction leaves the caller's memory untouched and its error
+ * names the call ("call 3 of 5 (linalg/dgesl): ...") and every server that failed it.
+ * Asynchronous calls and object methods inside a transaction are refused. Per thread:
+ * each thread may have one transaction open. */
+int grid_transaction_begin(void);
+/* Runs the recorded calls; GRID_OK when all succeeded. GRID_ERR_ARGS when none is open. */
+int grid_transaction_end(void);
+/* Drops the open transaction: nothing runs, no buffer is touched. */
+int grid_transaction_abort_np(void);
+/* 1 when the calling thread has a transaction open, else 0. */
+int grid_transaction_active_np(void);
+/* What the calling thread's last grid_transaction_end did. */
+typedef struct grid_transaction_stats_np {
+    long calls;   /* calls recorded */
+    long raw;     /* pairs of calls with a read-after-write dependency (overlapping bytes) */
+    long war;     /* ... write after read (resolved by staging: they do not wait) */
+    long waw;     /* ... write after write (the later write lands last) */
+    long reruns;  /* calls run again after their server failed */
+    long servers; /* distinct servers that ran a call */
+    double seconds;
+} grid_transaction_stats_np;
+int grid_transaction_get_stats_np(grid_transaction_stats_np *out);
+
 /* ---- Remote objects (Ninf-G's DefClass; docs/api.md)
  *
  * An object of an IDL class lives on one server and keeps its state between the

@@ -100,6 +100,10 @@ typedef struct gms_cand {
 typedef struct gms_job {
     double flops;
     uint64_t bytes_in, bytes_out;
+    /* Servers that already hold some of the inputs (remote data): those bytes need not
+     * travel there. NULL when none. */
+    const grp_affinity *affinity;
+    uint32_t naffinity;
 } gms_job;
 
 /* Calls outstanding on C: those the heartbeat saw plus pending ones that had not yet

@@ -151,7 +151,7 @@ int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, l
     }
     if (full == n && held_s > 0) st->held_over++;
     int policy = m->policy != GRP_POLICY_DEFAULT ? (int)m->policy : st->policy;
-    gms_job job = {m->flops, m->bytes_in, m->bytes_out};
+    gms_job job = {m->flops, m->bytes_in, m->bytes_out, m->affinity, m->naffinity};
     /* Every candidate gets its estimate (the explanation shows them all); the choice
      * is among those with room, unless none has. */
     uint32_t room = n - full;

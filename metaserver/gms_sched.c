@@ -11,7 +11,8 @@
  *              assigned (pending) plus, for calls we know only as counts from the
  *              heartbeat, the server's mean call time (or this call's own compute
  *              time, or GMS_DEFAULT_CALL_S);
- *   transfer = (bytes in + bytes out) / bandwidth(site, server) + latency(site, server);
+ *   transfer = (bytes in - bytes of the inputs the server already holds + bytes out)
+ *              / bandwidth(site, server) + latency(site, server);
  *   compute  = flops / speed(server, function), or the function's measured mean run
  *              time when the call declares no flops. */
 #include <math.h>
@@ -41,7 +42,12 @@ void gms_sched_estimate(const gms_job *job, gms_cand *c) {
     else if (c->fn_run_s > 0)
         compute = c->fn_run_s;
     double bw = c->bandwidth > 0 ? c->bandwidth : GMS_DEFAULT_BANDWIDTH;
-    double transfer = (double)(job->bytes_in + job->bytes_out) / bw + c->latency;
+    uint64_t in = job->bytes_in;
+    /* Data affinity: the inputs the server holds already are not sent there. */
+    for (uint32_t i = 0; i < job->naffinity; i++)
+        if (job->affinity[i].server_id == c->id)
+            in -= job->affinity[i].bytes < in ? job->affinity[i].bytes : in;
+    double transfer = (double)(in + job->bytes_out) / bw + c->latency;
     uint32_t cores = c->cores ? c->cores : 1;
     uint32_t n = gms_cand_outstanding(c), held = c->running + c->queued;
     /* Every outstanding call delays this one by its share of the cores, even before all

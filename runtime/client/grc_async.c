@@ -424,6 +424,12 @@ int grc_call_async(const char *name, const grc_args *args, gr_err *e) {
 }
 
 int grc_call_async_req(grc_req_starter start, const void *ctx, const grc_args *args, gr_err *e) {
+    if (grc_txn_active())
+        return -gr_seterr(
+            e, GRID_ERR_ARGS,
+            "asynchronous calls cannot be part of a transaction (the transaction runs its calls "
+            "concurrently itself): use grid_call inside grid_transaction_begin/_end, or start the "
+            "asynchronous call after grid_transaction_end");
     grc_config cfg;
     grc_session *s = calloc(1, sizeof *s);
     if (!s) return -gr_seterr(e, GRID_ERR_NOMEM, "out of memory");

@@ -52,6 +52,8 @@ static int exchange(grc_conn *c, grc_req *q, int *broken, gr_err *e) {
 }
 
 int grc_call(const char *name, const grc_args *args, gr_err *e) {
+    /* Inside a transaction the call is recorded; it runs at grid_transaction_end. */
+    if (grc_txn_active()) return grc_txn_record(name, args, e);
     grc_config cfg;
     grc_req q;
     int rc = grc_req_start(&q, name, args, &cfg, e);

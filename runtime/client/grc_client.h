@@ -122,6 +122,9 @@ typedef struct grc_route {
     int no_retry;                 /* the caller's GRID_CALL_NO_RETRY_NP when the call started */
     int final;                    /* the error message already names the function and servers */
     int reused;                   /* the target is an earlier decision's (no SCHEDULE) */
+    int no_reuse;                 /* ask SCHEDULE even for a call small enough to reuse (transactions) */
+    const grp_affinity *affinity; /* bytes of the call's inputs already on servers (SCHEDULE) */
+    uint32_t naffinity;           /* <= GRP_MAX_AFFINITY */
     int reported;                 /* this attempt's REPORT is written */
     uint64_t decision;            /* SCHEDULE_OK's; 0: a reused decision or a last-known server */
     uint64_t server_id;           /* 0 when unknown */
@@ -340,6 +343,12 @@ int grc_callback_refuse(grw_reader *r, grw_writer *w, pthread_mutex_t *wlock, co
 
 /* One synchronous call. */
 int grc_call(const char *name, const grc_args *args, gr_err *e);
+
+/* ---- transactions (grc_txn.c) */
+/* 1 when the calling thread has a transaction open: its calls are recorded, not run. */
+int grc_txn_active(void);
+/* Records a call of NAME in the calling thread's open transaction. */
+int grc_txn_record(const char *name, const grc_args *args, gr_err *e);
 
 /* Sets the calling thread's last error (grid_last_error). */
 void grc_report(int code, const char *msg);

@@ -58,6 +58,9 @@ static int is_url(const char *name) {
 
 void grc_route_reset(grc_route *r) {
     r->routed = r->no_retry = r->final = r->reused = r->reported = r->attempts = 0;
+    r->no_reuse = 0;
+    r->affinity = NULL;
+    r->naffinity = 0;
     r->decision = r->server_id = r->bytes_in = r->bytes_out = 0;
     r->flops = 0;
     r->nexclude = 0;

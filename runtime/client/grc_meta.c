@@ -347,6 +347,8 @@ static int ask(grc_req *q, const grc_config *cfg, grp_schedule_ok *ok, int *unre
     m.flops = q->route.flops;
     for (uint32_t i = 0; i < q->route.nexclude; i++)
         if (q->route.failed->exclude[i]) m.exclude[m.nexclude++] = q->route.failed->exclude[i];
+    for (uint32_t i = 0; i < q->route.naffinity && i < GRP_MAX_AFFINITY; i++)
+        m.affinity[m.naffinity++] = q->route.affinity[i];
     uint64_t id = conn->next_id++;
     long long t0 = gr_now_ns();
     conn->wr.deadline_ns = t0 + (long long)(META_TIMEOUT_S * 1e9);
@@ -429,7 +431,7 @@ static int route_locked(grc_req *q, fentry *fe, const grc_config *cfg, int allow
     r->reported = 0;
     r->reused = 0;
     r->decision = r->server_id = 0;
-    if (allow_reuse && reusable(fe, r, cfg)) {
+    if (allow_reuse && !r->no_reuse && reusable(fe, r, cfg)) {
         snprintf(q->t.host, sizeof q->t.host, "%s", fe->host);
         q->t.port = fe->port;
         r->server_id = fe->server_id;

@@ -143,6 +143,12 @@ static int invoke(grid_object_np *o, const char *method, const grc_args *args, g
     grc_config cfg;
     grc_req q;
     invoke_ctx ic = {o, method};
+    if (grc_txn_active())
+        return gr_seterr(e, GRID_ERR_ARGS,
+                         "%s: methods of remote objects cannot be part of a transaction (an object's state "
+                         "is not data the transaction can stage): invoke it before grid_transaction_begin or "
+                         "after grid_transaction_end",
+                         method);
     int rc = start_invoke(&q, &ic, args, &cfg, e);
     if (rc) return rc;
     pthread_mutex_lock(&o->lock);

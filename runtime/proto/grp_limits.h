@@ -18,6 +18,7 @@
 #define GRP_MAX_FUNCTIONS 4096     /* functions in one REGISTER, per server in SERVERS_OK */
 #define GRP_MAX_SERVERS 4096       /* servers in one SERVERS_OK */
 #define GRP_MAX_EXCLUDE 64         /* servers a SCHEDULE asks to leave out */
+#define GRP_MAX_AFFINITY 16        /* servers a SCHEDULE says hold some of the call's inputs */
 #define GRP_MAX_METHOD_NAME 255    /* OBJ_INVOKE method names (GRD_MAX_NAME) */
 #define GRP_MAX_REFS 64            /* data handle references in one CALL_DATA (GRD_MAX_PARAMS) */
 #define GRP_MAX_HOLD_S 60          /* seconds a metaserver may hold a SCHEDULE (every server full) */

@@ -174,6 +174,9 @@ int grp_write_schedule(grw_writer *w, uint64_t id, const grp_schedule *m, gr_err
     if (m->nexclude > GRP_MAX_EXCLUDE)
         return gr_seterr(e, GRID_ERR_LIMIT, "%u excluded servers exceed the limit of %u", m->nexclude,
                          GRP_MAX_EXCLUDE);
+    if (m->naffinity > GRP_MAX_AFFINITY)
+        return gr_seterr(e, GRID_ERR_LIMIT, "%u affinity entries exceed the limit of %u", m->naffinity,
+                         GRP_MAX_AFFINITY);
     int rc = grw_begin(w, GRW_SCHEDULE, 0, id, e);
     if (!rc) rc = grw_write_string(w, m->function, e);
     if (!rc) rc = grw_write_string(w, m->site, e);
@@ -184,13 +187,19 @@ int grp_write_schedule(grw_writer *w, uint64_t id, const grp_schedule *m, gr_err
     if (!rc) rc = grw_write_u32(w, m->nexclude, e);
     for (uint32_t i = 0; i < m->nexclude && !rc; i++)
         rc = grw_write_u64(w, m->exclude[i], e);
+    if (!rc) rc = grw_write_u32(w, m->naffinity, e);
+    for (uint32_t i = 0; i < m->naffinity && !rc; i++) {
+        rc = grw_write_u64(w, m->affinity[i].server_id, e);
+        if (!rc) rc = grw_write_u64(w, m->affinity[i].bytes, e);
+    }
     if (!rc) rc = grw_finish(w, e);
     return rc;
 }
 
 int grp_read_schedule(grw_reader *r, grp_schedule *m, gr_err *e) {
     m->nexclude = 0;
-    uint32_t n = 0;
+    m->naffinity = 0;
+    uint32_t n = 0, na = 0;
     int rc = grw_read_string_buf(r, m->function, GRP_MAX_FUNCTION_NAME, e);
     if (!rc) rc = grw_read_string_buf(r, m->site, GRP_MAX_SITE, e);
     if (!rc) rc = grw_read_u32(r, &m->policy, e);
@@ -204,9 +213,25 @@ int grp_read_schedule(grw_reader *r, grp_schedule *m, gr_err *e) {
     if (!rc) rc = check_count(r, n, GRP_MAX_EXCLUDE, 8, "excluded servers", e);
     for (uint32_t i = 0; i < n && !rc; i++)
         rc = grw_read_u64(r, &m->exclude[i], e);
+    if (!rc) rc = grw_read_u32(r, &na, e);
+    if (!rc) rc = check_count(r, na, GRP_MAX_AFFINITY, 16, "affinity entries", e);
+    for (uint32_t i = 0; i < na && !rc; i++) {
+        rc = grw_read_u64(r, &m->affinity[i].server_id, e);
+        if (!rc) rc = grw_read_u64(r, &m->affinity[i].bytes, e);
+        if (!rc && m->affinity[i].server_id == 0)
+            rc = gr_seterr(e, GRID_ERR_PROTOCOL, "SCHEDULE affinity entry %u names server 0", i);
+        if (!rc && m->affinity[i].bytes > m->bytes_in)
+            rc =
+                gr_seterr(e, GRID_ERR_PROTOCOL,
+                          "SCHEDULE affinity entry %u says server %llu holds %llu bytes of a call that sends "
+                          "%llu",
+                          i, (unsigned long long)m->affinity[i].server_id,
+                          (unsigned long long)m->affinity[i].bytes, (unsigned long long)m->bytes_in);
+    }
     if (!rc) rc = grw_end(r, e);
     if (!rc && !m->function[0]) rc = gr_seterr(e, GRID_ERR_PROTOCOL, "SCHEDULE names no function");
     if (!rc) m->nexclude = n;
+    if (!rc) m->naffinity = na;
     return rc;
 }
 

@@ -78,15 +78,24 @@ int grp_read_heartbeat(grw_reader *r, grp_heartbeat *m, gr_err *e);
 
 /* ---- SCHEDULE (client -> metaserver) / SCHEDULE_OK. No server for the function is
  * ERROR GRID_ERR_NOT_FOUND, none up GRID_ERR_CONNECT. */
+/* Bytes of a call's inputs that a server already holds (remote data: it need not
+ * receive them again). */
+typedef struct grp_affinity {
+    uint64_t server_id;
+    uint64_t bytes;
+} grp_affinity;
+
 typedef struct grp_schedule {
     char function[GRP_MAX_FUNCTION_NAME + 1];
-    char site[GRP_MAX_SITE + 1];       /* the client's site (GRIDRPC_SITE) */
-    uint32_t policy;                   /* enum grp_policy, validated */
-    uint64_t bytes_in;                 /* bytes the call sends (its CALL message) */
-    uint64_t bytes_out;                /* bytes it receives back (its RESULT) */
-    double flops;                      /* the descriptor's Complexity for these arguments; 0: none */
-    uint32_t nexclude;                 /* <= GRP_MAX_EXCLUDE */
-    uint64_t exclude[GRP_MAX_EXCLUDE]; /* server ids already tried by this call */
+    char site[GRP_MAX_SITE + 1];             /* the client's site (GRIDRPC_SITE) */
+    uint32_t policy;                         /* enum grp_policy, validated */
+    uint64_t bytes_in;                       /* bytes the call sends (its CALL message) */
+    uint64_t bytes_out;                      /* bytes it receives back (its RESULT) */
+    double flops;                            /* the descriptor's Complexity for these arguments; 0: none */
+    uint32_t nexclude;                       /* <= GRP_MAX_EXCLUDE */
+    uint64_t exclude[GRP_MAX_EXCLUDE];       /* server ids already tried by this call */
+    uint32_t naffinity;                      /* <= GRP_MAX_AFFINITY */
+    grp_affinity affinity[GRP_MAX_AFFINITY]; /* server ids nonzero, bytes <= bytes_in */
 } grp_schedule;
 
 typedef struct grp_schedule_ok {

@@ -47,7 +47,7 @@ static void test_mct(void) {
     /* A: behind a fast link (1 GB/s) and busy: 4 cores all running, 2 queued.
      * B: behind a slow link (10 MB/s) and idle. Both equally fast. */
     gms_cand c[2] = {cand(1, 4, 4, 2, 1e10, 1e9, 1e-4), cand(2, 4, 0, 0, 1e10, 1e7, 1e-2)};
-    gms_job big = {1e9, 50000000, 50000000}; /* 100 MB, 0.1 s of compute */
+    gms_job big = {1e9, 50000000, 50000000, NULL, 0}; /* 100 MB, 0.1 s of compute */
     int k = gms_sched_pick(GRP_POLICY_MCT, &big, c, 2, 0);
     ok(k == 0, "mct: a data-heavy call goes to the busy server behind the fast link (chose %d)", k);
     /* A: wait 6 calls x 0.5 s / 4 cores = 0.75 s; transfer 0.1 s + 1e-4; compute 0.1 s */
@@ -57,7 +57,7 @@ static void test_mct(void) {
     ok(near(c[1].estimate, 10.01 + 0.1) && c[1].wait == 0,
        "mct: the idle server behind 10 MB/s needs 10 s for 100 MB (estimate %g)", c[1].estimate);
 
-    gms_job heavy = {1e12, 500, 500}; /* 100 s of compute, 1 KB of data */
+    gms_job heavy = {1e12, 500, 500, NULL, 0}; /* 100 s of compute, 1 KB of data */
     k = gms_sched_pick(GRP_POLICY_MCT, &heavy, c, 2, 0);
     ok(k == 1, "mct: a compute-heavy call goes to the idle server even behind the slow link (chose %d)", k);
     ok(near(c[0].wait, 0.75) && c[0].estimate > c[1].estimate,
@@ -74,12 +74,38 @@ static void test_mct(void) {
        f[1].compute);
 }
 
+/* Data affinity: the inputs a server holds already do not travel to it. */
+static void test_affinity(void) {
+    /* Two idle, equal servers behind 100 MB/s; a call sending 100 MB, most of it
+     * already on server 2 (a transaction's intermediate result). */
+    gms_cand c[2] = {cand(1, 4, 0, 0, 1e10, 1e8, 1e-3), cand(2, 4, 0, 0, 1e10, 1e8, 1e-3)};
+    grp_affinity held[2] = {{7, 100000000}, {2, 80000000}}; /* server 7 is not a candidate */
+    gms_job job = {1e9, 100000000, 1000, held, 2};
+    int k = gms_sched_pick(GRP_POLICY_MCT, &job, c, 2, 0);
+    ok(k == 1, "affinity: mct sends the call where 80 of its 100 MB already are (chose %d)", k);
+    ok(near(c[1].transfer, 20001000 / 1e8 + 1e-3) && near(c[0].transfer, 100001000 / 1e8 + 1e-3),
+       "affinity: only the missing 20 MB count on the holder (transfer %g s against %g s)", c[1].transfer,
+       c[0].transfer);
+    /* A much faster server elsewhere still wins a compute-heavy call. */
+    c[0].speed = 1e12;
+    gms_job heavy = {1e12, 100000000, 1000, held, 2};
+    k = gms_sched_pick(GRP_POLICY_MCT, &heavy, c, 2, 0);
+    ok(k == 0, "affinity: a server 100x faster is worth moving the data to (chose %d)", k);
+    /* An entry claiming more than the call sends counts as all of it, never below zero. */
+    grp_affinity all = {1, 200000000};
+    gms_job over = {1e9, 100000000, 1000, &all, 1};
+    c[0].speed = 1e10;
+    gms_sched_pick(GRP_POLICY_MCT, &over, c, 2, 0);
+    ok(near(c[0].transfer, 1000 / 1e8 + 1e-3), "affinity: never less than nothing to send (transfer %g)",
+       c[0].transfer);
+}
+
 static void test_least_load(void) {
     gms_cand c[3] = {cand(1, 2, 2, 1, 1e9, 1e8, 1e-3), cand(2, 8, 2, 0, 1e9, 1e8, 1e-3),
                      cand(3, 8, 2, 0, 1e9, 1e8, 1e-3)};
     c[1].loadavg = 3.0;
     c[2].loadavg = 1.0;
-    gms_job j = {0, 0, 0};
+    gms_job j = {0, 0, 0, NULL, 0};
     int k = gms_sched_pick(GRP_POLICY_LEAST_LOAD, &j, c, 3, 0);
     ok(k == 2, "least-load: lowest (running+queued)/cores, ties broken by load average (chose %d)", k);
     c[2].pending = 5; /* assigned by us, not yet seen in its heartbeat */
@@ -90,7 +116,7 @@ static void test_least_load(void) {
 static void test_round_robin(void) {
     gms_cand c[3] = {cand(1, 1, 0, 0, 1e9, 1e8, 1e-3), cand(2, 1, 9, 9, 1e9, 1e8, 1e-3),
                      cand(3, 1, 0, 0, 1e9, 1e8, 1e-3)};
-    gms_job j = {1, 1, 1};
+    gms_job j = {1, 1, 1, NULL, 0};
     int seen[3] = {0};
     for (uint64_t rr = 0; rr < 6; rr++)
         seen[gms_sched_pick(GRP_POLICY_ROUND_ROBIN, &j, c, 3, rr)]++;
@@ -345,7 +371,7 @@ static void test_server_work(void) {
      * compute, 1 KB. */
     gms_cand c[2] = {cand(1, 1, 1, 0, 1e9, 1e9, 1e-4), cand(2, 1, 0, 0, 1e9, 2e6, 0.6)};
     c[0].work_s = 3;
-    gms_job ep = {2e9, 500, 500};
+    gms_job ep = {2e9, 500, 500, NULL, 0};
     int k = gms_sched_pick(GRP_POLICY_MCT, &ep, c, 2, 0);
     ok(k == 1 && near(c[0].wait, 3),
        "mct: a compute-heavy call leaves the near server whose own prediction is 3 s of work (wait %g, chose "
@@ -365,7 +391,7 @@ static void test_server_work(void) {
     d[0].pending_s = 1;
     d[0].fresh_s = 1;
     d[1].work_s = 1.5;
-    gms_job one = {1e9, 0, 0};
+    gms_job one = {1e9, 0, 0, NULL, 0};
     k = gms_sched_pick(GRP_POLICY_MCT, &one, d, 2, 0);
     ok(k == 1 && near(d[0].wait, 2) && near(d[1].wait, 1.5),
        "mct: work assigned since the last heartbeat is added to the server's prediction (waits %g, %g)",
@@ -489,6 +515,7 @@ static void test_json_escape(void) {
 int main(void) {
     gr_log_init("meta-sched-test", GMS_LOG_ERROR);
     test_mct();
+    test_affinity();
     test_least_load();
     test_round_robin();
     test_state();

@@ -223,6 +223,9 @@ grp_schedule sample_schedule() {
     m.nexclude = 2;
     m.exclude[0] = 7;
     m.exclude[1] = 0xffffffffffull;
+    m.naffinity = 2;
+    m.affinity[0] = {3, 1ull << 30};
+    m.affinity[1] = {9, 4096};
     return m;
 }
 
@@ -244,6 +247,11 @@ TEST(ProtoMeta, ScheduleRoundTrip) {
     ASSERT_EQ(2u, got.nexclude);
     EXPECT_EQ(7u, got.exclude[0]);
     EXPECT_EQ(0xffffffffffull, got.exclude[1]);
+    ASSERT_EQ(2u, got.naffinity);
+    EXPECT_EQ(3u, got.affinity[0].server_id);
+    EXPECT_EQ(1ull << 30, got.affinity[0].bytes);
+    EXPECT_EQ(9u, got.affinity[1].server_id);
+    EXPECT_EQ(4096u, got.affinity[1].bytes);
 }
 
 template <typename F> int schedule_with(F edit, gr_err *e) {
@@ -284,6 +292,26 @@ TEST(ProtoMeta, ScheduleValidatesPolicyFlopsAndExcludes) {
     grp_schedule got;
     EXPECT_EQ(GRID_ERR_LIMIT, grp_read_schedule(p.r, &got, &e));
     EXPECT_EQ(0u, got.nexclude);
+}
+
+TEST(ProtoMeta, ScheduleValidatesAffinity) {
+    gr_err e;
+    EXPECT_EQ(GRID_OK, schedule_with(
+                           [](grp_schedule &m) {
+                               m.naffinity = GRP_MAX_AFFINITY;
+                               for (auto &a : m.affinity)
+                                   a = {1, 1};
+                           },
+                           &e))
+        << e.msg;
+    EXPECT_EQ(-1, schedule_with([](grp_schedule &m) { m.naffinity = GRP_MAX_AFFINITY + 1; }, &e));
+    EXPECT_EQ(GRID_ERR_LIMIT, e.code);
+    EXPECT_EQ(GRID_ERR_PROTOCOL, schedule_with([](grp_schedule &m) { m.affinity[1].server_id = 0; }, &e));
+    EXPECT_NE(nullptr, strstr(e.msg, "server 0")) << e.msg;
+    // A server cannot hold more of the call's inputs than the call sends.
+    EXPECT_EQ(GRID_ERR_PROTOCOL,
+              schedule_with([](grp_schedule &m) { m.affinity[0].bytes = m.bytes_in + 1; }, &e));
+    EXPECT_NE(nullptr, strstr(e.msg, "holds")) << e.msg;
 }
 
 TEST(ProtoMeta, ScheduleOkRoundTripAndValidation) {

@@ -634,6 +634,7 @@ TEST(ProtoSpec, DocsAgreeWithTheCode) {
         unsigned long limit;
     } counts[] = {{"nfunctions", GRP_MAX_FUNCTIONS},
                   {"nexclude", GRP_MAX_EXCLUDE},
+                  {"naffinity", GRP_MAX_AFFINITY},
                   {"reply_bytes", GRP_MAX_PROBE},
                   {"nrefs", GRP_MAX_REFS}};
     for (auto &c : counts) {
