@@ -66,6 +66,10 @@ from ._errors import (
     StaleError,
 )
 from ._futures import Future, _check_timeout, _target, call_async, in_flight
+from ._data import Data, put
+from ._jobs import JobState, fetch, forget, job_state, submit
+from ._txn import Deferred, Transaction, transaction
+from . import _txn
 
 __version__ = "0.1.0"
 #: The version of the C library the extension was loaded with.
@@ -96,8 +100,15 @@ def call(name: str, /, *args: Any, timeout: float | None = None, server: str | N
     TypeError / ValueError) for bad arguments, ConnectError, NotFoundError,
     CallTimeoutError, RemoteError, ShutdownError, ...
     """
-    if timeout is None and server is None:
+    if timeout is None and server is None and _txn._local.__dict__.get("txn") is None:
         return _call(name, *args)
+    txn = _txn.active()
+    if txn is not None:
+        if timeout is not None:
+            raise ArgumentValueError(_core.GRID_ERR_ARGS,
+                                     f"call({name!r}, timeout=...) inside a transaction: its calls run "
+                                     "together at its end; give no timeout= there")
+        return txn._record(_target(name, server), args)
     name = _target(name, server)
     if timeout is None:
         return _call(name, *args)
@@ -226,11 +237,14 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "ConnectionLostError",
+    "Data",
+    "Deferred",
     "FileError",
     "Function",
     "Future",
     "GridError",
     "InternalError",
+    "JobState",
     "LimitError",
     "NotFoundError",
     "OutOfMemoryError",
@@ -239,14 +253,21 @@ __all__ = [
     "RemoteError",
     "ShutdownError",
     "StaleError",
+    "Transaction",
     "call",
     "call_async",
     "describe",
+    "fetch",
+    "forget",
     "in_flight",
+    "job_state",
     "library_version",
     "list_functions",
+    "put",
     "reset",
     "set_timeouts",
     "stats",
+    "submit",
+    "transaction",
     "wait_all",
 ]
