@@ -12,7 +12,7 @@ mkdir empty
 missing=
 for o in --module --module-dir --default-modules --host --port --threads --mode --queue --token --max-message --max-array \
   --max-head --io-timeout --shutdown-timeout --log-level --quiet --help --version \
-  --metaserver --advertise --name --speed --metaserver-token; do
+  --metaserver --advertise --name --speed --metaserver-token --data-memory --data-grace --data-lease; do
   grep -q -- "$o" help.out || missing="$missing $o"
 done
 if [ $rc -eq 0 ] && grep -q '^Usage: gridrpcd' help.out && [ -z "$missing" ]; then ok "--help explains every option"; else fail "--help (rc $rc, missing:$missing)"; fi
@@ -49,6 +49,10 @@ usage_error "bad advertise" "--advertise: '::1:7000' is not HOST:PORT" --metaser
 usage_error "bad speed" "--speed: '2x' is not a speed: write flops per second" --metaserver m:1 --speed 2x
 usage_error "zero speed" "--speed: '0' is not a speed" --metaserver m:1 --speed 0
 usage_error "empty name" "--name: empty name" --metaserver m:1 --name ''
+usage_error "zero data memory" "--data-memory: '0' must be at least 1" --data-memory 0
+usage_error "bad data memory" "--data-memory: 'lots' is not a size" --data-memory lots
+usage_error "zero data grace" "--data-grace: '0' must be more than 0" --data-grace 0
+usage_error "bad data lease" "--data-lease: 'forever' is not a duration" --data-lease forever
 usage_error "advertise alone" "--advertise, --name, --speed and --metaserver-token need --metaserver HOST:PORT" --advertise h:1
 
 # start_server OUT ARGS...: starts gridrpcd in the background (pid in $spid) and waits

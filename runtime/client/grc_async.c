@@ -558,6 +558,7 @@ int grc_wait(int id, const char **msg) {
     snprintf(last_msg, sizeof last_msg, "%s", s->msg ? s->msg : "");
     pthread_mutex_unlock(&alock);
     if (timed_out) send_cancel(s);
+    grc_data_flush(NULL); /* copies that a KEEP of the call made stale */
     *msg = last_msg;
     return code;
 }
@@ -607,6 +608,7 @@ int grc_wait_any(const int *ids, int n, int *done, const char **msg) {
             snprintf(last_msg, sizeof last_msg, "%s", pick->msg ? pick->msg : "");
             int code = pick->code;
             pthread_mutex_unlock(&alock);
+            grc_data_flush(NULL); /* copies that a KEEP of the call made stale */
             return code;
         }
         /* Expire calls past their deadline, then sleep until something changes. */

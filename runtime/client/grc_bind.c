@@ -127,7 +127,8 @@ int grc_req_rebind(grc_req *q, gr_err *e) {
 
 void grc_req_unbind(grc_req *q) {
     if (!q->nbind) return;
-    for (uint32_t i = 0; i < GRD_MAX_PARAMS; i++)
+    /* Only the descriptor's entries are set (grc_req_fill clears those alone). */
+    for (uint32_t i = 0; i < q->desc->nparams; i++)
         if (q->bind[i].h) {
             grc_data_release(q->bind[i].h);
             q->bind[i].h = NULL;

@@ -58,51 +58,57 @@ int grc_call(const char *name, const grc_args *args, gr_err *e) {
     grc_req q;
     int rc = grc_req_start(&q, name, args, &cfg, e);
     if (rc) return rc;
+    rc = grc_req_run(&q, &cfg, e);
+    grc_req_free(&q);
+    return rc;
+}
+
+int grc_req_run(grc_req *q, const grc_config *cfg, gr_err *e) {
+    int rc;
     for (;;) {
         grc_conn *c;
-        rc = grc_conn_get(q.t.host, q.t.port, &cfg, &c, e);
+        rc = grc_conn_get(q->t.host, q->t.port, cfg, &c, e);
         if (rc) {
             /* The call never left: a server that does not answer the connection at all
              * is as failed as one that refuses it. */
             if (rc == GRID_ERR_TIMEOUT) e->code = rc = GRID_ERR_CONNECT;
-            if (grc_req_failover(&q, rc, e) == GRID_OK) continue;
+            if (grc_req_failover(q, rc, e) == GRID_OK) continue;
             break;
         }
-        rc = grc_req_check(&q, &c->server, e);
+        rc = grc_req_check(q, &c->server, e);
         if (rc) {
             grc_conn_put(c, 0);
             break;
         }
         /* Data handles among the arguments: their data goes to this server first. */
         int place_failed = 0;
-        rc = grc_req_place(&q, &cfg, &place_failed, e);
+        rc = grc_req_place(q, cfg, &place_failed, e);
         if (rc) {
             grc_conn_put(c, 0);
-            if (place_failed && grc_req_failover(&q, rc, e) == GRID_OK) continue;
+            if (place_failed && grc_req_failover(q, rc, e) == GRID_OK) continue;
             break;
         }
-        c->rd.deadline_ns = c->wr.deadline_ns = grc_req_deadline(&cfg);
+        c->rd.deadline_ns = c->wr.deadline_ns = grc_req_deadline(cfg);
         int broken = 0;
-        rc = exchange(c, &q, &broken, e);
+        rc = exchange(c, q, &broken, e);
         if (rc == GRID_ERR_TIMEOUT) {
             char tt[400];
             gr_seterr(e, GRID_ERR_TIMEOUT,
                       "no reply within the call timeout of %s; the call may still be running",
-                      grc_timeout_text(&cfg, tt, sizeof tt));
+                      grc_timeout_text(cfg, tt, sizeof tt));
         }
         grc_conn_put(c, broken || rc == GRID_ERR_TIMEOUT);
-        grc_req_settle(&q, rc);
+        grc_req_settle(q, rc);
         if (rc == GRID_ERR_STALE) {
-            if (grc_req_refresh(&q, e) == GRID_OK) continue;
+            if (grc_req_refresh(q, e) == GRID_OK) continue;
             break;
         }
-        if (rc && grc_req_failover(&q, rc, e) == GRID_OK) continue;
+        if (rc && grc_req_failover(q, rc, e) == GRID_OK) continue;
         break;
     }
-    grc_req_end(&q, rc);
-    if (q.nbind) grc_data_flush(&cfg); /* copies a KEEP made stale */
+    grc_req_end(q, rc);
+    if (q->nbind) grc_data_flush(cfg); /* copies a KEEP made stale */
     if (!rc) __atomic_add_fetch(&grc_stat_calls, 1, __ATOMIC_RELAXED);
-    if (rc) grc_req_blame(&q, e);
-    grc_req_free(&q);
+    if (rc) grc_req_blame(q, e);
     return rc;
 }

@@ -250,7 +250,8 @@ void grc_data_kept_on(grc_data *d, const char *host, int port, uint64_t server_i
 /* D's copy on HOST:PORT is gone (its server failed): forgotten; D is lost when no copy is left. */
 void grc_data_gone_from(grc_data *d, const char *host, int port, const char *why);
 /* Sends the pending DATA_FREEs of stale copies (never fails: a server that cannot be
- * reached frees them at session end or lease expiry). */
+ * reached frees them at session end or lease expiry). CFG NULL: the settings in effect.
+ * Costs a lock and nothing else when none is pending. */
 void grc_data_flush(const grc_config *cfg);
 /* Ends the session on every server holding its data (SESSION_END), marks every handle
  * lost and starts a new session: grid_reset_np and grpc_finalize. */
@@ -343,6 +344,11 @@ int grc_callback_refuse(grw_reader *r, grw_writer *w, pthread_mutex_t *wlock, co
 
 /* One synchronous call. */
 int grc_call(const char *name, const grc_args *args, gr_err *e);
+/* Runs the prepared request Q (grc_req_start, then any grc_req_bind) on the caller's
+ * thread, as grid_call does: copies its IN handles to its server, sends, reads the
+ * reply, fails over (routed calls), refreshes after STALE, and records its KEEP handles.
+ * On failure E names the function and server. The caller grc_req_free's Q after. */
+int grc_req_run(grc_req *q, const grc_config *cfg, gr_err *e);
 
 /* ---- transactions (grc_txn.c) */
 /* 1 when the calling thread has a transaction open: its calls are recorded, not run. */

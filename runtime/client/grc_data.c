@@ -264,6 +264,15 @@ static void drop_local_if_done(grc_data *d) {
 
 void grc_data_kept_on(grc_data *d, const char *host, int port, uint64_t server_id) {
     pthread_mutex_lock(&dlock);
+    if (!d->live || d->lost) {
+        /* Freed (or its session ended) while the call ran: what the call kept is garbage. */
+        grc_copy c;
+        snprintf(c.host, sizeof c.host, "%s", host);
+        c.port = port;
+        if (!d->live) add_stale(d, &c); /* a session that ended freed it already */
+        pthread_mutex_unlock(&dlock);
+        return;
+    }
     for (int i = 0; i < d->ncopies; i++)
         if (d->copies[i].port != port || strcmp(d->copies[i].host, host) != 0) add_stale(d, &d->copies[i]);
     d->ncopies = 0;
@@ -443,7 +452,10 @@ void grc_data_flush(const grc_config *cfg) {
     stales = NULL;
     nstales = capstales = 0;
     pthread_mutex_unlock(&dlock);
-    for (int i = 0; i < n; i++) {
+    grc_config own;
+    gr_err ce;
+    if (n && !cfg) cfg = grc_config_get(&own, &ce) == GRID_OK ? &own : NULL;
+    for (int i = 0; i < n && cfg; i++) {
         gr_err e;
         int remote;
         grp_data_id di = {list[i].session, list[i].handle};
@@ -479,7 +491,9 @@ int grc_data_copy_to(grc_data *d, const char *host, int port, uint64_t server_id
     if (rc) return rc;
     char tried[1024] = "";
     size_t used = 0;
-    for (;;) {
+    /* Each failed source is dropped, so this ends; the bound guards against copies that
+     * other threads keep adding meanwhile. */
+    for (int round = 0; round < 64; round++) {
         /* The first copy still known: servers that failed are dropped on the way. */
         pthread_mutex_lock(&dlock);
         grc_copy src;
@@ -530,6 +544,9 @@ int grc_data_copy_to(grc_data *d, const char *host, int port, uint64_t server_id
                       (unsigned long long)d->id, tried);
         return rc;
     }
+    if (rc)
+        return gr_seterr(e, rc, "data handle %llu could not be copied to %s:%d: tried %s",
+                         (unsigned long long)d->id, host, port, tried);
     pthread_mutex_lock(&dlock);
     if (ses == session) add_copy(d, host, port, server_id);
     pthread_mutex_unlock(&dlock);
