@@ -216,7 +216,8 @@ def reset() -> None:
 
 def stats() -> dict[str, int]:
     """The C client's counters for this process: descriptor_fetches, connections_opened,
-    and calls (calls completed successfully, synchronous and asynchronous)."""
+    calls (calls completed successfully, synchronous and asynchronous), and bytes_sent
+    and bytes_received on all its connections (what a gridrpc.Data saves)."""
     return dict(_core.stats())
 
 

@@ -1022,8 +1022,9 @@ static int to_array(callstate *cs, int i, PyObject *o) {
                                  "arrays (the calls run at the end of the transaction): pass a writable "
                                  "numpy array of dtype %s and shape %s; the result lands in it at the end",
                          ARG_ARGS(cs, i), dt, shp);
-    if (o == Py_None && p->mode == GRID_MODE_IN && cs->mode == CS_FETCH) return 0; /* not read */
-    if (o == Py_None && (p->mode == GRID_MODE_OUT || (p->mode == GRID_MODE_INOUT && cs->mode == CS_FETCH))) {
+    /* A fetch does not read IN arrays, but the library wants a buffer: a zeroed one
+     * (not returned: results() returns outputs only). */
+    if (o == Py_None && (p->mode == GRID_MODE_OUT || cs->mode == CS_FETCH)) {
         /* Allocated here from the evaluated dimensions, and returned by the call. */
         if (!allocator)
             return arg_error(KIND_TYPE, ARG_FMT ": no array allocator registered", ARG_ARGS(cs, i));
@@ -1896,8 +1897,9 @@ static PyObject *core_stats(PyObject *self, PyObject *unused) {
     (void)unused;
     grid_stats_np s;
     grid_get_stats_np(&s);
-    return Py_BuildValue("{slslsl}", "descriptor_fetches", s.descriptor_fetches, "connections_opened",
-                         s.connections_opened, "calls", s.calls);
+    return Py_BuildValue("{slslslsKsK}", "descriptor_fetches", s.descriptor_fetches, "connections_opened",
+                         s.connections_opened, "calls", s.calls, "bytes_sent", s.bytes_sent, "bytes_received",
+                         s.bytes_received);
 }
 
 static PyObject *core_error_name(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
