@@ -35,6 +35,15 @@ names it, else GRIDRPC_METASERVER / GRIDRPC_SERVER=host:port, else the "server" 
 GRIDRPC_CONFIG or ~/.gridrpc.conf. After a failed call, a changed GRIDRPC_SERVER (and
 the other GRIDRPC_* settings) takes effect at the next call, without reset().
 Failures raise GridError subclasses (one per error code) with the library's message.
+
+Data that stays on servers (python/README.md):
+    hb = gridrpc.put(B)                       # a gridrpc.Data: pass it where B goes
+    hc = gridrpc.Data.new("float64", (n, n))  # an OUT that stays on the server
+    gridrpc.call("linalg/dmmul", n, A, hb, hc); C = hc.get()
+    with gridrpc.transaction():               # calls recorded, run together at the end
+        gridrpc.call("linalg/dmmul", n, A, B, X)   # OUT arrays must be passed here
+    job = gridrpc.submit("linalg/dmmul", n, A, B, None)      # two-phase: a job id
+    C = gridrpc.fetch(job, n, None, None, None, wait=60)     # from any process
 """
 
 from __future__ import annotations
