@@ -1018,6 +1018,12 @@ static int data_type(const CFI_cdesc_t *d, const int *type, const char *what, in
     return GRID_OK;
 }
 
+static const char *idl_name(int t) {
+    static const char *const names[] = {"?",        "char",  "short",  "int",      "long",
+                                        "longlong", "float", "double", "scomplex", "dcomplex"};
+    return t >= 1 && t <= GRID_TYPE_DCOMPLEX ? names[t] : "?";
+}
+
 /* C-order strides (bytes) of the extents of D: a(i,j) is the IDL's a[i][j]. */
 static void c_order(const CFI_cdesc_t *d, long long *ext, ptrdiff_t *cs) {
     int r = d->rank;
@@ -1082,9 +1088,8 @@ void gridrpc_f_data_get(const grf_data *h, CFI_cdesc_t *a, int *ierr) {
     if (!rc) rc = grid_data_info_np(p, &ht, &count);
     if (!rc) rc = data_type(a, NULL, "grid_data_get", &t);
     if (!rc && t != ht && !(csize(t) == csize(ht) && t <= GRID_TYPE_LONGLONG && ht <= GRID_TYPE_LONGLONG))
-        rc =
-            seterr("grid_data_get: the array's elements are IDL %d but the handle holds IDL type %d: pass %s",
-                   t, ht, wanted(ht));
+        rc = seterr("grid_data_get: the array holds %s elements but the handle holds %s ones: pass %s",
+                    idl_name(t), idl_name(ht), wanted(ht));
     if (!rc && n != count)
         rc = seterr("grid_data_get: the array has %zu elements but the handle holds %zu", n, count);
     if (!rc && n > 0 && !a->base_addr)
