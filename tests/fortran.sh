@@ -36,7 +36,7 @@ else
 fi
 
 "$GRIDRPCD" --host 127.0.0.1 --port 0 --log-level warn --module "$GRIDRPC_TEST_MODULES/test.so" \
-  --module "$GRIDRPC_TEST_MODULES/linalg.so" --module "$T_TMP/fsub.so" >server.out 2>server.err &
+  --module "$GRIDRPC_TEST_MODULES/linalg.so" --module "$T_TMP/fsub.so" --job-dir "$T_TMP/jobs" >server.out 2>server.err &
 spid=$!
 _i=0
 while ! grep -q '^listening on ' server.out 2>/dev/null && kill -0 "$spid" 2>/dev/null && [ $_i -lt 200 ]; do

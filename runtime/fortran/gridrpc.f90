@@ -31,7 +31,7 @@
 ! 12 drops the length of character arguments forwarded through a non-bind(C) type(*)
 ! dummy.
 module gridrpc
-  use, intrinsic :: iso_c_binding, only: c_int, c_char, c_intptr_t, c_int64_t
+  use, intrinsic :: iso_c_binding, only: c_int, c_char, c_intptr_t, c_int64_t, c_double
   implicit none
   private
 
@@ -39,6 +39,10 @@ module gridrpc
   public :: grid_probe, grid_cancel, grid_last_error_f
   public :: grid_data_put, grid_data_get, grid_data_new, grid_data_free, grid_data_where
   public :: grid_transaction_begin, grid_transaction_end, grid_transaction_abort
+  public :: grid_submit, grid_job_fetch, grid_job_forget
+
+  !> The length a job id variable needs (GRID_JOB_ID_MAX_NP of gridrpc.h).
+  integer, parameter, public :: GRID_JOB_ID_LEN = 340
 
   !> A remote data handle: an array kept on a server (grid_data_put, grid_data_new).
   !> Pass it to grid_call where the function takes that array. Copying the variable
@@ -111,6 +115,45 @@ module gridrpc
         a25, a26, a27, a28, a29, a30, a31, a32
       integer(c_int), optional, intent(out) :: ierr
     end subroutine grid_call_async
+
+    !> Submits a call (two-phase): returns once the server keeps it on disk; JOBID
+    !> (character(len=GRID_JOB_ID_LEN)) receives 'host:port/HEX', which any process can
+    !> fetch later. OUT arguments are not written.
+    subroutine grid_submit(jobid, name, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, &
+      a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, &
+      a28, a29, a30, a31, a32, ierr) &
+        bind(C, name='gridrpc_f_submit')
+      import :: c_int, c_char
+      character(kind=c_char, len=*), intent(out) :: jobid
+      character(kind=c_char, len=*), intent(in) :: name
+      type(*), dimension(..), optional :: a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, &
+        a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, &
+        a28, a29, a30, a31, a32
+      integer(c_int), optional, intent(out) :: ierr
+    end subroutine grid_submit
+
+    !> Fetches job JOBID's results into the arguments, which are the submit's (scalars
+    !> size the arrays; IN arrays are not read). Waits up to WAIT seconds (real(8));
+    !> GRID_ERR_TIMEOUT when the job has not finished yet.
+    subroutine grid_job_fetch(jobid, wait, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, &
+      a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, &
+      a28, a29, a30, a31, a32, ierr) &
+        bind(C, name='gridrpc_f_job_fetch')
+      import :: c_int, c_char, c_double
+      character(kind=c_char, len=*), intent(in) :: jobid
+      real(c_double), intent(in) :: wait
+      type(*), dimension(..), optional :: a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, &
+        a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, &
+        a28, a29, a30, a31, a32
+      integer(c_int), optional, intent(out) :: ierr
+    end subroutine grid_job_fetch
+
+    !> Deletes job JOBID and its result on its server.
+    subroutine grid_job_forget(jobid, ierr) bind(C, name='gridrpc_f_job_forget')
+      import :: c_int, c_char
+      character(kind=c_char, len=*), intent(in) :: jobid
+      integer(c_int), optional, intent(out) :: ierr
+    end subroutine grid_job_forget
 
     !> Waits for call ID and copies its results into its arguments.
     subroutine grid_wait(id, ierr) bind(C, name='gridrpc_f_wait')

@@ -1141,3 +1141,70 @@ int gridrpc_f_data_where(const grf_data *h, char *buf, int len) {
     memcpy(buf, w, (size_t)n);
     return n;
 }
+
+/* ---- Two-phase calls: grid_submit, grid_job_fetch, grid_job_forget */
+
+void gridrpc_f_submit(CFI_cdesc_t *jobid, CFI_cdesc_t *name, GRF_DESCS(GRF_PARAM) int *ierr);
+void gridrpc_f_job_fetch(CFI_cdesc_t *jobid, const double *wait, GRF_DESCS(GRF_PARAM) int *ierr);
+void gridrpc_f_job_forget(CFI_cdesc_t *jobid, int *ierr);
+
+void gridrpc_f_submit(CFI_cdesc_t *jobid, CFI_cdesc_t *name, GRF_DESCS(GRF_PARAM) int *ierr) {
+    CFI_cdesc_t *descs[GRF_MAX_ARGS] = {GRF_DESCS(GRF_ELEM)};
+    char fname[1024] = "", what[1100], job[GRID_JOB_ID_MAX_NP] = "";
+    grf_call c;
+    c.nargs = 0;
+    int rc = cname(name, fname, sizeof fname);
+    if (!rc) rc = prepare(&c, fname, descs, 0);
+    if (!rc) rc = grid_submit_argv_np(job, sizeof job, fname, c.nargs, c.argv);
+    call_done(&c, 0); /* a submit writes no output */
+    if (!rc && (jobid->type != CFI_type_char || jobid->rank != 0 || strlen(job) > jobid->elem_len))
+        rc = seterr(
+            "grid_submit('%s'): the job id %s does not fit the first argument: pass a character(len=%d) "
+            "variable",
+            fname, job, GRID_JOB_ID_MAX_NP);
+    if (!rc) fstring(jobid->base_addr, jobid->elem_len, job);
+    snprintf(what, sizeof what, "grid_submit('%s')", fname);
+    finish(rc, ierr, what);
+}
+
+/* The job id in JOBID as a C string, or NULL with the error set. */
+static char *job_of(const CFI_cdesc_t *jobid, const char *what) {
+    char *job = jobid && jobid->type == CFI_type_char && jobid->rank == 0
+                    ? cstring(jobid->base_addr, jobid->elem_len)
+                    : NULL;
+    if (!job) seterr("%s: the job id must be a character string, as grid_submit wrote it", what);
+    return job;
+}
+
+void gridrpc_f_job_fetch(CFI_cdesc_t *jobid, const double *wait, GRF_DESCS(GRF_PARAM) int *ierr) {
+    CFI_cdesc_t *descs[GRF_MAX_ARGS] = {GRF_DESCS(GRF_ELEM)};
+    char fname[1100] = "", what[1200];
+    grf_call c;
+    c.nargs = 0;
+    char *job = job_of(jobid, "grid_job_fetch");
+    int rc = job ? GRID_OK : GRID_ERR_ARGS;
+    grid_job_info_np info;
+    if (!rc) rc = grid_job_state_np(job, &info);
+    if (!rc) {
+        /* The arguments are checked against the function's interface on the job's server. */
+        const char *body = strncmp(job, "gridrpc://", 10) == 0 ? job + 10 : job;
+        const char *slash = strrchr(body, '/');
+        if (!slash || slash == body)
+            rc = seterr("grid_job_fetch: '%s' is not a job id (host:port/HEX)", job);
+        else
+            snprintf(fname, sizeof fname, "gridrpc://%.*s/%s", (int)(slash - body), body, info.function);
+    }
+    if (!rc) rc = prepare(&c, fname, descs, 0);
+    if (!rc) rc = grid_job_fetch_argv_np(job, wait ? *wait : 0.0, c.nargs, c.argv);
+    call_done(&c, rc == GRID_OK);
+    snprintf(what, sizeof what, "grid_job_fetch('%s')", job ? job : "?");
+    free(job);
+    finish(rc, ierr, what);
+}
+
+void gridrpc_f_job_forget(CFI_cdesc_t *jobid, int *ierr) {
+    char *job = job_of(jobid, "grid_job_forget");
+    int rc = job ? grid_job_forget_np(job) : GRID_ERR_ARGS;
+    free(job);
+    finish(rc, ierr, "grid_job_forget");
+}

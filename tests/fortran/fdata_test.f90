@@ -15,6 +15,7 @@ program fdata_test
   call test_errors()
   call test_transactions()
   call test_linpack_chain()
+  call test_two_phase()
 
 contains
 
@@ -193,5 +194,28 @@ contains
     call check(ierr == 0 .and. info == 0 .and. all(x == xs), &
                'a Linpack chain (dgefa, then dgesl of 3 right-hand sides) in a transaction')
   end subroutine test_linpack_chain
+
+  subroutine test_two_phase()
+    real(dp) :: a(n, n), b(n, n), c(n, n), c2(n, n)
+    character(len=GRID_JOB_ID_LEN) :: job
+    character(len=8) :: short
+    integer :: ierr
+    call fill(a, 8)
+    call fill(b, 9)
+    call grid_call('linalg/dmmul', n, a, b, c)
+    c2 = 0
+    call grid_submit(job, 'linalg/dmmul', n, a, b, c2, ierr=ierr)
+    call check(ierr == 0 .and. index(job, '/') > 0 .and. all(c2 == 0), 'grid_submit returns a job id, writes no output')
+    a = 0 ! IN arrays are not read by the fetch
+    call grid_job_fetch(job, 30.0d0, n, a, b, c2, ierr=ierr)
+    call check(ierr == 0 .and. all(c2 == c), 'grid_job_fetch brings the submitted call''s result')
+    call grid_job_forget(job, ierr)
+    call check(ierr == 0, 'grid_job_forget')
+    call grid_job_fetch(job, 0.0d0, n, a, b, c2, ierr=ierr)
+    call check(ierr == GRID_ERR_ARGS, 'a forgotten job is unknown')
+    call grid_submit(short, 'linalg/dmmul', n, a, b, c2, ierr=ierr)
+    call check(ierr == GRID_ERR_ARGS .and. index(grid_last_error_f(), 'does not fit') > 0, &
+               'a job id variable too short is refused')
+  end subroutine test_two_phase
 
 end program fdata_test
