@@ -196,3 +196,9 @@ def test_fetch_before_done_times_out(one_thread_server) -> None:  # type: ignore
     assert gridrpc.job_state(job).state in ("queued", "running")
     assert isinstance(gridrpc.fetch(job, 1.0, None, wait=30), int)
     gridrpc.forget(job)
+
+
+def test_a_job_refuses_data_handles() -> None:
+    with gridrpc.put(np.arange(4.0)) as h:
+        with pytest.raises(gridrpc.ArgumentTypeError, match="two-phase job cannot take a gridrpc.Data"):
+            gridrpc.submit("test/echo_double", 4, h, None)

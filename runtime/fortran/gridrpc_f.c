@@ -107,6 +107,8 @@ typedef struct grf_txn {
     grf_shared *shared;
 } grf_txn;
 static __thread grf_txn txn;
+/* Set while a two-phase call's arguments are prepared: a kept job carries arrays only. */
+static __thread int no_handles;
 
 /* Calls waiting for grid_wait*: their temporaries and copy-backs. */
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -619,6 +621,10 @@ static int prepare_array(grf_call *c, int i, const grid_param_np *p, int async, 
         snprintf(msg, sizeof msg, "grid_call('%s'): %s: %s", fname, an, grid_last_error());
         return seterr("%s", msg);
     }
+    if (hr && no_handles)
+        return seterr("grid_submit('%s'): %s: a two-phase job cannot take a type(grid_data) handle: pass the "
+                      "array (grid_data_get it first)",
+                      fname, an);
     if (hr) { /* the library checks its type and size against the parameter */
         g->how = GRF_NONE;
         c->argv[i] = h;
@@ -1154,7 +1160,9 @@ void gridrpc_f_submit(CFI_cdesc_t *jobid, CFI_cdesc_t *name, GRF_DESCS(GRF_PARAM
     grf_call c;
     c.nargs = 0;
     int rc = cname(name, fname, sizeof fname);
+    no_handles = 1;
     if (!rc) rc = prepare(&c, fname, descs, 0);
+    no_handles = 0;
     if (!rc) rc = grid_submit_argv_np(job, sizeof job, fname, c.nargs, c.argv);
     call_done(&c, 0); /* a submit writes no output */
     if (!rc && (jobid->type != CFI_type_char || jobid->rank != 0 || strlen(job) > jobid->elem_len))

@@ -199,6 +199,7 @@ contains
     real(dp) :: a(n, n), b(n, n), c(n, n), c2(n, n)
     character(len=GRID_JOB_ID_LEN) :: job
     character(len=8) :: short
+    type(grid_data) :: hb
     integer :: ierr
     call fill(a, 8)
     call fill(b, 9)
@@ -216,6 +217,11 @@ contains
     call grid_submit(short, 'linalg/dmmul', n, a, b, c2, ierr=ierr)
     call check(ierr == GRID_ERR_ARGS .and. index(grid_last_error_f(), 'does not fit') > 0, &
                'a job id variable too short is refused')
+    call grid_data_put(hb, b)
+    call grid_submit(job, 'linalg/dmmul', n, a, hb, c2, ierr=ierr)
+    call check(ierr == GRID_ERR_ARGS .and. index(grid_last_error_f(), 'cannot take a type(grid_data)') > 0, &
+               'a two-phase job refuses a handle')
+    call grid_data_free(hb)
   end subroutine test_two_phase
 
 end program fdata_test

@@ -205,7 +205,7 @@ static PyTypeObject DataType;
 /* What a callstate is prepared for: a call; a call recorded in a transaction (the
  * binding cannot allocate OUT arrays: the library writes them at the transaction's
  * end); a fetch of a two-phase job (IN arrays may be None: they are not read). */
-enum { CS_CALL = 0, CS_TXN = 1, CS_FETCH = 2 };
+enum { CS_CALL = 0, CS_TXN = 1, CS_FETCH = 2, CS_SUBMIT = 3 };
 
 /* Everything one call needs alive until it completes. Only the first n entries of
  * each array are initialised. */
@@ -1015,7 +1015,15 @@ static int to_array(callstate *cs, int i, PyObject *o) {
                          ARG_ARGS(cs, i));
     const char *dt = dtype_name(p);
     shape_str(dims, rank, shp, sizeof shp);
-    if (PyObject_TypeCheck(o, &DataType)) return data_arg(cs, i, (DataObject *)o, count, shp);
+    if (PyObject_TypeCheck(o, &DataType)) {
+        /* A job is kept as a plain call on the server's disk: it carries arrays only. */
+        if (cs->mode == CS_SUBMIT || cs->mode == CS_FETCH)
+            return arg_error(KIND_TYPE,
+                             ARG_FMT
+                             ": a two-phase job cannot take a gridrpc.Data: pass the array (data.get())",
+                             ARG_ARGS(cs, i));
+        return data_arg(cs, i, (DataObject *)o, count, shp);
+    }
     if (o == Py_None && p->mode == GRID_MODE_OUT && cs->mode == CS_TXN)
         return arg_error(KIND_TYPE,
                          ARG_FMT ": is None, but inside a transaction the binding cannot allocate OUT "
@@ -1606,7 +1614,7 @@ static PyObject *core_submit(PyObject *self, PyObject *const *args, Py_ssize_t n
     (void)self;
     if (refuse_in_transaction("gridrpc.submit") < 0) return NULL;
     callstate cs;
-    if (prepare(&cs, args, nargs) < 0) {
+    if (prepare_mode(&cs, args, nargs, CS_SUBMIT) < 0) {
         cs_release(&cs);
         return NULL;
     }
