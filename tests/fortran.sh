@@ -2,7 +2,8 @@
 # fortran.sh: the Fortran binding end to end. Builds a server module from Fortran
 # subroutines (tests/fortran/fsub.f90, Calls "Fortran" in fsub.idl) with gridrpc-module,
 # starts a gridrpcd serving it with the standard modules, and runs
-# tests/fortran/fortran_test against it (one TAP line per PASS/FAIL line it prints);
+# tests/fortran/fortran_test and tests/fortran/fdata_test (remote data handles,
+# transactions) against it (one TAP line per PASS/FAIL line they print);
 # then checks that a failed call without ierr stops the program with the reason.
 . "$top_srcdir/tests/lib.sh"
 GRIDRPCD=${GRIDRPCD:-$top_builddir/gridrpcd}
@@ -35,7 +36,7 @@ else
 fi
 
 "$GRIDRPCD" --host 127.0.0.1 --port 0 --log-level warn --module "$GRIDRPC_TEST_MODULES/test.so" \
-  --module "$GRIDRPC_TEST_MODULES/linalg.so" --module "$T_TMP/fsub.so" >server.out 2>server.err &
+  --module "$GRIDRPC_TEST_MODULES/linalg.so" --module "$T_TMP/fsub.so" --job-dir "$T_TMP/jobs" >server.out 2>server.err &
 spid=$!
 _i=0
 while ! grep -q '^listening on ' server.out 2>/dev/null && kill -0 "$spid" 2>/dev/null && [ $_i -lt 200 ]; do
@@ -60,6 +61,19 @@ while IFS= read -r line; do
 done <ftest.out
 if [ $rc -eq 0 ] && grep -q '^PASS ' ftest.out; then ok "fortran_test ran to its end"; else
   fail "fortran_test exit status $rc"; diag <ftest.err
+fi
+
+# Remote data handles and transactions (tests/fortran/fdata_test.f90).
+"$top_builddir/tests/fortran/fdata_test" >fdata.out 2>fdata.err; rc=$?
+while IFS= read -r line; do
+  case $line in
+  "PASS "*) ok "data: ${line#PASS }" ;;
+  "FAIL "*) fail "data: ${line#FAIL }" ;;
+  *) echo "# $line" ;;
+  esac
+done <fdata.out
+if [ $rc -eq 0 ] && grep -q '^PASS ' fdata.out; then ok "fdata_test ran to its end"; else
+  fail "fdata_test exit status $rc"; diag <fdata.err
 fi
 
 # Without ierr, a failed call stops the program: non-zero status, reason on stderr.

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from typing import Iterator, Sequence
 
@@ -31,6 +33,9 @@ class Server:
             path = os.path.join(mods, m + ".so")
             if os.path.exists(path):
                 args += ["--module", path]
+        # Two-phase jobs go to a folder of its own (not ~/.local/state), removed at stop.
+        self.job_dir = tempfile.mkdtemp(prefix="gridrpc-pyjobs.")
+        args += ["--job-dir", self.job_dir]
         args += list(extra)
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
         assert self.proc.stdout is not None
@@ -68,6 +73,7 @@ class Server:
                 self.proc.wait()
         if self.proc.stdout:
             self.proc.stdout.close()
+        shutil.rmtree(self.job_dir, ignore_errors=True)
         return self.proc.returncode
 
 

@@ -18,6 +18,15 @@
  *     flat, in array element order; non-contiguous sections are gathered and scattered.
  * Asynchronous calls keep their temporaries in a table until grid_wait* copies the
  * results back into the Fortran arrays.
+ *
+ * Remote data handles (type(grid_data), a bind(C) pair of the grid_data_np pointer and
+ * a tag) arrive as rank-0 descriptors of a derived type; one whose tag is right and
+ * whose pointer the library knows as a live handle goes in the argument vector as it
+ * is, in place of the array. Inside a transaction (grid_transaction_begin) a call is
+ * recorded and its arrays are read when the transaction ends, so the temporaries stay
+ * until then, one per Fortran array: every call of the transaction that passes that
+ * array shares its copy, which keeps the dependencies between the calls visible to the
+ * library (they are found by address), and results are copied back at the end.
  */
 #include <ISO_Fortran_binding.h>
 #include <limits.h>
@@ -71,6 +80,35 @@ typedef struct grf_call {
  * errors found here are put there (seterr), so grid_last_error_f reads it. */
 /* The interface of the function being called: too big for the stack of every thread. */
 static __thread grid_function_np grf_fn;
+
+/* A remote data handle as Fortran holds it (type(grid_data) in gridrpc.f90). */
+typedef struct grf_data {
+    intptr_t ptr; /* the grid_data_np pointer; 0 when empty */
+    int64_t tag;  /* GRF_DATA_TAG while it holds a handle */
+} grf_data;
+#define GRF_DATA_TAG 0x4752494444415441LL /* "GRIDDATA" */
+
+/* A temporary shared by the calls of a transaction that pass one Fortran array. */
+typedef struct grf_shared {
+    struct grf_shared *next;
+    CFI_cdesc_t *fd; /* a copy of the first descriptor */
+    int how;         /* GRF_TRANSPOSE or GRF_GATHER */
+    int out;         /* some call writes it: copied back at the end */
+    size_t count;    /* GRF_GATHER: elements */
+    long long ext[GRID_MAX_RANK_NP];
+    ptrdiff_t cs[GRID_MAX_RANK_NP];
+    void *tmp;
+} grf_shared;
+
+/* This thread's open transaction: the recorded calls (in order) and shared copies. */
+typedef struct grf_txn {
+    int open;
+    grf_call *calls, **tail;
+    grf_shared *shared;
+} grf_txn;
+static __thread grf_txn txn;
+/* Set while a two-phase call's arguments are prepared: a kept job carries arrays only. */
+static __thread int no_handles;
 
 /* Calls waiting for grid_wait*: their temporaries and copy-backs. */
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -421,6 +459,100 @@ static int keep_desc(grf_arg *g) {
     return GRID_OK;
 }
 
+/* ---- Transactions: copies shared by the calls that pass one Fortran array */
+
+/* Argument I of C, which needs a temporary of kind HOW (NEED elements of the IDL
+ * type): inside a transaction it gets the one copy of its Fortran array that every
+ * call of the transaction shares, made (from the array's values now) at its first use
+ * and copied back at the end when some call writes it (OUT). */
+static int shared_temp(grf_call *c, int i, int how, unsigned long long need, int out, const char *fname,
+                       const char *an) {
+    grf_arg *g = &c->a[i];
+    const CFI_cdesc_t *d = g->fd;
+    for (grf_shared *s = txn.shared; s; s = s->next) {
+        int same = s->how == how && s->fd->base_addr == d->base_addr && s->fd->rank == d->rank &&
+                   s->fd->elem_len == d->elem_len && (how != GRF_GATHER || s->count == g->count);
+        for (int k = 0; same && k < d->rank; k++)
+            same = s->fd->dim[k].sm == d->dim[k].sm && s->fd->dim[k].extent == d->dim[k].extent &&
+                   (how != GRF_TRANSPOSE || (s->ext[k] == g->ext[k] && s->cs[k] == g->cs[k]));
+        if (!same) continue;
+        s->out |= out;
+        g->how = GRF_NONE;
+        c->argv[i] = s->tmp;
+        return GRID_OK;
+    }
+    grf_shared *s = calloc(1, sizeof *s);
+    size_t dn = sizeof(CFI_cdesc_t) + (size_t)d->rank * sizeof(CFI_dim_t);
+    size_t bytes = how == GRF_TRANSPOSE ? (size_t)need * g->elem : g->count * d->elem_len;
+    if (s) s->fd = malloc(dn);
+    if (s && s->fd) s->tmp = malloc(bytes ? bytes : 1);
+    if (!s || !s->fd || !s->tmp) {
+        if (s) free(s->fd);
+        free(s);
+        return seterr("grid_call('%s'): out of memory for a copy of %s", fname, an);
+    }
+    memcpy(s->fd, d, dn);
+    s->how = how;
+    s->out = out;
+    s->count = g->count;
+    memcpy(s->ext, g->ext, sizeof s->ext);
+    memcpy(s->cs, g->cs, sizeof s->cs);
+    if (how == GRF_TRANSPOSE)
+        copy_dense(d, s->tmp, s->ext, s->cs, 1);
+    else
+        gather(d, s->tmp, s->count, 1);
+    s->next = txn.shared;
+    txn.shared = s;
+    g->how = GRF_NONE;
+    c->argv[i] = s->tmp;
+    return GRID_OK;
+}
+
+/* Ends this thread's transaction records: with OK, copies the results into the Fortran
+ * arguments (each call's own, then the shared copies); frees everything. */
+static void txn_close(int ok) {
+    for (grf_call *c = txn.calls, *n; c; c = n) {
+        n = c->next;
+        call_done(c, ok);
+        free(c);
+    }
+    for (grf_shared *s = txn.shared, *n; s; s = n) {
+        n = s->next;
+        if (ok && s->out) {
+            if (s->how == GRF_TRANSPOSE)
+                copy_dense(s->fd, s->tmp, s->ext, s->cs, 0);
+            else
+                gather(s->fd, s->tmp, s->count, 0);
+        }
+        free(s->tmp);
+        free(s->fd);
+        free(s);
+    }
+    memset(&txn, 0, sizeof txn);
+}
+
+/* ---- Remote data handles */
+
+/* 1 when D is a type(grid_data) holding a handle the library knows (*H gets it); 0
+ * when D is not a type(grid_data); -1 (the error set) for an empty or freed one. */
+static int data_handle(const CFI_cdesc_t *d, grid_data_np **h) {
+    /* A derived type (bind(C): CFI_type_struct) of the size of ours: only then are its
+     * bytes read, and the tag and the library's registry decide. */
+    if (d->rank != 0 || d->elem_len != sizeof(grf_data) || !d->base_addr ||
+        (d->type != CFI_type_struct && d->type != CFI_type_other))
+        return 0;
+    grf_data hd;
+    memcpy(&hd, d->base_addr, sizeof hd);
+    if (hd.tag != GRF_DATA_TAG && (hd.tag != 0 || hd.ptr != 0)) return 0;
+    *h = (grid_data_np *)hd.ptr;
+    if (!hd.ptr || grid_data_info_np(*h, NULL, NULL) != GRID_OK) {
+        seterr("the type(grid_data) handle passed is empty or was freed (grid_data_free): put the array "
+               "again with grid_data_put");
+        return -1;
+    }
+    return 1;
+}
+
 /* Scalars and strings, which the shapes of arrays may depend on. */
 static int prepare_scalar(grf_call *c, int i, const grid_param_np *p, int async, const char *fname) {
     grf_arg *g = &c->a[i];
@@ -480,6 +612,22 @@ static int prepare_array(grf_call *c, int i, const grid_param_np *p, int async, 
         /* Scratch space lives on the server: whatever was passed only holds the place. */
         g->how = GRF_NONE;
         c->argv[i] = NULL;
+        return GRID_OK;
+    }
+    grid_data_np *h = NULL;
+    int hr = data_handle(d, &h);
+    if (hr < 0) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "grid_call('%s'): %s: %s", fname, an, grid_last_error());
+        return seterr("%s", msg);
+    }
+    if (hr && no_handles)
+        return seterr("grid_submit('%s'): %s: a two-phase job cannot take a type(grid_data) handle: pass the "
+                      "array (grid_data_get it first)",
+                      fname, an);
+    if (hr) { /* the library checks its type and size against the parameter */
+        g->how = GRF_NONE;
+        c->argv[i] = h;
         return GRID_OK;
     }
     int is_str = p->type == GRID_TYPE_STRING || p->type == GRID_TYPE_FILENAME;
@@ -558,6 +706,7 @@ static int prepare_array(grf_call *c, int i, const grid_param_np *p, int async, 
             for (int k = r - 1; k > 0; k--)
                 g->cs[k - 1] = g->cs[k] * (ptrdiff_t)g->ext[k];
         }
+        if (txn.open) return shared_temp(c, i, GRF_TRANSPOSE, need, out, fname, an);
         g->how = GRF_TRANSPOSE;
         g->tmp = malloc(need ? (size_t)need * g->elem : 1);
         if (!g->tmp) return seterr("grid_call('%s'): out of memory for a copy of %s", fname, an);
@@ -577,6 +726,7 @@ static int prepare_array(grf_call *c, int i, const grid_param_np *p, int async, 
     }
     /* A section with gaps: gather the elements the call uses. */
     g->count = (size_t)((need * g->elem + d->elem_len - 1) / d->elem_len);
+    if (txn.open) return shared_temp(c, i, GRF_GATHER, need, out, fname, an);
     g->how = GRF_GATHER;
     g->tmp = malloc(g->count ? g->count * d->elem_len : 1);
     if (!g->tmp) return seterr("grid_call('%s'): out of memory for a copy of %s", fname, an);
@@ -643,8 +793,35 @@ static int cname(const CFI_cdesc_t *name, char *buf, size_t n) {
     return rc;
 }
 
+/* Inside a transaction: the call is recorded (grid_call_argv_np records it) with its
+ * temporaries kept, as for an asynchronous call, until the transaction ends. */
+static void record_call(CFI_cdesc_t *name, CFI_cdesc_t *const *descs, int *ierr) {
+    char fname[1024] = "", what[1100];
+    if (!txn.open) { /* begun from C */
+        txn.open = 1;
+        txn.tail = &txn.calls;
+    }
+    grf_call *c = calloc(1, sizeof *c);
+    int rc = c ? cname(name, fname, sizeof fname) : seterr("out of memory");
+    if (!rc) rc = prepare(c, fname, descs, 1);
+    if (!rc) rc = grid_call_argv_np(fname, c->nargs, c->argv);
+    if (!rc) {
+        *txn.tail = c;
+        txn.tail = &c->next;
+    } else if (c) {
+        call_done(c, 0);
+        free(c);
+    }
+    snprintf(what, sizeof what, "grid_call('%s')", fname);
+    finish(rc, ierr, what);
+}
+
 void gridrpc_f_call(CFI_cdesc_t *name, GRF_DESCS(GRF_PARAM) int *ierr) {
     CFI_cdesc_t *descs[GRF_MAX_ARGS] = {GRF_DESCS(GRF_ELEM)};
+    if (grid_transaction_active_np()) {
+        record_call(name, descs, ierr);
+        return;
+    }
     char fname[1024] = "", what[1100];
     grf_call c;
     c.nargs = 0;
@@ -781,4 +958,261 @@ int gridrpc_f_last_error(char *buf, int len) {
     if (n > len) n = len;
     memcpy(buf, m, (size_t)n);
     return n;
+}
+
+/* ---- Transactions */
+
+void gridrpc_f_transaction_begin(int *ierr);
+void gridrpc_f_transaction_end(int *ierr);
+void gridrpc_f_transaction_abort(int *ierr);
+
+void gridrpc_f_transaction_begin(int *ierr) {
+    int rc = grid_transaction_begin();
+    if (rc == GRID_OK) {
+        txn_close(0); /* nothing left from a transaction ended from C */
+        txn.open = 1;
+        txn.tail = &txn.calls;
+    }
+    finish(rc, ierr, "grid_transaction_begin");
+}
+
+void gridrpc_f_transaction_end(int *ierr) {
+    int rc = grid_transaction_end();
+    txn_close(rc == GRID_OK);
+    finish(rc, ierr, "grid_transaction_end");
+}
+
+void gridrpc_f_transaction_abort(int *ierr) {
+    int rc = grid_transaction_abort_np();
+    txn_close(0);
+    finish(rc, ierr, "grid_transaction_abort");
+}
+
+/* ---- Remote data handles: grid_data_put, _get, _new, _free, _where */
+
+void gridrpc_f_data_put(grf_data *h, CFI_cdesc_t *a, CFI_cdesc_t *where, const int *type, int *ierr);
+void gridrpc_f_data_get(const grf_data *h, CFI_cdesc_t *a, int *ierr);
+void gridrpc_f_data_new(grf_data *h, int type, int64_t count, int *ierr);
+void gridrpc_f_data_free(grf_data *h, int *ierr);
+int gridrpc_f_data_where(const grf_data *h, char *buf, int len);
+
+/* The IDL type of the elements of Fortran array D (TYPE, when given, picks among the
+ * IDL types of that representation: GRID_TYPE_LONGLONG for an integer(8) array). */
+static int data_type(const CFI_cdesc_t *d, const int *type, const char *what, int *out) {
+    static const int all[] = {GRID_TYPE_CHAR,   GRID_TYPE_SHORT,    GRID_TYPE_INT,
+                              GRID_TYPE_LONG,   GRID_TYPE_LONGLONG, GRID_TYPE_FLOAT,
+                              GRID_TYPE_DOUBLE, GRID_TYPE_SCOMPLEX, GRID_TYPE_DCOMPLEX};
+    char ft[96];
+    int t = 0;
+    for (size_t k = 0; k < sizeof all / sizeof all[0] && !t; k++)
+        if (type_matches(d, all[k]) && d->elem_len == csize(all[k])) t = all[k];
+    if (!t)
+        return seterr("%s: the array is %s, which has no IDL type: pass integer(1), integer(2), integer, "
+                      "integer(8), real(4), real(8), complex(4) or complex(8)",
+                      what, ftype(d, ft, sizeof ft));
+    if (type) {
+        int u = *type;
+        int ints = (t >= GRID_TYPE_CHAR && t <= GRID_TYPE_LONGLONG) ==
+                   (u >= GRID_TYPE_CHAR && u <= GRID_TYPE_LONGLONG);
+        if (u < GRID_TYPE_CHAR || u > GRID_TYPE_DCOMPLEX || !ints || csize(u) != csize(t))
+            return seterr("%s: type=%d does not hold the elements of a %s array (GRID_TYPE_LONGLONG picks "
+                          "longlong for integer(8))",
+                          what, u, ftype(d, ft, sizeof ft));
+        t = u;
+    }
+    *out = t;
+    return GRID_OK;
+}
+
+static const char *idl_name(int t) {
+    static const char *const names[] = {"?",        "char",  "short",  "int",      "long",
+                                        "longlong", "float", "double", "scomplex", "dcomplex"};
+    return t >= 1 && t <= GRID_TYPE_DCOMPLEX ? names[t] : "?";
+}
+
+/* C-order strides (bytes) of the extents of D: a(i,j) is the IDL's a[i][j]. */
+static void c_order(const CFI_cdesc_t *d, long long *ext, ptrdiff_t *cs) {
+    int r = d->rank;
+    for (int k = 0; k < r; k++)
+        ext[k] = d->dim[k].extent;
+    cs[r - 1] = (ptrdiff_t)d->elem_len;
+    for (int k = r - 1; k > 0; k--)
+        cs[k - 1] = cs[k] * (ptrdiff_t)ext[k];
+}
+
+void gridrpc_f_data_put(grf_data *h, CFI_cdesc_t *a, CFI_cdesc_t *where, const int *type, int *ierr) {
+    h->ptr = 0;
+    h->tag = 0;
+    int t = 0, rc = data_type(a, type, "grid_data_put", &t);
+    size_t n = nelems(a);
+    char *w = NULL;
+    void *tmp = NULL, *buf = a->base_addr;
+    long long ext[CFI_MAX_RANK];
+    ptrdiff_t cs[CFI_MAX_RANK];
+    if (!rc && n > 0 && !a->base_addr)
+        rc = seterr("grid_data_put: the array is not allocated or not associated");
+    if (!rc && where && where->type == CFI_type_char) {
+        w = cstring(where->base_addr, where->elem_len);
+        if (!w) rc = seterr("out of memory");
+    }
+    if (!rc && (a->rank >= 2 || !CFI_is_contiguous(a)) && n > 0) {
+        /* Rank >= 2: in C order, as grid_call passes it to a function written in C. */
+        tmp = malloc(n * a->elem_len);
+        if (!tmp)
+            rc = seterr("grid_data_put: out of memory for a copy of %zu elements", n);
+        else if (a->rank >= 2) {
+            c_order(a, ext, cs);
+            copy_dense(a, tmp, ext, cs, 1);
+        } else
+            gather(a, tmp, n, 1);
+        buf = tmp;
+    }
+    grid_data_np *p = NULL;
+    if (!rc) rc = grid_data_put_np(&p, w && w[0] ? w : NULL, t, n, buf);
+    if (!rc) {
+        h->ptr = (intptr_t)p;
+        h->tag = GRF_DATA_TAG;
+    }
+    free(tmp);
+    free(w);
+    finish(rc, ierr, "grid_data_put");
+}
+
+/* The handle in H, or NULL with the error set. */
+static grid_data_np *handle_of(const grf_data *h, const char *what) {
+    if (h->tag != GRF_DATA_TAG || !h->ptr) {
+        seterr("%s: the type(grid_data) handle is empty (never put, or freed)", what);
+        return NULL;
+    }
+    return (grid_data_np *)h->ptr;
+}
+
+void gridrpc_f_data_get(const grf_data *h, CFI_cdesc_t *a, int *ierr) {
+    grid_data_np *p = handle_of(h, "grid_data_get");
+    int t = 0, ht = 0, rc = p ? grid_data_info_np(p, &ht, NULL) : GRID_ERR_ARGS;
+    size_t count = 0, n = nelems(a);
+    if (!rc) rc = grid_data_info_np(p, &ht, &count);
+    if (!rc) rc = data_type(a, NULL, "grid_data_get", &t);
+    if (!rc && t != ht && !(csize(t) == csize(ht) && t <= GRID_TYPE_LONGLONG && ht <= GRID_TYPE_LONGLONG))
+        rc = seterr("grid_data_get: the array holds %s elements but the handle holds %s ones: pass %s",
+                    idl_name(t), idl_name(ht), wanted(ht));
+    if (!rc && n != count)
+        rc = seterr("grid_data_get: the array has %zu elements but the handle holds %zu", n, count);
+    if (!rc && n > 0 && !a->base_addr)
+        rc = seterr("grid_data_get: the array is not allocated or not associated");
+    if (!rc && n > 0) {
+        if (a->rank < 2 && CFI_is_contiguous(a)) {
+            rc = grid_data_get_np(p, a->base_addr, count);
+        } else {
+            char *tmp = malloc(n * a->elem_len);
+            long long ext[CFI_MAX_RANK];
+            ptrdiff_t cs[CFI_MAX_RANK];
+            rc = tmp ? grid_data_get_np(p, tmp, count) : seterr("grid_data_get: out of memory");
+            if (!rc && a->rank >= 2) {
+                c_order(a, ext, cs);
+                copy_dense(a, tmp, ext, cs, 0);
+            } else if (!rc)
+                gather(a, tmp, n, 0);
+            free(tmp);
+        }
+    }
+    finish(rc, ierr, "grid_data_get");
+}
+
+void gridrpc_f_data_new(grf_data *h, int type, int64_t count, int *ierr) {
+    h->ptr = 0;
+    h->tag = 0;
+    grid_data_np *p = NULL;
+    int rc = count < 0 ? seterr("grid_data_new: the count %lld is negative", (long long)count)
+                       : grid_data_new_np(&p, type, (size_t)count);
+    if (!rc) {
+        h->ptr = (intptr_t)p;
+        h->tag = GRF_DATA_TAG;
+    }
+    finish(rc, ierr, "grid_data_new");
+}
+
+void gridrpc_f_data_free(grf_data *h, int *ierr) {
+    int rc = GRID_OK;
+    if (h->tag == GRF_DATA_TAG && h->ptr) rc = grid_data_free_np((grid_data_np *)h->ptr);
+    h->ptr = 0;
+    h->tag = 0;
+    finish(rc, ierr, "grid_data_free");
+}
+
+int gridrpc_f_data_where(const grf_data *h, char *buf, int len) {
+    const char *w = h->tag == GRF_DATA_TAG && h->ptr ? grid_data_where_np((grid_data_np *)h->ptr) : "";
+    int n = (int)strlen(w);
+    if (n > len) n = len;
+    memcpy(buf, w, (size_t)n);
+    return n;
+}
+
+/* ---- Two-phase calls: grid_submit, grid_job_fetch, grid_job_forget */
+
+void gridrpc_f_submit(CFI_cdesc_t *jobid, CFI_cdesc_t *name, GRF_DESCS(GRF_PARAM) int *ierr);
+void gridrpc_f_job_fetch(CFI_cdesc_t *jobid, const double *wait, GRF_DESCS(GRF_PARAM) int *ierr);
+void gridrpc_f_job_forget(CFI_cdesc_t *jobid, int *ierr);
+
+void gridrpc_f_submit(CFI_cdesc_t *jobid, CFI_cdesc_t *name, GRF_DESCS(GRF_PARAM) int *ierr) {
+    CFI_cdesc_t *descs[GRF_MAX_ARGS] = {GRF_DESCS(GRF_ELEM)};
+    char fname[1024] = "", what[1100], job[GRID_JOB_ID_MAX_NP] = "";
+    grf_call c;
+    c.nargs = 0;
+    int rc = cname(name, fname, sizeof fname);
+    no_handles = 1;
+    if (!rc) rc = prepare(&c, fname, descs, 0);
+    no_handles = 0;
+    if (!rc) rc = grid_submit_argv_np(job, sizeof job, fname, c.nargs, c.argv);
+    call_done(&c, 0); /* a submit writes no output */
+    if (!rc && (jobid->type != CFI_type_char || jobid->rank != 0 || strlen(job) > jobid->elem_len))
+        rc = seterr(
+            "grid_submit('%s'): the job id %s does not fit the first argument: pass a character(len=%d) "
+            "variable",
+            fname, job, GRID_JOB_ID_MAX_NP);
+    if (!rc) fstring(jobid->base_addr, jobid->elem_len, job);
+    snprintf(what, sizeof what, "grid_submit('%s')", fname);
+    finish(rc, ierr, what);
+}
+
+/* The job id in JOBID as a C string, or NULL with the error set. */
+static char *job_of(const CFI_cdesc_t *jobid, const char *what) {
+    char *job = jobid && jobid->type == CFI_type_char && jobid->rank == 0
+                    ? cstring(jobid->base_addr, jobid->elem_len)
+                    : NULL;
+    if (!job) seterr("%s: the job id must be a character string, as grid_submit wrote it", what);
+    return job;
+}
+
+void gridrpc_f_job_fetch(CFI_cdesc_t *jobid, const double *wait, GRF_DESCS(GRF_PARAM) int *ierr) {
+    CFI_cdesc_t *descs[GRF_MAX_ARGS] = {GRF_DESCS(GRF_ELEM)};
+    char fname[1100] = "", what[1200];
+    grf_call c;
+    c.nargs = 0;
+    char *job = job_of(jobid, "grid_job_fetch");
+    int rc = job ? GRID_OK : GRID_ERR_ARGS;
+    grid_job_info_np info;
+    if (!rc) rc = grid_job_state_np(job, &info);
+    if (!rc) {
+        /* The arguments are checked against the function's interface on the job's server. */
+        const char *body = strncmp(job, "gridrpc://", 10) == 0 ? job + 10 : job;
+        const char *slash = strrchr(body, '/');
+        if (!slash || slash == body)
+            rc = seterr("grid_job_fetch: '%s' is not a job id (host:port/HEX)", job);
+        else
+            snprintf(fname, sizeof fname, "gridrpc://%.*s/%s", (int)(slash - body), body, info.function);
+    }
+    if (!rc) rc = prepare(&c, fname, descs, 0);
+    if (!rc) rc = grid_job_fetch_argv_np(job, wait ? *wait : 0.0, c.nargs, c.argv);
+    call_done(&c, rc == GRID_OK);
+    snprintf(what, sizeof what, "grid_job_fetch('%s')", job ? job : "?");
+    free(job);
+    finish(rc, ierr, what);
+}
+
+void gridrpc_f_job_forget(CFI_cdesc_t *jobid, int *ierr) {
+    char *job = job_of(jobid, "grid_job_forget");
+    int rc = job ? grid_job_forget_np(job) : GRID_ERR_ARGS;
+    free(job);
+    finish(rc, ierr, "grid_job_forget");
 }

@@ -35,6 +35,15 @@ names it, else GRIDRPC_METASERVER / GRIDRPC_SERVER=host:port, else the "server" 
 GRIDRPC_CONFIG or ~/.gridrpc.conf. After a failed call, a changed GRIDRPC_SERVER (and
 the other GRIDRPC_* settings) takes effect at the next call, without reset().
 Failures raise GridError subclasses (one per error code) with the library's message.
+
+Data that stays on servers (python/README.md):
+    hb = gridrpc.put(B)                       # a gridrpc.Data: pass it where B goes
+    hc = gridrpc.Data.new("float64", (n, n))  # an OUT that stays on the server
+    gridrpc.call("linalg/dmmul", n, A, hb, hc); C = hc.get()
+    with gridrpc.transaction():               # calls recorded, run together at the end
+        gridrpc.call("linalg/dmmul", n, A, B, X)   # OUT arrays must be passed here
+    job = gridrpc.submit("linalg/dmmul", n, A, B, None)      # two-phase: a job id
+    C = gridrpc.fetch(job, n, None, None, None, wait=60)     # from any process
 """
 
 from __future__ import annotations
@@ -66,6 +75,10 @@ from ._errors import (
     StaleError,
 )
 from ._futures import Future, _check_timeout, _target, call_async, in_flight
+from ._data import Data, put
+from ._jobs import JobState, fetch, forget, job_state, submit
+from ._txn import Deferred, Transaction, transaction
+from . import _txn
 
 __version__ = "0.1.0"
 #: The version of the C library the extension was loaded with.
@@ -96,8 +109,15 @@ def call(name: str, /, *args: Any, timeout: float | None = None, server: str | N
     TypeError / ValueError) for bad arguments, ConnectError, NotFoundError,
     CallTimeoutError, RemoteError, ShutdownError, ...
     """
-    if timeout is None and server is None:
+    if timeout is None and server is None and _txn._local.__dict__.get("txn") is None:
         return _call(name, *args)
+    txn = _txn.active()
+    if txn is not None:
+        if timeout is not None:
+            raise ArgumentValueError(_core.GRID_ERR_ARGS,
+                                     f"call({name!r}, timeout=...) inside a transaction: its calls run "
+                                     "together at its end; give no timeout= there")
+        return txn._record(_target(name, server), args)
     name = _target(name, server)
     if timeout is None:
         return _call(name, *args)
@@ -205,7 +225,8 @@ def reset() -> None:
 
 def stats() -> dict[str, int]:
     """The C client's counters for this process: descriptor_fetches, connections_opened,
-    and calls (calls completed successfully, synchronous and asynchronous)."""
+    calls (calls completed successfully, synchronous and asynchronous), and bytes_sent
+    and bytes_received on all its connections (what a gridrpc.Data saves)."""
     return dict(_core.stats())
 
 
@@ -226,11 +247,14 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "ConnectionLostError",
+    "Data",
+    "Deferred",
     "FileError",
     "Function",
     "Future",
     "GridError",
     "InternalError",
+    "JobState",
     "LimitError",
     "NotFoundError",
     "OutOfMemoryError",
@@ -239,14 +263,21 @@ __all__ = [
     "RemoteError",
     "ShutdownError",
     "StaleError",
+    "Transaction",
     "call",
     "call_async",
     "describe",
+    "fetch",
+    "forget",
     "in_flight",
+    "job_state",
     "library_version",
     "list_functions",
+    "put",
     "reset",
     "set_timeouts",
     "stats",
+    "submit",
+    "transaction",
     "wait_all",
 ]

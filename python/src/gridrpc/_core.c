@@ -185,6 +185,28 @@ typedef struct fninfo {
     long long memo_dims[MAXP][GRID_MAX_RANK_NP];
 } fninfo;
 
+/* A remote data handle (gridrpc.Data): an array kept on a server, passed to calls in
+ * place of the array (the library recognises the grid_data_np pointer in the argument
+ * vector). The numpy dtype and shape live here; the library knows the element type and
+ * count. Used under the GIL only. */
+typedef struct {
+    PyObject_HEAD grid_data_np *h; /* NULL once freed */
+    int gtype;                     /* GRID_TYPE_* of its elements */
+    Py_ssize_t count;              /* elements */
+    Py_ssize_t itemsize;
+    PyObject *dtype; /* numpy dtype name (str) */
+    PyObject *shape; /* tuple of ints */
+    long busy;       /* calls holding it (a call in flight, or one recorded in a transaction) */
+    PyObject *dict;  /* instance __dict__ (the Python subclass may add attributes) */
+} DataObject;
+
+static PyTypeObject DataType;
+
+/* What a callstate is prepared for: a call; a call recorded in a transaction (the
+ * binding cannot allocate OUT arrays: the library writes them at the transaction's
+ * end); a fetch of a two-phase job (IN arrays may be None: they are not read). */
+enum { CS_CALL = 0, CS_TXN = 1, CS_FETCH = 2, CS_SUBMIT = 3 };
+
 /* Everything one call needs alive until it completes. Only the first n entries of
  * each array are initialised. */
 typedef struct callstate {
@@ -194,6 +216,7 @@ typedef struct callstate {
     fninfo *info;
     const grid_function_np *fn;
     int memo_hit; /* the array shapes are those of the last call */
+    int mode;     /* CS_CALL, CS_TXN or CS_FETCH */
     int n;
     void *argv[MAXP];
     grid_scalar_np val[MAXP]; /* IN scalars' storage (the library's union) */
@@ -204,6 +227,7 @@ typedef struct callstate {
     Py_ssize_t strn[MAXP];    /* its length */
     unsigned char has_view[MAXP];
     unsigned char alloc[MAXP]; /* keep[i] is an OUT array allocated here (returned) */
+    unsigned char data[MAXP];  /* keep[i] is a gridrpc.Data passed as the array (busy counted) */
     Py_buffer view[MAXP];
 } callstate;
 
@@ -215,6 +239,7 @@ static void cs_init(callstate *cs) {
     cs->fn = NULL;
     cs->n = 0;
     cs->memo_hit = 0;
+    cs->mode = CS_CALL;
 }
 
 /* Frees the strings the library allocated for OUT and INOUT strings (a pointer that
@@ -241,6 +266,8 @@ static void cs_release(callstate *cs) {
         if (cs->has_view[i]) PyBuffer_Release(&cs->view[i]);
         cs->has_view[i] = 0;
         cs->alloc[i] = 0;
+        if (cs->data[i]) ((DataObject *)cs->keep[i])->busy--;
+        cs->data[i] = 0;
         Py_CLEAR(cs->keep[i]);
         PyMem_Free(cs->strv[i]);
         PyMem_Free(cs->strv0[i]);
@@ -534,6 +561,377 @@ static const char *alloc_dtype(const grid_param_np *p) {
     return dtype_name(p);
 }
 
+/* ------------------------------------------------------------------ data handles */
+
+/* The IDL element type of numpy kind KIND ('i', 'u', 'f', 'c', 'S' as format_kind
+ * gives them) and ITEMSIZE bytes; TYPE (an IDL type name, or NULL) picks among the
+ * types of that representation ("longlong" rather than "long"). Raises and returns 0
+ * when there is none. */
+static int gtype_of(char kind, Py_ssize_t itemsize, const char *dtname, const char *type) {
+    int t = 0;
+    if ((kind == 'i' || kind == 'u' || kind == 'S') && itemsize == 1)
+        t = GRID_TYPE_CHAR;
+    else if ((kind == 'i' || kind == 'u') && itemsize == 2)
+        t = GRID_TYPE_SHORT;
+    else if ((kind == 'i' || kind == 'u') && itemsize == 4)
+        t = GRID_TYPE_INT;
+    else if ((kind == 'i' || kind == 'u') && itemsize == 8)
+        t = type_size(GRID_TYPE_LONG) == 8 ? GRID_TYPE_LONG : GRID_TYPE_LONGLONG;
+    else if (kind == 'f' && itemsize == 4)
+        t = GRID_TYPE_FLOAT;
+    else if (kind == 'f' && itemsize == 8)
+        t = GRID_TYPE_DOUBLE;
+    else if (kind == 'c' && itemsize == 8)
+        t = GRID_TYPE_SCOMPLEX;
+    else if (kind == 'c' && itemsize == 16)
+        t = GRID_TYPE_DCOMPLEX;
+    if (!t) {
+        arg_error(KIND_TYPE,
+                  "gridrpc.Data: elements of %s have no IDL type: use int8/uint8, int16, int32, int64, "
+                  "float32, float64, complex64 or complex128 (.astype converts)",
+                  dtname);
+        return 0;
+    }
+    if (!type) return t;
+    for (int u = GRID_TYPE_CHAR; u <= GRID_TYPE_DCOMPLEX; u++) {
+        if (strcmp(type, type_name(u)) != 0) continue;
+        int same_class = is_integer_type(u) == is_integer_type(t) &&
+                         (u == GRID_TYPE_SCOMPLEX || u == GRID_TYPE_DCOMPLEX) ==
+                             (t == GRID_TYPE_SCOMPLEX || t == GRID_TYPE_DCOMPLEX);
+        if (same_class && type_size(u) == itemsize) return u;
+        arg_error(KIND_TYPE, "gridrpc.Data: type='%s' does not hold elements of %s (%zd bytes each)", type,
+                  dtname, itemsize);
+        return 0;
+    }
+    arg_error(KIND_VALUE,
+              "gridrpc.Data: type='%s' is not an IDL number type (char, short, int, long, longlong, float, "
+              "double, scomplex, dcomplex)",
+              type);
+    return 0;
+}
+
+/* A handle as array argument I of a call: its type and element count must be the
+ * parameter's (the library checks again against the server's descriptor). */
+static int data_arg(callstate *cs, int i, DataObject *d, long long count, const char *shp) {
+    const grid_param_np *p = &cs->fn->params[i];
+    if (!d->h)
+        return arg_error(KIND_VALUE, ARG_FMT ": the gridrpc.Data passed was freed: put the array again",
+                         ARG_ARGS(cs, i));
+    if (d->gtype != p->type) {
+        int longs = (d->gtype == GRID_TYPE_LONG || d->gtype == GRID_TYPE_LONGLONG) &&
+                    (p->type == GRID_TYPE_LONG || p->type == GRID_TYPE_LONGLONG);
+        return arg_error(
+            KIND_TYPE, ARG_FMT ": expects dtype %s, got a gridrpc.Data of dtype %S (IDL %s)%s%s%s",
+            ARG_ARGS(cs, i), dtype_name(p), d->dtype, type_name(d->gtype),
+            longs ? ": put it with type='" : "", longs ? type_name(p->type) : "", longs ? "'" : "");
+    }
+    if (d->count != count)
+        return arg_error(KIND_VALUE,
+                         ARG_FMT ": expects shape %s (%lld elements of %s), got a gridrpc.Data of shape %S "
+                                 "(%zd elements)",
+                         ARG_ARGS(cs, i), shp, count, dtype_name(p), d->shape, d->count);
+    Py_INCREF(d);
+    cs->keep[i] = (PyObject *)d;
+    cs->data[i] = 1;
+    d->busy++;
+    cs->argv[i] = d->h; /* the library recognises its handle pointer */
+    return 0;
+}
+
+/* A new, empty DataObject of class CLS (gridrpc.Data or a subclass). */
+static DataObject *data_alloc(PyObject *cls, int gtype, Py_ssize_t count, Py_ssize_t itemsize,
+                              PyObject *dtype, PyObject *shape) {
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &DataType)) {
+        PyErr_SetString(PyExc_TypeError, "the class must be gridrpc.Data or a subclass");
+        return NULL;
+    }
+    DataObject *d = (DataObject *)((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
+    if (!d) return NULL;
+    d->h = NULL;
+    d->gtype = gtype;
+    d->count = count;
+    d->itemsize = itemsize;
+    Py_INCREF(dtype);
+    d->dtype = dtype;
+    Py_INCREF(shape);
+    d->shape = shape;
+    d->busy = 0;
+    return d;
+}
+
+PyDoc_STRVAR(data_put_doc,
+             "_data_put(cls, array, where, type)\n--\n\n"
+             "Puts ARRAY (any C-contiguous buffer) on a server; returns a CLS holding the handle.");
+
+static PyObject *core_data_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "_data_put(cls, array, where, type)");
+        return NULL;
+    }
+    const char *where = NULL, *type = NULL;
+    if (args[2] != Py_None && !(where = PyUnicode_AsUTF8(args[2]))) return NULL;
+    if (args[3] != Py_None && !(type = PyUnicode_AsUTF8(args[3]))) return NULL;
+    PyObject *o = args[1];
+    if (!PyObject_CheckBuffer(o))
+        return arg_error(KIND_TYPE,
+                         "gridrpc.put: expects a C-contiguous array (numpy, array.array, bytes), got %s",
+                         Py_TYPE(o)->tp_name),
+               NULL;
+    Py_buffer vw;
+    if (PyObject_GetBuffer(o, &vw, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        return arg_error(KIND_VALUE,
+                         "gridrpc.put: the %s is not C-contiguous: pass numpy.ascontiguousarray(it)",
+                         Py_TYPE(o)->tp_name),
+               NULL;
+    }
+    char dtn[200];
+    buffer_dtype(&vw, dtn, sizeof dtn);
+    char kind = format_kind(vw.format);
+    int gtype = kind ? gtype_of(kind, vw.itemsize, dtn, type) : 0;
+    if (!kind) arg_error(KIND_TYPE, "gridrpc.put: elements of %s have no IDL type", dtn);
+    PyObject *shape = NULL, *dtype = NULL, *res = NULL;
+    if (!gtype) goto done;
+    shape = PyTuple_New(vw.ndim);
+    for (int k = 0; shape && k < vw.ndim; k++) {
+        PyObject *v = PyLong_FromSsize_t(vw.shape ? vw.shape[k] : vw.len / vw.itemsize);
+        if (!v)
+            Py_CLEAR(shape);
+        else
+            PyTuple_SET_ITEM(shape, k, v);
+    }
+    dtype = PyUnicode_FromString(kind == 'S' ? "S1" : dtn);
+    if (!shape || !dtype) goto done;
+    Py_ssize_t count = vw.len / vw.itemsize;
+    DataObject *d = data_alloc(args[0], gtype, count, vw.itemsize, dtype, shape);
+    if (!d) goto done;
+    grid_data_np *h = NULL;
+    int rc;
+    sync_in_flight++;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    rc = grid_data_put_np(&h, where, gtype, (size_t)count, vw.buf);
+    PyEval_RestoreThread(ts);
+    sync_in_flight--;
+    if (rc != GRID_OK) {
+        raise_grid(rc, grid_last_error());
+        Py_DECREF(d);
+        goto done;
+    }
+    env_dirty = 0;
+    d->h = h;
+    res = (PyObject *)d;
+done:
+    Py_XDECREF(shape);
+    Py_XDECREF(dtype);
+    PyBuffer_Release(&vw);
+    return res;
+}
+
+PyDoc_STRVAR(data_new_doc, "_data_new(cls, dtype, kind, itemsize, shape, type)\n--\n\n"
+                           "A handle with no data yet (an OUT argument that stays on the server).");
+
+static PyObject *core_data_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6 || !PyUnicode_Check(args[1]) || !PyUnicode_Check(args[2]) || !PyTuple_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_data_new(cls, dtype: str, kind: str, itemsize: int, shape: tuple, type)");
+        return NULL;
+    }
+    const char *dtn = PyUnicode_AsUTF8(args[1]), *kind = PyUnicode_AsUTF8(args[2]), *type = NULL;
+    if (!dtn || !kind) return NULL;
+    if (args[5] != Py_None && !(type = PyUnicode_AsUTF8(args[5]))) return NULL;
+    Py_ssize_t itemsize = PyLong_AsSsize_t(args[3]);
+    if (itemsize == -1 && PyErr_Occurred()) return NULL;
+    int gtype = gtype_of(kind[0], itemsize, dtn, type);
+    if (!gtype) return NULL;
+    Py_ssize_t count = 1;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(args[4]); k++) {
+        Py_ssize_t e = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[4], k));
+        if (e == -1 && PyErr_Occurred()) return NULL;
+        if (e < 0 || __builtin_mul_overflow(count, e, &count))
+            return arg_error(KIND_VALUE, "gridrpc.Data.new: shape %R is out of range", args[4]), NULL;
+    }
+    DataObject *d = data_alloc(args[0], gtype, count, itemsize, args[1], args[4]);
+    if (!d) return NULL;
+    int rc = grid_data_new_np(&d->h, gtype, (size_t)count);
+    if (rc != GRID_OK) {
+        d->h = NULL;
+        raise_grid(rc, grid_last_error());
+        Py_DECREF(d);
+        return NULL;
+    }
+    return (PyObject *)d;
+}
+
+static int data_live(DataObject *d, const char *what) {
+    if (d->h) return 0;
+    return arg_error(KIND_VALUE, "gridrpc.Data.%s: this handle was freed", what);
+}
+
+PyDoc_STRVAR(data_get_into_doc,
+             "_get_into(array)\n--\n\n"
+             "Copies the data into ARRAY (writable, C-contiguous, of the handle's dtype and size).");
+
+static PyObject *data_get_into(DataObject *self, PyObject *o) {
+    if (data_live(self, "get") < 0) return NULL;
+    Py_buffer vw;
+    if (!PyObject_CheckBuffer(o) ||
+        PyObject_GetBuffer(o, &vw, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        return arg_error(
+                   KIND_TYPE,
+                   "gridrpc.Data.get: out= must be a writable C-contiguous array of dtype %S and shape %S",
+                   self->dtype, self->shape),
+               NULL;
+    }
+    char dtn[200];
+    char kind = format_kind(vw.format);
+    buffer_dtype(&vw, dtn, sizeof dtn);
+    int gt = kind ? gtype_of(kind, vw.itemsize, dtn, NULL) : 0;
+    if (!gt) PyErr_Clear();
+    int same = gt == self->gtype || (gt && type_size(gt) == type_size(self->gtype) && is_integer_type(gt) &&
+                                     is_integer_type(self->gtype));
+    Py_ssize_t have = vw.len / (vw.itemsize ? vw.itemsize : 1);
+    if (!same || have != self->count) {
+        PyBuffer_Release(&vw);
+        return arg_error(
+                   same ? KIND_VALUE : KIND_TYPE,
+                   "gridrpc.Data.get: out= is %s with %zd elements; the handle holds %zd elements of %S "
+                   "(shape %S)",
+                   dtn, have, self->count, self->dtype, self->shape),
+               NULL;
+    }
+    int rc;
+    self->busy++;
+    sync_in_flight++;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    rc = grid_data_get_np(self->h, vw.buf, (size_t)self->count);
+    PyEval_RestoreThread(ts);
+    sync_in_flight--;
+    self->busy--;
+    PyBuffer_Release(&vw);
+    if (rc != GRID_OK) {
+        raise_grid(rc, grid_last_error());
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(data_free_doc, "free()\n--\n\n"
+                            "Frees the data on every server holding it. Later uses raise; freeing again does "
+                            "nothing.");
+
+static PyObject *data_free(DataObject *self, PyObject *unused) {
+    (void)unused;
+    if (!self->h) Py_RETURN_NONE;
+    if (self->busy > 0)
+        return arg_error(KIND_VALUE,
+                         "gridrpc.Data.free: the handle is in use by %ld call(s) not finished (in flight, "
+                         "or recorded in an open transaction): free it once they are done",
+                         self->busy),
+               NULL;
+    grid_data_np *h = self->h;
+    self->h = NULL;
+    int rc;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    rc = grid_data_free_np(h);
+    PyEval_RestoreThread(ts);
+    if (rc != GRID_OK) {
+        raise_grid(rc, grid_last_error());
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+#if PY_VERSION_HEX >= 0x030D0000
+#define finalizing() Py_IsFinalizing()
+#else
+#define finalizing() _Py_IsFinalizing()
+#endif
+
+static void data_dealloc(DataObject *self) {
+    /* Dropped without free(): its data is freed on the servers too (not while the
+     * interpreter exits: the servers free a vanished client's data after its grace). */
+    if (self->h && !finalizing()) {
+        grid_data_np *h = self->h;
+        PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+        grid_data_free_np(h);
+        PyEval_RestoreThread(ts);
+    }
+    self->h = NULL;
+    Py_CLEAR(self->dtype);
+    Py_CLEAR(self->shape);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *data_get_where(DataObject *self, void *unused) {
+    (void)unused;
+    return PyUnicode_FromString(self->h ? grid_data_where_np(self->h) : "");
+}
+
+static PyObject *data_get_dtype(DataObject *self, void *unused) {
+    (void)unused;
+    Py_INCREF(self->dtype);
+    return self->dtype;
+}
+
+static PyObject *data_get_shape(DataObject *self, void *unused) {
+    (void)unused;
+    Py_INCREF(self->shape);
+    return self->shape;
+}
+
+static PyObject *data_get_type(DataObject *self, void *unused) {
+    (void)unused;
+    return PyUnicode_FromString(type_name(self->gtype));
+}
+
+static PyObject *data_get_freed(DataObject *self, void *unused) {
+    (void)unused;
+    return PyBool_FromLong(self->h == NULL);
+}
+
+static PyObject *data_repr(DataObject *self) {
+    if (!self->h) return PyUnicode_FromFormat("<gridrpc.Data %S %S, freed>", self->dtype, self->shape);
+    return PyUnicode_FromFormat("<gridrpc.Data %S %S on '%s'>", self->dtype, self->shape,
+                                grid_data_where_np(self->h));
+}
+
+static PyMethodDef data_methods[] = {
+    {"free", (PyCFunction)data_free, METH_NOARGS, data_free_doc},
+    {"_get_into", (PyCFunction)data_get_into, METH_O, data_get_into_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef data_members[] = {
+    {"size", T_PYSSIZET, offsetof(DataObject, count), READONLY, "the number of elements"},
+    {"itemsize", T_PYSSIZET, offsetof(DataObject, itemsize), READONLY, "bytes per element"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef data_getset[] = {
+    {"where", (getter)data_get_where, NULL, "\"host:port\" of a server holding the data ('' when none yet)",
+     NULL},
+    {"dtype", (getter)data_get_dtype, NULL, "the numpy dtype name of its elements", NULL},
+    {"shape", (getter)data_get_shape, NULL, "the shape get() returns", NULL},
+    {"type", (getter)data_get_type, NULL, "the IDL element type ('double', 'long', ...)", NULL},
+    {"freed", (getter)data_get_freed, NULL, "True once free() ran", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject DataType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gridrpc._core.Data",
+    .tp_basicsize = sizeof(DataObject),
+    .tp_dealloc = (destructor)data_dealloc,
+    .tp_repr = (reprfunc)data_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "An array kept on a server (a remote data handle); see gridrpc.Data.",
+    .tp_methods = data_methods,
+    .tp_members = data_members,
+    .tp_getset = data_getset,
+};
+
 /* A string array parameter I: a sequence of str or bytes (IN, INOUT), or anything
  * (OUT: the strings come back in the result). */
 static int to_string_array(callstate *cs, int i, PyObject *o, long long count) {
@@ -617,7 +1015,24 @@ static int to_array(callstate *cs, int i, PyObject *o) {
                          ARG_ARGS(cs, i));
     const char *dt = dtype_name(p);
     shape_str(dims, rank, shp, sizeof shp);
-    if (o == Py_None && p->mode == GRID_MODE_OUT) {
+    if (PyObject_TypeCheck(o, &DataType)) {
+        /* A job is kept as a plain call on the server's disk: it carries arrays only. */
+        if (cs->mode == CS_SUBMIT || cs->mode == CS_FETCH)
+            return arg_error(KIND_TYPE,
+                             ARG_FMT
+                             ": a two-phase job cannot take a gridrpc.Data: pass the array (data.get())",
+                             ARG_ARGS(cs, i));
+        return data_arg(cs, i, (DataObject *)o, count, shp);
+    }
+    if (o == Py_None && p->mode == GRID_MODE_OUT && cs->mode == CS_TXN)
+        return arg_error(KIND_TYPE,
+                         ARG_FMT ": is None, but inside a transaction the binding cannot allocate OUT "
+                                 "arrays (the calls run at the end of the transaction): pass a writable "
+                                 "numpy array of dtype %s and shape %s; the result lands in it at the end",
+                         ARG_ARGS(cs, i), dt, shp);
+    /* A fetch does not read IN arrays, but the library wants a buffer: a zeroed one
+     * (not returned: results() returns outputs only). */
+    if (o == Py_None && (p->mode == GRID_MODE_OUT || cs->mode == CS_FETCH)) {
         /* Allocated here from the evaluated dimensions, and returned by the call. */
         if (!allocator)
             return arg_error(KIND_TYPE, ARG_FMT ": no array allocator registered", ARG_ARGS(cs, i));
@@ -696,8 +1111,9 @@ static int to_array(callstate *cs, int i, PyObject *o) {
 
 /* Fills CS from ARGS (the name, then one argument per parameter). On failure an
  * exception is set; CS is left for cs_release. */
-static int prepare(callstate *cs, PyObject *const *args, Py_ssize_t nargs) {
+static int prepare_mode(callstate *cs, PyObject *const *args, Py_ssize_t nargs, int mode) {
     cs_init(cs);
+    cs->mode = mode;
     reload_if_env_changed();
     if (nargs < 1 || !PyUnicode_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError, "the first argument must be the function's name (a str)");
@@ -726,6 +1142,7 @@ static int prepare(callstate *cs, PyObject *const *args, Py_ssize_t nargs) {
         cs->strn[i] = 0;
         cs->has_view[i] = 0;
         cs->alloc[i] = 0;
+        cs->data[i] = 0;
     }
     cs->n = n;
     if (nargs - 1 != n) {
@@ -759,6 +1176,10 @@ static int prepare(callstate *cs, PyObject *const *args, Py_ssize_t nargs) {
         info->memo_valid = 1;
     }
     return 0;
+}
+
+static int prepare(callstate *cs, PyObject *const *args, Py_ssize_t nargs) {
+    return prepare_mode(cs, args, nargs, CS_CALL);
 }
 
 static PyObject *str_value(const char *s) {
@@ -840,8 +1261,19 @@ PyDoc_STRVAR(call_doc, "call(name, *args)\n--\n\n"
                        "OUT/INOUT scalars and strings and the OUT arrays passed as None (None, one value or\n"
                        "a tuple). OUT arrays passed are filled in place.");
 
+/* Inside a transaction a call is recorded and its buffers are read at the end: only
+ * record() keeps them alive that long. */
+static int refuse_in_transaction(const char *what) {
+    if (!grid_transaction_active_np()) return 0;
+    return arg_error(KIND_VALUE,
+                     "%s inside a transaction: use gridrpc.call (it records the call and keeps its arrays "
+                     "until the transaction ends)",
+                     what);
+}
+
 static PyObject *core_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
+    if (refuse_in_transaction("_core.call") < 0) return NULL;
     callstate cs;
     if (prepare(&cs, args, nargs) < 0) {
         cs_release(&cs);
@@ -1069,6 +1501,220 @@ static PyObject *core_start(PyObject *self, PyObject *const *args, Py_ssize_t na
     return (PyObject *)po;
 }
 
+/* ------------------------------------------------------------------ transactions */
+
+PyDoc_STRVAR(record_doc,
+             "record(name, *args)\n--\n\n"
+             "Inside an open transaction (transaction_begin): records a call (grid_call_argv_np\n"
+             "records it; nothing runs) and returns a Pending object that holds its buffers until\n"
+             "the transaction ends (finish(0) then gives its results) or is dropped (discard()).\n"
+             "OUT arrays must be passed: the binding cannot allocate them.");
+
+static PyObject *core_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (!grid_transaction_active_np())
+        return arg_error(KIND_VALUE, "record(): no transaction is open in this thread"), NULL;
+    callstate *cs = PyMem_Malloc(sizeof *cs);
+    if (!cs) return PyErr_NoMemory();
+    if (prepare_mode(cs, args, nargs, CS_TXN) < 0) {
+        cs_release(cs);
+        PyMem_Free(cs);
+        return NULL;
+    }
+    int rc;
+    sync_in_flight++;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    rc = grid_call_argv_np(cs->cname, cs->n, cs->argv);
+    PyEval_RestoreThread(ts);
+    sync_in_flight--;
+    if (rc != GRID_OK) {
+        raise_grid(rc, grid_last_error());
+        cs_forget_fn(cs);
+        cs_release(cs);
+        PyMem_Free(cs);
+        return NULL;
+    }
+    PendingObject *po = PyObject_New(PendingObject, &PendingType);
+    if (!po) {
+        cs_release(cs);
+        PyMem_Free(cs);
+        return NULL;
+    }
+    po->cs = cs;
+    po->id = 0;
+    po->in_flight = 0;
+    po->sending = 0;
+    async_open++;
+    return (PyObject *)po;
+}
+
+static PyObject *core_transaction_begin(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    int rc = grid_transaction_begin();
+    if (rc != GRID_OK) {
+        raise_grid(rc, grid_last_error());
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *core_transaction_end(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    int rc;
+    sync_in_flight++;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the calls run */
+    rc = grid_transaction_end();
+    PyEval_RestoreThread(ts);
+    sync_in_flight--;
+    if (rc != GRID_OK) {
+        raise_grid(rc, grid_last_error());
+        return NULL;
+    }
+    env_dirty = 0;
+    Py_RETURN_NONE;
+}
+
+static PyObject *core_transaction_abort(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    int rc = grid_transaction_abort_np();
+    if (rc != GRID_OK) {
+        raise_grid(rc, grid_last_error());
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *core_transaction_active(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(grid_transaction_active_np());
+}
+
+static PyObject *core_transaction_stats(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    grid_transaction_stats_np s;
+    memset(&s, 0, sizeof s);
+    grid_transaction_get_stats_np(&s);
+    return Py_BuildValue("{slslslslslslsd}", "calls", s.calls, "raw", s.raw, "war", s.war, "waw", s.waw,
+                         "reruns", s.reruns, "servers", s.servers, "seconds", s.seconds);
+}
+
+/* ------------------------------------------------------------------ two-phase calls */
+
+PyDoc_STRVAR(submit_doc,
+             "submit(name, *args)\n--\n\n"
+             "Submits a call (grid_submit_argv_np) and returns its job id \"host:port/HEX\" once the\n"
+             "server has it on disk. OUT arrays are not written.");
+
+static PyObject *core_submit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (refuse_in_transaction("gridrpc.submit") < 0) return NULL;
+    callstate cs;
+    if (prepare_mode(&cs, args, nargs, CS_SUBMIT) < 0) {
+        cs_release(&cs);
+        return NULL;
+    }
+    char job[GRID_JOB_ID_MAX_NP];
+    int rc;
+    sync_in_flight++;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    rc = grid_submit_argv_np(job, sizeof job, cs.cname, cs.n, cs.argv);
+    PyEval_RestoreThread(ts);
+    sync_in_flight--;
+    PyObject *res = NULL;
+    if (rc == GRID_OK) {
+        env_dirty = 0;
+        res = PyUnicode_FromString(job);
+    } else {
+        raise_grid(rc, grid_last_error());
+        cs_forget_fn(&cs);
+    }
+    cs_release(&cs);
+    return res;
+}
+
+PyDoc_STRVAR(fetch_doc,
+             "fetch(job, wait, name, *args)\n--\n\n"
+             "Fetches job JOB's results (grid_job_fetch_argv_np), waiting up to WAIT seconds; NAME is\n"
+             "the function's name on the job's server (its interface converts ARGS, those of the\n"
+             "submit: IN arrays may be None, OUT and INOUT arrays passed as None are allocated).\n"
+             "Returns as call does.");
+
+static PyObject *core_fetch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs < 3 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "fetch(job: str, wait: float, name: str, *args)");
+        return NULL;
+    }
+    const char *job = PyUnicode_AsUTF8(args[0]);
+    if (!job) return NULL;
+    double wait = PyFloat_AsDouble(args[1]);
+    if (wait == -1.0 && PyErr_Occurred()) return NULL;
+    callstate cs;
+    if (prepare_mode(&cs, args + 2, nargs - 2, CS_FETCH) < 0) {
+        cs_release(&cs);
+        return NULL;
+    }
+    int rc;
+    sync_in_flight++;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    rc = grid_job_fetch_argv_np(job, wait, cs.n, cs.argv);
+    PyEval_RestoreThread(ts);
+    sync_in_flight--;
+    PyObject *res = NULL;
+    if (rc == GRID_OK) {
+        env_dirty = 0;
+        res = results(&cs);
+    } else {
+        raise_grid(rc, grid_last_error());
+    }
+    cs_free_outputs(&cs);
+    cs_release(&cs);
+    return res;
+}
+
+static PyObject *core_job_state(PyObject *self, PyObject *arg) {
+    (void)self;
+    const char *job = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (!job) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "job_state(job): the job id is a str");
+        return NULL;
+    }
+    grid_job_info_np info;
+    int rc;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    rc = grid_job_state_np(job, &info);
+    PyEval_RestoreThread(ts);
+    if (rc != GRID_OK) {
+        raise_grid(rc, grid_last_error());
+        return NULL;
+    }
+    return Py_BuildValue("(siiddKK)", info.function, info.state, info.code, info.submitted, info.finished,
+                         info.bytes_in, info.bytes_out);
+}
+
+static PyObject *core_job_forget(PyObject *self, PyObject *arg) {
+    (void)self;
+    const char *job = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (!job) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "forget(job): the job id is a str");
+        return NULL;
+    }
+    int rc;
+    PyThreadState *ts = PyEval_SaveThread(); /* no GIL while the library works */
+    rc = grid_job_forget_np(job);
+    PyEval_RestoreThread(ts);
+    if (rc != GRID_OK) {
+        raise_grid(rc, grid_last_error());
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(open_calls_doc,
              "open_calls()\n--\n\n"
              "Asynchronous calls whose arguments the binding still holds (prepared, being sent,\n"
@@ -1259,8 +1905,9 @@ static PyObject *core_stats(PyObject *self, PyObject *unused) {
     (void)unused;
     grid_stats_np s;
     grid_get_stats_np(&s);
-    return Py_BuildValue("{slslsl}", "descriptor_fetches", s.descriptor_fetches, "connections_opened",
-                         s.connections_opened, "calls", s.calls);
+    return Py_BuildValue("{slslslsKsK}", "descriptor_fetches", s.descriptor_fetches, "connections_opened",
+                         s.connections_opened, "calls", s.calls, "bytes_sent", s.bytes_sent, "bytes_received",
+                         s.bytes_received);
 }
 
 static PyObject *core_error_name(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -1316,6 +1963,20 @@ static PyMethodDef core_methods[] = {
     {"error_name", (PyCFunction)(void (*)(void))core_error_name, METH_FASTCALL,
      "error_name(code) -> (name, description)"},
     {"_set_error_factory", core_set_error_factory, METH_O, "registers factory(code, message, kind)"},
+    {"_data_put", (PyCFunction)(void (*)(void))core_data_put, METH_FASTCALL, data_put_doc},
+    {"_data_new", (PyCFunction)(void (*)(void))core_data_new, METH_FASTCALL, data_new_doc},
+    {"record", (PyCFunction)(void (*)(void))core_record, METH_FASTCALL, record_doc},
+    {"transaction_begin", core_transaction_begin, METH_NOARGS, "grid_transaction_begin()"},
+    {"transaction_end", core_transaction_end, METH_NOARGS, "grid_transaction_end(): runs the recorded calls"},
+    {"transaction_abort", core_transaction_abort, METH_NOARGS, "grid_transaction_abort_np()"},
+    {"transaction_active", core_transaction_active, METH_NOARGS,
+     "whether this thread has a transaction open"},
+    {"transaction_stats", core_transaction_stats, METH_NOARGS, "what the last transaction_end did"},
+    {"submit", (PyCFunction)(void (*)(void))core_submit, METH_FASTCALL, submit_doc},
+    {"fetch", (PyCFunction)(void (*)(void))core_fetch, METH_FASTCALL, fetch_doc},
+    {"job_state", core_job_state, METH_O,
+     "job_state(job) -> (function, state, code, submitted, finished, bytes_in, bytes_out)"},
+    {"job_forget", core_job_forget, METH_O, "job_forget(job): deletes the job on its server"},
     {"_set_allocator", core_set_allocator, METH_O,
      "registers allocator(dtype, shape) for OUT arrays passed as None"},
     {NULL, NULL, 0, NULL},
@@ -1335,7 +1996,7 @@ static struct PyModuleDef core_module = {
 
 PyMODINIT_FUNC PyInit__core(void);
 PyMODINIT_FUNC PyInit__core(void) {
-    if (PyType_Ready(&PendingType) < 0) return NULL;
+    if (PyType_Ready(&PendingType) < 0 || PyType_Ready(&DataType) < 0) return NULL;
     PyObject *m = PyModule_Create(&core_module);
     if (!m) return NULL;
     fn_cache = PyDict_New();
@@ -1343,6 +2004,11 @@ PyMODINIT_FUNC PyInit__core(void) {
     Py_INCREF(&PendingType);
     if (PyModule_AddObject(m, "Pending", (PyObject *)&PendingType) < 0) {
         Py_DECREF(&PendingType);
+        goto fail;
+    }
+    Py_INCREF(&DataType);
+    if (PyModule_AddObject(m, "Data", (PyObject *)&DataType) < 0) {
+        Py_DECREF(&DataType);
         goto fail;
     }
     if (PyModule_AddStringConstant(m, "library_version", gridrpc_version()) < 0) goto fail;

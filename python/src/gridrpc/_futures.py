@@ -349,6 +349,10 @@ def call_async(name: str, /, *args: Any, timeout: float | None = None, server: s
     failures to send the call or of the call itself come from the future's result().
     The arrays passed stay in use until the future is done.
     """
+    if _core.transaction_active():
+        raise ArgumentValueError(_core.GRID_ERR_ARGS,
+                                 f"call_async({name!r}) inside a transaction: the calls of a transaction "
+                                 "run together at its end; use gridrpc.call there")
     name = _target(name, server)
     t = _check_timeout(timeout)
     fut = Future(_core.prepare(name, *args), name, t)
