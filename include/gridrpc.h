@@ -170,7 +170,7 @@ typedef struct grid_stats_np {
     long connections_opened;
     long calls;
     /* Bytes the client sent and received on all its connections (servers and metaserver):
-     * calls, remote data, descriptors. */
+     * calls, remote data, descriptors; not the background bandwidth probe's payloads. */
     unsigned long long bytes_sent, bytes_received;
 } grid_stats_np;
 void grid_get_stats_np(grid_stats_np *out);

@@ -86,6 +86,19 @@ static int send_submit(grc_conn *c, grc_req *q, char hex[GRP_MAX_JOB_ID + 1], in
     return rc;
 }
 
+/* A job outlives the client's data session (its handles may be freed before the job runs
+ * again after a restart), so it takes arrays only. WHAT: the API function, for the message. */
+static int refuse_handles(const grc_req *q, const char *what, gr_err *e) {
+    if (!q->nbind) return GRID_OK;
+    for (uint32_t i = 0; i < q->desc->nparams; i++)
+        if (q->bind[i].h)
+            return gr_seterr(e, GRID_ERR_ARGS,
+                             "%s: argument %u ('%s') of %s is a data handle; a two-phase call takes the "
+                             "array itself (grid_data_get_np copies a handle's data back)",
+                             what, i + 1, q->desc->params[i].name, q->t.name);
+    return GRID_OK;
+}
+
 static int submit(char *jobid, size_t size, const char *name, const grc_args *args, gr_err *e) {
     if (!jobid || size == 0)
         return gr_seterr(e, GRID_ERR_ARGS,
@@ -95,6 +108,11 @@ static int submit(char *jobid, size_t size, const char *name, const grc_args *ar
     grc_req q;
     int rc = grc_req_start(&q, name, args, &cfg, e);
     if (rc) return rc;
+    rc = refuse_handles(&q, "grid_submit_np", e);
+    if (rc) {
+        grc_req_free(&q);
+        return rc;
+    }
     char hex[GRP_MAX_JOB_ID + 1] = "";
     for (;;) {
         grc_conn *c;
@@ -255,6 +273,7 @@ static int fetch(const char *jobid, double wait_s, const grc_args *args, gr_err 
                           info.function);
     }
     if (!rc) rc = grc_req_fill(&q, args, e);
+    if (!rc) rc = refuse_handles(&q, "grid_job_fetch_np", e);
     long long until = gr_now_ns() + (long long)(wait_s * 1e9);
     while (!rc) {
         long long left_ms = (until - gr_now_ns()) / 1000000;

@@ -427,6 +427,20 @@ static void memory_limit(void) {
     free(big);
 }
 
+/* ---- a two-phase call takes arrays, not handles (its job outlives the session) */
+static void submit_refuses_handles(void) {
+    double x[4] = {1, 2, 3, 4}, y[4];
+    grid_data_np *h = NULL;
+    int rc = grid_data_put_np(&h, s1, GRID_TYPE_DOUBLE, 4, x);
+    char job[GRID_JOB_ID_MAX_NP], url[300];
+    snprintf(url, sizeof url, "gridrpc://%s/test/echo_double", s1);
+    if (!rc) rc = grid_submit_np(job, sizeof job, url, 4, h, y);
+    const char *m = grid_last_error();
+    result(rc == GRID_ERR_ARGS && strstr(m, "argument 2 ('in')") && strstr(m, "two-phase"),
+           "grid_submit_np refuses a data handle, naming the argument: %s", m);
+    grid_data_free_np(h);
+}
+
 /* ---- ending the session */
 static void session_end(void) {
     double x[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, y[10];
@@ -487,6 +501,7 @@ int main(void) {
     internals();
     routed();
     memory_limit();
+    submit_refuses_handles();
     session_end();
     lost();
     printf("1..%d\n", tests);
