@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,13 +27,19 @@ using proto_fixture::Pair;
 
 const grp_data_id kId = {0x1111222233334444ull, 7};
 
+// Decoded once per name and kept for the whole run (freed at exit, for the leak check).
 const grd_desc *desc(const char *name) {
+    static std::map<std::string, std::unique_ptr<grd_desc, void (*)(grd_desc *)>> cache;
+    auto it = cache.find(name);
+    if (it != cache.end()) return it->second.get();
     for (unsigned i = 0; i < gridrpc_module_test.nfunctions; i++) {
         const gridrpc_stub_function *f = &gridrpc_module_test.functions[i];
         grd_desc *d = nullptr;
         grd_error ge;
-        if (strcmp(f->name, name) == 0 && grd_decode(f->descriptor, f->descriptor_len, &d, &ge) == GRD_OK)
-            return d; // kept for the whole run
+        if (strcmp(f->name, name) == 0 && grd_decode(f->descriptor, f->descriptor_len, &d, &ge) == GRD_OK) {
+            cache.emplace(name, std::unique_ptr<grd_desc, void (*)(grd_desc *)>(d, grd_free));
+            return d;
+        }
     }
     return nullptr;
 }
@@ -59,7 +67,9 @@ void put_round_trip(uint32_t type, uint64_t count) {
     EXPECT_EQ(type, t);
     EXPECT_EQ(count, n);
     ASSERT_EQ(GRID_OK, grp_read_data_elems(p.r, t, n, dst.data(), &e)) << e.msg;
-    if (bytes) EXPECT_EQ(0, memcmp(src.data(), dst.data(), bytes)) << "type " << type;
+    if (bytes) {
+        EXPECT_EQ(0, memcmp(src.data(), dst.data(), bytes)) << "type " << type;
+    }
     EXPECT_EQ(0xee, dst[bytes]) << "wrote past the elements";
 }
 
