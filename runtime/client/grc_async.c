@@ -38,8 +38,8 @@ typedef struct grc_pipe {
     pthread_mutex_t rlock; /* held by whoever reads the next message (reader or probe) */
     pthread_t reader;
     int dead;
-    int exited; /* the reader thread returned (set under alock as its last step) */
-    int joined; /* ... and was joined */
+    int exited; /* the reader thread is done with the pipe (set under alock as its last
+                 * step; the thread is detached: nobody joins it) */
     struct grc_pipe *next;
 } grc_pipe;
 
@@ -339,10 +339,14 @@ static int readable(grc_pipe *p) {
     return poll(&pf, 1, 0) > 0;
 }
 
+/* The reader's last step: a reader whose server failed ends on its own, and nothing may
+ * be left to join at exit. */
 static void reader_exits(void *arg) {
     grc_pipe *p = arg;
     pthread_mutex_lock(&alock);
     p->exited = 1;
+    pthread_detach(pthread_self());
+    pthread_cond_broadcast(&acond);
     pthread_mutex_unlock(&alock);
 }
 
@@ -375,19 +379,15 @@ static void *reader_main(void *arg) {
     return NULL;
 }
 
-/* Joins the reader of every dead pipe whose reader returned, and frees the pipes no call
- * refers to any more (alock held): a client that outlives many server failures keeps
- * neither their threads nor their buffers until grid_reset_np. */
+/* Frees the dead pipes whose reader is done and that no call refers to any more (alock
+ * held): a client that outlives many server failures does not keep their buffers until
+ * grid_reset_np. */
 static void reap_dead_pipes(void) {
     for (grc_pipe **pp = &pipes; *pp;) {
         grc_pipe *p = *pp;
         if (!p->dead || !p->exited) {
             pp = &p->next;
             continue;
-        }
-        if (!p->joined) {
-            pthread_join(p->reader, NULL); /* it has only its return left */
-            p->joined = 1;
         }
         int used = 0;
         for (unsigned b = 0; b < NBUCKETS && !used; b++)
@@ -821,7 +821,10 @@ void grc_async_reset(void) {
         shutdown(p->conn->fd, SHUT_RDWR);
     for (grc_pipe *p = list; p;) {
         grc_pipe *n = p->next;
-        if (!p->joined) pthread_join(p->reader, NULL);
+        pthread_mutex_lock(&alock);
+        while (!p->exited)
+            pthread_cond_wait(&acond, &alock);
+        pthread_mutex_unlock(&alock);
         grc_conn_put(p->conn, 1);
         pthread_mutex_destroy(&p->wlock);
         pthread_mutex_destroy(&p->rlock);
