@@ -26,8 +26,8 @@
 #   wan1998  one site at the study's ratio of link speed to server speed: the study's WAN
 #            moved on the order of 0.1-0.2 MB/s against servers of a few hundred Mflops,
 #            about 0.15 MB/s per 300 Mflops = 5e-4 bytes per flop (--ratio changes it). The
-#            script measures our server's Linpack speed first (n = 1000, one client, data
-#            parallel, LAN) and shapes the link to that speed times the ratio, 10 ms each
+#            script measures our server's Linpack speed first (n = 1000, one client, LAN,
+#            the first of --configs: task = one core per call) and shapes the link to that speed times the ratio, 10 ms each
 #            way. E.g. 10 Gflops -> 5 MB/s = 40 Mbit/s.
 # Defaults (small, a few minutes): c = 1 4 16, Linpack n = 600, EP m = 24 (class S),
 # 3 s per run, every network, both configurations. --full: c = 1 2 4 8 16, n = 600 1000
@@ -235,7 +235,7 @@ run_lanwan() {
     local server_log=$LAB_LOG
     for net in $networks; do
       if [ "$net" = wan1998 ] && [ -z "$rate1998" ]; then
-        # The server's speed: Linpack n = 1000, one client, every core, LAN.
+        # The server's speed: Linpack n = 1000, one client, LAN, this configuration.
         lab_link c1 0 0
         local cal=$out/calls/calibrate.csv speed
         : >"$cal"

@@ -125,9 +125,9 @@ static void run_client(int id, const workload *w, double seconds, int out_fd, in
             bad = 1;
         }
         char line[640];
-        snprintf(line, sizeof line, "%d,%d,%s,%llu,%lld,%lld,%lld,%lld,%lld,%lld,%llu,%llu,%.0f,%d\n", id, seq,
-                 t.local, t.request_id, t_submit, t.sent_ns, t.reply_ns, t_complete, t.queue_ns, t.run_ns,
-                 t.bytes_out, t.bytes_in, w->flops, ok);
+        snprintf(line, sizeof line, "%d,%d,%s,%llu,%lld,%lld,%lld,%lld,%lld,%lld,%llu,%llu,%.0f,%d\n", id,
+                 seq, t.local, t.request_id, t_submit, t.sent_ns, t.reply_ns, t_complete, t.queue_ns,
+                 t.run_ns, t.bytes_out, t.bytes_in, w->flops, ok);
         put_line(out_fd, line);
     }
     _exit(bad);
