@@ -143,6 +143,9 @@ run_lanwan() {
   }
   local -A site_rate=([s1]=200mbit [s2]=100mbit [s3]=50mbit [s4]=10mbit) site_ms=([s1]=2 [s2]=5 [s3]=10 [s4]=15)
   local rate1998=
+  # What the tables say the server ran on (no commas: a CSV field).
+  local server_desc
+  server_desc="gridrpcd on $cores cores of $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1 | tr -d ,)"
   local runs=$out/runs.csv
   echo "run,network,config,workload,size,clients,sites,links,seconds,server_log,t0_ns,t1_ns,server_cpu_s,server_cores,loadavg_start,loadavg_end,rc,server_desc" >"$runs"
   local nwl=0 x
@@ -212,7 +215,7 @@ run_lanwan() {
       echo "lanwan: run $name failed:" >&2
       cat "${logs[@]}" | grep -v '^lanwan_client: window' | head -5 | sed 's/^/lanwan:   /' >&2
     fi
-    echo "$name,$net,$cfg,$wl,$size,$c,${sites[*]},${links% },$seconds,logs/$slog,${t0:-0},${t1:-0},$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { print b - a }'),$cores,$load0,$(cut -d' ' -f1 /proc/loadavg),$rc,gridrpcd $cfg on $cores cores ($(uname -m))" >>"$runs"
+    echo "$name,$net,$cfg,$wl,$size,$c,${sites[*]},${links% },$seconds,logs/$slog,${t0:-0},${t1:-0},$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { print b - a }'),$cores,$load0,$(cut -d' ' -f1 /proc/loadavg),$rc,$server_desc" >>"$runs"
     k=$((k + 1))
     local ncalls perf
     ncalls=$(cat "$out/calls/$name".*.csv | wc -l)
