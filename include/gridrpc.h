@@ -175,6 +175,26 @@ typedef struct grid_stats_np {
 } grid_stats_np;
 void grid_get_stats_np(grid_stats_np *out);
 
+/* Where the calling thread's last synchronous call (grid_call and its _va_np, _argv_np
+ * and uncounted forms) spent its time, for studies of many clients (bench/lanwan.sh).
+ * Times are CLOCK_MONOTONIC in ns on this host; queue_ns and run_ns are the server's
+ * own (sent in RESULT). request_id and local match the server's log line for the call
+ * (`call LOCAL FUNCTION id=ID ... at=NS`), whose at= is the enqueue on the server's
+ * clock: with the client's sent_ns and done_ns it bounds the clock skew of two hosts. */
+typedef struct grid_call_times_np {
+    unsigned long long request_id;          /* the CALL's id on its connection */
+    char local[64];                         /* this end of the connection, "ip:port" ("[ip]:port" v6) */
+    char server[280];                       /* the server that answered, "host:port" */
+    long long sent_ns;                      /* the CALL started to go out */
+    long long reply_ns;                     /* the reply's header arrived */
+    long long done_ns;                      /* the result was in the caller's buffers */
+    long long queue_ns, run_ns;             /* the server's queue wait and run time */
+    unsigned long long bytes_out, bytes_in; /* the CALL's and the RESULT's size on the wire */
+} grid_call_times_np;
+/* GRID_OK and *OUT filled, or GRID_ERR_CONFIG when this thread's last synchronous call
+ * failed or none was made (*OUT zeroed). */
+int grid_last_call_times_np(grid_call_times_np *out);
+
 /* ---- Asynchronous calls
  *
  * grid_call_async starts a call and returns at once with its id (> 0), or a negative

@@ -55,13 +55,14 @@ typedef struct gsv_options {
     unsigned nmodules;
     const char **module_dirs; /* --module-dir, in order */
     unsigned nmodule_dirs;
-    int defaults;      /* load the default modules too: none of --module and --module-dir
-                          was given, or --default-modules was */
-    unsigned threads;  /* 0: one per core */
-    int mode;          /* GSV_MODE_* */
-    int queue;         /* GSV_QUEUE_* */
-    int isolate;       /* run each call in a child process: a crash costs the call only */
-    const char *token; /* NULL: no token required */
+    int defaults;          /* load the default modules too: none of --module and --module-dir
+                              was given, or --default-modules was */
+    unsigned threads;      /* 0: one per core */
+    unsigned blas_threads; /* --blas-threads: BLAS threads of every call; 0: cores / running calls */
+    int mode;              /* GSV_MODE_* */
+    int queue;             /* GSV_QUEUE_* */
+    int isolate;           /* run each call in a child process: a crash costs the call only */
+    const char *token;     /* NULL: no token required */
     grw_limits limits;
     double io_timeout;       /* seconds; 0: none */
     double shutdown_timeout; /* seconds */
@@ -332,6 +333,12 @@ void gsv_call_fail(gsv_server *s, gsv_job *job, int code, const char *msg);
  * and run time, result (CODE and MSG for an error). */
 void gsv_call_log(const char *peer, const char *function, uint64_t request_id, uint64_t bytes_in,
                   uint64_t bytes_out, long long queue_ns, long long run_ns, int code, const char *msg);
+/* The same for a call that was queued at T_QUEUED (gr_now_ns, CLOCK_MONOTONIC): the line
+ * also says `at=NS`, so that a client on the same clock (or one that corrects the skew)
+ * can place the call's enqueue and dequeue on its own time line (bench/lanwan.sh). */
+void gsv_call_log_at(const char *peer, const char *function, uint64_t request_id, uint64_t bytes_in,
+                     uint64_t bytes_out, long long queue_ns, long long run_ns, long long t_queued, int code,
+                     const char *msg);
 void gsv_job_free(gsv_job *job);
 
 /* Starts the workers (pool mode); every job taken off the queue goes to RUN, which

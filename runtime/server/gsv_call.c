@@ -20,6 +20,8 @@ static void share_blas_threads(gsv_server *s) {
     if (!s->blas_set_threads) return;
     unsigned running = gsv_sched_running(s);
     int n = (int)(running > 1 ? s->cores / running : s->cores);
+    /* --blas-threads: the study's fixed configurations (one PE per call, or all). */
+    if (s->opt.blas_threads) n = (int)s->opt.blas_threads;
     if (n < 1) n = 1;
     pthread_mutex_lock(&s->blas_lock);
     if (s->blas_threads != n) {
@@ -188,8 +190,8 @@ void gsv_call_run(gsv_server *s, gsv_job *job) {
     if (s->opt.isolate) {
         long long run_ns = 0;
         int rc = run_isolated(s, job, queue_ns, &run_ns, &e);
-        gsv_call_log(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in,
-                     rc ? 0 : grp_result_bytes(&job->call), queue_ns, run_ns, rc, e.msg);
+        gsv_call_log_at(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in,
+                        rc ? 0 : grp_result_bytes(&job->call), queue_ns, run_ns, job->t_queued, rc, e.msg);
         if (!rc) gsv_work_learn(s, job, run_ns);
         gsv_job_free(job);
         atomic_fetch_add(&s->calls_done, 1);
@@ -211,8 +213,8 @@ void gsv_call_run(gsv_server *s, gsv_job *job) {
         gsv_data_call_done(job); /* CALL_DATA's KEEP outputs become handles first */
         rc = send_result(s, job, queue_ns, run_ns, bytes, &e);
     }
-    gsv_call_log(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in, rc ? 0 : bytes,
-                 queue_ns, run_ns, rc, e.msg);
+    gsv_call_log_at(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in, rc ? 0 : bytes,
+                    queue_ns, run_ns, job->t_queued, rc, e.msg);
     gsv_job_free(job);
     /* Counted once its answer was sent (or could not be): the metaserver compares it
      * with what it assigned to learn how many calls finished here. */
@@ -243,6 +245,12 @@ void gsv_job_free(gsv_job *job) {
 
 void gsv_call_log(const char *peer, const char *function, uint64_t request_id, uint64_t bytes_in,
                   uint64_t bytes_out, long long queue_ns, long long run_ns, int code, const char *msg) {
+    gsv_call_log_at(peer, function, request_id, bytes_in, bytes_out, queue_ns, run_ns, 0, code, msg);
+}
+
+void gsv_call_log_at(const char *peer, const char *function, uint64_t request_id, uint64_t bytes_in,
+                     uint64_t bytes_out, long long queue_ns, long long run_ns, long long t_queued, int code,
+                     const char *msg) {
     int level = code == GRID_OK ? GSV_LOG_INFO : GSV_LOG_WARN;
     if (!gsv_log_enabled(level)) return;
     char result[1200];
@@ -251,7 +259,11 @@ void gsv_call_log(const char *peer, const char *function, uint64_t request_id, u
     else
         snprintf(result, sizeof result, "%s: %s", grid_error_name(code),
                  msg && *msg ? msg : grid_error_string(code));
-    gsv_log(level, "call %s %s id=%llu in=%llu out=%llu queue=%.3fms run=%.3fms %s", peer, function,
-            (unsigned long long)request_id, (unsigned long long)bytes_in, (unsigned long long)bytes_out,
+    /* at=: when the call was queued, in ns of the server's CLOCK_MONOTONIC (0: unknown).
+     * Exact to the ns, unlike the line's own millisecond wall-clock time. */
+    char at[40] = "";
+    if (t_queued > 0) snprintf(at, sizeof at, " at=%lld", t_queued);
+    gsv_log(level, "call %s %s id=%llu in=%llu out=%llu%s queue=%.3fms run=%.3fms %s", peer, function,
+            (unsigned long long)request_id, (unsigned long long)bytes_in, (unsigned long long)bytes_out, at,
             (double)queue_ns / 1e6, (double)run_ns / 1e6, result);
 }

@@ -263,8 +263,8 @@ void gsv_jobs_run(gsv_server *s, gsv_job *job) {
     finish(k, &a);
     char peer[GRP_MAX_JOB_ID + 8];
     snprintf(peer, sizeof peer, "job %s", k->j.id);
-    gsv_call_log(peer, job->fn->qualified, 0, job->bytes_in, grp_result_bytes(&job->call), queue_ns, run_ns,
-                 GRID_OK, NULL);
+    gsv_call_log_at(peer, job->fn->qualified, 0, job->bytes_in, grp_result_bytes(&job->call), queue_ns,
+                    run_ns, job->t_queued, GRID_OK, NULL);
     gsv_job_free(job);
     atomic_fetch_add(&s->calls_done, 1);
 }

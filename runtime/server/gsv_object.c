@@ -425,8 +425,8 @@ void gsv_object_run(gsv_server *s, gsv_job *job) {
     int rc = job->obj_op == GSV_OBJ_DROP ? GRID_OK : reply(s, job, queue_ns, run_ns, &bytes, &e);
     char what[GRP_MAX_FUNCTION_NAME + 40];
     snprintf(what, sizeof what, "%s [object %016llx]", job->fn->qualified, (unsigned long long)o->id);
-    gsv_call_log(job->conn->peer, what, job->request_id, job->bytes_in, rc ? 0 : bytes, queue_ns, run_ns, rc,
-                 e.msg);
+    gsv_call_log_at(job->conn->peer, what, job->request_id, job->bytes_in, rc ? 0 : bytes, queue_ns, run_ns,
+                    job->t_queued, rc, e.msg);
     gsv_job_free(job);
     atomic_fetch_add(&s->calls_done, 1);
 }

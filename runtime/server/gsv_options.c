@@ -57,6 +57,10 @@ static const char help_text[] =
     "\n"
     "Execution:\n"
     "      --threads N          worker threads (default: one per online core)\n"
+    "      --blas-threads N     OpenBLAS threads for every call (default: the cores shared by\n"
+    "                           the calls running; 1 with --threads = cores: calls side by\n"
+    "                           side, one core each; cores with --threads 1: one call at a\n"
+    "                           time on every core)\n"
     "      --mode pool|thread   pool: a fixed pool of workers (default); thread: a new thread\n"
     "                           per call (kept for comparison)\n"
     "      --queue fcfs|sjf     order of queued calls: first come first served (default), or\n"
@@ -186,6 +190,7 @@ enum {
     OPT_MODULE_DIR,
     OPT_DEFAULT_MODULES,
     OPT_THREADS,
+    OPT_BLAS_THREADS,
     OPT_MODE,
     OPT_QUEUE,
     OPT_TOKEN,
@@ -216,6 +221,7 @@ static const struct option long_options[] = {
     {"module-dir", required_argument, NULL, OPT_MODULE_DIR},
     {"default-modules", no_argument, NULL, OPT_DEFAULT_MODULES},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"blas-threads", required_argument, NULL, OPT_BLAS_THREADS},
     {"mode", required_argument, NULL, OPT_MODE},
     {"queue", required_argument, NULL, OPT_QUEUE},
     {"token", required_argument, NULL, OPT_TOKEN},
@@ -282,6 +288,7 @@ static int apply(gsv_options *o, int val, const char *v) {
     case OPT_MODULE_DIR: return push(&o->module_dirs, &o->nmodule_dirs, v);
     case OPT_DEFAULT_MODULES: o->defaults = 1; return 0;
     case OPT_THREADS: return parse_count(opt, v, 4096, &o->threads);
+    case OPT_BLAS_THREADS: return parse_count(opt, v, 4096, &o->blas_threads);
     case OPT_MODE: return parse_choice(opt, v, modes, "pool or thread", &o->mode);
     case OPT_QUEUE: return parse_choice(opt, v, queues, "fcfs or sjf", &o->queue);
     case OPT_TOKEN:
