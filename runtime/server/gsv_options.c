@@ -60,7 +60,7 @@ static const char help_text[] =
     "      --blas-threads N     OpenBLAS threads for every call (default: the cores shared by\n"
     "                           the calls running; 1 with --threads = cores: calls side by\n"
     "                           side, one core each; cores with --threads 1: one call at a\n"
-    "                           time on every core)\n"
+    "                           time on every core; OPENBLAS_NUM_THREADS when set)\n"
     "      --mode pool|thread   pool: a fixed pool of workers (default); thread: a new thread\n"
     "                           per call (kept for comparison)\n"
     "      --queue fcfs|sjf     order of queued calls: first come first served (default), or\n"
