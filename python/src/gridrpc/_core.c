@@ -1449,16 +1449,8 @@ static PyTypeObject PendingType = {
     .tp_getset = pending_getset,
 };
 
-/* Converts and checks the arguments of an asynchronous call: a Pending object, not
- * sent yet. */
-static PendingObject *new_pending(PyObject *const *args, Py_ssize_t nargs) {
-    callstate *cs = PyMem_Malloc(sizeof *cs);
-    if (!cs) return (PendingObject *)PyErr_NoMemory();
-    if (prepare(cs, args, nargs) < 0) {
-        cs_release(cs);
-        PyMem_Free(cs);
-        return NULL;
-    }
+/* A Pending object owning CS (released when it cannot be made). */
+static PendingObject *wrap_pending(callstate *cs) {
     PendingObject *po = PyObject_New(PendingObject, &PendingType);
     if (!po) {
         cs_release(cs);
@@ -1471,6 +1463,19 @@ static PendingObject *new_pending(PyObject *const *args, Py_ssize_t nargs) {
     po->sending = 0;
     async_open++;
     return po;
+}
+
+/* Converts and checks the arguments of an asynchronous call: a Pending object, not
+ * sent yet. */
+static PendingObject *new_pending(PyObject *const *args, Py_ssize_t nargs) {
+    callstate *cs = PyMem_Malloc(sizeof *cs);
+    if (!cs) return (PendingObject *)PyErr_NoMemory();
+    if (prepare(cs, args, nargs) < 0) {
+        cs_release(cs);
+        PyMem_Free(cs);
+        return NULL;
+    }
+    return wrap_pending(cs);
 }
 
 PyDoc_STRVAR(prepare_doc,
@@ -1534,18 +1539,7 @@ static PyObject *core_record(PyObject *self, PyObject *const *args, Py_ssize_t n
         PyMem_Free(cs);
         return NULL;
     }
-    PendingObject *po = PyObject_New(PendingObject, &PendingType);
-    if (!po) {
-        cs_release(cs);
-        PyMem_Free(cs);
-        return NULL;
-    }
-    po->cs = cs;
-    po->id = 0;
-    po->in_flight = 0;
-    po->sending = 0;
-    async_open++;
-    return (PyObject *)po;
+    return (PyObject *)wrap_pending(cs);
 }
 
 static PyObject *core_transaction_begin(PyObject *self, PyObject *unused) {
