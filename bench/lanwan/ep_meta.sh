@@ -16,7 +16,7 @@
 #                 bench/plot_lanwan_sched.py, ep-meta.png (the Figure 11 plot)
 #     --full      M = 24 28 30 (the study's sizes; 2^30 on one server at 12.5% is about
 #                 2.5 min a run), 3 repeats; default: M = 24, 3 repeats (about 2 min)
-#     --smoke     S = 1 2, M = 20, 1 repeat (the test suite's run)
+#     --smoke     S = 1 2, M = 24, 1 repeat (the test suite's run)
 # Needs root (exit 77 otherwise) and a build (BUILD_DIR, else top_builddir, else build/).
 # The lab (namespaces, links, cgroups, processes) is torn down on every exit, Ctrl-C too.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -46,7 +46,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 if [ $smoke = 1 ]; then
-  : "${servers:=1 2}" "${ms:=20}" "${reps:=1}"
+  : "${servers:=1 2}" "${ms:=24}" "${reps:=1}"
 elif [ $full = 1 ]; then
   : "${servers:=1 2 4 8 16}" "${ms:=24 28 30}" "${reps:=3}"
 else

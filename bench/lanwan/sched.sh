@@ -5,13 +5,14 @@
 # under round-robin, least-load and minimum completion time (GRIDRPC_SCHEDULER) on three
 # servers of different speeds and links:
 #
-#   s1  1 Gbit/s, 0 ms      25% of a CPU  (near, slow: the well-connected busy machine)
-#   s2  20 Mbit/s, 10 ms    80% of a CPU  (far, fast)
-#   s3  50 Mbit/s, 5 ms     40% of a CPU
+#   s1  25% of a CPU, WAN: 1 Gbit/s, 0 ms    (near, slow: the well-connected busy machine)
+#   s2  80% of a CPU, WAN: 20 Mbit/s, 10 ms  (far, fast)
+#   s3  40% of a CPU, WAN: 50 Mbit/s, 5 ms
 #
-# on two networks: "lan" (every client site unshaped) and "wan" (multi-site WAN, the
-# study's Figure 9: sites c1..c4 behind 1 Gbit/s 1 ms, 100 Mbit/s 5 ms, 50 Mbit/s 10 ms
-# and 20 Mbit/s 20 ms each way). Every client makes the same calls in the same order
+# on two networks: "lan" (every link unshaped: only speed and load differ) and "wan"
+# (multi-site WAN, the study's Figure 9: the servers' links above, and client sites
+# c1..c4 behind 1 Gbit/s 1 ms, 100 Mbit/s 5 ms, 50 Mbit/s 10 ms and 20 Mbit/s 20 ms each
+# way; a path crosses both links: the slower rate, the sum of the delays). Every client makes the same calls in the same order
 # under each scheduler (each site its own order, so that the classes overlap). Per
 # (network, scheduler, class): mean and worst completion time, and where the calls ran;
 # every decision with its candidates' estimates (gridmetad's /api/status).
@@ -106,7 +107,6 @@ lab_have_delay || {
 }
 lab_cpu_quota s1 25 && lab_cpu_quota s2 80 && lab_cpu_quota s3 40 || exit 1
 for s in s1 s2 s3; do gl_weight $s; done
-lab_link s1 1gbit 0 && lab_link s2 20mbit $((d * 10)) && lab_link s3 50mbit $((d * 5)) || exit 1
 
 calls=$out/sched-calls.csv total=$out/sched-total.csv dec=$out/sched-decisions.txt deccsv=$out/sched-decisions.csv
 echo "net,scheduler,rep,site,seq,func,size,server,start_s,seconds,ok" >"$calls"
@@ -119,8 +119,9 @@ for i in "${!specs[@]}"; do echo "   c$((i + 1)): ${specs[$i]}"; done
 echo "   load before: $(gl_load)"
 for net in $nets; do
   if [ "$net" = lan ]; then
-    for c in $sites; do lab_link "$c" 0 0 || exit 1; done
+    for h in $sites s1 s2 s3; do lab_link "$h" 0 0 || exit 1; done
   else
+    lab_link s1 1gbit 0 && lab_link s2 20mbit $((d * 10)) && lab_link s3 50mbit $((d * 5)) || exit 1
     lab_link c1 1gbit $d && lab_link c2 100mbit $((d * 5)) && lab_link c3 50mbit $((d * 10)) &&
       lab_link c4 20mbit $((d * 20)) || exit 1
   fi
@@ -133,28 +134,27 @@ for net in $nets; do
   # measured); every site's first process probes its links; then wait until the
   # metaserver knows every site's bandwidth to every server.
   warm="dmmul:300,ep:22,linpack:300,dmmul:300,ep:22,linpack:300,dmmul:300,ep:22,linpack:300"
-  # The other sites' first (a tiny call each: the probe), so that c1's round-robin
-  # turns are its own.
-  pids=()
-  for c in c2 c3 c4; do
-    gl_in $c $c timeout 60 "$CLIENT" mix warm "ep:16" >/dev/null &
-    pids+=($!)
+  # One site at a time (round-robin turns are per function: a site's calls then reach
+  # every server): c2..c4 send each server a dmmul and a Linpack (their links measured
+  # by the calls and by the probe at first contact); c1 makes every server run every
+  # function (speeds measured).
+  for c in c2 c3 c4 c1; do
+    spec=$warm
+    [ $c = c1 ] || spec="dmmul:300,dmmul:300,dmmul:300,linpack:300,linpack:300,linpack:300"
+    gl_in $c $c env GRIDRPC_SCHEDULER=round-robin timeout 300 "$CLIENT" mix warm "$spec" >/dev/null || {
+      echo "$prog: the warm-up from $c failed" >&2
+      failed=1
+    }
   done
-  for p in "${pids[@]}"; do wait "$p" || {
-    echo "$prog: a warm-up client failed" >&2
-    failed=1
-  }; done
-  gl_in c1 c1 env GRIDRPC_SCHEDULER=round-robin timeout 300 "$CLIENT" mix warm "$warm" >/dev/null || {
-    echo "$prog: the warm-up failed" >&2
-    failed=1
-  }
   for c in $sites; do
     k=$(gl_links_known $c $c 3)
     [ "$k" = 3 ] || echo "$prog: warning: the metaserver knows only $k of 3 links from site $c" >&2
   done
   read -r last _ < <(gl_decisions c1 "$net warm-up" 0 "$dec" "$deccsv") || last=0
   for ((rep = 1; rep <= reps; rep++)); do
-    for sched in $scheds; do
+    # Each repeat starts with another scheduler: no scheduler always runs first.
+    order=$(echo $scheds $scheds | cut -d' ' -f$(((rep - 1) % 3 + 1))-$(((rep - 1) % 3 + 3)))
+    for sched in $order; do
       pids=()
       t0=$(date +%s.%N)
       for i in "${!specs[@]}"; do
