@@ -15,7 +15,8 @@
 #                 table: median, speedup, efficiency), ep-meta-decisions.txt, and, through
 #                 bench/plot_lanwan_sched.py, ep-meta.png (the Figure 11 plot)
 #     --full      M = 24 28 30 (the study's sizes; 2^30 on one server at 12.5% is about
-#                 2.5 min a run), 3 repeats; default: M = 24, 3 repeats (about 2 min)
+#                 2.5 min a run, and the warm-up runs it twice more), 3 repeats; default:
+#                 M = 24, 3 repeats (about 1.5 min)
 #     --smoke     S = 1 2, M = 24, 1 repeat (the test suite's run)
 # Needs root (exit 77 otherwise) and a build (BUILD_DIR, else top_builddir, else build/).
 # The lab (namespaces, links, cgroups, processes) is torn down on every exit, Ctrl-C too.
@@ -99,6 +100,7 @@ for ((i = 1; i <= smax; i++)); do
   lab_cpu_quota "s$i" "$quota" || exit 1
   gl_weight "s$i"
 done
+gl_weight_unlimited client meta || exit 1
 
 runs=$out/ep-meta-runs.csv calls=$out/ep-meta-calls.csv dec=$out/ep-meta-decisions.txt deccsv=$LAB_DIR/dec.csv
 echo "m,servers,rep,quota_pct,wall_s,distinct_servers,max_part_s,min_part_s,last_start_s,held_calls,held_s,decide_us,load1" >"$runs"
@@ -112,14 +114,21 @@ for S in $servers; do
     failed=1
     break
   }
+  k=$(gl_probe client client "$S")
+  [ "$k" = "$S" ] || echo "$prog: warning: the metaserver knows only $k of $S links from the client" >&2
   last=0
   for m in $ms; do
-    # Warm-up: every server runs two parts, round-robin, so that mct knows each one's
-    # EP speed (measured, not the start-up guess) before the measured runs.
-    gl_in client client env GRIDRPC_SCHEDULER=round-robin timeout 600 "$CLIENT" split "$m" $((2 * S)) >/dev/null || {
-      echo "$prog: warm-up M=$m S=$S failed" >&2
-      failed=1
-    }
+    # Warm-up: every server runs two parts of the measured runs' size, round-robin, so
+    # that mct knows each one's EP speed (measured, not the start-up guess) before the
+    # measured runs. The same size matters under a CPU quota: a shorter call can run on
+    # the quota left in a period at the CPU's full speed, and would make identical
+    # servers look several times faster than they are, and unequal.
+    for w in 1 2; do
+      gl_in client client env GRIDRPC_SCHEDULER=round-robin timeout 900 "$CLIENT" split "$m" "$S" >/dev/null || {
+        echo "$prog: warm-up M=$m S=$S failed" >&2
+        failed=1
+      }
+    done
     read -r last _ < <(gl_decisions client "warm m=$m S=$S" "$last" "$dec" "$deccsv") || last=0
     for ((rep = 1; rep <= reps; rep++)); do
       lines=$(gl_in client client timeout 900 "$CLIENT" split "$m" "$S") || {

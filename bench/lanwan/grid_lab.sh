@@ -41,14 +41,26 @@ gl_build() {
 # gl_weight HOST: a high CPU weight for the host's cgroup (v1 cpu.shares, v2 cpu.weight).
 # The quota caps a server; on a machine other jobs share, the weight lets it also get its
 # quota while they run, so that S servers at Q% are S x Q% of a CPU, as the study assumes.
+# WEIGHT: times the default (1024 shares, weight 100); 8 unless given.
 gl_weight() {
-  local cg=${LAB__CG[$1]:-} # the host's cgroup, made by lab_cpu_quota
+  local cg=${LAB__CG[$1]:-} w=${2:-8} # the host's cgroup, made by lab_cpu_quota
   [ -n "$cg" ] || return 0
   if [ -f "$cg/cpu.shares" ]; then
-    echo 8192 >"$cg/cpu.shares"
+    echo $((1024 * w)) >"$cg/cpu.shares"
   elif [ -f "$cg/cpu.weight" ]; then
-    echo 800 >"$cg/cpu.weight"
+    echo $((100 * w)) >"$cg/cpu.weight"
   fi 2>/dev/null || true
+}
+
+# gl_weight_unlimited HOST...: no quota and eight times the servers' weight: the client
+# and metaserver hosts, which in the study are machines of their own. Without it, servers
+# whose quotas add up to the whole machine (16 x 12.5% on 2 cores) leave the client a
+# sliver of CPU, and it submits its calls 5 ms apart instead of 1-2.
+gl_weight_unlimited() {
+  local h
+  for h in "$@"; do
+    lab_cpu_quota "$h" none && gl_weight "$h" 64
+  done
 }
 
 # gl_in HOST SITE CMD...: CMD in client host HOST as site SITE, routed by the metaserver.
@@ -93,18 +105,37 @@ gl_stop() {
   GL_SRV_PIDS=() GL_META_PID=
 }
 
-# gl_links_known HOST SITE N: waits (bounded, 15 s) until the metaserver knows the
-# bandwidth from SITE to N servers (the client's link probe at its first contact, and
-# the calls' REPORTs); prints how many it knows.
+# gl_links_known HOST SITE N [TRIES]: waits (bounded: TRIES x 0.25 s, default 60) until
+# the metaserver knows the bandwidth from SITE to N servers (the client's link probe at
+# its first contact, and the calls' REPORTs); prints how many it knows.
 gl_links_known() {
   local k=0
-  for _ in $(seq 1 60); do
+  for _ in $(seq 1 "${4:-60}"); do
     k=$(gl_in "$1" "$2" "$B/gridrpc" --timeout 2 --json status 2>/dev/null |
       python3 -c 'import json,sys; print(sum((s["bandwidth"] or 0) > 0 for s in json.load(sys.stdin)["servers"]))' 2>/dev/null)
     [ "$k" = "$3" ] && break
     sleep 0.25
   done
   echo "${k:-0}"
+}
+
+# gl_probe HOST SITE N: makes sure the metaserver knows SITE's links to the N servers
+# before anything is measured. A client probes the links it does not know at its first
+# contact, on a background thread cut when it exits; probing servers busy under a CPU
+# quota is slow, so a short process leaves links unknown and the next, measured, one
+# would probe them while its calls run. Here processes of tiny calls (EP runs of 2^12
+# pairs: below the millisecond under which the metaserver learns no speed from a run,
+# so they leave the servers' measured speeds alone) live long enough to finish the
+# probe, at most 6 of them; prints how many links are known.
+gl_probe() {
+  local k=0 spec
+  spec=$(printf 'ep:12,%.0s' $(seq 1 60))
+  for _ in 1 2 3 4 5 6; do
+    gl_in "$1" "$2" timeout 60 "$CLIENT" mix probe "${spec%,}" >/dev/null 2>&1
+    k=$(gl_links_known "$1" "$2" "$3" 4)
+    [ "$k" = "$3" ] && break
+  done
+  echo "$k"
 }
 
 # gl_decisions HOST TAG FROM FILE CSV: the metaserver's decisions after id FROM (GET

@@ -107,6 +107,7 @@ lab_have_delay || {
 }
 lab_cpu_quota s1 25 && lab_cpu_quota s2 80 && lab_cpu_quota s3 40 || exit 1
 for s in s1 s2 s3; do gl_weight $s; done
+gl_weight_unlimited meta $sites || exit 1
 
 calls=$out/sched-calls.csv total=$out/sched-total.csv dec=$out/sched-decisions.txt deccsv=$out/sched-decisions.csv
 echo "net,scheduler,rep,site,seq,func,size,server,start_s,seconds,ok" >"$calls"
