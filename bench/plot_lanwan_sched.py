@@ -89,6 +89,28 @@ def sched(d):
                 t = [float(r["seconds"]) for r in g]
                 md.append("| **%s** | **all** | %d | **%.3f** | **%.3f** | | |" % (s, len(t), statistics.mean(t), max(t)))
         md.append("")
+        # Per site: where the communication-heavy calls went and what they cost. The
+        # study's conclusion shows here: on the WAN they belong behind the fast link
+        # (s1) whatever its load, except from a site whose own link is the bottleneck.
+        sites = sorted({r["site"] for r in calls if r["net"] == net})
+        md.append("%s, Linpack and dmmul (communication-heavy) per client site: mean seconds, calls per server\n"
+                  % net.upper())
+        md.append("| scheduler | " + " | ".join(sites) + " |")
+        md.append("| --- |" + " --- |" * len(sites))
+        for s in SCHEDS:
+            cells = []
+            for site in sites:
+                g = [r for r in calls if r["net"] == net and r["scheduler"] == s and r["site"] == site and
+                     r["func"] in ("dmmul", "linpack")]
+                if not g:
+                    cells.append("")
+                    continue
+                where = Counter(r["server"] for r in g)
+                cells.append("%.2f (%s)" % (statistics.mean(float(r["seconds"]) for r in g),
+                                            " ".join("%s:%d" % (k, where[k]) for k in sorted(where))))
+            if any(cells):
+                md.append("| %s | %s |" % (s, " | ".join(cells)))
+        md.append("")
     write_csv(os.path.join(d, "sched.csv"),
               ["net", "scheduler", "class", "calls", "mean_s", "worst_s", "servers", "total_s"], rows)
     text = "\n".join(md)
