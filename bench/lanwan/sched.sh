@@ -23,7 +23,7 @@
 #                 bench/plot_lanwan_sched.py, sched.csv, sched.md (the table) and
 #                 sched.png (bar chart)
 #     --full      bigger calls (dmmul 600-800, Linpack 1000-1400, EP 2^24-2^25), twice as
-#                 many per client, 3 repeats; default: small (about 3 minutes), 1 repeat
+#                 many per client, 3 repeats; default: small, 2 repeats (about 2 minutes)
 #     --smoke     wan only, two calls per client (the test suite's run, under a minute)
 # Needs root (exit 77 otherwise) and a build (BUILD_DIR, else top_builddir, else build/).
 # The lab (namespaces, links, cgroups, processes) is torn down on every exit, Ctrl-C too.
@@ -61,7 +61,7 @@ elif [ $full = 1 ]; then
     "linpack:1000,dmmul:800,ep:24,linpack:1400,ep:25,dmmul:600,linpack:1000,ep:24"
     "ep:24,dmmul:600,ep:25,linpack:1000,dmmul:700,ep:24,linpack:1400,dmmul:600")
 else
-  : "${nets:=lan wan}" "${reps:=1}"
+  : "${nets:=lan wan}" "${reps:=2}"
   specs=("dmmul:500,ep:24,linpack:700,ep:24"
     "ep:24,linpack:800,dmmul:400,ep:24"
     "linpack:600,dmmul:500,ep:24,linpack:700"
