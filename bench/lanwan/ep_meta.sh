@@ -3,8 +3,9 @@
 # LAN/WAN study (issue 12). One EP run of 2^M pairs is cut into S equal ranges, all
 # started at once by one client (bench/meta_lab_client split, async calls under the plain
 # name "nas/ep"); gridmetad (mct) places each on one of S gridrpcd, each one worker, one
-# BLAS thread and a CPU quota of Q% of one CPU (default 12.5: S = 16 servers are then the
-# machine's two cores, S = 8 one core). Speedup = median wall time of the whole run on one
+# BLAS thread and a CPU quota of Q% of one CPU (default 12.5: a server is a CPU eight
+# times slower; on a 2-core machine S = 16 servers are all of it, S = 8 one core; the
+# client and gridmetad get no quota and a higher CPU weight, as machines of their own). Speedup = median wall time of the whole run on one
 # server / median on S; every part's server, time and start, and the metaserver's holds
 # and decision times, show where the time goes. The parts' sums are checked against NPB's.
 #
@@ -15,8 +16,8 @@
 #                 table: median, speedup, efficiency), ep-meta-decisions.txt, and, through
 #                 bench/plot_lanwan_sched.py, ep-meta.png (the Figure 11 plot)
 #     --full      M = 24 28 30 (the study's sizes; 2^30 on one server at 12.5% is about
-#                 2.5 min a run, and the warm-up runs it twice more), 3 repeats; default:
-#                 M = 24, 3 repeats (about 1.5 min)
+#                 2.5 min a run: about 20 min in all), 3 repeats; default: M = 24,
+#                 3 repeats (about 1.5 min; --ms "24 28": about 8 min)
 #     --smoke     S = 1 2, M = 24, 1 repeat (the test suite's run)
 # Needs root (exit 77 otherwise) and a build (BUILD_DIR, else top_builddir, else build/).
 # The lab (namespaces, links, cgroups, processes) is torn down on every exit, Ctrl-C too.
@@ -118,13 +119,15 @@ for S in $servers; do
   [ "$k" = "$S" ] || echo "$prog: warning: the metaserver knows only $k of $S links from the client" >&2
   last=0
   for m in $ms; do
-    # Warm-up: every server runs two parts of the measured runs' size, round-robin, so
-    # that mct knows each one's EP speed (measured, not the start-up guess) before the
-    # measured runs. The same size matters under a CPU quota: a shorter call can run on
-    # the quota left in a period at the CPU's full speed, and would make identical
-    # servers look several times faster than they are, and unequal.
+    # Warm-up: every server runs two parts of the measured runs' size (at most 2^25 / S
+    # pairs: longer parts measure the same speed), round-robin, so that mct knows each
+    # one's EP speed (measured, not the start-up guess) before the measured runs. The
+    # size matters under a CPU quota: a much shorter call can run on the quota left in a
+    # period at the CPU's full speed, and would make identical servers look several
+    # times faster than they are, and unequal.
+    wm=$((m < 25 ? m : 25))
     for w in 1 2; do
-      gl_in client client env GRIDRPC_SCHEDULER=round-robin timeout 900 "$CLIENT" split "$m" "$S" >/dev/null || {
+      gl_in client client env GRIDRPC_SCHEDULER=round-robin timeout 900 "$CLIENT" split "$wm" "$S" >/dev/null || {
         echo "$prog: warm-up M=$m S=$S failed" >&2
         failed=1
       }
