@@ -247,7 +247,7 @@ typedef struct gms_state {
     uint64_t next_decision;
     gms_decision *ring; /* GMS_DECISIONS */
     uint64_t decisions, calls, failures, pending_dropped;
-    /* Requests held while every server was full: they wait on ROOM for a change of
+    /* Requests held while the server they need was full: they wait on ROOM for a change of
      * ROOM_EPOCH (work ended or a server came up) or STOPPING. */
     pthread_cond_t room;
     uint64_t room_epoch;

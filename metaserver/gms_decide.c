@@ -1,7 +1,8 @@
 /* gms_decide.c: answering clients from the state: SCHEDULE (a snapshot of the candidate
  * servers for the call's site; those with room first, for gms_sched_pick; the work
  * counted as pending on the chosen server at once; the decision kept for the page and
- * the log; or, every server being full, the request held), SERVERS, LIST and the PING
+ * the log; or, the chosen server being full (every server, or for mct the best one),
+ * the request held), SERVERS, LIST and the PING
  * totals. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,21 +144,31 @@ int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, l
                          "`gridrpc status` shows the servers and their state",
                          m->function, down, excluded);
     }
-    if (full == n && may_hold) {
-        if (held_s == 0) st->held++;
-        *epoch = st->room_epoch;
-        pthread_mutex_unlock(&st->lock);
-        return GMS_HELD;
-    }
-    if (full == n && held_s > 0) st->held_over++;
     int policy = m->policy != GRP_POLICY_DEFAULT ? (int)m->policy : st->policy;
     gms_job job = {m->flops, m->bytes_in, m->bytes_out, m->affinity, m->naffinity};
-    /* Every candidate gets its estimate (the explanation shows them all); the choice
-     * is among those with room, unless none has. */
+    /* Every candidate gets its estimate (the explanation shows them all). MCT weighs
+     * the full servers too: a full server's estimate includes the wait for what it
+     * holds, and waiting for the one server behind a fast link can beat running at once
+     * behind a slow one (a data-heavy call: choosing only among servers with room sent
+     * such calls across 20 Mbit/s links while the 1 Gbit/s server was a call away from
+     * room). The other policies choose among servers with room, unless none has. */
     uint32_t room = n - full;
-    int c = gms_sched_pick(policy, &job, st->cbuf, room ? room : n, ent->rr++);
-    for (uint32_t i = room ? room : n; i < n; i++)
+    uint32_t among = policy == GRP_POLICY_MCT || room == 0 ? n : room;
+    int c = gms_sched_pick(policy, &job, st->cbuf, among, ent->rr);
+    for (uint32_t i = among; i < n; i++)
         gms_sched_estimate(&job, &st->cbuf[i]);
+    if (gms_cand_full(&st->cbuf[c])) {
+        /* The best server is full: the request waits here until work ends somewhere,
+         * then is decided again; past its hold it goes to that full server. */
+        if (may_hold) {
+            if (held_s == 0) st->held++;
+            *epoch = st->room_epoch;
+            pthread_mutex_unlock(&st->lock);
+            return GMS_HELD;
+        }
+        if (held_s > 0) st->held_over++;
+    }
+    ent->rr++;
     gms_cand *cand = &st->cbuf[c];
     gms_server *s = st->cbuf_srv[c];
 

@@ -220,7 +220,8 @@ static int on_schedule(gms_conn *c, const grw_header *h) {
     long long t0 = gr_now_ns(), until = t0 + (long long)(c->net->opt->max_hold * 1e9);
     int rc, rounds = 0;
     for (;;) {
-        /* Every server being full, the request waits here, where a later decision can
+        /* The chosen server being full (every server; for mct, the best one), the
+         * request waits here, where a later decision can
          * still place it better, until work ends somewhere or the hold runs out. */
         long long now = gr_now_ns();
         uint64_t epoch = 0;
@@ -228,8 +229,8 @@ static int on_schedule(gms_conn *c, const grw_header *h) {
                                 rounds ? (double)(now - t0) / 1e9 : 0, &epoch, &ok, d, &e);
         if (rc != GMS_HELD) break;
         if (rounds++ == 0)
-            gms_log(GMS_LOG_DEBUG, "%s: SCHEDULE %s: every server is full: held (at most %.3g s)", c->peer,
-                    m.function, c->net->opt->max_hold);
+            gms_log(GMS_LOG_DEBUG, "%s: SCHEDULE %s: the server it needs is full: held (at most %.3g s)",
+                    c->peer, m.function, c->net->opt->max_hold);
         int kept = serve_reports(c);
         if (kept != GMS_KEEP) {
             free(d);

@@ -423,7 +423,9 @@ lab_have_cpu_quota() { lab__cgroot >/dev/null; }
 # lab_cpu_quota NAME PERCENT: processes of host NAME (those already running in it, and
 # every later lab_exec / lab_run_bg) get PERCENT of one CPU (150: one and a half CPUs;
 # 0 or none: no limit), through a cgroup glabXXXX-NAME (v1 cpu.cfs_quota_us or v2 cpu.max,
-# period 100 ms).
+# period LAB_CPU_PERIOD_US, default 100000: 100 ms). A call shorter than a few periods
+# runs at full speed or waits for the next period depending on where in the period it
+# starts; a shorter period (10000) makes a quota'd host a steadily slower machine.
 lab_cpu_quota() {
   local -  # the caller's set -e / -u / pipefail stay outside: errors are returned
   set +eu +o pipefail
@@ -439,19 +441,27 @@ lab_cpu_quota() {
     return 1
   fi
   cg=$root/$LAB_PFX-$name
+  local period=${LAB_CPU_PERIOD_US:-100000}
+  if ! [[ $period =~ ^[0-9]+$ ]] || [ "$period" -lt 1000 ] || [ "$period" -gt 1000000 ]; then
+    lab__err "lab_cpu_quota: LAB_CPU_PERIOD_US='$period': write microseconds from 1000 to 1000000"
+    return 1
+  fi
   if [ "${pct,,}" = none ] || [ "$pct" = 0 ]; then
     quota=-1
   else
-    quota=$(awk -v p="$pct" 'BEGIN { q = int(p * 1000 + 0.5); if (q < 1000) q = 1000; print q }')
+    # The kernel's smallest quota is 1 ms.
+    quota=$(awk -v p="$pct" -v t="$period" 'BEGIN { q = int(p * t / 100 + 0.5); if (q < 1000) q = 1000; print q }')
   fi
   if [ "$ver" = v2 ]; then
     grep -qw cpu "$root/cgroup.subtree_control" 2>/dev/null || echo +cpu >"$root/cgroup.subtree_control" || {
       lab__err "lab_cpu_quota: cannot enable the cpu controller in $root"
       return 1
     }
-    mkdir -p "$cg" && if [ "$quota" = -1 ]; then echo "max 100000" >"$cg/cpu.max"; else echo "$quota 100000" >"$cg/cpu.max"; fi
+    mkdir -p "$cg" && if [ "$quota" = -1 ]; then echo "max $period" >"$cg/cpu.max"; else echo "$quota $period" >"$cg/cpu.max"; fi
   else
-    mkdir -p "$cg" && echo 100000 >"$cg/cpu.cfs_period_us" && echo "$quota" >"$cg/cpu.cfs_quota_us"
+    # No limit first: the kernel refuses a period that makes the current quota invalid.
+    mkdir -p "$cg" && echo -1 >"$cg/cpu.cfs_quota_us" && echo "$period" >"$cg/cpu.cfs_period_us" &&
+      echo "$quota" >"$cg/cpu.cfs_quota_us"
   fi || {
     lab__err "lab_cpu_quota: cannot set a quota in $cg"
     return 1
@@ -585,7 +595,7 @@ lab_info() {
       if [ -f "${LAB__CG[$h]}/cpu.max" ]; then
         q=$(awk '{ print ($1 == "max") ? "unlimited" : $1 / $2 * 100 "%" }' "${LAB__CG[$h]}/cpu.max")
       else
-        q=$(awk '{ print ($1 < 0) ? "unlimited" : $1 / 1000 "%" }' "${LAB__CG[$h]}/cpu.cfs_quota_us")
+        q=$(awk -v t="$(cat "${LAB__CG[$h]}/cpu.cfs_period_us")" '{ print ($1 < 0) ? "unlimited" : $1 / t * 100 "%" }' "${LAB__CG[$h]}/cpu.cfs_quota_us")
       fi
     fi
     printf '%-10s %-14s %-18s %-10s %-10s %s\n' "$h" "${LAB__IP[$h]}" "$LAB_PFX-$h" \

@@ -473,6 +473,56 @@ static void test_hold(void) {
     gms_state_free(&st);
 }
 
+/* MCT weighs full servers too (the LAN/WAN study's multi-site mix): a data-heavy call
+ * waits for the one server behind a fast link rather than run at once behind a slow
+ * one; least-load still takes the server with room; a compute-heavy call goes to the
+ * server with room when that is quicker. */
+static void test_mct_full_best(void) {
+    gms_state st;
+    gms_state_init(&st, GRP_POLICY_MCT, 1000, 3);
+    uint64_t a, b;
+    reg(&st, "10.0.0.1", 7000, 1, 1e10, "test/work", &a); /* 1 core, 1 worker: full at 2 */
+    reg(&st, "10.0.0.2", 7000, 1, 1e10, "test/work", &b);
+    /* Links from "lab": 100 MB in 0.1 s to A (1 GB/s), in 10 s to B (10 MB/s). */
+    for (int i = 0; i < 2; i++) {
+        grp_report probe;
+        memset(&probe, 0, sizeof probe);
+        probe.server_id = i ? b : a;
+        probe.bytes_in = 100000000;
+        probe.total_ns = i ? 10000000000ULL : 100000000ULL;
+        gms_state_report(&st, &probe, "lab", gr_now_ns(), gms_unix_ms());
+    }
+    gr_err e;
+    grp_schedule big = sched("work", 1e9, 50000000); /* 50 MB in, 0.1 s of compute */
+    grp_schedule_ok r[2], h;
+    int placed = 0;
+    for (int i = 0; i < 2; i++)
+        placed += gms_state_schedule(&st, &big, "lab", gr_now_ns(), gms_unix_ms(), 1, 0, NULL, &r[i], NULL,
+                                     &e) == GRID_OK &&
+                  r[i].server_id == a;
+    ok(placed == 2 && server(&st, a)->pending == 2, "mct: two data-heavy calls both go behind the fast link");
+    uint64_t epoch = 0, before = st.decisions;
+    int rc = gms_state_schedule(&st, &big, "lab", gr_now_ns(), gms_unix_ms(), 1, 0, &epoch, &h, NULL, &e);
+    ok(rc == GMS_HELD && st.decisions == before && server(&st, b)->pending == 0,
+       "mct: a third waits for the full fast-link server (0.35 s) instead of 5 s behind 10 MB/s (rc %d)", rc);
+    gms_decision d;
+    rc = gms_state_schedule(&st, &big, "lab", gr_now_ns(), gms_unix_ms(), 0, 20, &epoch, &h, &d, &e);
+    ok(rc == GRID_OK && h.server_id == a && st.held_over == 1 && d.nfull == 1,
+       "mct: past its hold it goes to that full server (server %llu, held_over %llu)",
+       (unsigned long long)h.server_id, (unsigned long long)st.held_over);
+    big.policy = GRP_POLICY_LEAST_LOAD;
+    rc = gms_state_schedule(&st, &big, "lab", gr_now_ns(), gms_unix_ms(), 1, 0, &epoch, &h, NULL, &e);
+    ok(rc == GRID_OK && h.server_id == b,
+       "least-load: the same call goes to the server with room (server %llu)",
+       (unsigned long long)h.server_id);
+    grp_schedule heavy = sched("work", 1e10, 1000); /* 1 s of compute, 1 KB */
+    rc = gms_state_schedule(&st, &heavy, "lab", gr_now_ns(), gms_unix_ms(), 1, 0, &epoch, &h, NULL, &e);
+    ok(rc == GRID_OK && h.server_id == b,
+       "mct: a compute-heavy call takes the server with room (server %llu)", (unsigned long long)h.server_id);
+    gms_state_stop(&st);
+    gms_state_free(&st);
+}
+
 /* A function measured on one server predicts it on another that has not run it, scaled
  * by their start-up estimates, instead of taking the estimate (other units) as is. */
 static void test_speed_ratio(void) {
@@ -523,6 +573,7 @@ int main(void) {
     test_server_work();
     test_slots();
     test_hold();
+    test_mct_full_best();
     test_speed_ratio();
     test_json_escape();
     printf("1..%d\n", tests);
