@@ -2,12 +2,9 @@
  * (grc_engine.c) with the caller's thread doing the I/O, which is the fastest way for
  * a caller that waits anyway (no hand-off to a reader thread). The public entry points
  * over it are in grc_api.c. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include <gridrpc.h>
 
@@ -19,24 +16,6 @@ long grc_stat_calls;
  * exchange() as the call goes, valid once it ended well. */
 static __thread grid_call_times_np last_times;
 static __thread int last_times_ok;
-
-/* This end of FD as the server's log writes its peer ("ip:port", "[ip]:port"). */
-static void local_address(int fd, char *out, size_t len) {
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    char host[INET6_ADDRSTRLEN] = "?";
-    snprintf(out, len, "?");
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) return;
-    if (ss.ss_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
-        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-        snprintf(out, len, "%s:%d", host, ntohs(in->sin_port));
-    } else if (ss.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
-        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-        snprintf(out, len, "[%s]:%d", host, ntohs(in6->sin6_port));
-    }
-}
 
 int grid_last_call_times_np(grid_call_times_np *out) {
     if (!last_times_ok) {
@@ -52,13 +31,8 @@ int grid_last_call_times_np(grid_call_times_np *out) {
  * *broken when the connection cannot be reused. */
 static int exchange(grc_conn *c, grc_req *q, int *broken, gr_err *e) {
     uint64_t id = c->next_id++;
-    grid_call_times_np *t = &last_times;
     last_times_ok = 0;
-    memset(t, 0, sizeof *t);
-    t->request_id = id;
-    local_address(c->fd, t->local, sizeof t->local);
-    snprintf(t->server, sizeof t->server, "%s:%d", c->host, c->port);
-    q->route.sent_ns = t->sent_ns = gr_now_ns();
+    long long sent_ns = q->route.sent_ns = gr_now_ns();
     int rc = grc_req_send(q, &c->wr, id, &c->server, e);
     if (rc) {
         *broken = 1;
@@ -89,12 +63,20 @@ static int exchange(grc_conn *c, grc_req *q, int *broken, gr_err *e) {
             return rc;
         }
     }
-    t->reply_ns = gr_now_ns();
+    long long reply_ns = gr_now_ns();
     int in_step;
     rc = grc_req_reply(q, &c->rd, &h, &in_step, e);
     *broken = !in_step;
     if (rc == GRID_OK) {
+        /* Recorded only once the call succeeded: the connection's cached address, no
+         * system call on the call's path. */
+        grid_call_times_np *t = &last_times;
         t->done_ns = gr_now_ns();
+        t->request_id = id;
+        t->sent_ns = sent_ns;
+        t->reply_ns = reply_ns;
+        snprintf(t->local, sizeof t->local, "%s", c->local);
+        snprintf(t->server, sizeof t->server, "%s:%d", c->host, c->port);
         t->queue_ns = (long long)q->route.times.queue_ns;
         t->run_ns = (long long)q->route.times.run_ns;
         t->bytes_out = grp_call_bytes(q->t.name, q->call);

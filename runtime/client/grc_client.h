@@ -71,6 +71,7 @@ int grc_resolve(const char *name, const grc_config *cfg, grc_target *t, gr_err *
 /* A pooled connection (after HELLO). */
 typedef struct grc_conn {
     int fd;
+    char local[64]; /* this end, "ip:port": the server logs it as the call's peer */
     char host[GRC_MAX_HOST];
     int port;
     uint64_t next_id;

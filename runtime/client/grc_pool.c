@@ -4,11 +4,14 @@
  * is used, so a call never fails just because the pool held a dead connection. */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "grc_client.h"
@@ -20,6 +23,24 @@ long grc_stat_connections;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static grc_conn *idle;
 static int nidle;
+
+/* This end of FD as the server's log writes its peer ("ip:port", "[ip]:port"). */
+static void local_address(int fd, char *out, size_t len) {
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    char host[INET6_ADDRSTRLEN] = "?";
+    snprintf(out, len, "?");
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) return;
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        snprintf(out, len, "%s:%d", host, ntohs(in->sin_port));
+    } else if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+        snprintf(out, len, "[%s]:%d", host, ntohs(in6->sin6_port));
+    }
+}
 
 /* 1 if the peer has closed the idle connection (or sent something unexpected). */
 static int idle_conn_dead(int fd) {
@@ -79,6 +100,7 @@ int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **o
         return e ? e->code : GRID_ERR_CONNECT;
     }
     c->fd = fd;
+    local_address(fd, c->local, sizeof c->local);
     snprintf(c->host, sizeof c->host, "%s", host);
     c->port = port;
     c->next_id = 1;
