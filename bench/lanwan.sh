@@ -4,6 +4,7 @@
 #
 # Usage: bench/lanwan.sh [--full | --smoke] [--out DIR] [--part lanwan|sched|ep-meta|all]
 #                        [--seconds T] [--clients "1 4 16"] [--linpack "600"] [--ep "24"]
+#                        [--wan-linpack "600"]
 #                        [--networks "lan wan wan4 wan1998"] [--configs "task data"]
 #                        [--ratio BYTES_PER_FLOP]
 #
@@ -31,7 +32,8 @@
 #            way. E.g. 10 Gflops -> 5 MB/s = 40 Mbit/s.
 # Defaults (small, a few minutes): c = 1 4 16, Linpack n = 600, EP m = 24 (class S),
 # 3 s per run, every network, both configurations. --full: c = 1 2 4 8 16, n = 600 1000
-# 1400 2000 4000, m = 24 25 28 (S, W, A), 30 s per run (hours). --smoke (the test):
+# 1400 2000 4000 (on the shaped networks 600 1000 1400, the study's own: --wan-linpack),
+# m = 24 25 28 (S, W, A), 30 s per run (hours; --seconds 10: about an hour). --smoke (the test):
 # tiny and quick, LAN and multi-site WAN only, results in a temporary folder.
 #
 # Parts sched and ep-meta are bench/lanwan/sched.sh (the scheduling study) and
@@ -49,7 +51,7 @@
 set -u -o pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-mode=small out= part=all seconds= clients= linpack=- ep=- networks= configs= ratio=5e-4
+mode=small out= part=all seconds= clients= linpack=- wan_linpack=- ep=- networks= configs= ratio=5e-4
 usage() { sed -n '2,/^# 2 usage/p' "$0" | sed 's/^# \{0,1\}//'; }
 die() {
   echo "lanwan: $*" >&2
@@ -59,11 +61,11 @@ while [ $# -gt 0 ]; do
   case $1 in
   --full) mode=full ;;
   --smoke) mode=smoke ;;
-  --out | --part | --seconds | --clients | --linpack | --ep | --networks | --configs | --ratio)
+  --out | --part | --seconds | --clients | --linpack | --wan-linpack | --ep | --networks | --configs | --ratio)
     [ $# -ge 2 ] || die "$1 needs a value (see --help)"
     case $1 in
     --out) out=$2 ;; --part) part=$2 ;; --seconds) seconds=$2 ;; --clients) clients=$2 ;;
-    --linpack) linpack=$2 ;; --ep) ep=$2 ;; --networks) networks=$2 ;; --configs) configs=$2 ;;
+    --linpack) linpack=$2 ;; --wan-linpack) wan_linpack=$2 ;; --ep) ep=$2 ;; --networks) networks=$2 ;; --configs) configs=$2 ;;
     --ratio) ratio=$2 ;;
     esac
     shift
@@ -77,17 +79,24 @@ while [ $# -gt 0 ]; do
   shift
 done
 case $mode in
-small) d_c="1 4 16" d_n="600" d_m="24" d_s=3 d_net="lan wan wan4 wan1998" d_cfg="task data" ;;
-full) d_c="1 2 4 8 16" d_n="600 1000 1400 2000 4000" d_m="24 25 28" d_s=30 d_net="lan wan wan4 wan1998" d_cfg="task data" ;;
-smoke) d_c="1 2" d_n="200" d_m="22" d_s=1 d_net="lan wan4" d_cfg="task" ;;
+small) d_c="1 4 16" d_n="600" d_wn="600" d_m="24" d_s=3 d_net="lan wan wan4 wan1998" d_cfg="task data" ;;
+full) d_c="1 2 4 8 16" d_n="600 1000 1400 2000 4000" d_wn="600 1000 1400" d_m="24 25 28" d_s=30 d_net="lan wan wan4 wan1998" d_cfg="task data" ;;
+smoke) d_c="1 2" d_n="200" d_wn="200" d_m="22" d_s=1 d_net="lan wan4" d_cfg="task" ;;
 esac
 clients=${clients:-$d_c} seconds=${seconds:-$d_s}
+# The shaped networks' Linpack sizes: --wan-linpack, else --linpack when given, else the
+# mode's (full: the study's own 600-1400; n = 4000 moves 128 MB a call, minutes a call on a
+# 10 Mbit/s site).
+if [ "$wan_linpack" = - ]; then
+  wan_linpack=$d_wn
+  [ "$linpack" = - ] || wan_linpack=$linpack
+fi
 [ "$linpack" = - ] && linpack=$d_n # "": no Linpack runs
 [ "$ep" = - ] && ep=$d_m
 networks=${networks:-$d_net} configs=${configs:-$d_cfg}
 case $part in lanwan | sched | ep-meta | all) ;; *) die "--part takes lanwan, sched, ep-meta or all, not '$part'" ;; esac
 for c in $clients; do [[ $c =~ ^[1-9][0-9]?$ ]] || die "--clients takes counts from 1 to 99, not '$c'"; done
-for n in $linpack; do [[ $n =~ ^[1-9][0-9]{1,4}$ ]] || die "--linpack takes orders from 10 to 99999, not '$n'"; done
+for n in $linpack $wan_linpack; do [[ $n =~ ^[1-9][0-9]{1,4}$ ]] || die "--linpack takes orders from 10 to 99999, not '$n'"; done
 for m in $ep; do [[ $m =~ ^[1-9][0-9]?$ ]] && [ "$m" -ge 10 ] && [ "$m" -le 30 ] || die "--ep takes m from 10 to 30, not '$m'"; done
 for x in $networks; do case $x in lan | wan | wan4 | wan1998) ;; *) die "--networks takes lan, wan, wan4, wan1998, not '$x'" ;; esac; done
 for x in $configs; do case $x in task | data) ;; *) die "--configs takes task and data, not '$x'" ;; esac; done
@@ -148,11 +157,14 @@ run_lanwan() {
   server_desc="gridrpcd on $cores cores of $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1 | tr -d ,)"
   local runs=$out/runs.csv
   echo "run,network,config,workload,size,clients,sites,links,seconds,server_log,t0_ns,t1_ns,server_cpu_s,server_cores,loadavg_start,loadavg_end,rc,server_desc" >"$runs"
-  local nwl=0 x
-  for x in $linpack $ep; do nwl=$((nwl + 1)); done
+  local x nw nwl nwl_wan
+  nwl=$(echo $linpack $ep | wc -w)
+  nwl_wan=$(echo $wan_linpack $ep | wc -w)
   local total=0 k=0
-  for x in $configs; do for _ in $networks; do for _ in $clients; do total=$((total + nwl)); done; done; done
-  echo "lanwan: $total runs of ${seconds}s (c = $clients; Linpack n = ${linpack:-none}; EP m = ${ep:-none};" \
+  for x in $configs; do for nw in $networks; do for _ in $clients; do
+    [ "$nw" = lan ] && total=$((total + nwl)) || total=$((total + nwl_wan))
+  done; done; done
+  echo "lanwan: $total runs of ${seconds}s (c = $clients; Linpack n = ${linpack:-none}, on shaped links ${wan_linpack:-none}; EP m = ${ep:-none};" \
     "networks $networks; configs $configs); $cores cores; load $(cut -d' ' -f1-3 /proc/loadavg); out $out" >&2
 
   # link NETWORK: shapes the client hosts' links for NETWORK; prints the sites to use.
@@ -254,6 +266,7 @@ run_lanwan() {
       link "$net"
       for wl in linpack ep; do
         local sizes=$linpack
+        [ "$net" = lan ] || sizes=$wan_linpack
         [ $wl = ep ] && sizes=$ep
         for size in $sizes; do
           for c in $clients; do

@@ -29,7 +29,7 @@ packages=(build-essential autoconf automake libtool libtool-bin pkg-config autoc
   gfortran libtirpc-dev libopenblas-dev liblapacke-dev libsqlite3-dev sqlite3
   googletest libgtest-dev libantlr4-runtime-dev default-jre-headless maven
   python3-dev python3-pip iproute2 clang libclang-rt-14-dev clang-format git
-  libmicrohttpd-dev chromium libnetfilter-queue-dev iptables)
+  libmicrohttpd-dev chromium libnetfilter-queue-dev iptables libssl-dev openssl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
