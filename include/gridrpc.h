@@ -115,6 +115,14 @@ void grid_clear_timeouts_np(void);
  * configuration file; NULL gives the configured one back. GRID_ERR_ARGS for a token
  * longer than the protocol's 1024 bytes. */
 int grid_set_token_np(const char *token);
+/* Uses the keys of the key file PATH for the process, over GRIDRPC_KEY_FILE and the
+ * configuration file's 'key_file': every new connection then proves the file's first
+ * key to the server and checks that the server holds it too (docs/api.md
+ * "Authentication"); the key never crosses the wire. NULL gives the configured keys
+ * back; "" connects without a key. GRID_ERR_CONFIG (the setting unchanged) for a file
+ * that cannot be read, holds no valid key, or may be read by others (the message says
+ * the chmod to run). Connections already open keep what they proved. */
+int grid_set_key_file_np(const char *path);
 /* The timeouts in effect (as grid_set_timeouts_np takes them). GRID_ERR_CONFIG when the
  * environment or configuration file is malformed (grid_last_error says where); the
  * outputs are then untouched. Either pointer may be NULL. */

@@ -23,6 +23,7 @@
 
 #include "gr_error.h"
 #include "gr_log.h"
+#include "grp_auth.h"
 #include "grp_meta.h"
 #include "grp_proto.h"
 
@@ -44,6 +45,8 @@ typedef struct gms_options {
     int http_port;  /* -1: no status page; 0: any free port */
     const char *http_host;
     const char *token; /* NULL: none required */
+    const char *key_file; /* --key-file; NULL: no key handshake */
+    grp_keyset keys;      /* its keys, loaded by main (n 0: none) */
     unsigned heartbeat_ms;
     unsigned down_after; /* missed heartbeats before a server is down */
     unsigned max_conns;

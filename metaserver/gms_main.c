@@ -63,6 +63,11 @@ int main(int argc, char **argv) {
     }
 
     gr_err e;
+    /* A key file that others may read stops the metaserver before it listens. */
+    if (opt.key_file && grp_keyset_load(opt.key_file, &opt.keys, &e)) {
+        fprintf(stderr, "gridmetad: --key-file: %s\n", e.msg);
+        return 1;
+    }
     if (gms_state_init(&st, opt.policy, opt.heartbeat_ms, opt.down_after)) {
         fprintf(stderr, "gridmetad: out of memory\n");
         return 1;

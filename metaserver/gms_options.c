@@ -26,7 +26,14 @@ static const char help_text[] =
     "                           interface)\n"
     "      --port N             TCP port (default 7100; 0: any free port). Once ready it\n"
     "                           prints 'listening on HOST:PORT' on stdout\n"
-    "      --token TOKEN        clients and servers must present TOKEN in HELLO (default:\n"
+    "      --key-file FILE      servers and clients must prove they hold a key of FILE\n"
+    "                           (HMAC-SHA-256 challenge-response after HELLO; the key never\n"
+    "                           crosses the wire and the metaserver proves it holds it too).\n"
+    "                           One key per line in hex, up to 8, all accepted (rotation);\n"
+    "                           the file must not be readable by others (chmod 600). Make\n"
+    "                           one with 'gridrpc keygen FILE'\n"
+    "      --token TOKEN        clients and servers must present TOKEN in HELLO (weaker than\n"
+    "                           --key-file: it travels in clear text; default:\n"
     "                           $GRIDRPC_TOKEN, else none)\n"
     "      --max-connections N  connections served at once (default 1024); more are refused\n"
     "                           with GRID_ERR_BUSY\n"
@@ -85,6 +92,7 @@ enum {
     OPT_HTTP,
     OPT_HTTP_HOST,
     OPT_TOKEN,
+    OPT_KEY_FILE,
     OPT_HEARTBEAT,
     OPT_DOWN_AFTER,
     OPT_MAX_CONNS,
@@ -102,6 +110,7 @@ static const struct option long_options[] = {
     {"http", required_argument, NULL, OPT_HTTP},
     {"http-host", required_argument, NULL, OPT_HTTP_HOST},
     {"token", required_argument, NULL, OPT_TOKEN},
+    {"key-file", required_argument, NULL, OPT_KEY_FILE},
     {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
     {"down-after", required_argument, NULL, OPT_DOWN_AFTER},
     {"max-connections", required_argument, NULL, OPT_MAX_CONNS},
@@ -157,6 +166,10 @@ static int apply(gms_options *o, int val, const char *v) {
     case OPT_HTTP_HOST:
         if (!*v) return usage_error("%s: empty address", opt);
         o->http_host = v;
+        return 0;
+    case OPT_KEY_FILE:
+        if (!*v) return usage_error("%s: empty file name", opt);
+        o->key_file = v;
         return 0;
     case OPT_TOKEN:
         if (strlen(v) > GRP_MAX_TOKEN)

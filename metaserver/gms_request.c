@@ -1,5 +1,5 @@
 /* gms_request.c: gridmetad's answer to each request: HELLO (version and token, exactly
- * as gridrpcd checks them), PING, LIST, PROBE, and the metaserver's own messages
+ * as gridrpcd checks them, then the key handshake with --key-file), PING, LIST, PROBE, and the metaserver's own messages
  * (REGISTER, HEARTBEAT, SCHEDULE, REPORT, SERVERS). Bodies are read and written only
  * through the protocol layer (grp_proto.h, grp_meta.h). A body that cannot be read is
  * answered ERROR: when the stream is still in step the connection goes on, otherwise it
@@ -76,6 +76,20 @@ static int on_hello(gms_conn *c, const grw_header *h) {
     ok.limits.max_message = GMS_MAX_MESSAGE;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     ok.cores = n > 0 ? (uint32_t)n : 1;
+    if (o->keys.n) {
+        char key_id[GRP_AUTH_KEY_ID_HEX + 1];
+        int rc = grp_auth_serve(&c->r, gms_conn_writer(c, 0), h->request_id, &o->keys, key_id, &e);
+        if (rc) {
+            gms_log(GMS_LOG_WARN, "%s: refused: %s (peer '%s')", c->peer, e.msg, m.client);
+            if (rc == GRID_ERR_CONN_LOST) return GMS_CLOSE;
+            gms_conn_send_error(c, h->request_id,
+                                rc == GRID_ERR_TIMEOUT || rc == GRID_ERR_CONFIG ? rc : GRID_ERR_PROTOCOL,
+                                rc == GRID_ERR_TIMEOUT ? "the key handshake did not finish within --io-timeout"
+                                                       : e.msg);
+            return GMS_REFUSE;
+        }
+        gms_log(GMS_LOG_DEBUG, "%s: proved key %s", c->peer, key_id);
+    }
     c->hello_done = 1;
     return sent(c, grp_write_hello_ok(gms_conn_writer(c, 0), h->request_id, &ok, &e), &e);
 }

@@ -9,6 +9,7 @@
 
 #include "gr_error.h"
 #include "grd_desc.h"
+#include "grp_auth.h"
 #include "grp_limits.h"
 #include "grp_meta.h"
 #include "grp_proto.h"
@@ -33,7 +34,12 @@ typedef struct cli_opts {
     int json;
     double timeout; /* seconds for each connection and request; 0: none */
     int have_token, have_timeout;
+    const char *key_file; /* --key-file, else GRIDRPC_KEY_FILE; NULL: none */
+    grp_keyset keys;      /* its keys, loaded by main before the command runs */
 } cli_opts;
+
+/* ---- cli_keygen.c: gridrpc keygen FILE */
+int cli_keygen(int argc, char **argv, cli_opts *o);
 
 /* ---- cli_conn.c: one connection after HELLO, and the requests of the tool */
 typedef struct cli_conn {

@@ -89,14 +89,11 @@ int cli_connect(const cli_opts *o, const char *host, int port, int is_meta, cli_
     snprintf(m.client, sizeof m.client, "gridrpc %s", PACKAGE_VERSION);
     m.min_version = m.max_version = GRW_VERSION;
     snprintf(m.token, sizeof m.token, "%s", o->token);
-    grw_header h = {0};
-    int in_step;
-    int rc = grp_write_hello(&c->wr, c->next_id++, &m, e);
-    if (!rc) rc = grp_read_header(&c->rd, &h, e);
-    if (!rc) rc = grp_expect(&c->rd, &h, GRW_HELLO_OK, "HELLO", &in_step, e);
-    if (!rc) rc = grp_read_hello_ok(&c->rd, &c->hello, e);
+    int refused;
+    int rc = grp_auth_hello(&c->rd, &c->wr, c->next_id++, &m, &o->keys,
+                            "pass --key-file FILE or set GRIDRPC_KEY_FILE", &c->hello, &refused, e);
     if (rc) {
-        if (h.type == GRW_ERROR && rc != GRID_ERR_PROTOCOL) gr_prefixerr(e, "it refused the connection: ");
+        if (refused) gr_prefixerr(e, "it refused the connection: ");
         blame(c, rc, "HELLO", e);
         cli_close(c);
         return rc;

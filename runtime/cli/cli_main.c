@@ -23,8 +23,14 @@ static const char global_help[] =
     "             talk to this one gridrpcd directly instead (default:\n"
     "             GRIDRPC_SERVER or the configuration file's server line, used\n"
     "             when no metaserver is set)\n"
+    "  --key-file FILE\n"
+    "             prove the first key of FILE to servers and metaservers that\n"
+    "             ask (gridrpcd/gridmetad --key-file), and check that they hold\n"
+    "             it too; the key never crosses the wire (default:\n"
+    "             GRIDRPC_KEY_FILE; make one with 'gridrpc keygen FILE')\n"
     "  --token TOKEN\n"
-    "             the token sent in HELLO (default: GRIDRPC_TOKEN)\n"
+    "             the token sent in HELLO (default: GRIDRPC_TOKEN; weaker than\n"
+    "             a key: it travels in clear text)\n"
     "  --site NAME\n"
     "             this client's site, whose links status shows (default:\n"
     "             GRIDRPC_SITE, else the host name)\n"
@@ -52,6 +58,8 @@ static void usage(void) {
           "                    the results of a submitted job, printed as call prints them\n"
           "  jobs [SERVER]     the jobs a server keeps (every server of the metaserver)\n"
           "  forget ID         delete a job and its results on its server\n"
+          "  keygen FILE       write a new key file (32 random bytes in hex, mode 0600)\n"
+          "                    for gridrpcd/gridmetad --key-file and GRIDRPC_KEY_FILE\n"
           "  help [COMMAND]    show this help, or a command's\n"
           "\n",
           stdout);
@@ -78,12 +86,13 @@ void cli_error(const char *fmt, ...) {
     va_end(ap);
 }
 
-enum { OPT_METASERVER = 256, OPT_SERVER, OPT_TOKEN, OPT_SITE, OPT_JSON, OPT_TIMEOUT };
+enum { OPT_METASERVER = 256, OPT_SERVER, OPT_TOKEN, OPT_SITE, OPT_JSON, OPT_TIMEOUT, OPT_KEY_FILE };
 
 static const struct option long_opts[] = {
     {"metaserver", required_argument, NULL, OPT_METASERVER},
     {"server", required_argument, NULL, OPT_SERVER},
     {"token", required_argument, NULL, OPT_TOKEN},
+    {"key-file", required_argument, NULL, OPT_KEY_FILE},
     {"site", required_argument, NULL, OPT_SITE},
     {"json", no_argument, NULL, OPT_JSON},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
@@ -126,6 +135,13 @@ static int parse_options(int argc, char **argv, cli_opts *o, void (*help)(void))
             }
             snprintf(o->token, sizeof o->token, "%s", optarg);
             o->have_token = 1;
+            break;
+        case OPT_KEY_FILE:
+            if (!*optarg) {
+                cli_error("--key-file: empty file name");
+                return -1;
+            }
+            o->key_file = optarg;
             break;
         case OPT_SITE:
             if (!*optarg || strlen(optarg) > GRP_MAX_SITE) {
@@ -218,6 +234,8 @@ static void defaults(cli_opts *o) {
     const char *tok = getenv("GRIDRPC_TOKEN");
     if (tok) snprintf(o->token, sizeof o->token, "%.*s", GRP_MAX_TOKEN, tok);
     o->timeout = DEFAULT_TIMEOUT;
+    const char *kf = getenv("GRIDRPC_KEY_FILE");
+    if (kf && *kf) o->key_file = kf;
 }
 
 static void help_status(void) {
@@ -307,6 +325,19 @@ static void help_jobs(void) {
           stdout);
     fputs(global_help, stdout);
 }
+static void help_keygen(void) {
+    fputs("Usage: gridrpc keygen FILE\n"
+          "Write a new key file: 32 random bytes (OpenSSL's RAND_bytes) as 64 hex digits\n"
+          "on one line, mode 0600. An existing file is never replaced. Give the file to\n"
+          "gridrpcd --key-file, gridmetad --key-file and the clients (GRIDRPC_KEY_FILE,\n"
+          "grid_set_key_file_np, gridrpc --key-file, 'key_file PATH'); it must stay\n"
+          "unreadable by others. To rotate: append the new key as a second line of the\n"
+          "servers' file (both are accepted), move the clients to a file whose first line\n"
+          "is the new key, then remove the old key. See docs/server.md \"Security\".\n"
+          "\n"
+          "Example: gridrpc keygen ~/.gridrpc.key\n",
+          stdout);
+}
 static void help_forget(void) {
     fputs("Usage: gridrpc [OPTIONS] forget ID\n"
           "Delete job ID and its result on its server (a job still queued or running is\n"
@@ -329,6 +360,7 @@ static const struct {
     {"fetch", cli_fetch, help_fetch},
     {"jobs", cli_jobs, help_jobs},
     {"forget", cli_forget, help_forget},
+    {"keygen", cli_keygen, help_keygen},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -346,7 +378,7 @@ int main(int argc, char **argv) {
     int r = parse_options(argc, argv, &o, usage);
     if (r) return r > 0 ? CLI_OK : CLI_USAGE;
     if (optind >= argc) {
-        cli_error("no command given: use status, ls, describe, call, submit, fetch, jobs or forget (gridrpc "
+        cli_error("no command given: use status, ls, describe, call, submit, fetch, jobs, forget or keygen (gridrpc "
                   "--help)");
         return CLI_USAGE;
     }
@@ -358,7 +390,7 @@ int main(int argc, char **argv) {
         }
         int k = find_command(argv[optind + 1]);
         if (k < 0) {
-            cli_error("no command '%s': use status, ls, describe, call, submit, fetch, jobs or forget",
+            cli_error("no command '%s': use status, ls, describe, call, submit, fetch, jobs, forget or keygen",
                       argv[optind + 1]);
             return CLI_USAGE;
         }
@@ -367,7 +399,7 @@ int main(int argc, char **argv) {
     }
     int k = find_command(cmd);
     if (k < 0) {
-        cli_error("unknown command '%s': use status, ls, describe, call, submit, fetch, jobs or forget "
+        cli_error("unknown command '%s': use status, ls, describe, call, submit, fetch, jobs, forget or keygen "
                   "(gridrpc --help)",
                   cmd);
         return CLI_USAGE;
@@ -380,6 +412,16 @@ int main(int argc, char **argv) {
     if (first < 0) return rc;
     if (o.have_timeout) {
         grid_set_timeouts_from_np(o.timeout, o.timeout, "--timeout"); /* named in timeout messages */
+    }
+    /* The key file is read once: the tool's own connections use O's keys, calls the
+     * library's (grid_set_key_file_np); a file others may read stops here. */
+    if (o.key_file && strcmp(cmd, "keygen") != 0) {
+        gr_err ke;
+        gr_clearerr(&ke);
+        if (grp_keyset_load(o.key_file, &o.keys, &ke) != GRID_OK || grid_set_key_file_np(o.key_file) != GRID_OK) {
+            cli_error("--key-file: %s", ke.code ? ke.msg : grid_last_error());
+            return CLI_USAGE;
+        }
     }
     if (o.have_token && grid_set_token_np(o.token) != GRID_OK) {
         cli_error("--token: %s", grid_last_error());

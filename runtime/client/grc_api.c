@@ -243,6 +243,22 @@ int grid_set_token_np(const char *token) {
     return e.code;
 }
 
+int grid_set_key_file_np(const char *path) {
+    gr_err e;
+    gr_clearerr(&e);
+    if (!path) {
+        grc_config_set_keys(NULL);
+    } else {
+        grp_keyset ks;
+        memset(&ks, 0, sizeof ks);
+        if (!*path || grp_keyset_load(path, &ks, &e) == GRID_OK) grc_config_set_keys(&ks);
+        else gr_prefixerr(&e, "grid_set_key_file_np: ");
+        grp_keyset_clear(&ks);
+    }
+    report(&e);
+    return e.code;
+}
+
 void grid_clear_timeouts_np(void) {
     /* Negative: not forced (grc_config.c), so the loaded settings apply again. */
     grc_config_set_timeouts(-1, -1, NULL);

@@ -10,6 +10,7 @@
 #include "gr_error.h"
 #include "grd_desc.h"
 #include "grm_marshal.h"
+#include "grp_auth.h"
 #include "grp_meta.h"
 #include "grp_proto.h"
 #include "grw_wire.h"
@@ -29,6 +30,7 @@ typedef struct grc_config {
     double call_timeout;      /* seconds, 0: none */
     char timeout_source[320]; /* the setting call_timeout came from, for messages ("" : the default) */
     char token[GRP_MAX_TOKEN + 1];
+    grp_keyset keys; /* GRIDRPC_KEY_FILE, the file's 'key_file', grid_set_key_file_np; n 0: none */
     char source[1024]; /* where the default server came from, for messages */
     /* The metaserver (GRIDRPC_METASERVER, the file's 'metaserver', grid_set_metaserver_np):
      * when set, a plain function name is routed through it, even if a server is set. */
@@ -51,6 +53,9 @@ const char *grc_timeout_text(const grc_config *cfg, char *buf, size_t n);
 /* Replaces the configured token (GRIDRPC_TOKEN, the file's 'token') until it is called
  * with NULL or grc_config_reset: the OGF layer's grpc_initialize file may name one. */
 void grc_config_set_token(const char *token);
+/* Replaces the configured keys (GRIDRPC_KEY_FILE, the file's 'key_file') by those of KS
+ * until called with NULL or grc_config_reset; KS with no key: connect without one. */
+void grc_config_set_keys(const grp_keyset *ks);
 /* Replaces the configured metaserver until it is called with NULL (the configured one
  * again) or grc_config_reset; HOST "" means none (plain names go to the server). */
 void grc_config_set_metaserver(const char *host, int port);

@@ -1,8 +1,8 @@
 /* grc_config.c: where the client finds its server, metaserver and timeouts:
  * GRIDRPC_SERVER, GRIDRPC_METASERVER, GRIDRPC_TIMEOUT, GRIDRPC_CONNECT_TIMEOUT and
- * GRIDRPC_TOKEN first, then the file named by GRIDRPC_CONFIG or ~/.gridrpc.conf
- * ("server HOST:PORT", "metaserver HOST:PORT", "timeout DURATION", "connect_timeout
- * DURATION", "token TEXT", '#' comments), every value in the forms of gr_settings.h;
+ * GRIDRPC_TOKEN and GRIDRPC_KEY_FILE first, then the file named by GRIDRPC_CONFIG or
+ * ~/.gridrpc.conf ("server HOST:PORT", "metaserver HOST:PORT", "timeout DURATION",
+ * "connect_timeout DURATION", "token TEXT", "key_file PATH", '#' comments), every value in the forms of gr_settings.h;
  * GRIDRPC_SITE, GRIDRPC_SCHEDULER, GRIDRPC_REUSE and GRIDRPC_REUSE_FOR tune routing.
  * Loaded once per process. */
 #include <errno.h>
@@ -25,6 +25,8 @@ static double forced_connect = -1, forced_call = -1;
 static char forced_source[sizeof((grc_config *)0)->timeout_source]; /* names forced_call in messages */
 static int token_forced;
 static char forced_token[sizeof config.token];
+static int keys_forced;
+static grp_keyset forced_keys;
 static int meta_forced;
 static char forced_meta_host[sizeof config.meta_host];
 static int forced_meta_port;
@@ -89,6 +91,15 @@ static int apply_line(const char *key, const char *v, const char *path, int line
     if (strcmp(key, "connect_timeout") == 0)
         return gr_parse_duration(v, &config.connect_timeout, err, errsize);
     if (strcmp(key, "token") == 0) return set_token(v, err, errsize);
+    if (strcmp(key, "key_file") == 0) {
+        if (config.keys.n) return 0; /* GRIDRPC_KEY_FILE, or an earlier line, came first */
+        gr_err ke;
+        if (grp_keyset_load(v, &config.keys, &ke)) {
+            snprintf(err, errsize, "%.500s", ke.msg);
+            return -1;
+        }
+        return 0;
+    }
     return 1;
 }
 
@@ -137,8 +148,8 @@ static void load_file(const char *path, int required) {
         if (rc > 0)
             config_error(
                 "%.400s:%d: cannot use '%s%s%.200s': write 'server HOST:PORT', 'metaserver HOST:PORT', "
-                "'timeout DURATION', 'connect_timeout DURATION' or 'token TEXT' (DURATION: 30, 0.5, "
-                "250ms, 30s, 2m, 1h)",
+                "'timeout DURATION', 'connect_timeout DURATION', 'token TEXT' or 'key_file PATH' "
+                "(DURATION: 30, 0.5, 250ms, 30s, 2m, 1h)",
                 path, lineno, key, n > 1 ? " " : "", n > 1 ? v : "");
     }
     fclose(f);
@@ -190,6 +201,7 @@ static void load_routing(void) {
 }
 
 static void load(void) {
+    grp_keyset_clear(&config.keys);
     memset(&config, 0, sizeof config);
     load_error = 0;
     load_msg[0] = '\0';
@@ -213,6 +225,12 @@ static void load(void) {
             snprintf(config.meta_source, sizeof config.meta_source, "GRIDRPC_METASERVER");
     }
     load_routing();
+    /* Before the file, whose 'key_file' line it overrides. */
+    const char *kf = getenv("GRIDRPC_KEY_FILE");
+    if (kf && *kf) {
+        gr_err ke;
+        if (grp_keyset_load(kf, &config.keys, &ke)) config_error("GRIDRPC_KEY_FILE: %s", ke.msg);
+    }
     const char *cf = getenv("GRIDRPC_CONFIG");
     if (cf && *cf) {
         load_file(cf, 1);
@@ -243,6 +261,7 @@ int grc_config_get(grc_config *out, gr_err *e) {
         memcpy(out->timeout_source, forced_source, sizeof forced_source);
     }
     if (token_forced) memcpy(out->token, forced_token, sizeof out->token);
+    if (keys_forced) out->keys = forced_keys;
     if (meta_forced) {
         memcpy(out->meta_host, forced_meta_host, sizeof out->meta_host);
         out->meta_port = forced_meta_port;
@@ -270,6 +289,16 @@ void grc_config_set_token(const char *token) {
     pthread_mutex_unlock(&lock);
 }
 
+void grc_config_set_keys(const grp_keyset *ks) {
+    pthread_mutex_lock(&lock);
+    keys_forced = ks != NULL;
+    if (ks)
+        forced_keys = *ks;
+    else
+        grp_keyset_clear(&forced_keys);
+    pthread_mutex_unlock(&lock);
+}
+
 void grc_config_set_metaserver(const char *host, int port) {
     pthread_mutex_lock(&lock);
     meta_forced = host != NULL;
@@ -289,6 +318,8 @@ void grc_config_reset(void) {
     loaded = 0;
     forced_connect = forced_call = -1;
     token_forced = 0;
+    keys_forced = 0;
+    grp_keyset_clear(&forced_keys);
     meta_forced = 0;
     forced_policy = -1;
     pthread_mutex_unlock(&lock);

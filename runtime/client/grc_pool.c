@@ -53,18 +53,13 @@ static int hello(grc_conn *c, const grc_config *cfg, gr_err *e) {
     snprintf(m.client, sizeof m.client, "libgridrpc %s", PACKAGE_VERSION);
     m.min_version = m.max_version = GRW_VERSION;
     snprintf(m.token, sizeof m.token, "%s", cfg->token);
-    grw_header h = {0};
-    int rc = grp_write_hello(&c->wr, c->next_id++, &m, e);
-    if (!rc) rc = grp_read_header(&c->rd, &h, e);
-    int in_step;
-    if (!rc) rc = grp_expect(&c->rd, &h, GRW_HELLO_OK, "HELLO", &in_step, e);
-    if (rc) {
-        if (h.type == GRW_ERROR && rc != GRID_ERR_PROTOCOL)
-            gr_prefixerr(e, "the server refused the connection: ");
-        return rc;
-    }
     grp_hello_ok ok;
-    rc = grp_read_hello_ok(&c->rd, &ok, e);
+    int refused;
+    int rc = grp_auth_hello(&c->rd, &c->wr, c->next_id++, &m, &cfg->keys,
+                            "set GRIDRPC_KEY_FILE=FILE, 'key_file FILE' in the configuration file, or call "
+                            "grid_set_key_file_np",
+                            &ok, &refused, e);
+    if (refused) gr_prefixerr(e, "the server refused the connection: ");
     if (!rc) c->server = ok.limits;
     return rc;
 }

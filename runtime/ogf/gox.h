@@ -44,6 +44,9 @@ typedef struct gox_config {
     double connect_timeout;   /* -1: not set in the file */
     int has_token;            /* the file has a 'token' line: the core uses TOKEN while CFG lives */
     char token[GRID_MAX_TOKEN_NP + 1];
+    int has_key_file; /* a 'key_file PATH' line: the core uses its keys while CFG lives */
+    char key_file[1024];
+    char key_file_at[1100]; /* "FILE:LINE", for the message when the key file is refused */
     int has_meta; /* a 'metaserver HOST:PORT' (ours, or in <CLIENT>): the core uses it while CFG lives */
     char meta_host[GOX_MAX_HOST];
     int meta_port;

@@ -1,7 +1,7 @@
 /* gox_config.c: the configuration file grpc_initialize reads, in either of two formats,
  * even mixed in one file:
  *   ours (docs/api.md): "server host:port", "metaserver host:port", "timeout S",
- *     "connect_timeout S", "token T" lines;
+ *     "connect_timeout S", "token T", "key_file PATH" lines;
  *   Ninf-G 5's client format: <SECTION> ... </SECTION> blocks of "attribute value"
  *     lines: <SERVER> (hostname, port, tag), <SERVER_DEFAULT> (port), <FUNCTION_INFO>
  *     (hostname, funcname), <INCLUDE> (filename), session_timeout as the call timeout,
@@ -173,9 +173,16 @@ static int our_setting(parser *p, const char *key, const char *v) {
         c->has_token = 1;
         return GRPC_NO_ERROR;
     }
+    if (strcmp(key, "key_file") == 0) {
+        if (strlen(v) >= sizeof c->key_file) return fail(p, "key_file: at most %zu bytes", sizeof c->key_file - 1);
+        snprintf(c->key_file, sizeof c->key_file, "%s", v);
+        snprintf(c->key_file_at, sizeof c->key_file_at, "%.1000s:%d", p->path, p->line);
+        c->has_key_file = 1;
+        return GRPC_NO_ERROR;
+    }
     return fail(p,
                 "'%s' is neither a setting ('server HOST:PORT', 'metaserver HOST:PORT', 'timeout DURATION', "
-                "'connect_timeout DURATION', 'token TEXT') nor inside a Ninf-G <SECTION>",
+                "'connect_timeout DURATION', 'token TEXT', 'key_file PATH') nor inside a Ninf-G <SECTION>",
                 key);
 }
 
@@ -377,6 +384,12 @@ int gox_config_read(const char *path, gox_config *cfg, char *msg, size_t msgsize
     /* The core sends the token in every HELLO: it takes this file's for as long as CFG
      * lives (gox_config_free gives the core's own back), as grpc_initialize does with
      * the timeouts. */
+    /* The key file is read now, so a bad one fails grpc_initialize naming the line. */
+    if (rc == GRPC_NO_ERROR && cfg->has_key_file && grid_set_key_file_np(cfg->key_file) != GRID_OK) {
+        snprintf(msg, msgsize, "%s: key_file: %s", cfg->key_file_at, grid_last_error());
+        cfg->has_key_file = 0;
+        rc = GRPC_CONFIGFILE_ERROR;
+    }
     if (rc == GRPC_NO_ERROR && cfg->has_token) grid_set_token_np(cfg->token);
     if (rc == GRPC_NO_ERROR && cfg->has_meta) grid_set_metaserver_np(cfg->meta_host, cfg->meta_port);
     return rc;
@@ -384,6 +397,7 @@ int gox_config_read(const char *path, gox_config *cfg, char *msg, size_t msgsize
 
 void gox_config_free(gox_config *cfg) {
     if (cfg->has_token) grid_set_token_np(NULL);
+    if (cfg->has_key_file) grid_set_key_file_np(NULL);
     if (cfg->has_meta) grid_set_metaserver_np(NULL, 0);
     free(cfg->servers);
     free(cfg->funcs);

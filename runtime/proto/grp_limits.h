@@ -23,6 +23,17 @@
 #define GRP_MAX_REFS 64            /* data handle references in one CALL_DATA (GRD_MAX_PARAMS) */
 #define GRP_MAX_HOLD_S 60          /* seconds a metaserver may hold a SCHEDULE (every server full) */
 
+/* Authentication (grp_auth.h): AUTH_CHALLENGE, AUTH and AUTH_OK carry opaque<32>
+ * nonces and MACs (exactly that long) and a key id of 16 lowercase hex digits. A key is
+ * 16 to 64 bytes; a key file holds up to 8 (rotation); gridrpc keygen writes 32. */
+#define GRP_AUTH_NONCE 32
+#define GRP_AUTH_MAC 32
+#define GRP_AUTH_KEY_ID_HEX 16
+#define GRP_AUTH_MIN_KEY 16
+#define GRP_AUTH_MAX_KEY 64
+#define GRP_AUTH_MAX_KEYS 8
+#define GRP_AUTH_KEYGEN_BYTES 32
+
 /* Two-phase calls (grp_jobs.c): a job id on the wire is 16 to 64 lowercase hex digits. */
 #define GRP_MIN_JOB_ID 16
 #define GRP_MAX_JOB_ID 64

@@ -12,7 +12,7 @@ _Static_assert(GRP_MAX_DESCRIPTOR == GRD_MAX_ENCODED, "a DESCRIPTOR carries one 
 _Static_assert(GRP_MAX_FUNCTION_NAME >= 2 * GRD_MAX_NAME + 1, "\"module/function\" fits a function name");
 
 int grp_known_type(uint32_t type) {
-    return (type >= GRW_HELLO && type <= GRW_PROBE_OK) ||
+    return (type >= GRW_HELLO && type <= GRW_AUTH_OK) ||
            (type >= GRW_REGISTER && type <= GRW_UNREGISTER_OK) ||
            (type >= GRW_DATA_PUT && type <= GRW_CALL_DATA) ||
            (type >= GRW_OBJ_CREATE && type <= GRW_OBJ_DESTROYED) || type == GRW_CALLBACK ||

@@ -31,6 +31,7 @@
 
 #include "gr_log.h"
 #include "grd_desc.h"
+#include "grp_auth.h"
 #include "grp_limits.h"
 #include "gridrpc_stub.h"
 #include "grm_marshal.h"
@@ -63,6 +64,8 @@ typedef struct gsv_options {
     int queue;             /* GSV_QUEUE_* */
     int isolate;           /* run each call in a child process: a crash costs the call only */
     const char *token;     /* NULL: no token required */
+    const char *key_file;  /* --key-file; NULL: no key handshake (gsv_server.keys) */
+    const char *meta_key_file; /* --metaserver-key-file; NULL: --key-file */
     grw_limits limits;
     double io_timeout;       /* seconds; 0: none */
     double shutdown_timeout; /* seconds */
@@ -218,6 +221,8 @@ typedef struct gsv_server {
 
     atomic_ullong calls_done; /* calls run and answered (HEARTBEAT's calls_done) */
     struct gsv_meta *meta;    /* the registration thread, or NULL (no --metaserver) */
+    grp_keyset keys;          /* --key-file's, loaded at start; n 0: none (grp_auth.h) */
+    grp_keyset meta_keys;     /* --metaserver-key-file's, else a copy of keys */
 } gsv_server;
 
 /* An absolute deadline for moving BYTES to or from a peer: the I/O timeout plus time
@@ -500,6 +505,16 @@ void gsv_accept_loop(gsv_server *s, int sigfd);
  * heartbeats, reconnecting whenever the metaserver is lost (after gsv_listen: the
  * advertised port defaults to the listening one). Nothing without --metaserver. */
 int gsv_meta_start(gsv_server *s, gr_err *e);
+
+/* ---------------------------------------------------------------- keys (gsv_auth.c) */
+
+/* Loads --key-file into s->keys and --metaserver-key-file (else the same keys) into
+ * s->meta_keys; GRID_ERR_CONFIG naming the file and what to do. */
+int gsv_keys_load(gsv_server *s, gr_err *e);
+/* After an accepted HELLO (header H) on C: the key handshake when the server has keys
+ * (grp_auth_serve), then HELLO_OK (OK). GSV_KEEP, or GSV_REFUSE / GSV_CLOSE after
+ * answering ERROR and logging why. */
+int gsv_auth_hello(struct gsv_conn *c, const grw_header *h, const grp_hello *m, const grp_hello_ok *ok);
 /* Shutdown: wakes the thread wherever it waits and joins it (within about a second). */
 void gsv_meta_stop(gsv_server *s);
 

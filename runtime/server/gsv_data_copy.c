@@ -1,5 +1,6 @@
 /* gsv_data_copy.c: DATA_COPY: this server sends one of its handles to another server
- * as a client would (HELLO with this server's --token, then DATA_PUT with the same
+ * as a client would (HELLO with this server's --token and the key handshake with the
+ * first key of its --key-file, then DATA_PUT with the same
  * session and handle), so the bytes go server to server and never through the client.
  * The transfer runs on a detached thread of its own, holding a reference to the
  * connection and to the buffer, so the connection's reader goes on meanwhile; the
@@ -51,9 +52,8 @@ static int send_copy(copy_job *j, gr_err *e) {
     hello.min_version = hello.max_version = GRW_VERSION;
     snprintf(hello.token, sizeof hello.token, "%s", s->opt.token ? s->opt.token : "");
     grp_hello_ok ok;
-    int rc = grp_write_hello(&j->w, 1, &hello, e);
-    if (!rc) rc = reply(j, GRW_HELLO_OK, "HELLO", e);
-    if (!rc) rc = grp_read_hello_ok(&j->r, &ok, e);
+    int rc = grp_auth_hello(&j->r, &j->w, 1, &hello, &s->keys, "start the servers with the same --key-file",
+                            &ok, NULL, e);
     if (!rc && j->b->bytes > ok.limits.max_array) {
         char a[32], b[32];
         rc = gr_seterr(e, GRID_ERR_LIMIT, "it takes arrays of at most %s; the handle holds %s",

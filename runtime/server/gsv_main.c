@@ -104,6 +104,12 @@ int main(int argc, char **argv) {
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->blas_lock, NULL);
 
+    /* A key file that others may read stops the server before it serves anything. */
+    gr_err ke;
+    if (gsv_keys_load(s, &ke) != GRID_OK) {
+        fprintf(stderr, "gridrpcd: %s\n", ke.msg);
+        return 1;
+    }
     if (load_modules(s)) return 1;
     *(void **)&s->blas_set_threads = gsv_registry_find_symbol(&s->reg, "openblas_set_num_threads");
     gsv_log(GSV_LOG_DEBUG, "BLAS threads per call: %s",

@@ -171,10 +171,11 @@ static int say_hello(gsv_meta *m, gr_err *e) {
     h.min_version = h.max_version = GRW_VERSION;
     snprintf(h.token, sizeof h.token, "%s", m->token);
     begin_write(m);
-    int in_step, rc = grp_write_hello(&m->w, ++m->next_id, &h, e);
-    if (!rc) rc = read_reply(m, GRW_HELLO_OK, "HELLO", &in_step, e);
+    m->r.deadline_ns = gr_now_ns() + (long long)(2 * META_REPLY_S * 1e9);
     grp_hello_ok ok;
-    if (!rc) rc = grp_read_hello_ok(&m->r, &ok, e);
+    int rc = grp_auth_hello(&m->r, &m->w, ++m->next_id, &h, &m->srv->meta_keys,
+                            "start gridrpcd with --key-file FILE (or --metaserver-key-file FILE)", &ok, NULL, e);
+    if (rc == GRID_ERR_TIMEOUT) gr_seterr(e, rc, "no answer to HELLO within %g s", 2 * META_REPLY_S);
     return rc;
 }
 

@@ -40,7 +40,16 @@ static const char help_text[] =
     "      --host ADDR          address to listen on (default 0.0.0.0: every interface)\n"
     "      --port N             TCP port (default 7000; 0: any free port). Once ready the server\n"
     "                           prints 'listening on HOST:PORT' on stdout\n"
-    "      --token TOKEN        require clients to present TOKEN in HELLO\n"
+    "      --key-file FILE      require every client to prove it holds a key of FILE\n"
+    "                           (HMAC-SHA-256 challenge-response after HELLO; the key never\n"
+    "                           crosses the wire, and this server proves it holds the key\n"
+    "                           too). One key per line in hex, up to 8 (all accepted: add\n"
+    "                           the new key to rotate); the first is also used for the\n"
+    "                           metaserver and for DATA_COPY to other servers. The file must\n"
+    "                           not be readable by others (chmod 600). Make one with\n"
+    "                           'gridrpc keygen FILE'\n"
+    "      --token TOKEN        require clients to present TOKEN in HELLO (weaker than\n"
+    "                           --key-file: the token travels in clear text)\n"
     "\n"
     "Metaserver (gridmetad; see docs/server.md):\n"
     "      --metaserver HOST:PORT  register with this metaserver and send it heartbeats with\n"
@@ -54,6 +63,8 @@ static const char help_text[] =
     "      --metaserver-token TOKEN\n"
     "                           token presented to the metaserver (default: --token, else\n"
     "                           GRIDRPC_TOKEN)\n"
+    "      --metaserver-key-file FILE\n"
+    "                           key file for the metaserver's handshake (default: --key-file)\n"
     "\n"
     "Execution:\n"
     "      --threads N          worker threads (default: one per online core)\n"
@@ -212,6 +223,8 @@ enum {
     OPT_DATA_LEASE,
     OPT_JOB_DIR,
     OPT_JOB_KEEP,
+    OPT_KEY_FILE,
+    OPT_METASERVER_KEY_FILE,
 };
 
 static const struct option long_options[] = {
@@ -243,6 +256,8 @@ static const struct option long_options[] = {
     {"data-lease", required_argument, NULL, OPT_DATA_LEASE},
     {"job-dir", required_argument, NULL, OPT_JOB_DIR},
     {"job-keep", required_argument, NULL, OPT_JOB_KEEP},
+    {"key-file", required_argument, NULL, OPT_KEY_FILE},
+    {"metaserver-key-file", required_argument, NULL, OPT_METASERVER_KEY_FILE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -291,6 +306,11 @@ static int apply(gsv_options *o, int val, const char *v) {
     case OPT_BLAS_THREADS: return parse_count(opt, v, 4096, &o->blas_threads);
     case OPT_MODE: return parse_choice(opt, v, modes, "pool or thread", &o->mode);
     case OPT_QUEUE: return parse_choice(opt, v, queues, "fcfs or sjf", &o->queue);
+    case OPT_KEY_FILE:
+    case OPT_METASERVER_KEY_FILE:
+        if (!*v) return usage_error("%s: empty file name", opt);
+        *(val == OPT_KEY_FILE ? &o->key_file : &o->meta_key_file) = v;
+        return 0;
     case OPT_TOKEN:
         if (strlen(v) > GRP_MAX_TOKEN)
             return usage_error("%s: a token has at most %d bytes", opt, GRP_MAX_TOKEN);
@@ -401,8 +421,9 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     /* Naming modules means serving those: the defaults only when asked for. */
     if (o->nmodules == 0 && o->nmodule_dirs == 0) o->defaults = 1;
     /* The metaserver-only options do nothing alone: say so rather than ignore them. */
-    if (!o->meta_port && (o->adv_port || o->name || o->speed > 0 || o->meta_token))
-        return usage_error("--advertise, --name, --speed and --metaserver-token need --metaserver HOST:PORT");
+    if (!o->meta_port && (o->adv_port || o->name || o->speed > 0 || o->meta_token || o->meta_key_file))
+        return usage_error("--advertise, --name, --speed, --metaserver-token and --metaserver-key-file need "
+                           "--metaserver HOST:PORT");
     return -1;
 }
 

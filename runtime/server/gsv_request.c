@@ -1,5 +1,5 @@
 /* gsv_request.c: answering each request a reader has read the header of: HELLO
- * (version and token), GET_DESCRIPTOR, LIST, PING, PROBE, CANCEL, and CALL, whose arguments
+ * (version, token, then the key handshake of gsv_auth.c), GET_DESCRIPTOR, LIST, PING, PROBE, CANCEL, and CALL, whose arguments
  * are read whole into buffers the call owns before it is queued. Errors that leave the
  * stream in step are answered and the connection goes on; others close it. */
 #include "config.h"
@@ -78,10 +78,7 @@ static int on_hello(gsv_conn *c, const grw_header *h) {
     ok.limits = s->opt.limits;
     ok.workers = s->workers;
     ok.cores = s->cores;
-    grw_writer *w = gsv_reply_lock(c, 0);
-    if (!w) return GSV_CLOSE;
-    c->hello_done = 1;
-    return gsv_reply_unlock(c, grp_write_hello_ok(w, h->request_id, &ok, &e), &e) ? GSV_CLOSE : GSV_KEEP;
+    return gsv_auth_hello(c, h, &m, &ok);
 }
 
 static int on_get_descriptor(gsv_conn *c, const grw_header *h) {

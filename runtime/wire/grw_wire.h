@@ -37,6 +37,10 @@ enum grw_type {
     GRW_LIST_OK = 12,
     GRW_PROBE = 13, /* bandwidth probe: any peer that answers CALL */
     GRW_PROBE_OK = 14,
+    /* 15-17: the key handshake after HELLO (runtime/proto/grp_auth.c) */
+    GRW_AUTH_CHALLENGE = 15, /* server -> client: a nonce to prove the key on */
+    GRW_AUTH = 16,           /* client -> server: the key's id, the client's nonce and proof */
+    GRW_AUTH_OK = 17,        /* server -> client: the server's proof; HELLO_OK follows */
     /* 20-39: the metaserver's (grp_meta.h) */
     GRW_REGISTER = 20,
     GRW_REGISTER_OK = 21,

@@ -254,6 +254,9 @@ const char *grw_type_name(uint32_t type) {
     case GRW_LIST_OK: return "LIST_OK";
     case GRW_PROBE: return "PROBE";
     case GRW_PROBE_OK: return "PROBE_OK";
+    case GRW_AUTH_CHALLENGE: return "AUTH_CHALLENGE";
+    case GRW_AUTH: return "AUTH";
+    case GRW_AUTH_OK: return "AUTH_OK";
     case GRW_REGISTER: return "REGISTER";
     case GRW_REGISTER_OK: return "REGISTER_OK";
     case GRW_HEARTBEAT: return "HEARTBEAT";

@@ -1,0 +1,249 @@
+/* grp_auth.c: the key handshake that follows HELLO (docs/protocol.md "Authentication"):
+ * the AUTH_CHALLENGE, AUTH and AUTH_OK codecs, the HMAC-SHA-256 proofs and key ids
+ * (libcrypto), and both sides of the exchange. The key itself never goes on the wire:
+ * each side proves it holds the key by a MAC over both sides' fresh nonces, so a
+ * recorded exchange is worthless on a new connection (the server's nonce differs). */
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "grp_auth.h"
+
+static const char client_label[] = "gridrpc-auth-client-v1";
+static const char server_label[] = "gridrpc-auth-server-v1";
+static const char key_id_label[] = "gridrpc-key-id-v1";
+
+/* ---------------------------------------------------------------- messages */
+
+/* Reads an opaque<N> that must be exactly N bytes long into OUT. */
+static int read_fixed(grw_reader *r, uint8_t *out, uint32_t n, const char *what, gr_err *e) {
+    uint32_t len;
+    int rc = grw_read_u32(r, &len, e);
+    if (rc) return rc;
+    if (len != n) return gr_seterr(e, GRID_ERR_PROTOCOL, "%s of %u bytes; it has %u", what, len, n);
+    return grw_read(r, out, n, e); /* n is a multiple of 4: no padding */
+}
+
+int grp_write_auth_challenge(grw_writer *w, uint64_t id, const uint8_t nonce[GRP_AUTH_NONCE], gr_err *e) {
+    int rc = grw_begin(w, GRW_AUTH_CHALLENGE, 0, id, e);
+    if (!rc) rc = grw_write_opaque(w, nonce, GRP_AUTH_NONCE, e);
+    if (!rc) rc = grw_finish(w, e);
+    return rc;
+}
+
+int grp_read_auth_challenge(grw_reader *r, uint8_t nonce[GRP_AUTH_NONCE], gr_err *e) {
+    int rc = read_fixed(r, nonce, GRP_AUTH_NONCE, "AUTH_CHALLENGE: a server nonce", e);
+    if (!rc) rc = grw_end(r, e);
+    return rc;
+}
+
+int grp_write_auth(grw_writer *w, uint64_t id, const grp_auth *m, gr_err *e) {
+    int rc = grw_begin(w, GRW_AUTH, 0, id, e);
+    if (!rc) rc = grw_write_string(w, m->key_id, e);
+    if (!rc) rc = grw_write_opaque(w, m->client_nonce, GRP_AUTH_NONCE, e);
+    if (!rc) rc = grw_write_opaque(w, m->client_mac, GRP_AUTH_MAC, e);
+    if (!rc) rc = grw_finish(w, e);
+    return rc;
+}
+
+static int key_id_ok(const char *s) {
+    if (strlen(s) != GRP_AUTH_KEY_ID_HEX) return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return 0;
+    return 1;
+}
+
+int grp_read_auth(grw_reader *r, grp_auth *m, gr_err *e) {
+    int rc = grw_read_string_buf(r, m->key_id, GRP_AUTH_KEY_ID_HEX, e);
+    if (!rc && !key_id_ok(m->key_id))
+        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "AUTH: the key id '%s' is not %d lowercase hex digits", m->key_id,
+                       GRP_AUTH_KEY_ID_HEX);
+    if (!rc) rc = read_fixed(r, m->client_nonce, GRP_AUTH_NONCE, "AUTH: a client nonce", e);
+    if (!rc) rc = read_fixed(r, m->client_mac, GRP_AUTH_MAC, "AUTH: a client MAC", e);
+    if (!rc) rc = grw_end(r, e);
+    return rc;
+}
+
+int grp_write_auth_ok(grw_writer *w, uint64_t id, const uint8_t mac[GRP_AUTH_MAC], gr_err *e) {
+    int rc = grw_begin(w, GRW_AUTH_OK, 0, id, e);
+    if (!rc) rc = grw_write_opaque(w, mac, GRP_AUTH_MAC, e);
+    if (!rc) rc = grw_finish(w, e);
+    return rc;
+}
+
+int grp_read_auth_ok(grw_reader *r, uint8_t mac[GRP_AUTH_MAC], gr_err *e) {
+    int rc = read_fixed(r, mac, GRP_AUTH_MAC, "AUTH_OK: a server MAC", e);
+    if (!rc) rc = grw_end(r, e);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- cryptography */
+
+int grp_key_set_id(grp_key *k, gr_err *e) {
+    uint8_t md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
+             EVP_DigestUpdate(ctx, key_id_label, strlen(key_id_label)) &&
+             EVP_DigestUpdate(ctx, k->bytes, k->len) && EVP_DigestFinal_ex(ctx, md, &mdlen) && mdlen >= 8;
+    EVP_MD_CTX_free(ctx);
+    if (!ok) return gr_seterr(e, GRID_ERR_INTERNAL, "SHA-256 failed (libcrypto)");
+    for (int i = 0; i < GRP_AUTH_KEY_ID_HEX / 2; i++)
+        snprintf(k->id + 2 * i, 3, "%02x", md[i]);
+    OPENSSL_cleanse(md, sizeof md);
+    return GRID_OK;
+}
+
+/* HMAC-SHA-256(K, LABEL | A | B). */
+static int mac3(const grp_key *k, const char *label, const uint8_t *a, const uint8_t *b,
+                uint8_t out[GRP_AUTH_MAC], gr_err *e) {
+    uint8_t msg[32 + 2 * GRP_AUTH_NONCE];
+    size_t ll = strlen(label);
+    memcpy(msg, label, ll);
+    memcpy(msg + ll, a, GRP_AUTH_NONCE);
+    memcpy(msg + ll + GRP_AUTH_NONCE, b, GRP_AUTH_NONCE);
+    unsigned len = 0;
+    uint8_t md[EVP_MAX_MD_SIZE];
+    if (!HMAC(EVP_sha256(), k->bytes, (int)k->len, msg, ll + 2 * GRP_AUTH_NONCE, md, &len) ||
+        len != GRP_AUTH_MAC)
+        return gr_seterr(e, GRID_ERR_INTERNAL, "HMAC-SHA-256 failed (libcrypto)");
+    memcpy(out, md, GRP_AUTH_MAC);
+    return GRID_OK;
+}
+
+int grp_auth_client_mac(const grp_key *k, const uint8_t server_nonce[GRP_AUTH_NONCE],
+                        const uint8_t client_nonce[GRP_AUTH_NONCE], uint8_t out[GRP_AUTH_MAC], gr_err *e) {
+    return mac3(k, client_label, server_nonce, client_nonce, out, e);
+}
+
+int grp_auth_server_mac(const grp_key *k, const uint8_t client_nonce[GRP_AUTH_NONCE],
+                        const uint8_t server_nonce[GRP_AUTH_NONCE], uint8_t out[GRP_AUTH_MAC], gr_err *e) {
+    return mac3(k, server_label, client_nonce, server_nonce, out, e);
+}
+
+int grp_auth_random(uint8_t *out, size_t n, gr_err *e) {
+    if (RAND_bytes(out, (int)n) != 1)
+        return gr_seterr(e, GRID_ERR_INTERNAL, "no random bytes from libcrypto (RAND_bytes failed)");
+    return GRID_OK;
+}
+
+/* ---------------------------------------------------------------- the connecting side */
+
+/* Reads the next header; a closed connection gets a message. */
+static int next_header(grw_reader *r, grw_header *h, const char *after, gr_err *e) {
+    int rc = grp_read_header(r, h, e);
+    if (rc == GRID_ERR_CONN_LOST && !e->msg[0])
+        gr_seterr(e, rc, "the peer closed the connection after %s", after);
+    return rc;
+}
+
+/* Proves K to the server (the AUTH_CHALLENGE's body is next on R) and checks its
+ * proof. *H receives the header that follows: after a proven AUTH_OK the one after
+ * it (*PROVEN 1), else the one that came instead of AUTH_OK (ERROR, say). */
+static int answer_challenge(grw_reader *r, grw_writer *w, uint64_t id, const grp_key *k, grw_header *h,
+                            int *proven, gr_err *e) {
+    uint8_t snonce[GRP_AUTH_NONCE], want[GRP_AUTH_MAC], got[GRP_AUTH_MAC];
+    grp_auth a;
+    memset(&a, 0, sizeof a);
+    int rc = grp_read_auth_challenge(r, snonce, e);
+    if (!rc) rc = grp_auth_random(a.client_nonce, sizeof a.client_nonce, e);
+    if (!rc) rc = grp_auth_client_mac(k, snonce, a.client_nonce, a.client_mac, e);
+    if (rc) return rc;
+    memcpy(a.key_id, k->id, sizeof a.key_id);
+    rc = grp_write_auth(w, id, &a, e);
+    if (!rc) rc = next_header(r, h, "AUTH", e);
+    if (rc || h->type != GRW_AUTH_OK) return rc;
+    rc = grp_read_auth_ok(r, got, e);
+    if (!rc) rc = grp_auth_server_mac(k, a.client_nonce, snonce, want, e);
+    if (rc) return rc;
+    if (CRYPTO_memcmp(got, want, GRP_AUTH_MAC) != 0)
+        return gr_seterr(e, GRID_ERR_CONFIG,
+                         "the server did not prove it holds the key: its AUTH_OK is wrong for key %s (a peer "
+                         "that is not the server, or one with another key file); connection closed",
+                         k->id);
+    *proven = 1;
+    return next_header(r, h, "AUTH_OK", e);
+}
+
+int grp_auth_hello(grw_reader *r, grw_writer *w, uint64_t id, const grp_hello *m, const grp_keyset *ks,
+                   const char *how, grp_hello_ok *ok, int *refused, gr_err *e) {
+    const grp_key *k = ks && ks->n ? &ks->keys[0] : NULL;
+    int proven = 0, in_step;
+    if (refused) *refused = 0;
+    grw_header h;
+    memset(&h, 0, sizeof h);
+    int rc = grp_write_hello(w, id, m, e);
+    if (!rc) rc = next_header(r, &h, "HELLO", e);
+    if (!rc && h.type == GRW_AUTH_CHALLENGE) {
+        if (!k)
+            return gr_seterr(e, GRID_ERR_CONFIG,
+                             "the server requires a key (it answered HELLO with AUTH_CHALLENGE) and this side "
+                             "has none: %s, with the key file of the server's --key-file",
+                             how && *how ? how : "give this program a key file");
+        rc = answer_challenge(r, w, id, k, &h, &proven, e);
+        if (!rc && !proven && h.type != GRW_ERROR)
+            return gr_seterr(e, GRID_ERR_PROTOCOL, "the server answered AUTH with %s (type %u), not AUTH_OK",
+                             grw_type_name(h.type), h.type);
+    }
+    if (!rc) rc = grp_expect(r, &h, GRW_HELLO_OK, proven ? "AUTH" : "HELLO", &in_step, e);
+    if (rc) {
+        if (h.type == GRW_ERROR && rc != GRID_ERR_PROTOCOL && refused) *refused = 1;
+        return rc;
+    }
+    rc = grp_read_hello_ok(r, ok, e);
+    if (!rc && k && !proven)
+        rc = gr_seterr(e, GRID_ERR_CONFIG,
+                       "the server did not prove it holds the key: it answered HELLO_OK without AUTH_CHALLENGE "
+                       "(it runs without --key-file, or it is not the server meant); connection refused: start "
+                       "the server with the key file, or connect without a key");
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the answering side */
+
+int grp_auth_serve(grw_reader *r, grw_writer *w, uint64_t id, const grp_keyset *ks,
+                   char key_id[GRP_AUTH_KEY_ID_HEX + 1], gr_err *e) {
+    uint8_t snonce[GRP_AUTH_NONCE], want[GRP_AUTH_MAC], smac[GRP_AUTH_MAC];
+    if (key_id) key_id[0] = '\0';
+    int rc = grp_auth_random(snonce, sizeof snonce, e);
+    if (!rc) rc = grp_write_auth_challenge(w, id, snonce, e);
+    if (rc) return rc;
+    grw_header h;
+    rc = grp_read_header(r, &h, e);
+    if (rc == GRID_ERR_CONN_LOST && !e->msg[0])
+        return gr_seterr(e, rc, "the client closed the connection instead of answering AUTH_CHALLENGE "
+                                "(it has no key file?)");
+    if (rc) return rc;
+    if (h.type != GRW_AUTH)
+        return gr_seterr(e, GRID_ERR_CONFIG,
+                         "authentication required: this server has keys (--key-file) and the client answered "
+                         "AUTH_CHALLENGE with %s instead of AUTH: give the client the server's key file "
+                         "(GRIDRPC_KEY_FILE, grid_set_key_file_np, gridrpc --key-file)",
+                         grw_type_name(h.type));
+    grp_auth a;
+    rc = grp_read_auth(r, &a, e);
+    if (rc) return rc;
+    if (key_id) memcpy(key_id, a.key_id, GRP_AUTH_KEY_ID_HEX + 1);
+    const grp_key *k = NULL;
+    for (uint32_t i = 0; i < ks->n && !k; i++)
+        if (strcmp(ks->keys[i].id, a.key_id) == 0) k = &ks->keys[i];
+    if (!k)
+        return gr_seterr(e, GRID_ERR_CONFIG,
+                         "authentication failed: the client's key (id %s) is not in this server's key file: "
+                         "give the client a key of the server's --key-file (GRIDRPC_KEY_FILE)",
+                         a.key_id);
+    rc = grp_auth_client_mac(k, snonce, a.client_nonce, want, e);
+    if (rc) return rc;
+    if (CRYPTO_memcmp(want, a.client_mac, GRP_AUTH_MAC) != 0)
+        return gr_seterr(e, GRID_ERR_CONFIG,
+                         "authentication failed: the proof for key %s is wrong (a replayed or forged AUTH): "
+                         "connect again with the key of the server's --key-file",
+                         a.key_id);
+    rc = grp_auth_server_mac(k, a.client_nonce, snonce, smac, e);
+    if (!rc) rc = grp_write_auth_ok(w, id, smac, e);
+    return rc;
+}

@@ -1,0 +1,55 @@
+/* gsv_auth.c: gridrpcd's keys (--key-file, --metaserver-key-file) and its side of the
+ * key handshake after HELLO (grp_auth_serve does the work; this file adds the locking,
+ * the log and the ERROR a refused client reads). */
+#include <stdio.h>
+#include <string.h>
+
+#include "grp_auth.h"
+#include "gsv.h"
+
+int gsv_keys_load(gsv_server *s, gr_err *e) {
+    const gsv_options *o = &s->opt;
+    memset(&s->keys, 0, sizeof s->keys);
+    memset(&s->meta_keys, 0, sizeof s->meta_keys);
+    if (o->key_file && grp_keyset_load(o->key_file, &s->keys, e)) {
+        gr_prefixerr(e, "--key-file: ");
+        return e->code;
+    }
+    if (o->meta_key_file) {
+        if (grp_keyset_load(o->meta_key_file, &s->meta_keys, e)) {
+            gr_prefixerr(e, "--metaserver-key-file: ");
+            return e->code;
+        }
+    } else {
+        s->meta_keys = s->keys;
+    }
+    if (s->keys.n)
+        gsv_log(GSV_LOG_INFO, "clients must prove a key of %s (%u key%s, first id %s)", o->key_file, s->keys.n,
+                s->keys.n == 1 ? "" : "s", s->keys.keys[0].id);
+    return GRID_OK;
+}
+
+int gsv_auth_hello(gsv_conn *c, const grw_header *h, const grp_hello *m, const grp_hello_ok *ok) {
+    gsv_server *s = c->srv;
+    gr_err e;
+    gr_clearerr(&e);
+    /* Nothing else writes on a connection before its HELLO_OK: the write lock is held
+     * across the whole exchange, whose reads run under the HELLO's I/O deadline. */
+    grw_writer *w = gsv_reply_lock(c, 0);
+    if (!w) return GSV_CLOSE;
+    char key_id[GRP_AUTH_KEY_ID_HEX + 1] = "";
+    int rc = s->keys.n ? grp_auth_serve(&c->r, w, h->request_id, &s->keys, key_id, &e) : GRID_OK;
+    if (rc) {
+        gsv_reply_unlock(c, 0, &e);
+        gsv_log(GSV_LOG_WARN, "%s: refused: %s (client '%s')", c->peer, e.msg, m->client);
+        if (rc == GRID_ERR_CONN_LOST) return GSV_CLOSE;
+        int code = rc == GRID_ERR_TIMEOUT || rc == GRID_ERR_CONFIG ? rc : GRID_ERR_PROTOCOL;
+        gsv_conn_send_error(c, h->request_id, code,
+                            rc == GRID_ERR_TIMEOUT ? "the key handshake did not finish within --io-timeout"
+                                                   : e.msg);
+        return GSV_REFUSE;
+    }
+    if (key_id[0]) gsv_log(GSV_LOG_DEBUG, "%s: proved key %s", c->peer, key_id);
+    c->hello_done = 1;
+    return gsv_reply_unlock(c, grp_write_hello_ok(w, h->request_id, ok, &e), &e) ? GSV_CLOSE : GSV_KEEP;
+}
