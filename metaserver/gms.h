@@ -44,7 +44,7 @@ typedef struct gms_options {
     int policy;     /* GRP_POLICY_MCT, _LEAST_LOAD, _ROUND_ROBIN */
     int http_port;  /* -1: no status page; 0: any free port */
     const char *http_host;
-    const char *token; /* NULL: none required */
+    const char *token;    /* NULL: none required */
     const char *key_file; /* --key-file; NULL: no key handshake */
     grp_keyset keys;      /* its keys, loaded by main (n 0: none) */
     unsigned heartbeat_ms;

@@ -1,9 +1,9 @@
 /* gms_request.c: gridmetad's answer to each request: HELLO (version and token, exactly
- * as gridrpcd checks them, then the key handshake with --key-file), PING, LIST, PROBE, and the metaserver's own messages
- * (REGISTER, HEARTBEAT, SCHEDULE, REPORT, SERVERS). Bodies are read and written only
- * through the protocol layer (grp_proto.h, grp_meta.h). A body that cannot be read is
- * answered ERROR: when the stream is still in step the connection goes on, otherwise it
- * is closed; nothing a peer sends takes the metaserver down. */
+ * as gridrpcd checks them, then the key handshake with --key-file), PING, LIST, PROBE, and the metaserver's
+ * own messages (REGISTER, HEARTBEAT, SCHEDULE, REPORT, SERVERS). Bodies are read and written only through the
+ * protocol layer (grp_proto.h, grp_meta.h). A body that cannot be read is answered ERROR: when the stream is
+ * still in step the connection goes on, otherwise it is closed; nothing a peer sends takes the metaserver
+ * down. */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "config.h"
 
@@ -82,10 +82,9 @@ static int on_hello(gms_conn *c, const grw_header *h) {
         if (rc) {
             gms_log(GMS_LOG_WARN, "%s: refused: %s (peer '%s')", c->peer, e.msg, m.client);
             if (rc == GRID_ERR_CONN_LOST) return GMS_CLOSE;
-            gms_conn_send_error(c, h->request_id,
-                                rc == GRID_ERR_TIMEOUT || rc == GRID_ERR_CONFIG ? rc : GRID_ERR_PROTOCOL,
-                                rc == GRID_ERR_TIMEOUT ? "the key handshake did not finish within --io-timeout"
-                                                       : e.msg);
+            gms_conn_send_error(
+                c, h->request_id, rc == GRID_ERR_TIMEOUT || rc == GRID_ERR_CONFIG ? rc : GRID_ERR_PROTOCOL,
+                rc == GRID_ERR_TIMEOUT ? "the key handshake did not finish within --io-timeout" : e.msg);
             return GMS_REFUSE;
         }
         gms_log(GMS_LOG_DEBUG, "%s: proved key %s", c->peer, key_id);

@@ -378,7 +378,8 @@ int main(int argc, char **argv) {
     int r = parse_options(argc, argv, &o, usage);
     if (r) return r > 0 ? CLI_OK : CLI_USAGE;
     if (optind >= argc) {
-        cli_error("no command given: use status, ls, describe, call, submit, fetch, jobs, forget or keygen (gridrpc "
+        cli_error("no command given: use status, ls, describe, call, submit, fetch, jobs, forget or keygen "
+                  "(gridrpc "
                   "--help)");
         return CLI_USAGE;
     }
@@ -390,8 +391,9 @@ int main(int argc, char **argv) {
         }
         int k = find_command(argv[optind + 1]);
         if (k < 0) {
-            cli_error("no command '%s': use status, ls, describe, call, submit, fetch, jobs, forget or keygen",
-                      argv[optind + 1]);
+            cli_error(
+                "no command '%s': use status, ls, describe, call, submit, fetch, jobs, forget or keygen",
+                argv[optind + 1]);
             return CLI_USAGE;
         }
         commands[k].help();
@@ -399,9 +401,10 @@ int main(int argc, char **argv) {
     }
     int k = find_command(cmd);
     if (k < 0) {
-        cli_error("unknown command '%s': use status, ls, describe, call, submit, fetch, jobs, forget or keygen "
-                  "(gridrpc --help)",
-                  cmd);
+        cli_error(
+            "unknown command '%s': use status, ls, describe, call, submit, fetch, jobs, forget or keygen "
+            "(gridrpc --help)",
+            cmd);
         return CLI_USAGE;
     }
     /* The command sees its own name as argv[0] and parses the rest itself. */
@@ -418,7 +421,8 @@ int main(int argc, char **argv) {
     if (o.key_file && strcmp(cmd, "keygen") != 0) {
         gr_err ke;
         gr_clearerr(&ke);
-        if (grp_keyset_load(o.key_file, &o.keys, &ke) != GRID_OK || grid_set_key_file_np(o.key_file) != GRID_OK) {
+        if (grp_keyset_load(o.key_file, &o.keys, &ke) != GRID_OK ||
+            grid_set_key_file_np(o.key_file) != GRID_OK) {
             cli_error("--key-file: %s", ke.code ? ke.msg : grid_last_error());
             return CLI_USAGE;
         }

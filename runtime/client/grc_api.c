@@ -251,8 +251,10 @@ int grid_set_key_file_np(const char *path) {
     } else {
         grp_keyset ks;
         memset(&ks, 0, sizeof ks);
-        if (!*path || grp_keyset_load(path, &ks, &e) == GRID_OK) grc_config_set_keys(&ks);
-        else gr_prefixerr(&e, "grid_set_key_file_np: ");
+        if (!*path || grp_keyset_load(path, &ks, &e) == GRID_OK)
+            grc_config_set_keys(&ks);
+        else
+            gr_prefixerr(&e, "grid_set_key_file_np: ");
         grp_keyset_clear(&ks);
     }
     report(&e);

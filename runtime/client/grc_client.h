@@ -30,7 +30,7 @@ typedef struct grc_config {
     double call_timeout;      /* seconds, 0: none */
     char timeout_source[320]; /* the setting call_timeout came from, for messages ("" : the default) */
     char token[GRP_MAX_TOKEN + 1];
-    grp_keyset keys; /* GRIDRPC_KEY_FILE, the file's 'key_file', grid_set_key_file_np; n 0: none */
+    grp_keyset keys;   /* GRIDRPC_KEY_FILE, the file's 'key_file', grid_set_key_file_np; n 0: none */
     char source[1024]; /* where the default server came from, for messages */
     /* The metaserver (GRIDRPC_METASERVER, the file's 'metaserver', grid_set_metaserver_np):
      * when set, a plain function name is routed through it, even if a server is set. */

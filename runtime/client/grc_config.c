@@ -2,9 +2,9 @@
  * GRIDRPC_SERVER, GRIDRPC_METASERVER, GRIDRPC_TIMEOUT, GRIDRPC_CONNECT_TIMEOUT and
  * GRIDRPC_TOKEN and GRIDRPC_KEY_FILE first, then the file named by GRIDRPC_CONFIG or
  * ~/.gridrpc.conf ("server HOST:PORT", "metaserver HOST:PORT", "timeout DURATION",
- * "connect_timeout DURATION", "token TEXT", "key_file PATH", '#' comments), every value in the forms of gr_settings.h;
- * GRIDRPC_SITE, GRIDRPC_SCHEDULER, GRIDRPC_REUSE and GRIDRPC_REUSE_FOR tune routing.
- * Loaded once per process. */
+ * "connect_timeout DURATION", "token TEXT", "key_file PATH", '#' comments), every value in the forms of
+ * gr_settings.h; GRIDRPC_SITE, GRIDRPC_SCHEDULER, GRIDRPC_REUSE and GRIDRPC_REUSE_FOR tune routing. Loaded
+ * once per process. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>

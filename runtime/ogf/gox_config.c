@@ -174,7 +174,8 @@ static int our_setting(parser *p, const char *key, const char *v) {
         return GRPC_NO_ERROR;
     }
     if (strcmp(key, "key_file") == 0) {
-        if (strlen(v) >= sizeof c->key_file) return fail(p, "key_file: at most %zu bytes", sizeof c->key_file - 1);
+        if (strlen(v) >= sizeof c->key_file)
+            return fail(p, "key_file: at most %zu bytes", sizeof c->key_file - 1);
         snprintf(c->key_file, sizeof c->key_file, "%s", v);
         snprintf(c->key_file_at, sizeof c->key_file_at, "%.1000s:%d", p->path, p->line);
         c->has_key_file = 1;

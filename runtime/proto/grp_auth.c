@@ -60,8 +60,8 @@ static int key_id_ok(const char *s) {
 int grp_read_auth(grw_reader *r, grp_auth *m, gr_err *e) {
     int rc = grw_read_string_buf(r, m->key_id, GRP_AUTH_KEY_ID_HEX, e);
     if (!rc && !key_id_ok(m->key_id))
-        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "AUTH: the key id '%s' is not %d lowercase hex digits", m->key_id,
-                       GRP_AUTH_KEY_ID_HEX);
+        rc = gr_seterr(e, GRID_ERR_PROTOCOL, "AUTH: the key id '%s' is not %d lowercase hex digits",
+                       m->key_id, GRP_AUTH_KEY_ID_HEX);
     if (!rc) rc = read_fixed(r, m->client_nonce, GRP_AUTH_NONCE, "AUTH: a client nonce", e);
     if (!rc) rc = read_fixed(r, m->client_mac, GRP_AUTH_MAC, "AUTH: a client MAC", e);
     if (!rc) rc = grw_end(r, e);
@@ -180,10 +180,11 @@ int grp_auth_hello(grw_reader *r, grw_writer *w, uint64_t id, const grp_hello *m
     if (!rc) rc = next_header(r, &h, "HELLO", e);
     if (!rc && h.type == GRW_AUTH_CHALLENGE) {
         if (!k)
-            return gr_seterr(e, GRID_ERR_CONFIG,
-                             "the server requires a key (it answered HELLO with AUTH_CHALLENGE) and this side "
-                             "has none: %s, with the key file of the server's --key-file",
-                             how && *how ? how : "give this program a key file");
+            return gr_seterr(
+                e, GRID_ERR_CONFIG,
+                "the server requires a key (it answered HELLO with AUTH_CHALLENGE) and this side "
+                "has none: %s, with the key file of the server's --key-file",
+                how && *how ? how : "give this program a key file");
         rc = answer_challenge(r, w, id, k, &h, &proven, e);
         if (!rc && !proven && h.type != GRW_ERROR)
             return gr_seterr(e, GRID_ERR_PROTOCOL, "the server answered AUTH with %s (type %u), not AUTH_OK",
@@ -196,10 +197,11 @@ int grp_auth_hello(grw_reader *r, grw_writer *w, uint64_t id, const grp_hello *m
     }
     rc = grp_read_hello_ok(r, ok, e);
     if (!rc && k && !proven)
-        rc = gr_seterr(e, GRID_ERR_CONFIG,
-                       "the server did not prove it holds the key: it answered HELLO_OK without AUTH_CHALLENGE "
-                       "(it runs without --key-file, or it is not the server meant); connection refused: start "
-                       "the server with the key file, or connect without a key");
+        rc = gr_seterr(
+            e, GRID_ERR_CONFIG,
+            "the server did not prove it holds the key: it answered HELLO_OK without AUTH_CHALLENGE "
+            "(it runs without --key-file, or it is not the server meant); connection refused: start "
+            "the server with the key file, or connect without a key");
     return rc;
 }
 
@@ -215,8 +217,9 @@ int grp_auth_serve(grw_reader *r, grw_writer *w, uint64_t id, const grp_keyset *
     grw_header h;
     rc = grp_read_header(r, &h, e);
     if (rc == GRID_ERR_CONN_LOST && !e->msg[0])
-        return gr_seterr(e, rc, "the client closed the connection instead of answering AUTH_CHALLENGE "
-                                "(it has no key file?)");
+        return gr_seterr(e, rc,
+                         "the client closed the connection instead of answering AUTH_CHALLENGE "
+                         "(it has no key file?)");
     if (rc) return rc;
     if (h.type != GRW_AUTH)
         return gr_seterr(e, GRID_ERR_CONFIG,

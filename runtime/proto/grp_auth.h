@@ -20,7 +20,7 @@ extern "C" {
 /* One key of a key file: its bytes and the id that names it on the wire. */
 typedef struct grp_key {
     uint8_t bytes[GRP_AUTH_MAX_KEY];
-    uint32_t len;                      /* GRP_AUTH_MIN_KEY..GRP_AUTH_MAX_KEY */
+    uint32_t len;                     /* GRP_AUTH_MIN_KEY..GRP_AUTH_MAX_KEY */
     char id[GRP_AUTH_KEY_ID_HEX + 1]; /* lowercase hex of SHA-256("gridrpc-key-id-v1" | key)[0..8) */
 } grp_key;
 

@@ -36,9 +36,10 @@ static int parse_key(const char *s, size_t n, const char *source, int lineno, gr
                              "digits only (make a new key file with 'gridrpc keygen FILE')",
                              source, lineno, s[i], i + 1);
     if (n % 2)
-        return gr_seterr(e, GRID_ERR_CONFIG,
-                         "%s line %d: an odd number of hex digits (%zu): a key is whole bytes, two digits each",
-                         source, lineno, n);
+        return gr_seterr(
+            e, GRID_ERR_CONFIG,
+            "%s line %d: an odd number of hex digits (%zu): a key is whole bytes, two digits each", source,
+            lineno, n);
     if (n < 2 * GRP_AUTH_MIN_KEY || n > 2 * GRP_AUTH_MAX_KEY)
         return gr_seterr(e, GRID_ERR_CONFIG,
                          "%s line %d: a key of %zu bytes; a key has %d to %d bytes (%d to %d hex digits): "
@@ -74,10 +75,11 @@ int grp_keyset_parse(const char *text, size_t len, const char *source, grp_keyse
             n--;
         if (!n) continue;
         if (ks->n == GRP_AUTH_MAX_KEYS) {
-            rc = gr_seterr(e, GRID_ERR_CONFIG,
-                           "%s line %d: more than %d keys; keep at most %d (two are enough to rotate: the new "
-                           "one and the old one)",
-                           source, lineno, GRP_AUTH_MAX_KEYS, GRP_AUTH_MAX_KEYS);
+            rc =
+                gr_seterr(e, GRID_ERR_CONFIG,
+                          "%s line %d: more than %d keys; keep at most %d (two are enough to rotate: the new "
+                          "one and the old one)",
+                          source, lineno, GRP_AUTH_MAX_KEYS, GRP_AUTH_MAX_KEYS);
             break;
         }
         rc = parse_key(s, n, source, lineno, &ks->keys[ks->n], e);
@@ -110,8 +112,8 @@ int grp_keyset_load(const char *path, grp_keyset *ks, gr_err *e) {
     }
     if (st.st_size > 64 * 1024) {
         close(fd);
-        return gr_seterr(e, GRID_ERR_CONFIG, "the key file '%s' is %lld bytes; a key file is a few lines", path,
-                         (long long)st.st_size);
+        return gr_seterr(e, GRID_ERR_CONFIG, "the key file '%s' is %lld bytes; a key file is a few lines",
+                         path, (long long)st.st_size);
     }
     size_t n = (size_t)st.st_size, got = 0;
     char *buf = malloc(n + 1);

@@ -56,15 +56,15 @@ typedef struct gsv_options {
     unsigned nmodules;
     const char **module_dirs; /* --module-dir, in order */
     unsigned nmodule_dirs;
-    int defaults;          /* load the default modules too: none of --module and --module-dir
-                              was given, or --default-modules was */
-    unsigned threads;      /* 0: one per core */
-    unsigned blas_threads; /* --blas-threads: BLAS threads of every call; 0: cores / running calls */
-    int mode;              /* GSV_MODE_* */
-    int queue;             /* GSV_QUEUE_* */
-    int isolate;           /* run each call in a child process: a crash costs the call only */
-    const char *token;     /* NULL: no token required */
-    const char *key_file;  /* --key-file; NULL: no key handshake (gsv_server.keys) */
+    int defaults;              /* load the default modules too: none of --module and --module-dir
+                                  was given, or --default-modules was */
+    unsigned threads;          /* 0: one per core */
+    unsigned blas_threads;     /* --blas-threads: BLAS threads of every call; 0: cores / running calls */
+    int mode;                  /* GSV_MODE_* */
+    int queue;                 /* GSV_QUEUE_* */
+    int isolate;               /* run each call in a child process: a crash costs the call only */
+    const char *token;         /* NULL: no token required */
+    const char *key_file;      /* --key-file; NULL: no key handshake (gsv_server.keys) */
     const char *meta_key_file; /* --metaserver-key-file; NULL: --key-file */
     grw_limits limits;
     double io_timeout;       /* seconds; 0: none */

@@ -24,8 +24,8 @@ int gsv_keys_load(gsv_server *s, gr_err *e) {
         s->meta_keys = s->keys;
     }
     if (s->keys.n)
-        gsv_log(GSV_LOG_INFO, "clients must prove a key of %s (%u key%s, first id %s)", o->key_file, s->keys.n,
-                s->keys.n == 1 ? "" : "s", s->keys.keys[0].id);
+        gsv_log(GSV_LOG_INFO, "clients must prove a key of %s (%u key%s, first id %s)", o->key_file,
+                s->keys.n, s->keys.n == 1 ? "" : "s", s->keys.keys[0].id);
     return GRID_OK;
 }
 

@@ -421,9 +421,10 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     /* Naming modules means serving those: the defaults only when asked for. */
     if (o->nmodules == 0 && o->nmodule_dirs == 0) o->defaults = 1;
     /* The metaserver-only options do nothing alone: say so rather than ignore them. */
-    if (!o->meta_port && (o->adv_port || o->name || o->speed > 0 || o->meta_token || o->meta_key_file))
-        return usage_error("--advertise, --name, --speed, --metaserver-token and --metaserver-key-file need "
-                           "--metaserver HOST:PORT");
+    if (!o->meta_port && (o->adv_port || o->name || o->speed > 0 || o->meta_token))
+        return usage_error("--advertise, --name, --speed and --metaserver-token need --metaserver HOST:PORT");
+    if (!o->meta_port && o->meta_key_file)
+        return usage_error("--metaserver-key-file needs --metaserver HOST:PORT");
     return -1;
 }
 

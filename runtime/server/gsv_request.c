@@ -1,6 +1,6 @@
 /* gsv_request.c: answering each request a reader has read the header of: HELLO
- * (version, token, then the key handshake of gsv_auth.c), GET_DESCRIPTOR, LIST, PING, PROBE, CANCEL, and CALL, whose arguments
- * are read whole into buffers the call owns before it is queued. Errors that leave the
+ * (version, token, then the key handshake of gsv_auth.c), GET_DESCRIPTOR, LIST, PING, PROBE, CANCEL, and
+ * CALL, whose arguments are read whole into buffers the call owns before it is queued. Errors that leave the
  * stream in step are answered and the connection goes on; others close it. */
 #include "config.h"
 

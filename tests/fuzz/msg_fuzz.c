@@ -16,6 +16,7 @@
 #include "grd_desc.h"
 #include "gridrpc_stub.h"
 #include "grm_marshal.h"
+#include "grp_auth.h"
 #include "grp_meta.h"
 #include "grp_proto.h"
 #include "grw_wire.h"
@@ -395,6 +396,19 @@ static int small_message(grw_reader *r, uint32_t type) {
         int rc = grp_read_list_ok(r, &names, &n, &e);
         grp_free_names(names, n);
         return rc;
+    }
+    /* The key handshake (grp_auth.c). */
+    case GRW_AUTH_CHALLENGE: {
+        uint8_t nonce[GRP_AUTH_NONCE];
+        return grp_read_auth_challenge(r, nonce, &e);
+    }
+    case GRW_AUTH: {
+        grp_auth m;
+        return grp_read_auth(r, &m, &e);
+    }
+    case GRW_AUTH_OK: {
+        uint8_t mac[GRP_AUTH_MAC];
+        return grp_read_auth_ok(r, mac, &e);
     }
     }
     return meta_message(r, type);
