@@ -44,15 +44,16 @@ typedef struct gms_options {
     int policy;     /* GRP_POLICY_MCT, _LEAST_LOAD, _ROUND_ROBIN */
     int http_port;  /* -1: no status page; 0: any free port */
     const char *http_host;
-    const char *token;    /* NULL: none required */
-    const char *key_file; /* --key-file; NULL: no key handshake */
-    grp_keyset keys;      /* its keys, loaded by main (n 0: none) */
+    const char *token; /* NULL: none required */
     unsigned heartbeat_ms;
     unsigned down_after; /* missed heartbeats before a server is down */
     unsigned max_conns;
     double io_timeout; /* seconds a request may stall in the middle; 0: never */
     double max_hold;   /* seconds a SCHEDULE may wait while every server is full; 0: never */
     int log_level;
+    /* The key handshake after HELLO (grp_auth.h) */
+    const char *key_file; /* --key-file; NULL: none */
+    grp_keyset keys;      /* its keys, loaded by main (n 0: no handshake) */
 } gms_options;
 
 /* Parses ARGV into O. Returns -1 to go on, or an exit status: 0 after --help or

@@ -56,16 +56,14 @@ typedef struct gsv_options {
     unsigned nmodules;
     const char **module_dirs; /* --module-dir, in order */
     unsigned nmodule_dirs;
-    int defaults;              /* load the default modules too: none of --module and --module-dir
-                                  was given, or --default-modules was */
-    unsigned threads;          /* 0: one per core */
-    unsigned blas_threads;     /* --blas-threads: BLAS threads of every call; 0: cores / running calls */
-    int mode;                  /* GSV_MODE_* */
-    int queue;                 /* GSV_QUEUE_* */
-    int isolate;               /* run each call in a child process: a crash costs the call only */
-    const char *token;         /* NULL: no token required */
-    const char *key_file;      /* --key-file; NULL: no key handshake (gsv_server.keys) */
-    const char *meta_key_file; /* --metaserver-key-file; NULL: --key-file */
+    int defaults;          /* load the default modules too: none of --module and --module-dir
+                              was given, or --default-modules was */
+    unsigned threads;      /* 0: one per core */
+    unsigned blas_threads; /* --blas-threads: BLAS threads of every call; 0: cores / running calls */
+    int mode;              /* GSV_MODE_* */
+    int queue;             /* GSV_QUEUE_* */
+    int isolate;           /* run each call in a child process: a crash costs the call only */
+    const char *token;     /* NULL: no token required */
     grw_limits limits;
     double io_timeout;       /* seconds; 0: none */
     double shutdown_timeout; /* seconds */
@@ -84,6 +82,9 @@ typedef struct gsv_options {
     /* Two-phase calls (gsv_jobs.c) */
     const char *job_dir; /* --job-dir; NULL: $XDG_STATE_HOME/gridrpc/jobs-PORT or ~/.local/state/... */
     double job_keep;     /* --job-keep seconds: a finished job is removed this long after it ended */
+    /* The key handshake (gsv_auth.c); NULL when not given. */
+    const char *key_file;      /* --key-file: clients must prove one of its keys */
+    const char *meta_key_file; /* --metaserver-key-file; NULL: --key-file */
 } gsv_options;
 
 /* Parses ARGV into OPT. Returns -1 to go on, or an exit status: 0 after --help or
@@ -505,6 +506,8 @@ void gsv_accept_loop(gsv_server *s, int sigfd);
  * heartbeats, reconnecting whenever the metaserver is lost (after gsv_listen: the
  * advertised port defaults to the listening one). Nothing without --metaserver. */
 int gsv_meta_start(gsv_server *s, gr_err *e);
+/* Shutdown: wakes the thread wherever it waits and joins it (within about a second). */
+void gsv_meta_stop(gsv_server *s);
 
 /* ---------------------------------------------------------------- keys (gsv_auth.c) */
 
@@ -515,8 +518,6 @@ int gsv_keys_load(gsv_server *s, gr_err *e);
  * (grp_auth_serve), then HELLO_OK (OK). GSV_KEEP, or GSV_REFUSE / GSV_CLOSE after
  * answering ERROR and logging why. */
 int gsv_auth_hello(struct gsv_conn *c, const grw_header *h, const grp_hello *m, const grp_hello_ok *ok);
-/* Shutdown: wakes the thread wherever it waits and joins it (within about a second). */
-void gsv_meta_stop(gsv_server *s);
 
 /* The start-up speed estimate sent in REGISTER, flops/s: a cache-resident double
  * matrix product timed on this thread for about 20 ms (at most 50), times CORES. */
