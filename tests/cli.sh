@@ -64,7 +64,7 @@ free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)
 # ---- help and usage
 "$CLI" --help >help.out 2>&1; rc=$?
 missing=
-for w in status ls describe call submit fetch jobs forget --metaserver --server --token --site --json --timeout --help --version \
+for w in status ls describe call submit fetch jobs forget keygen --key-file --metaserver --server --token --site --json --timeout --help --version \
   GRIDRPC_METASERVER GRIDRPC_SERVER GRIDRPC_SITE 'Exit status'; do
   grep -q -- "$w" help.out || missing="$missing $w"
 done
@@ -77,7 +77,7 @@ done
 expect "help COMMAND shows the command's help" 0 "OUT parameters are left out" "$CLI" help call
 expect "--version" 0 "gridrpc (GridRPC) " "$CLI" --version
 expect "no command is a usage error" 2 "no command given" "$CLI"
-expect "unknown command" 2 "unknown command 'frobnicate': use status, ls, describe, call, submit, fetch, jobs or forget" "$CLI" frobnicate
+expect "unknown command" 2 "unknown command 'frobnicate': use status, ls, describe, call, submit, fetch, jobs, forget or keygen" "$CLI" frobnicate
 expect "unknown option" 2 "unknown option '--frob'" "$CLI" --frob status
 expect "option without its value" 2 "--server needs a value" "$CLI" status --server
 expect "bad --server address" 2 "--server: " "$CLI" --server nohostport:http ls
