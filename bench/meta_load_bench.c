@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grp_auth.h"
 #include "grp_meta.h"
 #include "grp_proto.h"
 
@@ -55,6 +56,19 @@ typedef struct conn {
     grw_writer *w;
 } conn;
 
+/* GRIDRPC_KEY_FILE's keys, for a gridmetad run with --key-file (NULL: none). */
+static const grp_keyset *bench_keys(void) {
+    static grp_keyset ks;
+    static int loaded;
+    if (!loaded) {
+        const char *f = getenv("GRIDRPC_KEY_FILE");
+        gr_err e;
+        if (f && *f && grp_keyset_load(f, &ks, &e)) die("GRIDRPC_KEY_FILE", &e);
+        loaded = 1;
+    }
+    return ks.n ? &ks : NULL;
+}
+
 static void conn_open(conn *c, const char *host, int port) {
     gr_err e;
     c->fd = grw_connect(host, port, 5.0, &e);
@@ -69,16 +83,10 @@ static void conn_open(conn *c, const char *host, int port) {
     memset(&m, 0, sizeof m);
     snprintf(m.client, sizeof m.client, "meta_load_bench");
     m.min_version = m.max_version = GRW_VERSION;
-    grw_header h;
     grp_hello_ok ok;
-    if (grp_write_hello(c->w, c->next_id++, &m, &e) || grp_read_header(c->r, &h, &e)) die("HELLO", &e);
-    if (h.type != GRW_HELLO_OK) {
-        grp_error er;
-        if (h.type == GRW_ERROR && grp_read_error(c->r, &er, &e) == 0)
-            snprintf(e.msg, sizeof e.msg, "%.900s", er.message);
-        die("HELLO refused", &e);
-    }
-    if (grp_read_hello_ok(c->r, &ok, &e)) die("HELLO_OK", &e);
+    int refused;
+    if (grp_auth_hello(c->r, c->w, c->next_id++, &m, bench_keys(), "set GRIDRPC_KEY_FILE", &ok, &refused, &e))
+        die(refused ? "HELLO refused" : "HELLO", &e);
 }
 
 static void conn_close(conn *c) {

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grp_auth.h"
 #include "grp_proto.h"
 #include "tap.h"
 
@@ -154,13 +155,9 @@ static cli *open_cli(const srv *s) {
     snprintf(h.client, sizeof h.client, "data-server-test");
     h.min_version = h.max_version = GRW_VERSION;
     snprintf(h.token, sizeof h.token, "%s", TOKEN);
-    grw_header hd;
     grp_hello_ok ok;
-    int in_step;
     c->r.deadline_ns = gr_now_ns() + 10000000000LL;
-    if (grp_write_hello(&c->w, ++c->id, &h, &c->e) || grp_read_header(&c->r, &hd, &c->e) ||
-        grp_expect(&c->r, &hd, GRW_HELLO_OK, "HELLO", &in_step, &c->e) ||
-        grp_read_hello_ok(&c->r, &ok, &c->e)) {
+    if (grp_auth_hello(&c->r, &c->w, ++c->id, &h, NULL, "", &ok, NULL, &c->e)) {
         diag("hello: %s", c->e.msg);
         close(c->fd);
         free(c);

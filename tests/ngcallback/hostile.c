@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "grp_auth.h"
 #include "grp_proto.h"
 
 static int failures;
@@ -36,10 +37,8 @@ static peer *dial(const char *host, int port) {
     grw_writer_init(&p->w, p->fd);
     p->r.deadline_ns = p->w.deadline_ns = 0;
     grp_hello m = {"callback-hostile", 1, 1, ""};
-    grw_header h;
     grp_hello_ok ok;
-    if (grp_write_hello(&p->w, 1, &m, &e) || grp_read_header(&p->r, &h, &e) || h.type != GRW_HELLO_OK ||
-        grp_read_hello_ok(&p->r, &ok, &e)) {
+    if (grp_auth_hello(&p->r, &p->w, 1, &m, NULL, "", &ok, NULL, &e)) {
         fprintf(stderr, "hello failed: %s\n", e.msg);
         exit(2);
     }

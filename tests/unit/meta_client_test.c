@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grp_auth.h"
 #include "grp_meta.h"
 #include "grp_proto.h"
 
@@ -154,11 +155,10 @@ static int hello(int fd, const char *token) {
     snprintf(m.token, sizeof m.token, "%s", token ? token : "");
     gr_err e;
     prep(fd);
-    if (grp_write_hello(&wr, next_id++, &m, &e)) return e.code;
-    int rc = reply(fd, GRW_HELLO_OK, &e);
-    if (rc) return rc;
+    grw_reader_init(&rd, fd, 1u << 24);
+    rd.deadline_ns = soon();
     grp_hello_ok ok;
-    return grp_read_hello_ok(&rd, &ok, &e);
+    return grp_auth_hello(&rd, &wr, next_id++, &m, NULL, "", &ok, NULL, &e);
 }
 
 static int session(int port) {

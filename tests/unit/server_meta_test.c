@@ -20,6 +20,7 @@
 
 #include "fake_meta.h"
 #include "gridrpc.h"
+#include "grp_auth.h"
 #include "grp_meta.h"
 #include "grp_proto.h"
 #include "tap.h"
@@ -171,8 +172,8 @@ static int raw_open(int port, const char *token) {
     h.min_version = h.max_version = GRW_VERSION;
     snprintf(h.token, sizeof h.token, "%s", token ? token : "");
     grp_hello_ok ok;
-    if (grp_write_hello(&wr, 1, &h, &e) || reply(GRW_HELLO_OK, "HELLO", &e) ||
-        grp_read_hello_ok(&rd, &ok, &e)) {
+    rd.deadline_ns = wr.deadline_ns = gr_now_ns() + 5000000000LL;
+    if (grp_auth_hello(&rd, &wr, 1, &h, NULL, "", &ok, NULL, &e)) {
         diag("hello: %s", e.msg);
         close(fd);
         return -1;
