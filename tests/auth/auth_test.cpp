@@ -552,3 +552,103 @@ TEST(AuthHandshake, ReplayedAuthIsRefused) {
     EXPECT_NE(nullptr, strstr(s.e.msg, "the proof for key")) << s.e.msg;
     EXPECT_STREQ(k.keys[0].id, s.key_id);
 }
+
+// ---------------------------------------------------------------- where a client's key comes from
+
+extern "C" {
+#include "gox.h"
+#include "grc_client.h"
+}
+
+class ClientKeys : public ::testing::Test {
+  protected:
+    TempDir d_;
+    std::string k1_, k2_, open_;
+    void SetUp() override {
+        for (const char *v : {"GRIDRPC_SERVER", "GRIDRPC_CONFIG", "GRIDRPC_TOKEN", "GRIDRPC_KEY_FILE"})
+            unsetenv(v);
+        setenv("HOME", "/nonexistent", 1);
+        k1_ = d_.write("k1", key_hex(0, 32) + "\n", 0600);
+        k2_ = d_.write("k2", key_hex(0x55, 32) + "\n", 0600);
+        open_ = d_.write("open", key_hex(0, 32) + "\n", 0644);
+        grc_config_reset();
+    }
+    void TearDown() override {
+        unsetenv("GRIDRPC_CONFIG");
+        unsetenv("GRIDRPC_KEY_FILE");
+        grc_config_reset();
+    }
+    // The client's settings with configuration file TEXT; grc_config_get's code.
+    int load(const std::string &text) {
+        std::string conf = d_.write("client.conf", text, 0600);
+        setenv("GRIDRPC_CONFIG", conf.c_str(), 1);
+        grc_config_reset();
+        gr_clearerr(&e_);
+        return grc_config_get(&cfg_, &e_);
+    }
+    std::string first_id() { return cfg_.keys.n ? cfg_.keys.keys[0].id : ""; }
+    grc_config cfg_;
+    gr_err e_;
+};
+
+TEST_F(ClientKeys, FileEnvironmentAndApi) {
+    grp_keyset ks1, ks2;
+    gr_err e;
+    ASSERT_EQ(GRID_OK, grp_keyset_load(k1_.c_str(), &ks1, &e));
+    ASSERT_EQ(GRID_OK, grp_keyset_load(k2_.c_str(), &ks2, &e));
+    ASSERT_EQ(GRID_OK, load("")) << e_.msg;
+    EXPECT_EQ(0u, cfg_.keys.n) << "no key unless one is configured";
+    ASSERT_EQ(GRID_OK, load("key_file " + k1_ + "\n")) << e_.msg;
+    EXPECT_EQ(ks1.keys[0].id, first_id());
+    setenv("GRIDRPC_KEY_FILE", k2_.c_str(), 1);
+    ASSERT_EQ(GRID_OK, load("key_file " + k1_ + "\n")) << e_.msg;
+    EXPECT_EQ(ks2.keys[0].id, first_id()) << "GRIDRPC_KEY_FILE wins over the file";
+    // grid_set_key_file_np wins over both; "" is no key; NULL the configured one again.
+    ASSERT_EQ(GRID_OK, grid_set_key_file_np(k1_.c_str())) << grid_last_error();
+    ASSERT_EQ(GRID_OK, grc_config_get(&cfg_, &e_));
+    EXPECT_EQ(ks1.keys[0].id, first_id());
+    ASSERT_EQ(GRID_OK, grid_set_key_file_np(""));
+    ASSERT_EQ(GRID_OK, grc_config_get(&cfg_, &e_));
+    EXPECT_EQ(0u, cfg_.keys.n);
+    EXPECT_EQ(GRID_ERR_CONFIG, grid_set_key_file_np(open_.c_str()));
+    EXPECT_NE(nullptr, strstr(grid_last_error(), "chmod 600")) << grid_last_error();
+    ASSERT_EQ(GRID_OK, grc_config_get(&cfg_, &e_));
+    EXPECT_EQ(0u, cfg_.keys.n) << "a refused file leaves the setting as it was";
+    ASSERT_EQ(GRID_OK, grid_set_key_file_np(NULL));
+    ASSERT_EQ(GRID_OK, grc_config_get(&cfg_, &e_));
+    EXPECT_EQ(ks2.keys[0].id, first_id());
+}
+
+TEST_F(ClientKeys, BadKeyFilesAreConfigErrors) {
+    setenv("GRIDRPC_KEY_FILE", open_.c_str(), 1);
+    ASSERT_EQ(GRID_ERR_CONFIG, load(""));
+    EXPECT_NE(nullptr, strstr(e_.msg, "GRIDRPC_KEY_FILE: the key file")) << e_.msg;
+    EXPECT_NE(nullptr, strstr(e_.msg, "has mode 0644")) << e_.msg;
+    unsetenv("GRIDRPC_KEY_FILE");
+    ASSERT_EQ(GRID_ERR_CONFIG, load("# keys\nkey_file " + open_ + "\n"));
+    EXPECT_NE(nullptr, strstr(e_.msg, "client.conf:2: cannot use 'key_file ")) << e_.msg;
+}
+
+TEST_F(ClientKeys, NinfgConfigurationFile) {
+    grp_keyset ks1;
+    gr_err e;
+    ASSERT_EQ(GRID_OK, grp_keyset_load(k1_.c_str(), &ks1, &e));
+    ASSERT_EQ(GRID_OK, load("")) << e_.msg;
+    gox_config g{};
+    g.call_timeout = g.connect_timeout = -1;
+    char msg[1024] = "";
+    std::string conf = d_.write("ng.conf", "server 127.0.0.1:7000\nkey_file " + k1_ + "\n", 0600);
+    ASSERT_EQ(GRPC_NO_ERROR, gox_config_read(conf.c_str(), &g, msg, sizeof msg)) << msg;
+    ASSERT_EQ(GRID_OK, grc_config_get(&cfg_, &e_));
+    EXPECT_EQ(ks1.keys[0].id, first_id()) << "the file's key reaches the core";
+    gox_config_free(&g);
+    ASSERT_EQ(GRID_OK, grc_config_get(&cfg_, &e_));
+    EXPECT_EQ(0u, cfg_.keys.n) << "and leaves with the file";
+    gox_config g2{};
+    g2.call_timeout = g2.connect_timeout = -1;
+    conf = d_.write("ng2.conf", "# keys\nkey_file " + open_ + "\n", 0600);
+    ASSERT_EQ(GRPC_CONFIGFILE_ERROR, gox_config_read(conf.c_str(), &g2, msg, sizeof msg));
+    EXPECT_NE(nullptr, strstr(msg, "ng2.conf:2: key_file: ")) << msg;
+    EXPECT_NE(nullptr, strstr(msg, "chmod 600")) << msg;
+    gox_config_free(&g2);
+}
