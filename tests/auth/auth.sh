@@ -1,4 +1,4 @@
-#!/usr/bin/env bash
+#!/bin/sh
 # auth.sh: the key handshake with real daemons on loopback, as an administrator and a
 # user meet it: gridrpc keygen; a key file others may read stops gridrpcd and gridmetad
 # with the chmod to run; against gridrpcd --key-file, the right key works (the tool's
@@ -14,9 +14,9 @@ MODULES=${GRIDRPC_TEST_MODULES:-$B/stubs/.libs}
 export GRIDRPC_QUIET=1
 unset GRIDRPC_SERVER GRIDRPC_METASERVER GRIDRPC_CONFIG GRIDRPC_TOKEN GRIDRPC_KEY_FILE
 cd "$T_TMP" || exit 1
-pids=()
+pids=
 cleanup() {
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  for p in $pids; do kill -KILL "$p" 2>/dev/null; done
   wait 2>/dev/null
 }
 trap cleanup EXIT
@@ -35,7 +35,7 @@ start_server() {
   : >"$_out"
   "$B/gridrpcd" --host 127.0.0.1 --port 0 --module-dir "$MODULES" --threads 2 "$@" >"$_out" 2>"$_out.err" &
   spid=$!
-  pids+=("$spid")
+  pids="$pids $spid"
   _port=$(listening_port "$_out" $spid) || { diag <"$_out.err"; return 1; }
   S=127.0.0.1:$_port
 }
@@ -96,6 +96,16 @@ if start_server a.out --key-file k1; then
     [ $rc -eq 0 ] || { fail "auth-wire exit status $rc"; diag <wire.out; diag <w.out.err; }
     if grep -q "refused: authentication failed: the proof for key" w.out.err; then ok "the replay is logged as refused"; else fail "replay not in the log"; diag <w.out.err; fi
     stop "$spid"
+    # The check can fail: with the key's hex sent as the token, auth-wire must see it.
+    if start_server leak.out --key-file k1 --token "$(cat k1)"; then
+      "$B/auth-wire" "${S##*:}" k1 "$(cat k1)" >leak.wire 2>&1; rc=$?
+      if [ $rc -ne 0 ] && grep -q '^not ok .* no 16 hex digits of the key appear' leak.wire; then
+        ok "auth-wire finds a key that does cross the wire (sent as a token on purpose)"
+      else
+        fail "auth-wire did not see the key sent as a token (rc $rc)"; diag <leak.wire
+      fi
+      stop "$spid"
+    fi
   else
     fail "gridrpcd with --key-file and --token did not start"
   fi
@@ -124,7 +134,7 @@ fi
 # ---- the metaserver with a key
 "$B/gridmetad" --host 127.0.0.1 --port 0 --db :memory: --heartbeat 100ms --key-file k1 >meta.out 2>meta.err &
 mpid=$!
-pids+=("$mpid")
+pids="$pids $mpid"
 if wait_line meta.out '^listening on '; then
   META=$(sed -n 's/^listening on //p' meta.out)
   start_server m1.out --metaserver "$META" --key-file k1 --name keyed
