@@ -3,7 +3,8 @@
 # user meet it: gridrpc keygen; a key file others may read stops gridrpcd and gridmetad
 # with the chmod to run; against gridrpcd --key-file, the right key works (the tool's
 # own connection and a library call), a wrong key and no key are refused with a message
-# saying what to do, and a client with a key refuses a server without one; two keys in
+# saying what to do, and a client with a key refuses a server without one; a server
+# proves its own key when it copies a data handle to another (DATA_COPY); two keys in
 # the server's file during a rotation are both accepted; a metaserver with a key: a
 # server with the key registers and a client with it calls through the metaserver,
 # while a server and a client without it are refused. Then auth-wire: the key never
@@ -40,6 +41,15 @@ start_server() {
   S=127.0.0.1:$_port
 }
 stop() { kill -TERM "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+# wire_tap FILE: auth-wire's TAP lines as this script's.
+wire_tap() {
+  while read -r line; do
+    case "$line" in
+    "ok "*) ok "auth-wire: ${line#ok [0-9]* }" ;;
+    "not ok "*) fail "auth-wire: ${line#not ok [0-9]* }" ;;
+    esac
+  done <"$1"
+}
 
 # ---- keygen
 expect "gridrpc keygen writes a key file" 0 "wrote k1 (key id " "$B/gridrpc" keygen k1
@@ -87,12 +97,7 @@ if start_server a.out --key-file k1; then
   stop "$spid"
   if start_server w.out --key-file k1 --token 'tok-in-clear-4242'; then
     "$B/auth-wire" "${S##*:}" k1 'tok-in-clear-4242' >wire.out 2>&1; rc=$?
-    while read -r line; do
-      case "$line" in
-      "ok "*) ok "auth-wire: ${line#ok [0-9]* }" ;;
-      "not ok "*) fail "auth-wire: ${line#not ok [0-9]* }" ;;
-      esac
-    done <wire.out
+    wire_tap wire.out
     [ $rc -eq 0 ] || { fail "auth-wire exit status $rc"; diag <wire.out; diag <w.out.err; }
     if grep -q "refused: authentication failed: the proof for key" w.out.err; then ok "the replay is logged as refused"; else fail "replay not in the log"; diag <w.out.err; fi
     stop "$spid"
@@ -111,6 +116,20 @@ if start_server a.out --key-file k1; then
   fi
 else
   fail "gridrpcd --key-file k1 did not start"
+fi
+
+# ---- DATA_COPY: a server proves its own --key-file key to the server it copies to
+(cat k2; cat k1) >k21; chmod 600 k21
+if start_server ca.out --key-file k1 && A=$S && pa=$spid && start_server cb.out --key-file k1; then
+  "$B/auth-wire" copy "${A##*:}" "${S##*:}" k1 ok >copy.out 2>&1 || diag <copy.out
+  wire_tap copy.out
+  stop "$pa"; stop "$spid"
+fi
+# A's first key is k2 (it still accepts the client's k1); B holds k1 only.
+if start_server cc.out --key-file k21 && A=$S && pa=$spid && start_server cd.out --key-file k1; then
+  "$B/auth-wire" copy "${A##*:}" "${S##*:}" k1 refused >copy2.out 2>&1 || diag <copy2.out
+  wire_tap copy2.out
+  stop "$pa"; stop "$spid"
 fi
 
 # ---- a client with a key refuses a server without one

@@ -9,7 +9,11 @@
  *      server on a new connection; the server's fresh nonce makes the old proof wrong,
  *      so the answer must be AUTH_CHALLENGE (with another nonce) then ERROR, and no
  *      RESULT.
- * Usage: auth-wire PORT KEYFILE TOKEN. Prints TAP. */
+ * Usage: auth-wire PORT KEYFILE TOKEN. Prints TAP.
+ * Also: auth-wire copy PORT_A PORT_B KEYFILE EXPECT: a handle put on server A is used
+ * by a call on server B, so A sends it to B (DATA_COPY) proving its own key; EXPECT
+ * "ok": the call succeeds with the data intact; "refused": it fails, B having refused
+ * A's key (the message names it). */
 #define _GNU_SOURCE /* memmem */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -106,7 +110,37 @@ static int has_type(const capture *c, uint32_t type) {
     return contains(c, h, sizeof h);
 }
 
+/* The DATA_COPY check (see the top). */
+static int copy_main(int a, int b, const char *keyfile, const char *expect) {
+    if (grid_set_key_file_np(keyfile) != GRID_OK) {
+        printf("1..1\nnot ok 1 the key file: %s\n", grid_last_error());
+        return 1;
+    }
+    double in[5] = {1, 2, 3, 4, 5}, out[5] = {0};
+    char where[64], name[128];
+    snprintf(where, sizeof where, "127.0.0.1:%d", a);
+    snprintf(name, sizeof name, "gridrpc://127.0.0.1:%d/test/echo_double", b);
+    grid_data_np *h = NULL;
+    int rc = grid_data_put_np(&h, where, GRID_TYPE_DOUBLE, 5, in);
+    result(rc == GRID_OK, "copy: the handle is put on server A (%s)", rc ? grid_last_error() : "ok");
+    if (rc == GRID_OK) rc = grid_call(name, 5, h, out);
+    const char *msg = rc ? grid_last_error() : "";
+    if (strcmp(expect, "ok") == 0)
+        result(rc == GRID_OK && memcmp(in, out, sizeof in) == 0,
+               "copy: a call on server B reads the handle server A sent it with its key (%s)",
+               rc ? msg : "intact");
+    else
+        result(rc != GRID_OK && strstr(msg, "not in this server's key file") != NULL,
+               "copy: server B refuses server A's key, and the call says so (%s)", msg);
+    grid_data_free_np(h);
+    grid_reset_np();
+    printf("1..%d\n", tests);
+    return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 6 && strcmp(argv[1], "copy") == 0)
+        return copy_main(atoi(argv[2]), atoi(argv[3]), argv[4], argv[5]);
     if (argc != 4) {
         fprintf(stderr, "usage: auth-wire PORT KEYFILE TOKEN\n");
         return 2;
