@@ -183,7 +183,7 @@ int grp_auth_hello(grw_reader *r, grw_writer *w, uint64_t id, const grp_hello *m
             return gr_seterr(
                 e, GRID_ERR_CONFIG,
                 "the server requires a key (it answered HELLO with AUTH_CHALLENGE) and this side "
-                "has none: %s, with the key file of the server's --key-file",
+                "has none: %s, with a copy of the key file it runs with (--key-file)",
                 how && *how ? how : "give this program a key file");
         rc = answer_challenge(r, w, id, k, &h, &proven, e);
         if (!rc && !proven && h.type != GRW_ERROR)
