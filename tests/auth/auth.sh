@@ -163,6 +163,10 @@ if wait_line meta.out '^listening on '; then
     "$B/gridrpc" --metaserver "$META" --key-file k1 call test/echo_int 2 '[5,6]'
   expect "a client without the key is refused by the metaserver" 1 "requires a key" \
     "$B/gridrpc" --metaserver "$META" status
+  expect "a library program with the key calls through the metaserver" 0 "OK" \
+    env GRIDRPC_METASERVER="$META" GRIDRPC_KEY_FILE=k1 "$B/examples/dmmul" 20
+  expect "a library program with another key is refused by the metaserver" 1 "is not in this server's key file" \
+    env GRIDRPC_METASERVER="$META" GRIDRPC_KEY_FILE=k2 "$B/examples/dmmul" 20
   # A server whose own key differs, with the right one for the metaserver only.
   start_server m2.out --metaserver "$META" --key-file k2 --metaserver-key-file k1 --name override
   m2=$spid
