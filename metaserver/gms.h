@@ -25,6 +25,7 @@
 #include "gr_log.h"
 #include "grp_meta.h"
 #include "grp_proto.h"
+#include "grw_tls.h"
 
 /* ---------------------------------------------------------------- logging */
 
@@ -50,6 +51,7 @@ typedef struct gms_options {
     double io_timeout; /* seconds a request may stall in the middle; 0: never */
     double max_hold;   /* seconds a SCHEDULE may wait while every server is full; 0: never */
     int log_level;
+    const char *tls_cert, *tls_key; /* --tls-cert/--tls-key: the protocol listener is TLS only */
 } gms_options;
 
 /* Parses ARGV into O. Returns -1 to go on, or an exit status: 0 after --help or
@@ -368,7 +370,8 @@ typedef struct gms_net {
     gms_state *st;
     const gms_options *opt;
     int fd;
-    pthread_mutex_t lock; /* the connection list */
+    struct grw_tls_ctx *tls; /* the listener's TLS context, or NULL */
+    pthread_mutex_t lock;    /* the connection list */
     gms_conn *conns;
     unsigned nconns;
     int stopping;
@@ -381,6 +384,7 @@ struct gms_conn {
     char peer_host[64]; /* the site of a client that declares none */
     int hello_done;
     gms_conn *prev, *next;
+    struct grw_tls *tls; /* the TLS session (a TLS listener), set before any write */
     grw_reader r;
     grw_writer w;
 };

@@ -34,6 +34,7 @@
 #include "grp_limits.h"
 #include "gridrpc_stub.h"
 #include "grm_marshal.h"
+#include "grw_tls.h"
 #include "grw_wire.h"
 
 /* ---------------------------------------------------------------- options */
@@ -81,6 +82,9 @@ typedef struct gsv_options {
     /* Two-phase calls (gsv_jobs.c) */
     const char *job_dir; /* --job-dir; NULL: $XDG_STATE_HOME/gridrpc/jobs-PORT or ~/.local/state/... */
     double job_keep;     /* --job-keep seconds: a finished job is removed this long after it ended */
+    /* TLS (grw_tls.h): --tls-cert and --tls-key make the listener TLS only; --tls-ca is the
+     * CA file for the TLS servers this one connects to (metaserver, data copies). */
+    const char *tls_cert, *tls_key, *tls_ca;
 } gsv_options;
 
 /* Parses ARGV into OPT. Returns -1 to go on, or an exit status: 0 after --help or
@@ -202,7 +206,8 @@ typedef struct gsv_server {
     double cpus;      /* the same, unrounded: a cgroup quota may give 0.4 */
     unsigned workers; /* pool size (thread mode: reported as cores) */
     int listen_fd;
-    atomic_int stopping; /* SIGTERM/SIGINT seen: no new calls run */
+    struct grw_tls_ctx *tls; /* the listener's TLS context (--tls-cert), or NULL */
+    atomic_int stopping;     /* SIGTERM/SIGINT seen: no new calls run */
 
     pthread_mutex_t lock; /* conns, nreaders */
     struct gsv_conn *conns;
@@ -234,6 +239,7 @@ typedef struct gsv_conn {
     pthread_mutex_t wlock; /* whole messages on the socket; guards w and broken */
     int broken;            /* a write failed: later writes are skipped */
     grw_writer w;
+    struct grw_tls *tls;          /* the TLS session (a TLS listener), set before any write */
     grw_reader r;                 /* the reader thread's only */
     int hello_done;               /* reader thread only */
     struct gsv_dconn *data;       /* reader thread only: the data sessions it joined (gsv_data.c) */

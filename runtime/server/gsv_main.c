@@ -111,6 +111,10 @@ int main(int argc, char **argv) {
                                 : "not managed (no OpenBLAS loaded)");
 
     gr_err e;
+    if (s->opt.tls_cert && !(s->tls = grw_tls_server_ctx(s->opt.tls_cert, s->opt.tls_key, &e))) {
+        fprintf(stderr, "gridrpcd: %s\n", e.msg);
+        return 1;
+    }
     if (gsv_data_start(s, &e) != GRID_OK || gsv_sched_start(s, gsv_call_run, &e) != GRID_OK ||
         gsv_listen(s, &e) != GRID_OK || gsv_jobs_start(s, &e) != GRID_OK ||
         gsv_meta_start(s, &e) != GRID_OK) {
