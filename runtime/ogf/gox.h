@@ -44,7 +44,9 @@ typedef struct gox_config {
     double connect_timeout;   /* -1: not set in the file */
     int has_token;            /* the file has a 'token' line: the core uses TOKEN while CFG lives */
     char token[GRID_MAX_TOKEN_NP + 1];
-    int has_meta; /* a 'metaserver HOST:PORT' (ours, or in <CLIENT>): the core uses it while CFG lives */
+    int has_tls_ca;    /* a 'tls_ca' line: the core uses TLS_CA while CFG lives */
+    char tls_ca[1024]; /* CA certificates (PEM) for gridrpcs:// servers */
+    int has_meta;      /* a 'metaserver HOST:PORT' (ours, or in <CLIENT>): the core uses it while CFG lives */
     char meta_host[GOX_MAX_HOST];
     int meta_port;
 } gox_config;
