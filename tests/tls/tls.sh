@@ -73,7 +73,7 @@ if "$GRIDRPC_MODULE" -o callback.so "$top_srcdir/tests/ngcallback/callback.idl" 
   CBMOD="--module $T_TMP/callback.so"
 fi
 
-start_server tls.out --tls-cert server.pem --tls-key server.key --module "$TESTMOD" $CBMOD
+start_server tls.out --tls-cert server.pem --tls-key server.key --module "$TESTMOD" $CBMOD --job-dir "$T_TMP/jobs"
 TLS_PORT=$port
 if [ -n "$TLS_PORT" ]; then ok "gridrpcd serves TLS (port $TLS_PORT)"; else fail "gridrpcd --tls-cert did not start"; diag <tls.out.err; finish; exit 1; fi
 
@@ -96,6 +96,16 @@ if [ $rc -eq 0 ] && grep -q '1.5, 2' cli.out; then ok "gridrpc --server gridrpcs
   fail "gridrpc call over TLS (rc $rc)"; diag <cli.out; fi
 GRIDRPC_TLS_CA=$T_TMP/ca.pem timeout 30 "$CLI" --server "gridrpcs://127.0.0.1:$TLS_PORT" ls test/ >ls.out 2>&1; rc=$?
 if [ $rc -eq 0 ] && grep -q null_call ls.out; then ok "gridrpc --server gridrpcs:// ls"; else fail "gridrpc ls over TLS (rc $rc)"; diag <ls.out; fi
+
+# Two-phase calls: the job id keeps the scheme, so another process fetches over TLS.
+GRIDRPC_TLS_CA=$T_TMP/ca.pem timeout 30 "$CLI" --server "gridrpcs://127.0.0.1:$TLS_PORT" submit test/echo_double 2 '[4,5]' \
+  >submit.out 2>&1; rc=$?
+JOB=$(cat submit.out)
+case "$JOB" in "gridrpcs://127.0.0.1:$TLS_PORT/"*) ok "a TLS server's job id is gridrpcs://HOST:PORT/ID" ;;
+*) fail "job id over TLS (rc $rc)"; diag <submit.out ;; esac
+GRIDRPC_TLS_CA=$T_TMP/ca.pem timeout 30 "$CLI" fetch "$JOB" --wait 20s >fetch.out 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q '4, 5' fetch.out; then ok "another process fetches it over TLS by its id"; else
+  fail "fetch over TLS (rc $rc)"; diag <fetch.out; fi
 
 # ---------------------------------------------------------------- refusals, each with its reason
 run_client plain.out "gridrpc://127.0.0.1:$TLS_PORT/" null; rc=$?
@@ -130,6 +140,37 @@ if [ $rc -eq 1 ] && grep -q "the server answered in plain GridRPC: it does not s
   ok "a TLS client at a plain server fails clearly"; else fail "TLS client at plain server (rc $rc)"; diag <tlsplain.out; fi
 run_client plainplain.out "gridrpc://127.0.0.1:$PLAIN_PORT/" null; rc=$?
 if [ $rc -eq 0 ]; then ok "plain calls to a plain server are unchanged"; else fail "plain call (rc $rc)"; diag <plainplain.out; fi
+
+# Stalled peers: one that sends nothing, one that sends 3 bytes of a record mark. The
+# handshake runs on each connection's own thread: another client is served meanwhile,
+# and both are dropped after --io-timeout (1 s here).
+start_server stall.out --tls-cert server.pem --tls-key server.key --module "$TESTMOD" --io-timeout 1
+STALL_PORT=$port
+timeout 20 python3 -c '
+import socket, sys, time
+a = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+b = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+b.sendall(b"\x80\x00\x00")
+print("connected", flush=True)
+res = []
+for s in (a, b):
+    s.settimeout(10)
+    try:
+        d = s.recv(100)
+        res.append("closed" if not d else "data")
+    except socket.timeout:
+        res.append("open")
+    except ConnectionResetError:
+        res.append("closed")
+print(" ".join(res), flush=True)
+' "$STALL_PORT" >stall.py.out 2>&1 &
+stall=$!
+wait_line stall.py.out connected
+GRIDRPC_TLS_CA=$T_TMP/ca.pem run_client stall.cl "gridrpcs://127.0.0.1:$STALL_PORT/" null; rc=$?
+if [ $rc -eq 0 ]; then ok "a client is served while two peers stall in the handshake"; else fail "served beside stalled peers (rc $rc)"; diag <stall.cl; fi
+wait "$stall"
+if grep -qx "closed closed" stall.py.out; then ok "stalled handshakes are dropped after --io-timeout"; else
+  fail "stalled handshakes"; diag <stall.py.out; diag <stall.out.err; fi
 
 # ---------------------------------------------------------------- start-up checks
 "$GRIDRPCD" --port 0 --tls-cert nosuch.pem --tls-key server.key --module "$TESTMOD" >s1.out 2>&1; rc=$?
