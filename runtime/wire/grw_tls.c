@@ -509,6 +509,10 @@ int grw_tls_writev(grw_tls *t, struct iovec *iov, int cnt, long long deadline_ns
 
 int grw_dial(const char *host, int port, double timeout, const char *ca_file, grw_tls **tls, gr_err *e) {
     *tls = NULL;
+    /* A host as a metaserver lists it may still carry its scheme (gridrpcs://HOST). */
+    int named_tls;
+    host += gr_scheme_len(host, &named_tls);
+    if (named_tls) gr_tls_endpoint_mark(host, port);
     int fd = grw_connect(host, port, timeout, e);
     if (fd < 0 || !gr_tls_endpoint(host, port)) return fd;
     grw_tls_ctx *ctx = grw_tls_client_ctx(ca_file, e);

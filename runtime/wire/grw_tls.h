@@ -58,7 +58,8 @@ int grw_tls_writev(grw_tls *t, struct iovec *iov, int cnt, long long deadline_ns
 int grw_tls_pending(grw_tls *t);
 
 /* Connects to HOST:PORT (grw_connect) and, when the endpoint speaks TLS (named
- * gridrpcs://, gr_scheme.h), handshakes within TIMEOUT seconds with the client context
+ * gridrpcs://, gr_scheme.h; HOST may also carry the scheme itself, as a metaserver lists
+ * a TLS server), handshakes within TIMEOUT seconds with the client context
  * of CA_FILE. *TLS gets the session or NULL for a plain connection. Returns the fd or
  * -1 with E set (the socket is then closed). */
 int grw_dial(const char *host, int port, double timeout, const char *ca_file, grw_tls **tls, gr_err *e);

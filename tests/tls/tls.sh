@@ -212,6 +212,12 @@ if [ $rc -eq 0 ] && grep -qx ok meta.out2; then ok "a client calls through the T
   fail "calls through the metaserver (rc $rc)"; diag <meta.out2; fi
 if grep -q "test/echo_double" reg.out.err; then ok "the calls ran on the registered TLS server"; else
   fail "the registered server ran nothing"; diag <reg.out.err; fi
+GRIDRPC_METASERVER=gridrpcs://127.0.0.1:$META_PORT GRIDRPC_TLS_CA=$T_TMP/ca.pem timeout 30 "$CLI" status >mstatus.out 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "gridrpcs://127.0.0.1:$REG_PORT" mstatus.out; then ok "gridrpc status lists the server as gridrpcs://"; else
+  fail "gridrpc status over TLS (rc $rc)"; diag <mstatus.out; fi
+GRIDRPC_METASERVER=gridrpcs://127.0.0.1:$META_PORT GRIDRPC_TLS_CA=$T_TMP/ca.pem timeout 30 "$CLI" ls test/ >mls.out 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "null_call" mls.out; then ok "gridrpc ls through the TLS metaserver reaches the TLS server"; else
+  fail "gridrpc ls through the metaserver (rc $rc)"; diag <mls.out; fi
 GRIDRPC_METASERVER=gridrpc://127.0.0.1:$META_PORT run_client meta.plain "" null; rc=$?
 if [ $rc -eq 1 ] && grep -q "accepts TLS connections only" meta.plain; then ok "a plain client at the TLS metaserver is told why"; else
   fail "plain client at TLS metaserver (rc $rc)"; diag <meta.plain; fi
