@@ -51,6 +51,17 @@ else
   fail "making certificates"; diag <certs.out; finish; exit 1
 fi
 
+# The wire layer alone: one session's reader and writers at once, both ways; the scheme
+# grammar (its own TAP lines, indented into ours as one case).
+WT=${TLS_WIRE_TEST:-$top_builddir/tls-wire-test}
+if [ -x "$WT" ]; then
+  timeout 120 "$WT" server.pem server.key ca.pem >wire.out 2>&1; rc=$?
+  if [ $rc -eq 0 ] && ! grep -q "^not ok" wire.out; then ok "wire over TLS: $(grep -c '^ok' wire.out) checks ($(sed -n 's/^# \(.* MiB each way.*\)/\1/p' wire.out))"; else
+    fail "wire over TLS (rc $rc)"; diag <wire.out; fi
+else
+  fail "tls-wire-test not built"
+fi
+
 # start_server OUT ARGS...: gridrpcd on loopback; sets spid and port ("" if it failed).
 start_server() {
   _out=$1; shift
