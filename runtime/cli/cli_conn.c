@@ -63,7 +63,7 @@ int cli_connect(const cli_opts *o, const char *host, int port, int is_meta, cli_
     c->next_id = 1;
     /* gridrpcs:// peers (marked when --server/--metaserver were parsed): the CA of
      * GRIDRPC_TLS_CA, else the system's. */
-    c->fd = grw_dial(host, port, o->timeout, grw_tls_env_ca(), &c->tls, e);
+    c->fd = grp_dial(host, port, o->timeout, grw_tls_env_ca(), &c->tls, e);
     if (c->fd < 0 && strstr(e->msg, "TLS")) { /* connected, but TLS failed: E says why */
         int code = e->code;
         free(c);

@@ -100,7 +100,7 @@ int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **o
     if (!c) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
     __atomic_add_fetch(&grc_stat_connections, 1, __ATOMIC_RELAXED);
     grw_tls *tls = NULL;
-    int fd = grw_dial(host, port, cfg->connect_timeout, cfg->tls_ca, &tls, e);
+    int fd = grp_dial(host, port, cfg->connect_timeout, cfg->tls_ca, &tls, e);
     if (fd < 0) {
         free(c);
         return e ? e->code : GRID_ERR_CONNECT;

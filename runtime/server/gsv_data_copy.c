@@ -45,7 +45,7 @@ static int send_copy(copy_job *j, gr_err *e) {
     if (tls_dest) gr_tls_endpoint_mark(host, (int)j->m.port);
     grw_tls *tls = NULL;
     int fd =
-        grw_dial(host, (int)j->m.port, connect_s, s->opt.tls_ca ? s->opt.tls_ca : grw_tls_env_ca(), &tls, e);
+        grp_dial(host, (int)j->m.port, connect_s, s->opt.tls_ca ? s->opt.tls_ca : grw_tls_env_ca(), &tls, e);
     if (fd < 0) return e->code;
     grw_writer_init(&j->w, fd);
     grw_reader_init(&j->r, fd, GRP_DEFAULT_MAX_MESSAGE);

@@ -257,6 +257,8 @@ static int session(gsv_meta *m, int *registered, gr_err *e) {
         grw_tls *t =
             ctx ? grw_tls_connect(ctx, fd, o->meta_host, gr_now_ns() + (long long)(META_REPLY_S * 1e9), e)
                 : NULL;
+        if (!t && e->code == GRID_ERR_PROTOCOL) /* a plain answer: a refusal says why */
+            grp_plain_refusal(fd, gr_now_ns() + (long long)(META_REPLY_S * 1e9), e);
         if (!t) return e->code;
         pthread_mutex_lock(&m->lock);
         m->tls = t;

@@ -37,6 +37,8 @@ struct grw_tls {
     int fd;
     pthread_mutex_t lock;
     int err;         /* errno of the socket's last failure */
+    int client;      /* this end connected */
+    int plain;       /* client: the server's first bytes are plain GridRPC, left unread */
     uint8_t head[8]; /* the first bytes received: tells a plain GridRPC peer */
     size_t nhead;
 };
@@ -64,6 +66,21 @@ static int bio_read(BIO *b, char *buf, int len) {
     grw_tls *t = BIO_get_data(b);
     BIO_clear_retry_flags(b);
     ssize_t k;
+    if (t->client && t->nhead == 0) {
+        /* The server's first bytes: a plain GridRPC answer (a refusal sent before TLS, or
+         * a server without TLS) is left whole in the socket for the caller to read. */
+        uint8_t b8[8];
+        do
+            k = recv(t->fd, b8, sizeof b8, MSG_PEEK | MSG_DONTWAIT);
+        while (k < 0 && errno == EINTR);
+        if (k == (ssize_t)sizeof b8 && b8[0] != 0x16 && b8[0] != 0x15 && grw_get32(b8 + 4) == GRW_MAGIC) {
+            t->plain = 1;
+            memcpy(t->head, b8, sizeof b8);
+            t->nhead = sizeof b8;
+            t->err = 0;
+            return -1; /* no retry: the handshake fails, handshake_error says why */
+        }
+    }
     do
         k = recv(t->fd, buf, (size_t)len, MSG_DONTWAIT);
     while (k < 0 && errno == EINTR);
@@ -304,6 +321,10 @@ static int plain_gridrpc(const grw_tls *t) {
 /* Describes a failed handshake in E. */
 static int handshake_error(grw_tls *t, int client, const char *host, int ssl_err, gr_err *e) {
     char why[160];
+    if (t->plain)
+        return gr_seterr(e, GRID_ERR_PROTOCOL,
+                         "TLS: the server answered in plain GridRPC: it does not speak TLS; name it "
+                         "host:port (or gridrpc://host:port) without gridrpcs://");
     if (client && t->nhead < sizeof t->head) {
         /* OpenSSL stopped at the record header it could not use: look at the bytes after
          * it (left in the socket) to tell a plain GridRPC answer. */
@@ -409,6 +430,7 @@ grw_tls *grw_tls_connect(grw_tls_ctx *ctx, int fd, const char *host, long long d
     grw_tls *t = new_session(ctx, fd, e);
     if (!t) return NULL;
     SSL_set_connect_state(t->ssl);
+    t->client = 1;
     unsigned char ip[16];
     int literal = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
     int ok;
@@ -507,8 +529,10 @@ int grw_tls_writev(grw_tls *t, struct iovec *iov, int cnt, long long deadline_ns
     return GRID_OK;
 }
 
-int grw_dial(const char *host, int port, double timeout, const char *ca_file, grw_tls **tls, gr_err *e) {
+int grw_dial(const char *host, int port, double timeout, const char *ca_file, grw_tls **tls, int *plain_fd,
+             gr_err *e) {
     *tls = NULL;
+    if (plain_fd) *plain_fd = -1;
     /* A host as a metaserver lists it may still carry its scheme (gridrpcs://HOST). */
     int named_tls;
     host += gr_scheme_len(host, &named_tls);
@@ -520,7 +544,10 @@ int grw_dial(const char *host, int port, double timeout, const char *ca_file, gr
     grw_tls *t = ctx ? grw_tls_connect(ctx, fd, host, deadline, e) : NULL;
     if (!t) {
         gr_prefixerr(e, "connecting to %s:%d: ", host, port);
-        close(fd);
+        if (plain_fd && e && e->code == GRID_ERR_PROTOCOL)
+            *plain_fd = fd; /* its plain answer is unread there */
+        else
+            close(fd);
         return -1;
     }
     *tls = t;

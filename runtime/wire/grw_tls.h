@@ -42,7 +42,10 @@ void grw_tls_ctx_free(grw_tls_ctx *ctx);
  * for a literal address). Returns the session, or NULL with E naming the problem: an
  * untrusted or wrong-host certificate, a peer that speaks plain GridRPC, a timeout. The
  * socket is not closed on failure. *PLAIN_PEER (accept) is set when the client spoke
- * plain GridRPC: the caller may then answer it a plain ERROR (GRW_TLS_PLAIN_REFUSAL). */
+ * plain GridRPC: the caller may then answer it a plain ERROR (GRW_TLS_PLAIN_REFUSAL).
+ * A client whose server answered in plain GridRPC gets GRID_ERR_PROTOCOL, and that
+ * answer is still unread on FD (grp_plain_refusal reads an ERROR there: a server may
+ * refuse a connection before TLS, when it is over a limit). */
 grw_tls *grw_tls_accept(grw_tls_ctx *ctx, int fd, long long deadline_ns, int *plain_peer, gr_err *e);
 grw_tls *grw_tls_connect(grw_tls_ctx *ctx, int fd, const char *host, long long deadline_ns, gr_err *e);
 /* Sends close_notify if it can without waiting, and frees T (the socket stays open). */
@@ -61,8 +64,11 @@ int grw_tls_pending(grw_tls *t);
  * gridrpcs://, gr_scheme.h; HOST may also carry the scheme itself, as a metaserver lists
  * a TLS server), handshakes within TIMEOUT seconds with the client context
  * of CA_FILE. *TLS gets the session or NULL for a plain connection. Returns the fd or
- * -1 with E set (the socket is then closed). */
-int grw_dial(const char *host, int port, double timeout, const char *ca_file, grw_tls **tls, gr_err *e);
+ * -1 with E set; the socket is then closed, except when the TLS server answered in plain
+ * GridRPC and PLAIN_FD is not NULL: *PLAIN_FD gets it, the answer unread (-1 otherwise;
+ * grp_dial reads it). */
+int grw_dial(const char *host, int port, double timeout, const char *ca_file, grw_tls **tls, int *plain_fd,
+             gr_err *e);
 
 /* The CA file the environment names (GRIDRPC_TLS_CA), or NULL. */
 const char *grw_tls_env_ca(void);

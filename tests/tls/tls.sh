@@ -233,6 +233,27 @@ GRIDRPC_METASERVER=gridrpc://127.0.0.1:$META_PORT run_client meta.plain "" null;
 if [ $rc -eq 1 ] && grep -q "accepts TLS connections only" meta.plain; then ok "a plain client at the TLS metaserver is told why"; else
   fail "plain client at TLS metaserver (rc $rc)"; diag <meta.plain; fi
 
+# A TLS metaserver over its connection limit refuses in plain GridRPC before TLS (in its
+# accept loop): the client reads that refusal and reports it, sending nothing in plain.
+: >busy.out
+"$GRIDMETAD" --host 127.0.0.1 --port 0 --db :memory: --max-connections 1 --tls-cert server.pem --tls-key server.key \
+  >busy.out 2>busy.err &
+bpid=$!
+pids="$pids $bpid"
+BUSY_PORT=$(listening_port busy.out "$bpid") || BUSY_PORT=
+timeout 20 python3 -c '
+import socket, sys, time
+a = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+print("holding", flush=True)
+time.sleep(8)
+' "$BUSY_PORT" >hold.out 2>&1 &
+hold=$!
+wait_line hold.out holding
+GRIDRPC_METASERVER=gridrpcs://127.0.0.1:$BUSY_PORT GRIDRPC_TLS_CA=$T_TMP/ca.pem run_client busy.cl "" null; rc=$?
+if [ $rc -eq 1 ] && grep -q "refused the connection before TLS: the metaserver serves too many connections now" busy.cl; then
+  ok "a refusal sent before TLS reaches the TLS client with its reason"; else fail "refusal before TLS (rc $rc)"; diag <busy.cl; fi
+kill "$hold" 2>/dev/null
+
 # ---------------------------------------------------------------- a data copy between TLS servers
 start_server d2.out --tls-cert server.pem --tls-key server.key --module "$TESTMOD" --tls-ca "$T_TMP/ca.pem" \
   --log-level debug
