@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -381,27 +380,27 @@ static int handshake(grw_tls *t, int client, const char *host, long long deadlin
     }
 }
 
-/* Looks at the client's first bytes without taking them: 1 when they are a plain
- * GridRPC record (then OpenSSL never sees them, and sends no alert that would garble the
- * plain ERROR the caller answers), 0 when they may be TLS, -1 on error or timeout. */
+/* Looks at the client's first byte without taking it: 0 for TLS (a handshake record,
+ * 0x16), 1 for plain GridRPC (a record mark: 0x80 or 0x00, the high byte of a last or
+ * first fragment's header; OpenSSL then never sees it, and sends no alert that would
+ * garble the plain ERROR the caller answers), -1 with E set for anything else, a
+ * timeout or a closed connection. One byte decides, so a peer that sends a byte or two
+ * and stalls costs a sleeping thread, not a polling one. */
 static int peek_plain(int fd, long long deadline_ns, gr_err *e) {
     for (;;) {
-        uint8_t b[8];
-        ssize_t k = recv(fd, b, sizeof b, MSG_PEEK | MSG_DONTWAIT);
-        if (k == 0) return gr_seterr(e, GRID_ERR_CONN_LOST, "the client closed the connection"), -1;
-        if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-            return gr_seterr(e, GRID_ERR_CONN_LOST, "reading from the client: %s", strerror(errno)), -1;
-        if (k > 0 && b[0] == 0x16) return 0; /* a TLS handshake record */
-        if (k == (ssize_t)sizeof b) return grw_get32(b + 4) == GRW_MAGIC;
-        if (deadline_ns && gr_now_ns() >= deadline_ns)
-            return gr_seterr(e, GRID_ERR_TIMEOUT, "timed out in the TLS handshake"), -1;
-        if (k > 0) {
-            /* Part of a record: wait a little for the rest (poll would return at once). */
-            struct timespec ts = {0, 5000000};
-            nanosleep(&ts, NULL);
-        } else if (wait_fd(fd, 1, deadline_ns, -1, "in the TLS handshake", e)) {
-            return -1;
+        uint8_t b;
+        ssize_t k = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (k == 1) {
+            if (b == 0x16) return 0;
+            if (b == 0x80 || b == 0x00) return 1;
+            return gr_seterr(e, GRID_ERR_PROTOCOL,
+                             "the client speaks neither TLS nor GridRPC (first byte 0x%02x)", b),
+                   -1;
         }
+        if (k == 0) return gr_seterr(e, GRID_ERR_CONN_LOST, "the client closed the connection"), -1;
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return gr_seterr(e, GRID_ERR_CONN_LOST, "reading from the client: %s", strerror(errno)), -1;
+        if (wait_fd(fd, 1, deadline_ns, -1, "in the TLS handshake", e)) return -1;
     }
 }
 

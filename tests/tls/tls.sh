@@ -152,7 +152,8 @@ if [ $rc -eq 1 ] && grep -q "the server answered in plain GridRPC: it does not s
 run_client plainplain.out "gridrpc://127.0.0.1:$PLAIN_PORT/" null; rc=$?
 if [ $rc -eq 0 ]; then ok "plain calls to a plain server are unchanged"; else fail "plain call (rc $rc)"; diag <plainplain.out; fi
 
-# Stalled peers: one that sends nothing, one that sends 3 bytes of a record mark. The
+# Stalled peers: one that sends nothing, one that sends 2 bytes of a TLS record (and an
+# HTTP request, which is neither TLS nor GridRPC: dropped at once). The
 # handshake runs on each connection's own thread: another client is served meanwhile,
 # and both are dropped after --io-timeout (1 s here).
 start_server stall.out --tls-cert server.pem --tls-key server.key --module "$TESTMOD" --io-timeout 1
@@ -161,10 +162,12 @@ timeout 20 python3 -c '
 import socket, sys, time
 a = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 b = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-b.sendall(b"\x80\x00\x00")
+b.sendall(b"\x16\x03")
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+c.sendall(b"GET / HTTP/1.0\r\n\r\n")
 print("connected", flush=True)
 res = []
-for s in (a, b):
+for s in (a, b, c):
     s.settimeout(10)
     try:
         d = s.recv(100)
@@ -180,8 +183,10 @@ wait_line stall.py.out connected
 GRIDRPC_TLS_CA=$T_TMP/ca.pem run_client stall.cl "gridrpcs://127.0.0.1:$STALL_PORT/" null; rc=$?
 if [ $rc -eq 0 ]; then ok "a client is served while two peers stall in the handshake"; else fail "served beside stalled peers (rc $rc)"; diag <stall.cl; fi
 wait "$stall"
-if grep -qx "closed closed" stall.py.out; then ok "stalled handshakes are dropped after --io-timeout"; else
-  fail "stalled handshakes"; diag <stall.py.out; diag <stall.out.err; fi
+if grep -qx "closed closed closed" stall.py.out && [ "$(grep -c "timed out in the TLS handshake" stall.out.err)" = 2 ]; then
+  ok "stalled handshakes are dropped after --io-timeout"; else fail "stalled handshakes"; diag <stall.py.out; diag <stall.out.err; fi
+if grep -q "speaks neither TLS nor GridRPC (first byte 0x47)" stall.out.err; then ok "an HTTP request at the TLS listener is dropped at once, named"; else
+  fail "HTTP at the TLS listener"; diag <stall.out.err; fi
 
 # ---------------------------------------------------------------- start-up checks
 "$GRIDRPCD" --port 0 --tls-cert nosuch.pem --tls-key server.key --module "$TESTMOD" >s1.out 2>&1; rc=$?
