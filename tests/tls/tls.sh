@@ -118,6 +118,14 @@ GRIDRPC_TLS_CA=$T_TMP/ca.pem timeout 30 "$CLI" fetch "$JOB" --wait 20s >fetch.ou
 if [ $rc -eq 0 ] && grep -q '4, 5' fetch.out; then ok "another process fetches it over TLS by its id"; else
   fail "fetch over TLS (rc $rc)"; diag <fetch.out; fi
 
+# The default server: GRIDRPC_SERVER, or the configuration file with its tls_ca line.
+GRIDRPC_SERVER=gridrpcs://localhost:$TLS_PORT GRIDRPC_TLS_CA=$T_TMP/ca.pem run_client env.out "" null; rc=$?
+if [ $rc -eq 0 ] && grep -qx ok env.out; then ok "GRIDRPC_SERVER=gridrpcs://"; else fail "GRIDRPC_SERVER over TLS (rc $rc)"; diag <env.out; fi
+printf 'server gridrpcs://127.0.0.1:%s\ntls_ca %s\n' "$TLS_PORT" "$T_TMP/ca.pem" >client.conf
+GRIDRPC_CONFIG=$T_TMP/client.conf run_client conf.out "" null; rc=$?
+if [ $rc -eq 0 ] && grep -qx ok conf.out; then ok "the configuration file's server gridrpcs:// and tls_ca lines"; else
+  fail "configuration file over TLS (rc $rc)"; diag <conf.out; fi
+
 # The OGF API: a configuration file naming the server gridrpcs:// and its CA (tls_ca).
 cat >ogf.c <<'C'
 #include <stdio.h>
