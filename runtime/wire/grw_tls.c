@@ -345,10 +345,21 @@ static int handshake_error(grw_tls *t, int client, const char *host, int ssl_err
                              "TLS: the server's certificate is not valid for '%s' (%s): connect by a name "
                              "the certificate holds, or give the server a certificate for this name",
                              host, what);
-        return gr_seterr(e, GRID_ERR_CONNECT,
-                         "TLS: the server's certificate is not trusted (%s): set GRIDRPC_TLS_CA (or "
-                         "grid_set_tls_ca_np) to the CA file that signed it",
-                         what);
+        if (v == X509_V_ERR_CERT_HAS_EXPIRED || v == X509_V_ERR_CERT_NOT_YET_VALID)
+            return gr_seterr(e, GRID_ERR_CONNECT,
+                             "TLS: the server's certificate is not valid now (%s): the server needs a "
+                             "current one (or check this host's clock)",
+                             what);
+        int issuer = v == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY ||
+                     v == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT ||
+                     v == X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE ||
+                     v == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN || v == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT;
+        if (issuer)
+            return gr_seterr(e, GRID_ERR_CONNECT,
+                             "TLS: the server's certificate is not trusted (%s): set GRIDRPC_TLS_CA (or "
+                             "grid_set_tls_ca_np) to the CA file that signed it",
+                             what);
+        return gr_seterr(e, GRID_ERR_CONNECT, "TLS: the server's certificate is refused: %s", what);
     }
     if (ssl_err == SSL_ERROR_SYSCALL || ssl_err == SSL_ERROR_ZERO_RETURN) {
         ERR_clear_error();

@@ -36,16 +36,16 @@ ca() {
     -days 2 -subj "/CN=GridRPC test $1" -addext "basicConstraints=critical,CA:TRUE" \
     -addext "keyUsage=critical,keyCertSign,cRLSign"
 }
-# cert NAME CA SAN: a server certificate signed by CA for the names of SAN.
+# cert NAME CA SAN [DAYS]: a server certificate signed by CA for the names of SAN.
 cert() {
   openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$1.key" -out "$1.csr" \
     -subj "/CN=$1" &&
     printf 'subjectAltName=%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' "$3" >"$1.ext" &&
-    openssl x509 -req -in "$1.csr" -CA "$2.pem" -CAkey "$2.key" -CAcreateserial -out "$1.pem" -days 2 \
+    openssl x509 -req -in "$1.csr" -CA "$2.pem" -CAkey "$2.key" -CAcreateserial -out "$1.pem" -days "${4:-2}" \
       -extfile "$1.ext"
 }
 if { ca ca && ca otherca && cert server ca "DNS:localhost,IP:127.0.0.1" &&
-  cert wrong ca "DNS:wrong.example"; } >certs.out 2>&1; then
+  cert wrong ca "DNS:wrong.example" && cert expired ca "DNS:localhost,IP:127.0.0.1" 0; } >certs.out 2>&1; then
   ok "openssl makes a CA and server certificates"
 else
   fail "making certificates"; diag <certs.out; finish; exit 1
@@ -181,6 +181,14 @@ if [ $rc -eq 1 ] && grep -q "certificate is not valid for '127.0.0.1' (IP addres
 GRIDRPC_TLS_CA=$T_TMP/ca.pem run_client wrongname.out "gridrpcs://localhost:$WRONG_PORT/" null; rc=$?
 if [ $rc -eq 1 ] && grep -q "certificate is not valid for 'localhost' (hostname mismatch)" wrongname.out; then
   ok "a certificate for another host name is refused, naming it"; else fail "wrong host name (rc $rc)"; diag <wrongname.out; fi
+
+# -days 0: valid until the second it was made.
+start_server expired.out --tls-cert expired.pem --tls-key expired.key --module "$TESTMOD"
+EXPIRED_PORT=$port
+sleep 1
+GRIDRPC_TLS_CA=$T_TMP/ca.pem run_client expired.cl "gridrpcs://127.0.0.1:$EXPIRED_PORT/" null; rc=$?
+if [ $rc -eq 1 ] && grep -q "certificate is not valid now (certificate has expired)" expired.cl; then
+  ok "an expired certificate is refused, naming why"; else fail "expired certificate (rc $rc)"; diag <expired.cl; fi
 
 start_server plainsrv.out --module "$TESTMOD"
 PLAIN_PORT=$port
