@@ -148,6 +148,7 @@ int main(int argc, char **argv) {
     if (!readers) {
         gsv_data_stop(); /* no reader can name a session any more */
         gsv_registry_free(&s->reg);
+        grw_tls_ctx_free(s->tls);
     }
     gsv_options_free(&s->opt);
     close(sigfd);
