@@ -426,11 +426,6 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     if (!o->tls_cert != !o->tls_key)
         return usage_error(o->tls_cert ? "--tls-cert needs --tls-key FILE (the certificate's private key)"
                                        : "--tls-key needs --tls-cert FILE (the certificate it belongs to)");
-    /* The child of an isolated call writes its RESULT itself, and a TLS session cannot be
-     * shared across processes (its record counters would diverge). */
-    if (o->tls_cert && o->isolate)
-        return usage_error("--isolate cannot be used with --tls-cert: an isolated call's process "
-                           "cannot write into the parent's TLS session; choose one");
     return -1;
 }
 
