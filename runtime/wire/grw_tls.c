@@ -132,6 +132,9 @@ static SSL_CTX *new_ctx(const SSL_METHOD *method, gr_err *e) {
     /* Partial writes: a writer returns to poll (lock released) after each record it got
      * out; the buffer of a retried write may move as the iovec advances. */
     SSL_CTX_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* Nothing here renegotiates (TLS 1.3 has no renegotiation at all): a peer asking for
+     * it under TLS 1.2 is refused rather than served a handshake in mid-stream. */
+    SSL_CTX_set_options(c, SSL_OP_NO_RENEGOTIATION);
 #ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
     /* A peer that closes without close_notify has simply gone: the record marking says
      * whether a message was complete, so no truncation goes unnoticed. */
