@@ -27,7 +27,7 @@ cleanup() {
   for p in $pids; do kill -KILL "$p" 2>/dev/null; done
   wait 2>/dev/null
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT INT TERM HUP PIPE
 
 # ---------------------------------------------------------------- certificates
 # ca NAME: a self-signed CA (EC keys: fast to make).
