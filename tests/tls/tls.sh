@@ -27,7 +27,8 @@ cleanup() {
   for p in $pids; do kill -KILL "$p" 2>/dev/null; done
   wait 2>/dev/null
 }
-trap cleanup EXIT INT TERM HUP PIPE
+trap cleanup EXIT
+trap 'cleanup; cd /; rm -rf "$T_TMP"; exit 1' INT TERM HUP PIPE
 
 # ---------------------------------------------------------------- certificates
 # ca NAME: a self-signed CA (EC keys: fast to make).
