@@ -242,6 +242,24 @@ if grep -qx "closed closed closed" stall.py.out && [ "$(grep -c "timed out in th
 if grep -q "speaks neither TLS nor GridRPC (first byte 0x47)" stall.out.err; then ok "an HTTP request at the TLS listener is dropped at once, named"; else
   fail "HTTP at the TLS listener"; diag <stall.out.err; fi
 
+# A server that accepts and then says nothing: the client's handshake ends at its
+# connect timeout (5 s in tls-client), with a message, not a hang.
+timeout 30 python3 -c '
+import socket, time
+l = socket.socket()
+l.bind(("127.0.0.1", 0))
+l.listen(4)
+print(l.getsockname()[1], flush=True)
+c, _ = l.accept()
+time.sleep(20)
+' >silent.port 2>&1 &
+silent=$!
+wait_line silent.port '^[0-9]'
+GRIDRPC_TLS_CA=$T_TMP/ca.pem run_client silent.cl "gridrpcs://127.0.0.1:$(head -n 1 silent.port)/" null; rc=$?
+if [ $rc -eq 1 ] && grep -q "timed out in the TLS handshake" silent.cl; then ok "a silent server: the TLS handshake times out with a message"; else
+  fail "silent server (rc $rc)"; diag <silent.cl; fi
+kill "$silent" 2>/dev/null
+
 # ---------------------------------------------------------------- start-up checks
 "$GRIDRPCD" --port 0 --tls-cert nosuch.pem --tls-key server.key --module "$TESTMOD" >s1.out 2>&1; rc=$?
 if [ $rc -eq 1 ] && grep -q "gridrpcd: --tls-cert nosuch.pem: cannot read it: No such file or directory" s1.out; then
