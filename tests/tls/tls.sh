@@ -164,6 +164,13 @@ else
   ok "# SKIP the OGF client does not build here: $(head -n 3 ogfcc.out)"
 fi
 
+# Protocol versions, from OpenSSL's own client: TLS 1.2 and 1.3 are served, 1.1 is not.
+v12=$(timeout 10 openssl s_client -connect "127.0.0.1:$TLS_PORT" -tls1_2 -CAfile ca.pem </dev/null 2>&1)
+v11=$(timeout 10 openssl s_client -connect "127.0.0.1:$TLS_PORT" -tls1_1 -CAfile ca.pem </dev/null 2>&1)
+if echo "$v12" | grep -q "Protocol *: TLSv1.2" && echo "$v12" | grep -q "Verify return code: 0" &&
+  echo "$v11" | grep -q "alert protocol version"; then ok "TLS 1.2 is served, TLS 1.1 refused"; else
+  fail "protocol versions"; echo "$v12" | tail -n 5 | diag; echo "$v11" | tail -n 5 | diag; fi
+
 # ---------------------------------------------------------------- refusals, each with its reason
 run_client plain.out "gridrpc://127.0.0.1:$TLS_PORT/" null; rc=$?
 if [ $rc -eq 1 ] && grep -q "accepts TLS connections only: name it gridrpcs://HOST:PORT" plain.out; then
