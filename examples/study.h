@@ -11,19 +11,23 @@
 
 #define STUDY_MAX_SERVERS 64
 
-/* Splits "host:port,host:port" into SRV (each "host:port"); returns how many (at least
- * one), or exits with a message naming the bad entry. */
+/* Splits "host:port,host:port" into SRV (each "host:port", or "gridrpcs://host:port" for
+ * a server that speaks TLS); returns how many (at least one), or exits with a message
+ * naming the bad entry. */
 static inline int study_servers(const char *list, char srv[][280], const char *prog) {
     int n = 0;
     const char *p = list;
     while (*p) {
         const char *e = strchr(p, ',');
         size_t len = e ? (size_t)(e - p) : strlen(p);
+        size_t scheme = 0; /* a gridrpcs:// entry keeps its scheme, for study_url */
         if (strncmp(p, "gridrpc://", 10) == 0) {
             p += 10;
             len -= 10;
+        } else if (strncmp(p, "gridrpcs://", 11) == 0) {
+            scheme = 11;
         }
-        if (len == 0 || len >= 280 || memchr(p, ':', len) == NULL) {
+        if (len <= scheme || len >= 280 || memchr(p + scheme, ':', len - scheme) == NULL) {
             fprintf(stderr, "%s: --servers takes host:port entries separated by commas, not '%.*s'\n", prog,
                     (int)len, p);
             exit(2);
@@ -44,9 +48,9 @@ static inline int study_servers(const char *list, char srv[][280], const char *p
     return n;
 }
 
-/* "gridrpc://SERVER/FUNC" into BUF. */
+/* "gridrpc://SERVER/FUNC" into BUF (SERVER may carry gridrpcs:// itself). */
 static inline const char *study_url(char *buf, size_t n, const char *server, const char *func) {
-    snprintf(buf, n, "gridrpc://%s/%s", server, func);
+    snprintf(buf, n, "%s%s/%s", strncmp(server, "gridrpcs://", 11) == 0 ? "" : "gridrpc://", server, func);
     return buf;
 }
 

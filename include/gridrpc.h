@@ -123,6 +123,13 @@ int grid_set_token_np(const char *token);
  * that cannot be read, holds no valid key, or may be read by others (the message says
  * the chmod to run). Connections already open keep what they proved. */
 int grid_set_key_file_np(const char *path);
+/* Sets the file of CA certificates (PEM) that gridrpcs:// servers' certificates must be
+ * signed by, for the process, over GRIDRPC_TLS_CA and the configuration file's 'tls_ca'
+ * line; NULL gives the configured one back (none: the system's CA store). The file is
+ * loaded at once: GRID_ERR_CONFIG when it cannot be read or holds no certificate. A
+ * server named gridrpcs://host:port must present a certificate for HOST (a name, or an
+ * IP address for a literal address), signed by one of these CAs. */
+int grid_set_tls_ca_np(const char *path);
 /* The timeouts in effect (as grid_set_timeouts_np takes them). GRID_ERR_CONFIG when the
  * environment or configuration file is malformed (grid_last_error says where); the
  * outputs are then untouched. Either pointer may be NULL. */

@@ -26,6 +26,7 @@
 #include "grp_auth.h"
 #include "grp_meta.h"
 #include "grp_proto.h"
+#include "grw_tls.h"
 
 /* ---------------------------------------------------------------- logging */
 
@@ -54,6 +55,7 @@ typedef struct gms_options {
     /* The key handshake after HELLO (grp_auth.h) */
     const char *key_file; /* --key-file; NULL: none */
     grp_keyset keys;      /* its keys, loaded by main (n 0: no handshake) */
+    const char *tls_cert, *tls_key; /* --tls-cert/--tls-key: the protocol listener is TLS only */
 } gms_options;
 
 /* Parses ARGV into O. Returns -1 to go on, or an exit status: 0 after --help or
@@ -372,7 +374,8 @@ typedef struct gms_net {
     gms_state *st;
     const gms_options *opt;
     int fd;
-    pthread_mutex_t lock; /* the connection list */
+    struct grw_tls_ctx *tls; /* the listener's TLS context, or NULL */
+    pthread_mutex_t lock;    /* the connection list */
     gms_conn *conns;
     unsigned nconns;
     int stopping;
@@ -385,6 +388,7 @@ struct gms_conn {
     char peer_host[64]; /* the site of a client that declares none */
     int hello_done;
     gms_conn *prev, *next;
+    struct grw_tls *tls; /* the TLS session (a TLS listener), set before any write */
     grw_reader r;
     grw_writer w;
 };

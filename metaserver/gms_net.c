@@ -40,6 +40,9 @@ void gms_format_addr(const struct sockaddr *sa, char *out, size_t len, char *hos
 }
 
 gms_net *gms_net_listen(gms_state *st, const gms_options *o, gr_err *e) {
+    /* Bad certificate files stop the start, before anything listens. */
+    grw_tls_ctx *tls = NULL;
+    if (o->tls_cert && !(tls = grw_tls_server_ctx(o->tls_cert, o->tls_key, e))) return NULL;
     struct addrinfo hints, *res = NULL, *ai;
     char port[16];
     memset(&hints, 0, sizeof hints);
@@ -51,6 +54,7 @@ gms_net *gms_net_listen(gms_state *st, const gms_options *o, gr_err *e) {
     if (rc != 0) {
         gr_seterr(e, GRID_ERR_CONFIG, "--host '%s': cannot resolve the address: %s", o->host,
                   gai_strerror(rc));
+        grw_tls_ctx_free(tls);
         return NULL;
     }
     int fd = -1, err = 0;
@@ -72,14 +76,17 @@ gms_net *gms_net_listen(gms_state *st, const gms_options *o, gr_err *e) {
         gr_seterr(e, GRID_ERR_CONFIG, "cannot listen on %s:%d: %s%s", o->host, o->port, strerror(err),
                   err == EADDRINUSE ? " (another metaserver runs there? choose another --port, or 0 for any)"
                                     : "");
+        grw_tls_ctx_free(tls);
         return NULL;
     }
     gms_net *n = calloc(1, sizeof *n);
     if (!n) {
         close(fd);
+        grw_tls_ctx_free(tls);
         gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
         return NULL;
     }
+    n->tls = tls;
     n->st = st;
     n->opt = o;
     n->fd = fd;
@@ -108,6 +115,7 @@ static long long io_deadline(const gms_conn *c, uint64_t bytes) {
 
 grw_writer *gms_conn_writer(gms_conn *c, uint64_t bytes) {
     grw_writer_init(&c->w, c->fd);
+    c->w.tls = c->tls;
     c->w.deadline_ns = io_deadline(c, bytes);
     return &c->w;
 }
@@ -180,14 +188,34 @@ static void forget(gms_conn *c) {
     if (c->next) c->next->prev = c->prev;
     n->nconns--;
     pthread_mutex_unlock(&n->lock);
+    grw_tls_free(c->tls);
     close(c->fd);
     free(c);
 }
 
+/* A TLS listener's handshake, on the connection's thread, within the I/O timeout (60 s
+ * without one). A peer that spoke plain GridRPC is told, in plain GridRPC, to use
+ * gridrpcs://. Returns GMS_KEEP, GMS_REFUSE or GMS_CLOSE. */
+static int tls_handshake(gms_conn *c) {
+    gr_err e;
+    int plain = 0;
+    long long deadline = io_deadline(c, 0);
+    if (!deadline) deadline = gr_now_ns() + 60000000000LL;
+    c->tls = grw_tls_accept(c->net->tls, c->fd, deadline, &plain, &e);
+    if (c->tls) {
+        c->r.tls = c->tls;
+        return GMS_KEEP;
+    }
+    gms_log(GMS_LOG_WARN, "%s: closing the connection: %s", c->peer, e.msg);
+    if (!plain) return GMS_CLOSE;
+    gms_conn_send_error(c, 0, GRID_ERR_PROTOCOL, GRW_TLS_PLAIN_REFUSAL);
+    return GMS_REFUSE;
+}
+
 static void *conn_main(void *arg) {
     gms_conn *c = arg;
-    int rc;
-    while ((rc = serve_one(c)) == GMS_KEEP) {
+    int rc = c->net->tls ? tls_handshake(c) : GMS_KEEP;
+    while (rc == GMS_KEEP && (rc = serve_one(c)) == GMS_KEEP) {
     }
     if (rc == GMS_REFUSE && !__atomic_load_n(&c->net->stopping, __ATOMIC_RELAXED)) linger(c);
     gms_log(GMS_LOG_DEBUG, "%s: connection closed", c->peer);
@@ -299,6 +327,7 @@ void gms_net_free(gms_net *n) {
     unsigned left = n->nconns;
     pthread_mutex_unlock(&n->lock);
     if (left) return;
+    grw_tls_ctx_free(n->tls);
     pthread_mutex_destroy(&n->lock);
     free(n);
 }

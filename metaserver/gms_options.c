@@ -38,6 +38,11 @@ static const char help_text[] =
     "      --max-connections N  connections served at once (default 1024); more are refused\n"
     "                           with GRID_ERR_BUSY\n"
     "      --io-timeout TIME    drop a peer that stalls in the middle of a message (default 30s)\n"
+    "      --tls-cert FILE      serve TLS only on --port (clients and servers then name this\n"
+    "                           metaserver gridrpcs://HOST:PORT), with this PEM certificate\n"
+    "                           (chain); needs --tls-key. The status page (--http) stays plain\n"
+    "                           HTTP: keep it on a trusted address\n"
+    "      --tls-key FILE       the certificate's PEM private key\n"
     "\n"
     "Registry and scheduling:\n"
     "      --db FILE            the SQLite registry (default gridmetad.db in the current\n"
@@ -100,6 +105,8 @@ enum {
     OPT_MAX_HOLD,
     OPT_LOG_LEVEL,
     OPT_QUIET,
+    OPT_TLS_CERT,
+    OPT_TLS_KEY,
 };
 
 static const struct option long_options[] = {
@@ -119,6 +126,8 @@ static const struct option long_options[] = {
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+    {"tls-key", required_argument, NULL, OPT_TLS_KEY},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -205,6 +214,11 @@ static int apply(gms_options *o, int val, const char *v) {
         return usage_error("%s: '%s' is not error, warn, info or debug", opt, v);
     case 'v': o->log_level = GMS_LOG_DEBUG; return 0;
     case OPT_QUIET: o->log_level = GMS_LOG_ERROR; return 0;
+    case OPT_TLS_CERT:
+    case OPT_TLS_KEY:
+        if (!*v) return usage_error("%s: empty file name", opt);
+        *(val == OPT_TLS_CERT ? &o->tls_cert : &o->tls_key) = v;
+        return 0;
     }
     return usage_error("unknown option '%s'", opt);
 }
@@ -244,5 +258,8 @@ int gms_options_parse(int argc, char **argv, gms_options *o) {
         if (rc) return rc;
     }
     if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
+    if (!o->tls_cert != !o->tls_key)
+        return usage_error(o->tls_cert ? "--tls-cert needs --tls-key FILE (the certificate's private key)"
+                                       : "--tls-key needs --tls-cert FILE (the certificate it belongs to)");
     return -1;
 }

@@ -13,6 +13,8 @@
 #include "grp_limits.h"
 #include "grp_meta.h"
 #include "grp_proto.h"
+#include "gr_scheme.h"
+#include "grw_tls.h"
 #include "grw_wire.h"
 
 #define CLI_PROGRAM "gridrpc"
@@ -44,6 +46,7 @@ int cli_keygen(int argc, char **argv, cli_opts *o);
 /* ---- cli_conn.c: one connection after HELLO, and the requests of the tool */
 typedef struct cli_conn {
     int fd;
+    grw_tls *tls; /* a gridrpcs:// peer's session, or NULL */
     uint64_t next_id;
     char host[GRP_MAX_HOST + 1];
     int port;

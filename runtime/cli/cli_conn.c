@@ -61,7 +61,14 @@ int cli_connect(const cli_opts *o, const char *host, int port, int is_meta, cli_
     c->is_meta = is_meta;
     c->timeout = o->timeout;
     c->next_id = 1;
-    c->fd = grw_connect(host, port, o->timeout, e);
+    /* gridrpcs:// peers (marked when --server/--metaserver were parsed): the CA of
+     * GRIDRPC_TLS_CA, else the system's. */
+    c->fd = grp_dial(host, port, o->timeout, grw_tls_env_ca(), &c->tls, e);
+    if (c->fd < 0 && strstr(e->msg, "TLS")) { /* connected, but TLS failed: E says why */
+        int code = e->code;
+        free(c);
+        return code;
+    }
     if (c->fd < 0) {
         char reason[512];
         connect_reason(e->msg, host, port, reason, sizeof reason);
@@ -83,6 +90,7 @@ int cli_connect(const cli_opts *o, const char *host, int port, int is_meta, cli_
     grw_limits_default(&lim);
     grw_reader_init(&c->rd, c->fd, lim.max_message);
     grw_writer_init(&c->wr, c->fd);
+    c->rd.tls = c->wr.tls = c->tls;
     set_deadline(c);
     grp_hello m;
     memset(&m, 0, sizeof m);
@@ -104,6 +112,7 @@ int cli_connect(const cli_opts *o, const char *host, int port, int is_meta, cli_
 
 void cli_close(cli_conn *c) {
     if (!c) return;
+    grw_tls_free(c->tls);
     if (c->fd >= 0) close(c->fd);
     free(c);
 }

@@ -33,8 +33,9 @@ int cli_parse_job(cli_opts *o, const char *text, char *host, int *port, char hex
         return 0;
     }
     char hp[GRP_MAX_HOST + 32], err[512];
-    const char *start = strncmp(text, "gridrpc://", 10) == 0 ? text + 10 : text;
-    snprintf(hp, sizeof hp, "%.*s", (int)(slash - start), start);
+    int tls;
+    const char *start = text + gr_scheme_len(text, &tls);
+    snprintf(hp, sizeof hp, "%s%.*s", tls ? GR_SCHEME_TLS : "", (int)(slash - start), start);
     if (gr_parse_hostport(hp, 0, host, GRP_MAX_HOST + 1, port, err, sizeof err)) {
         cli_error("job id '%s': %s", text, err);
         return -1;
@@ -123,7 +124,8 @@ static void when(uint64_t ms, char *buf, size_t size) {
 }
 
 static void job_id_text(const char *host, int port, const char *hex, char *buf, size_t size) {
-    snprintf(buf, size, strchr(host, ':') ? "[%s]:%d/%s" : "%s:%d/%s", host, port, hex);
+    const char *scheme = gr_tls_endpoint(host, port) ? GR_SCHEME_TLS : "";
+    snprintf(buf, size, strchr(host, ':') ? "%s[%s]:%d/%s" : "%s%s:%d/%s", scheme, host, port, hex);
 }
 
 typedef struct server_jobs {

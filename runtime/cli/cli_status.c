@@ -91,7 +91,11 @@ static int print_meta_table(const cli_opts *o, const grp_server_info *v, uint32_
         char id[24], addr[GRP_MAX_HOST + 16], load[64], cores[16], lavg[32], speed[32], bw[32], lat[32],
             calls[48], beat[32];
         snprintf(id, sizeof id, "%llu", (unsigned long long)s->id);
-        snprintf(addr, sizeof addr, strchr(s->host, ':') ? "[%s]:%u" : "%s:%u", s->host, s->port);
+        /* A TLS server is listed gridrpcs://HOST (docs/protocol.md): the scheme stays in front. */
+        int tls;
+        const char *h = s->host + gr_scheme_len(s->host, &tls);
+        snprintf(addr, sizeof addr, strchr(h, ':') ? "%s[%s]:%u" : "%s%s:%u", tls ? GR_SCHEME_TLS : "", h,
+                 s->port);
         snprintf(load, sizeof load, "%u/%u/%u", s->running, s->queued, s->pending);
         snprintf(cores, sizeof cores, "%u", s->cores);
         snprintf(lavg, sizeof lavg, "%.2f", s->loadavg);

@@ -139,7 +139,7 @@ static int lookup(const char *name, const grd_desc **d, gr_err *e) {
     grc_target t;
     memset(&t, 0, sizeof t);
     int rc = grc_config_get(&cfg, e);
-    if (!rc && name && *name && strncmp(name, "gridrpc://", 10) != 0 && cfg.meta_host[0])
+    if (!rc && name && *name && !gr_scheme_len(name, NULL) && cfg.meta_host[0])
         return grc_meta_describe(name, &cfg, &t, d, e);
     if (!rc) rc = grc_resolve(name, &cfg, &t, e);
     if (!rc) rc = grc_descriptor(&t, &cfg, d, e);
@@ -257,6 +257,20 @@ int grid_set_key_file_np(const char *path) {
             gr_prefixerr(&e, "grid_set_key_file_np: ");
         grp_keyset_clear(&ks);
     }
+    report(&e);
+    return e.code;
+}
+
+int grid_set_tls_ca_np(const char *path) {
+    gr_err e;
+    gr_clearerr(&e);
+    /* Loaded now, so a wrong file is reported here rather than at the first call. */
+    if (path && (!*path || strlen(path) >= sizeof(((grc_config *)0)->tls_ca)))
+        gr_seterr(&e, GRID_ERR_ARGS, "grid_set_tls_ca_np: give the path of a PEM file of CA certificates");
+    else if (path && !grw_tls_client_ctx(path, &e))
+        gr_prefixerr(&e, "grid_set_tls_ca_np: ");
+    else
+        grc_config_set_tls_ca(path);
     report(&e);
     return e.code;
 }

@@ -334,7 +334,7 @@ static int handle_one(grc_pipe *p, gr_err *e) {
 /* 1 when a message of P can be read without waiting for the network to deliver its
  * first byte: buffered in the reader, or readable on the socket (or the socket closed). */
 static int readable(grc_pipe *p) {
-    if (p->conn->rd.pos < p->conn->rd.len) return 1;
+    if (grw_has_buffered(&p->conn->rd)) return 1; /* in the reader, or in its TLS session */
     struct pollfd pf = {p->conn->fd, POLLIN, 0};
     return poll(&pf, 1, 0) > 0;
 }
@@ -358,7 +358,7 @@ static void *reader_main(void *arg) {
         /* Wait for bytes without the rlock, so that a probe may take them first (the
          * reader's buffer is a probe's too while it holds the rlock: look under it). */
         pthread_mutex_lock(&p->rlock);
-        int buffered = p->conn->rd.pos < p->conn->rd.len;
+        int buffered = grw_has_buffered(&p->conn->rd);
         pthread_mutex_unlock(&p->rlock);
         if (!buffered) {
             struct pollfd pf = {p->conn->fd, POLLIN, 0};

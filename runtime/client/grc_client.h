@@ -13,6 +13,8 @@
 #include "grp_auth.h"
 #include "grp_meta.h"
 #include "grp_proto.h"
+#include "gr_scheme.h"
+#include "grw_tls.h"
 #include "grw_wire.h"
 
 #ifdef __cplusplus
@@ -41,6 +43,7 @@ typedef struct grc_config {
     uint32_t policy;             /* enum grp_policy: GRIDRPC_SCHEDULER or grid_set_scheduler_np */
     int reuse_max;               /* decision reuse: at most this many calls (GRIDRPC_REUSE, 0: off) */
     double reuse_seconds;        /* ... and for at most this long (GRIDRPC_REUSE_FOR) */
+    char tls_ca[1024];           /* CA file for gridrpcs:// servers; "": the system's store */
 } grc_config;
 
 /* Returns the settings (loaded on first use). Fails with GRID_ERR_CONFIG when the
@@ -52,6 +55,9 @@ void grc_config_set_timeouts(double connect_seconds, double call_seconds, const 
 const char *grc_timeout_text(const grc_config *cfg, char *buf, size_t n);
 /* Replaces the configured token (GRIDRPC_TOKEN, the file's 'token') until it is called
  * with NULL or grc_config_reset: the OGF layer's grpc_initialize file may name one. */
+/* Replaces the TLS CA file (GRIDRPC_TLS_CA, the file's 'tls_ca') until it is called with
+ * NULL or grc_config_reset: grid_set_tls_ca_np. */
+void grc_config_set_tls_ca(const char *path);
 void grc_config_set_token(const char *token);
 /* Replaces the configured keys (GRIDRPC_KEY_FILE, the file's 'key_file') by those of KS
  * until called with NULL or grc_config_reset; KS with no key: connect without one. */
@@ -76,6 +82,7 @@ int grc_resolve(const char *name, const grc_config *cfg, grc_target *t, gr_err *
 /* A pooled connection (after HELLO). */
 typedef struct grc_conn {
     int fd;
+    grw_tls *tls;   /* a gridrpcs:// server's session, or NULL */
     char local[64]; /* this end, "ip:port": the server logs it as the call's peer */
     char host[GRC_MAX_HOST];
     int port;

@@ -31,6 +31,8 @@ static int meta_forced;
 static char forced_meta_host[sizeof config.meta_host];
 static int forced_meta_port;
 static int forced_policy = -1;
+static int ca_forced;
+static char forced_ca[sizeof config.tls_ca];
 
 /* Defaults of decision reuse (docs/metaserver-client.md says how they were measured). */
 #define GRC_REUSE_MAX 64
@@ -98,6 +100,15 @@ static int apply_line(const char *key, const char *v, const char *path, int line
             snprintf(err, errsize, "%.500s", ke.msg);
             return -1;
         }
+        return 0;
+    }
+    if (strcmp(key, "tls_ca") == 0) {
+        if (strlen(v) >= sizeof config.tls_ca) {
+            snprintf(err, errsize, "the path is longer than %zu bytes", sizeof config.tls_ca - 1);
+            return -1;
+        }
+        if (!config.tls_ca[0])
+            snprintf(config.tls_ca, sizeof config.tls_ca, "%s", v); /* GRIDRPC_TLS_CA first */
         return 0;
     }
     return 1;
@@ -231,6 +242,13 @@ static void load(void) {
         gr_err ke;
         if (grp_keyset_load(kf, &config.keys, &ke)) config_error("GRIDRPC_KEY_FILE: %s", ke.msg);
     }
+    const char *ca = getenv("GRIDRPC_TLS_CA");
+    if (ca && *ca) {
+        if (strlen(ca) >= sizeof config.tls_ca)
+            config_error("GRIDRPC_TLS_CA: the path is longer than %zu bytes", sizeof config.tls_ca - 1);
+        else
+            snprintf(config.tls_ca, sizeof config.tls_ca, "%s", ca);
+    }
     const char *cf = getenv("GRIDRPC_CONFIG");
     if (cf && *cf) {
         load_file(cf, 1);
@@ -268,6 +286,7 @@ int grc_config_get(grc_config *out, gr_err *e) {
         snprintf(out->meta_source, sizeof out->meta_source, "grid_set_metaserver_np");
     }
     if (forced_policy >= 0) out->policy = (uint32_t)forced_policy;
+    if (ca_forced) memcpy(out->tls_ca, forced_ca, sizeof out->tls_ca);
     int rc = load_error;
     if (rc) gr_seterr(e, rc, "%s", load_msg);
     pthread_mutex_unlock(&lock);
@@ -307,6 +326,13 @@ void grc_config_set_metaserver(const char *host, int port) {
     pthread_mutex_unlock(&lock);
 }
 
+void grc_config_set_tls_ca(const char *path) {
+    pthread_mutex_lock(&lock);
+    ca_forced = path != NULL;
+    snprintf(forced_ca, sizeof forced_ca, "%s", path ? path : "");
+    pthread_mutex_unlock(&lock);
+}
+
 void grc_config_set_policy(int policy) {
     pthread_mutex_lock(&lock);
     forced_policy = policy;
@@ -317,6 +343,7 @@ void grc_config_reset(void) {
     pthread_mutex_lock(&lock);
     loaded = 0;
     forced_connect = forced_call = -1;
+    ca_forced = 0;
     token_forced = 0;
     keys_forced = 0;
     grp_keyset_clear(&forced_keys);
@@ -328,9 +355,9 @@ void grc_config_reset(void) {
 int grc_resolve(const char *name, const grc_config *cfg, grc_target *t, gr_err *e) {
     memset(t, 0, sizeof *t);
     if (!name || !*name) return gr_seterr(e, GRID_ERR_ARGS, "no function name given");
-    const char *prefix = "gridrpc://";
-    if (strncmp(name, prefix, strlen(prefix)) == 0) {
-        const char *hp = name + strlen(prefix);
+    int tls, scheme = gr_scheme_len(name, &tls);
+    if (scheme) {
+        const char *hp = name + scheme;
         const char *slash = strchr(hp, '/');
         char hostport[GRC_MAX_HOST + 8];
         size_t len = slash ? (size_t)(slash - hp) : strlen(hp);
@@ -341,6 +368,7 @@ int grc_resolve(const char *name, const grc_config *cfg, grc_target *t, gr_err *
         char err[512];
         if (gr_parse_hostport(hostport, 0, t->host, sizeof t->host, &t->port, err, sizeof err))
             return gr_seterr(e, GRID_ERR_ARGS, "'%s': %s", name, err);
+        if (tls) gr_tls_endpoint_mark(t->host, t->port); /* gridrpcs://host:port/function */
         name = slash + 1;
     } else {
         if (!cfg->server_host[0])

@@ -434,7 +434,16 @@ static int copy_from(const grc_copy *src, const char *host, int port, uint64_t s
     memset(&m, 0, sizeof m);
     m.d.session = ses;
     m.d.handle = d->id;
-    snprintf(m.host, sizeof m.host, "%s", host);
+    /* A TLS destination goes as gridrpcs://HOST: the source server then uses TLS too. */
+    if (gr_tls_endpoint(host, port)) {
+        if (strlen(host) + strlen(GR_SCHEME_TLS) >= sizeof m.host) {
+            return done(
+                c, 0, gr_seterr(e, GRID_ERR_ARGS, "the host name %s is too long for a TLS data copy", host));
+        }
+        snprintf(m.host, sizeof m.host, "%s%s", GR_SCHEME_TLS, host);
+    } else {
+        snprintf(m.host, sizeof m.host, "%s", host);
+    }
     m.port = (uint32_t)port;
     uint64_t id = c->next_id++;
     int broken = 0;
@@ -663,8 +672,9 @@ static int resolve_where(const char *where, const grc_config *cfg, char *host, i
     *lazy = 0;
     char err[512];
     if (where && *where) {
-        int url = strncmp(where, "gridrpc://", 10) == 0;
-        const char *hp = url ? where + 10 : where;
+        int tls, scheme = gr_scheme_len(where, &tls);
+        int url = scheme > 0;
+        const char *hp = where + scheme;
         const char *slash = strchr(hp, '/');
         if (url && slash && slash[1]) { /* gridrpc://host:port/function: its server */
             grc_target t;
@@ -682,6 +692,7 @@ static int resolve_where(const char *where, const grc_config *cfg, char *host, i
             buf[len] = '\0';
             if (gr_parse_hostport(buf, 0, host, GRC_MAX_HOST, port, err, sizeof err))
                 return gr_seterr(e, GRID_ERR_ARGS, "'%s': %s", where, err);
+            if (tls) gr_tls_endpoint_mark(host, *port);
             return GRID_OK;
         }
         /* A function name: the server a call of it would go to. */

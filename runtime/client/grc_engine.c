@@ -53,7 +53,7 @@ void grc_req_blame(const grc_req *q, gr_err *e) {
 }
 
 static int is_url(const char *name) {
-    return name && strncmp(name, "gridrpc://", 10) == 0;
+    return gr_scheme_len(name, NULL) > 0; /* gridrpc:// or gridrpcs:// */
 }
 
 void grc_route_reset(grc_route *r) {

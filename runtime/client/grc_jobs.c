@@ -44,21 +44,23 @@ static int parse_job(const char *jobid, const grc_config *cfg, job_ref *j, gr_er
     }
     char hp[GRC_MAX_HOST + 16], err[300];
     size_t n = (size_t)(slash - jobid);
-    if (strncmp(jobid, "gridrpc://", 10) == 0) {
-        jobid += 10;
-        n -= 10;
-    }
+    int tls, scheme = gr_scheme_len(jobid, &tls);
+    jobid += scheme;
+    n -= (size_t)scheme;
     if (n >= sizeof hp)
         return gr_seterr(e, GRID_ERR_ARGS, "job id '%.300s': the server name is too long", jobid);
     memcpy(hp, jobid, n);
     hp[n] = '\0';
     if (gr_parse_hostport(hp, 0, j->host, sizeof j->host, &j->port, err, sizeof err))
         return gr_seterr(e, GRID_ERR_ARGS, "job id '%.300s': %s", jobid, err);
+    if (tls) gr_tls_endpoint_mark(j->host, j->port);
     return GRID_OK;
 }
 
 static void format_job(char *out, size_t size, const char *host, int port, const char *hex) {
-    snprintf(out, size, strchr(host, ':') ? "[%s]:%d/%s" : "%s:%d/%s", host, port, hex);
+    /* A TLS server's jobs keep the scheme, so another process fetches them over TLS. */
+    const char *scheme = gr_tls_endpoint(host, port) ? GR_SCHEME_TLS : "";
+    snprintf(out, size, strchr(host, ':') ? "%s[%s]:%d/%s" : "%s%s:%d/%s", scheme, host, port, hex);
 }
 
 /* ---------------------------------------------------------------- submit */

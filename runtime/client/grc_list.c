@@ -12,12 +12,13 @@ static int cmp_name(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Where to ask: SERVER ("host:port" or "gridrpc://host:port"), else the configured
+/* Where to ask: SERVER ("host:port", "gridrpc://host:port" or "gridrpcs://host:port"), else the configured
  * metaserver, else the configured server. WHAT names it for messages. */
 static int pick(const char *server, const grc_config *cfg, char *host, size_t hostsize, int *port, char *what,
                 size_t whatsize, gr_err *e) {
     if (server && *server) {
-        const char *hp = strncmp(server, "gridrpc://", 10) == 0 ? server + 10 : server;
+        int tls;
+        const char *hp = server + gr_scheme_len(server, &tls);
         char buf[GRC_MAX_HOST + 16], err[512];
         size_t len = strcspn(hp, "/");
         if (hp[len] == '/' && hp[len + 1])
@@ -30,6 +31,7 @@ static int pick(const char *server, const grc_config *cfg, char *host, size_t ho
         buf[len] = '\0';
         if (gr_parse_hostport(buf, 0, host, hostsize, port, err, sizeof err))
             return gr_seterr(e, GRID_ERR_ARGS, "grid_list_functions_np: '%s': %s", server, err);
+        if (tls) gr_tls_endpoint_mark(host, *port);
         snprintf(what, whatsize, "the server %s:%d", host, *port);
         return GRID_OK;
     }

@@ -81,6 +81,16 @@ unsigned grc_call_flags(void) {
 void grc_set_call_flags(unsigned flags) {
     call_flags = flags;
 }
+/* A TLS server registers its host as gridrpcs://HOST (docs/protocol.md): the endpoint
+ * is marked for TLS (gr_scheme.h) and HOST kept bare, as every other address is. */
+static void bare_host(char *host, int port) {
+    int tls;
+    int n = gr_scheme_len(host, &tls);
+    if (!n) return;
+    memmove(host, host + n, strlen(host + n) + 1);
+    if (tls) gr_tls_endpoint_mark(host, port);
+}
+
 void grc_set_last_server(const char *host, int port) {
     int v6 = strchr(host, ':') != NULL;
     snprintf(last_server, sizeof last_server, "%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
@@ -312,6 +322,8 @@ static int fetch_servers(const grc_config *cfg, gr_err *e) {
         transport_failed(cfg, e);
         return rc;
     }
+    for (uint32_t i = 0; i < n; i++)
+        bare_host(v[i].host, (int)v[i].port);
     servers_at = gr_now_ns();
     take_servers(v, n);
     if (!probed) {
@@ -362,6 +374,7 @@ static int ask(grc_req *q, const grc_config *cfg, grp_schedule_ok *ok, int *unre
         pthread_mutex_unlock(&mlock);
         rc = await(id, GRW_SCHEDULE_OK, "SCHEDULE", &h, &in_step, e);
         if (!rc) rc = grp_read_schedule_ok(&conn->rd, ok, e);
+        if (!rc) bare_host(ok->host, (int)ok->port);
         pthread_mutex_lock(&mlock);
         conn_busy = 0;
         pthread_cond_broadcast(&conn_free);

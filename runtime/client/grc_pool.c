@@ -48,6 +48,12 @@ static int idle_conn_dead(int fd) {
     return poll(&p, 1, 0) != 0;
 }
 
+static void close_conn(grc_conn *c) {
+    grw_tls_free(c->tls);
+    close(c->fd);
+    free(c);
+}
+
 static int hello(grc_conn *c, const grc_config *cfg, gr_err *e) {
     grp_hello m;
     snprintf(m.client, sizeof m.client, "libgridrpc %s", PACKAGE_VERSION);
@@ -73,8 +79,7 @@ int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **o
             *pp = c->next;
             nidle--;
             if (idle_conn_dead(c->fd)) {
-                close(c->fd);
-                free(c);
+                close_conn(c);
                 continue;
             }
             pthread_mutex_unlock(&lock);
@@ -89,12 +94,14 @@ int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **o
     grc_conn *c = calloc(1, sizeof *c);
     if (!c) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
     __atomic_add_fetch(&grc_stat_connections, 1, __ATOMIC_RELAXED);
-    int fd = grw_connect(host, port, cfg->connect_timeout, e);
+    grw_tls *tls = NULL;
+    int fd = grp_dial(host, port, cfg->connect_timeout, cfg->tls_ca, &tls, e);
     if (fd < 0) {
         free(c);
         return e ? e->code : GRID_ERR_CONNECT;
     }
     c->fd = fd;
+    c->tls = tls;
     local_address(fd, c->local, sizeof c->local);
     snprintf(c->host, sizeof c->host, "%s", host);
     c->port = port;
@@ -102,6 +109,7 @@ int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **o
     grw_limits_default(&c->server);
     grw_reader_init(&c->rd, fd, c->server.max_message);
     grw_writer_init(&c->wr, fd);
+    c->rd.tls = c->wr.tls = tls;
     c->rd.tally = &grc_stat_bytes_received; /* grid_get_stats_np */
     c->wr.tally = &grc_stat_bytes_sent;
     long long deadline = cfg->connect_timeout > 0 ? gr_now_ns() + (long long)(cfg->connect_timeout * 1e9) : 0;
@@ -109,8 +117,7 @@ int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **o
     int rc = hello(c, cfg, e);
     if (rc) {
         gr_prefixerr(e, "connecting to %s:%d: ", host, port);
-        close(fd);
-        free(c);
+        close_conn(c);
         return rc;
     }
     *out = c;
@@ -127,10 +134,7 @@ void grc_conn_put(grc_conn *c, int broken) {
         c = NULL;
     }
     pthread_mutex_unlock(&lock);
-    if (c) {
-        close(c->fd);
-        free(c);
-    }
+    if (c) close_conn(c);
 }
 
 void grc_pool_reset(void) {
@@ -141,8 +145,7 @@ void grc_pool_reset(void) {
     pthread_mutex_unlock(&lock);
     while (c) {
         grc_conn *n = c->next;
-        close(c->fd);
-        free(c);
+        close_conn(c);
         c = n;
     }
 }

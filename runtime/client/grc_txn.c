@@ -32,7 +32,7 @@ static int resolve(grc_txn_call *c, const char *name, gr_err *e) {
     int rc = grc_config_get(&cfg, e);
     if (rc) return rc;
     if (!name || !*name) return gr_seterr(e, GRID_ERR_ARGS, "the function name is empty");
-    if (strncmp(name, "gridrpc://", 10) != 0 && cfg.meta_host[0]) {
+    if (!gr_scheme_len(name, NULL) && cfg.meta_host[0]) {
         if (strlen(name) >= sizeof c->t.name) return gr_seterr(e, GRID_ERR_ARGS, "function name too long");
         c->routed = 1;
         grc_target where;

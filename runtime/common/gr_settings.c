@@ -3,6 +3,7 @@
  * those also take "inf", "nan", "1e9", "0x1p3", "-1" (as a huge unsigned) and follow
  * the locale's decimal point, none of which belongs in a configuration file. */
 #include "gr_settings.h"
+#include "gr_scheme.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,7 +18,8 @@ static const char duration_forms[] =
 static const char size_forms[] = "write bytes (4096) or a whole number and K, M, G or T, powers of 1024 "
                                  "(64K, 16M, 1G; KiB and KB mean K too)";
 static const char hostport_forms[] =
-    "write HOST:PORT, with an IPv6 address in brackets (example.org:7000, 192.0.2.7:7000, [::1]:7000)";
+    "write HOST:PORT, with an IPv6 address in brackets (example.org:7000, 192.0.2.7:7000, [::1]:7000), "
+    "and gridrpcs:// in front for TLS";
 
 static int seterr(char *err, size_t errsize, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int seterr(char *err, size_t errsize, const char *fmt, ...) {
@@ -158,21 +160,24 @@ static int valid_host(const char *h, size_t len, size_t size) {
 int gr_parse_hostport(const char *s, unsigned flags, char *host, size_t hostsize, int *port, char *err,
                       size_t errsize) {
     if (!s) s = "";
-    const char *h = s, *after; /* after: the ':' before the port, or the end */
+    /* gridrpcs://host:port names a TLS endpoint; gridrpc:// is the plain default. */
+    int tls;
+    const char *hp = s + gr_scheme_len(s, &tls);
+    const char *h = hp, *after; /* after: the ':' before the port, or the end */
     size_t len;
-    if (*s == '[') {
-        const char *close = strchr(s, ']');
-        h = s + 1;
+    if (*hp == '[') {
+        const char *close = strchr(hp, ']');
+        h = hp + 1;
         len = close ? (size_t)(close - h) : 0;
         after = close ? close + 1 : NULL;
         if (after && *after && *after != ':') after = NULL;
     } else {
-        const char *colon = strchr(s, ':');
+        const char *colon = strchr(hp, ':');
         if (colon && strchr(colon + 1, ':'))
             return seterr(err, errsize,
                           "'" SHOWN "' is not HOST:PORT: an IPv6 address goes in brackets ([::1]:7000)", s);
-        len = colon ? (size_t)(colon - s) : strlen(s);
-        after = s + len;
+        len = colon ? (size_t)(colon - hp) : strlen(hp);
+        after = hp + len;
     }
     if (after && len >= hostsize && hostsize)
         return seterr(err, errsize, "'" SHOWN "' is not HOST:PORT: the host is longer than %zu bytes", s,
@@ -191,6 +196,7 @@ int gr_parse_hostport(const char *s, unsigned flags, char *host, size_t hostsize
     memcpy(host, h, len);
     host[len] = '\0';
     *port = p;
+    if (tls) gr_tls_endpoint_mark(host, p);
     return 0;
 }
 

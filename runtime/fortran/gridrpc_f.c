@@ -1195,12 +1195,14 @@ void gridrpc_f_job_fetch(CFI_cdesc_t *jobid, const double *wait, GRF_DESCS(GRF_P
     if (!rc) rc = grid_job_state_np(job, &info);
     if (!rc) {
         /* The arguments are checked against the function's interface on the job's server. */
-        const char *body = strncmp(job, "gridrpc://", 10) == 0 ? job + 10 : job;
+        /* A TLS server's job id is gridrpcs://host:port/HEX: the function's URL keeps it. */
+        const char *scheme = strncmp(job, "gridrpcs://", 11) == 0 ? "gridrpcs://" : "gridrpc://";
+        const char *body = strncmp(job, scheme, strlen(scheme)) == 0 ? job + strlen(scheme) : job;
         const char *slash = strrchr(body, '/');
         if (!slash || slash == body)
             rc = seterr("grid_job_fetch: '%s' is not a job id (host:port/HEX)", job);
         else
-            snprintf(fname, sizeof fname, "gridrpc://%.*s/%s", (int)(slash - body), body, info.function);
+            snprintf(fname, sizeof fname, "%s%.*s/%s", scheme, (int)(slash - body), body, info.function);
     }
     if (!rc) rc = prepare(&c, fname, descs, 0);
     if (!rc) rc = grid_job_fetch_argv_np(job, wait ? *wait : 0.0, c.nargs, c.argv);

@@ -1,7 +1,8 @@
 /* gox_config.c: the configuration file grpc_initialize reads, in either of two formats,
  * even mixed in one file:
  *   ours (docs/api.md): "server host:port", "metaserver host:port", "timeout S",
- *     "connect_timeout S", "token T", "key_file PATH" lines;
+ *     "connect_timeout S", "token T", "key_file PATH", "tls_ca FILE" lines (a server or
+ *     metaserver written gridrpcs://host:port is reached over TLS);
  *   Ninf-G 5's client format: <SECTION> ... </SECTION> blocks of "attribute value"
  *     lines: <SERVER> (hostname, port, tag), <SERVER_DEFAULT> (port), <FUNCTION_INFO>
  *     (hostname, funcname), <INCLUDE> (filename), session_timeout as the call timeout,
@@ -181,9 +182,17 @@ static int our_setting(parser *p, const char *key, const char *v) {
         c->has_key_file = 1;
         return GRPC_NO_ERROR;
     }
+    if (strcmp(key, "tls_ca") == 0) {
+        if (!*v || strlen(v) >= sizeof c->tls_ca)
+            return fail(p, "tls_ca: give the path of a PEM file of CA certificates (at most %zu bytes)",
+                        sizeof c->tls_ca - 1);
+        snprintf(c->tls_ca, sizeof c->tls_ca, "%s", v);
+        c->has_tls_ca = 1;
+        return GRPC_NO_ERROR;
+    }
     return fail(p,
                 "'%s' is neither a setting ('server HOST:PORT', 'metaserver HOST:PORT', 'timeout DURATION', "
-                "'connect_timeout DURATION', 'token TEXT', 'key_file PATH') nor inside a Ninf-G <SECTION>",
+                "'connect_timeout DURATION', 'token TEXT', 'key_file PATH', 'tls_ca FILE') nor inside a Ninf-G <SECTION>",
                 key);
 }
 
@@ -393,6 +402,11 @@ int gox_config_read(const char *path, gox_config *cfg, char *msg, size_t msgsize
     }
     if (rc == GRPC_NO_ERROR && cfg->has_token) grid_set_token_np(cfg->token);
     if (rc == GRPC_NO_ERROR && cfg->has_meta) grid_set_metaserver_np(cfg->meta_host, cfg->meta_port);
+    if (rc == GRPC_NO_ERROR && cfg->has_tls_ca && grid_set_tls_ca_np(cfg->tls_ca) != GRID_OK) {
+        snprintf(msg, msgsize, "%s: tls_ca: %s", path, grid_last_error());
+        cfg->has_tls_ca = 0;
+        rc = GRPC_CONFIGFILE_ERROR;
+    }
     return rc;
 }
 
@@ -400,6 +414,7 @@ void gox_config_free(gox_config *cfg) {
     if (cfg->has_token) grid_set_token_np(NULL);
     if (cfg->has_key_file) grid_set_key_file_np(NULL);
     if (cfg->has_meta) grid_set_metaserver_np(NULL, 0);
+    if (cfg->has_tls_ca) grid_set_tls_ca_np(NULL);
     free(cfg->servers);
     free(cfg->funcs);
     memset(cfg, 0, sizeof *cfg);

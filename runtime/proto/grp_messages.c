@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "grp_proto.h"
+#include "grw_tls.h"
 
 _Static_assert(GRP_MAX_DESCRIPTOR == GRD_MAX_ENCODED, "a DESCRIPTOR carries one encoded descriptor");
 _Static_assert(GRP_MAX_FUNCTION_NAME >= 2 * GRD_MAX_NAME + 1, "\"module/function\" fits a function name");
@@ -252,4 +254,36 @@ int grp_expect(grw_reader *r, const grw_header *h, uint32_t expected, const char
         return gr_seterr(e, m.code, "%s", m.message);
     }
     return gr_seterr(e, GRID_ERR_PROTOCOL, "the server answered %s with %s", what, grw_type_name(h->type));
+}
+
+void grp_plain_refusal(int fd, long long deadline_ns, gr_err *e) {
+    grw_reader *r = malloc(sizeof *r);
+    if (r) {
+        /* An ERROR is small: a larger message is not a refusal worth reading. */
+        grw_reader_init(r, fd, 65536);
+        r->deadline_ns = deadline_ns;
+        grw_header h;
+        gr_err pe;
+        grp_error m;
+        /* GRID_ERR_PROTOCOL is a plain server's answer to the TLS hello it could not read:
+         * E already says that it does not speak TLS. */
+        if (grp_read_header(r, &h, &pe) == GRID_OK && h.type == GRW_ERROR &&
+            grp_read_error(r, &m, &pe) == GRID_OK && m.code != GRID_ERR_PROTOCOL)
+            gr_seterr(e, m.code, "the server refused the connection before TLS: %s", m.message);
+        free(r);
+    }
+}
+
+int grp_dial(const char *host, int port, double timeout, const char *ca_file, struct grw_tls **tls,
+             gr_err *e) {
+    int plain = -1;
+    int fd = grw_dial(host, port, timeout, ca_file, tls, &plain, e);
+    if (fd < 0 && plain >= 0) {
+        char was[sizeof e->msg];
+        snprintf(was, sizeof was, "%s", e->msg);
+        grp_plain_refusal(plain, gr_now_ns() + 2000000000LL, e);
+        close(plain);
+        if (strcmp(was, e->msg) != 0) gr_prefixerr(e, "connecting to %s:%d: ", host, port);
+    }
+    return fd;
 }

@@ -348,6 +348,20 @@ int grp_read_job_info_head(grw_reader *r, grm_call *c, const grw_limits *lim, gr
 int grp_expect(grw_reader *r, const grw_header *h, uint32_t expected, const char *what, int *in_step,
                gr_err *e);
 
+/* ---- connecting, with TLS for gridrpcs:// endpoints (grw_tls.h) */
+
+/* grw_dial; when a gridrpcs:// server answered in plain GridRPC instead of TLS, that
+ * answer is read (grp_plain_refusal): a server that refused the connection before TLS
+ * (over a limit) is reported with its own code and message. Nothing is ever sent in
+ * plain on such a connection. */
+int grp_dial(const char *host, int port, double timeout, const char *ca_file, struct grw_tls **tls,
+             gr_err *e);
+/* Reads, by DEADLINE_NS, the plain answer left on FD where TLS was expected: an ERROR
+ * (other than GRID_ERR_PROTOCOL, a plain server's answer to the TLS hello) replaces E
+ * with its code and "the server refused the connection before TLS: MSG"; anything else
+ * leaves E (it does not speak TLS). FD stays open. */
+void grp_plain_refusal(int fd, long long deadline_ns, gr_err *e);
+
 #ifdef __cplusplus
 }
 #endif

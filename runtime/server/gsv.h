@@ -35,6 +35,7 @@
 #include "grp_limits.h"
 #include "gridrpc_stub.h"
 #include "grm_marshal.h"
+#include "grw_tls.h"
 #include "grw_wire.h"
 
 /* ---------------------------------------------------------------- options */
@@ -85,6 +86,9 @@ typedef struct gsv_options {
     /* The key handshake (gsv_auth.c); NULL when not given. */
     const char *key_file;      /* --key-file: clients must prove one of its keys */
     const char *meta_key_file; /* --metaserver-key-file; NULL: --key-file */
+    /* TLS (grw_tls.h): --tls-cert and --tls-key make the listener TLS only; --tls-ca is the
+     * CA file for the TLS servers this one connects to (metaserver, data copies). */
+    const char *tls_cert, *tls_key, *tls_ca;
 } gsv_options;
 
 /* Parses ARGV into OPT. Returns -1 to go on, or an exit status: 0 after --help or
@@ -206,7 +210,8 @@ typedef struct gsv_server {
     double cpus;      /* the same, unrounded: a cgroup quota may give 0.4 */
     unsigned workers; /* pool size (thread mode: reported as cores) */
     int listen_fd;
-    atomic_int stopping; /* SIGTERM/SIGINT seen: no new calls run */
+    struct grw_tls_ctx *tls; /* the listener's TLS context (--tls-cert), or NULL */
+    atomic_int stopping;     /* SIGTERM/SIGINT seen: no new calls run */
 
     pthread_mutex_t lock; /* conns, nreaders */
     struct gsv_conn *conns;
@@ -240,6 +245,7 @@ typedef struct gsv_conn {
     pthread_mutex_t wlock; /* whole messages on the socket; guards w and broken */
     int broken;            /* a write failed: later writes are skipped */
     grw_writer w;
+    struct grw_tls *tls;          /* the TLS session (a TLS listener), set before any write */
     grw_reader r;                 /* the reader thread's only */
     int hello_done;               /* reader thread only */
     struct gsv_dconn *data;       /* reader thread only: the data sessions it joined (gsv_data.c) */

@@ -65,7 +65,9 @@ static pthread_mutex_t fork_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The isolated call's child: invokes the function, says so on CH, waits for the parent's
  * go-ahead (the connection's write lock is then held for it) and sends RESULT itself,
- * from its own memory: the outputs are never copied through the parent. */
+ * from its own memory: the outputs are never copied through the parent. On a TLS
+ * connection the child cannot write into the parent's session (its record counters
+ * would part from the parent's): it writes RESULT on CH and the parent relays it. */
 static _Noreturn void isolated_child(gsv_server *s, gsv_job *job, int ch, pid_t parent, long long t0,
                                      long long queue_ns) {
     /* An orphan would compute for nobody: it ends with the server. */
@@ -82,11 +84,37 @@ static _Noreturn void isolated_child(gsv_server *s, gsv_job *job, int ch, pid_t 
     gsv_conn *c = job->conn;
     grw_writer *w = &c->w;
     gr_err ce;
-    grw_writer_init(w, c->fd);
+    grw_writer_init(w, c->tls ? ch : c->fd);
     w->deadline_ns = gsv_io_deadline(s, grp_result_bytes(&job->call));
     grp_result_times t = {(uint64_t)queue_ns, (uint64_t)rn};
     int rc = grp_write_result(w, job->request_id, &t, &job->call, &s->opt.limits, &ce);
     _exit(rc ? 2 : 0);
+}
+
+/* A TLS connection's isolated call: copies the RESULT its child writes on CH (until the
+ * child closes it) into the connection's session; the write lock is held. */
+static int relay_result(gsv_server *s, gsv_conn *c, gsv_job *job, int ch) {
+    grw_writer *w = &c->w;
+    grw_writer_init(w, c->fd);
+    w->tls = c->tls;
+    w->deadline_ns = gsv_io_deadline(s, grp_result_bytes(&job->call));
+    uint8_t *buf = malloc(65536);
+    if (!buf) return GRID_ERR_NOMEM;
+    gr_err e;
+    int rc = GRID_OK;
+    for (;;) {
+        ssize_t n = read(ch, buf, 65536);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break; /* the child is done (or gone: waitpid tells) */
+        rc = grw_write_raw(w, buf, (size_t)n, &e);
+        if (rc) {
+            gsv_log(GSV_LOG_DEBUG, "%s: cannot relay the result of call %llu: %s", c->peer,
+                    (unsigned long long)job->request_id, e.msg);
+            break;
+        }
+    }
+    free(buf);
+    return rc;
 }
 
 /* Runs JOB in a child process, so a function that crashes or calls exit() takes down
@@ -137,6 +165,10 @@ static int run_isolated(gsv_server *s, gsv_job *job, long long queue_ns, long lo
             pthread_mutex_lock(&c->wlock);
             began = !c->broken && send(ch[0], "g", 1, MSG_NOSIGNAL) == 1;
             if (!began) pthread_mutex_unlock(&c->wlock);
+        }
+        if (began && c->tls && relay_result(s, c, job, ch[0]) != GRID_OK) {
+            kill(pid, SIGKILL); /* the stream is broken: the rest has nowhere to go */
+            c->broken = 1;
         }
         /* Declined (canceled, or the connection is gone): the child exits unheard. A
          * child that is gone already cannot be told, which changes nothing. */

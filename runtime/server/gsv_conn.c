@@ -33,6 +33,7 @@ void gsv_conn_ref(gsv_conn *c) {
 
 void gsv_conn_unref(gsv_conn *c) {
     if (atomic_fetch_sub(&c->refs, 1) != 1) return;
+    grw_tls_free(c->tls);
     close(c->fd);
     pthread_mutex_destroy(&c->wlock);
     free(c);
@@ -51,6 +52,7 @@ grw_writer *gsv_reply_lock(gsv_conn *c, uint64_t bytes) {
         return NULL;
     }
     grw_writer_init(&c->w, c->fd);
+    c->w.tls = c->tls;
     c->w.deadline_ns = gsv_io_deadline(c->srv, bytes);
     return &c->w;
 }
@@ -155,11 +157,32 @@ static void forget_conn(gsv_server *s, gsv_conn *c) {
     gsv_conn_unref(c);
 }
 
+/* A TLS listener's handshake, on the reader thread (a slow client never holds up the
+ * accept loop), within the I/O timeout. A client that spoke plain GridRPC is told, in
+ * plain GridRPC, to use gridrpcs://. Returns GSV_KEEP, GSV_REFUSE or GSV_CLOSE. */
+static int tls_handshake(gsv_conn *c) {
+    gsv_server *s = c->srv;
+    gr_err e;
+    int plain = 0;
+    /* Without --io-timeout a handshake still may not hold a thread for ever. */
+    long long deadline = gsv_io_deadline(s, 0);
+    if (!deadline) deadline = gr_now_ns() + 60000000000LL;
+    c->tls = grw_tls_accept(s->tls, c->fd, deadline, &plain, &e);
+    if (c->tls) {
+        c->r.tls = c->tls;
+        return GSV_KEEP;
+    }
+    gsv_log(GSV_LOG_WARN, "%s: closing the connection: %s", c->peer, e.msg);
+    if (!plain) return GSV_CLOSE;
+    gsv_conn_send_error(c, 0, GRID_ERR_PROTOCOL, GRW_TLS_PLAIN_REFUSAL);
+    return GSV_REFUSE;
+}
+
 static void *reader_main(void *arg) {
     gsv_conn *c = arg;
     gsv_server *s = c->srv;
-    int rc;
-    while ((rc = serve_one(c)) == GSV_KEEP) {
+    int rc = s->tls ? tls_handshake(c) : GSV_KEEP;
+    while (rc == GSV_KEEP && (rc = serve_one(c)) == GSV_KEEP) {
     }
     if (rc == GSV_REFUSE && !atomic_load(&s->stopping)) linger(c);
     gsv_log(GSV_LOG_DEBUG, "%s: connection closed", c->peer);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "grp_proto.h"
+#include "gr_scheme.h"
 #include "gsv.h"
 
 typedef struct copy_job {
@@ -39,10 +40,17 @@ static int reply(copy_job *j, uint32_t expected, const char *what, gr_err *e) {
 static int send_copy(copy_job *j, gr_err *e) {
     gsv_server *s = j->c->srv;
     double connect_s = s->opt.io_timeout > 0 ? s->opt.io_timeout : 30;
-    int fd = grw_connect(j->m.host, (int)j->m.port, connect_s, e);
+    /* A client names a TLS destination gridrpcs://HOST (docs/protocol.md, DATA_COPY). */
+    int tls_dest;
+    const char *host = j->m.host + gr_scheme_len(j->m.host, &tls_dest);
+    if (tls_dest) gr_tls_endpoint_mark(host, (int)j->m.port);
+    grw_tls *tls = NULL;
+    int fd =
+        grp_dial(host, (int)j->m.port, connect_s, s->opt.tls_ca ? s->opt.tls_ca : grw_tls_env_ca(), &tls, e);
     if (fd < 0) return e->code;
     grw_writer_init(&j->w, fd);
     grw_reader_init(&j->r, fd, GRP_DEFAULT_MAX_MESSAGE);
+    j->w.tls = j->r.tls = tls;
     long long deadline = gsv_io_deadline(s, j->b->bytes);
     if (!deadline) deadline = gr_now_ns() + (long long)3600e9; /* --io-timeout 0: still bounded */
     j->w.deadline_ns = j->r.deadline_ns = deadline;
@@ -63,6 +71,7 @@ static int send_copy(copy_job *j, gr_err *e) {
     if (!rc) rc = grp_write_data_put(&j->w, 2, j->m.d, j->b->type, j->b->count, j->b->p, e);
     if (!rc) rc = reply(j, GRW_DATA_OK, "DATA_PUT", e);
     if (!rc) rc = grp_read_empty(&j->r, e);
+    grw_tls_free(tls);
     close(fd);
     return rc;
 }

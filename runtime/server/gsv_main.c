@@ -117,6 +117,10 @@ int main(int argc, char **argv) {
                                 : "not managed (no OpenBLAS loaded)");
 
     gr_err e;
+    if (s->opt.tls_cert && !(s->tls = grw_tls_server_ctx(s->opt.tls_cert, s->opt.tls_key, &e))) {
+        fprintf(stderr, "gridrpcd: %s\n", e.msg);
+        return 1;
+    }
     if (gsv_data_start(s, &e) != GRID_OK || gsv_sched_start(s, gsv_call_run, &e) != GRID_OK ||
         gsv_listen(s, &e) != GRID_OK || gsv_jobs_start(s, &e) != GRID_OK ||
         gsv_meta_start(s, &e) != GRID_OK) {
@@ -150,6 +154,7 @@ int main(int argc, char **argv) {
     if (!readers) {
         gsv_data_stop(); /* no reader can name a session any more */
         gsv_registry_free(&s->reg);
+        grw_tls_ctx_free(s->tls);
     }
     gsv_options_free(&s->opt);
     close(sigfd);

@@ -29,6 +29,7 @@
 
 #include "grp_meta.h"
 #include "grp_proto.h"
+#include "gr_scheme.h"
 #include "gsv.h"
 
 #define META_CONNECT_S 5.0 /* connecting */
@@ -53,6 +54,7 @@ typedef struct gsv_meta {
     uint32_t heartbeat_ms;
     grw_reader r;
     grw_writer w;
+    grw_tls *tls; /* the connection's TLS session (a gridrpcs:// metaserver), or NULL */
 } gsv_meta;
 
 /* ---------------------------------------------------------------- waiting */
@@ -249,6 +251,22 @@ static int session(gsv_meta *m, int *registered, gr_err *e) {
     if (atomic_load(&m->stop)) return gr_seterr(e, GRID_ERR_SHUTDOWN, "shutting down");
     grw_reader_init(&m->r, fd, META_MAX_MESSAGE);
     grw_writer_init(&m->w, fd);
+    const gsv_options *o = &m->srv->opt;
+    if (gr_tls_endpoint(o->meta_host, o->meta_port)) {
+        /* A gridrpcs:// metaserver: TLS first, checked against --tls-ca. */
+        const char *ca = o->tls_ca ? o->tls_ca : grw_tls_env_ca();
+        grw_tls_ctx *ctx = grw_tls_client_ctx(ca, e);
+        grw_tls *t =
+            ctx ? grw_tls_connect(ctx, fd, o->meta_host, gr_now_ns() + (long long)(META_REPLY_S * 1e9), e)
+                : NULL;
+        if (!t && e->code == GRID_ERR_PROTOCOL) /* a plain answer: a refusal says why */
+            grp_plain_refusal(fd, gr_now_ns() + (long long)(META_REPLY_S * 1e9), e);
+        if (!t) return e->code;
+        pthread_mutex_lock(&m->lock);
+        m->tls = t;
+        pthread_mutex_unlock(&m->lock);
+        m->r.tls = m->w.tls = t;
+    }
     int rc = say_hello(m, e);
     while (!rc) {
         rc = do_register(m, e);
@@ -297,6 +315,8 @@ static int session(gsv_meta *m, int *registered, gr_err *e) {
 
 static void close_conn(gsv_meta *m) {
     pthread_mutex_lock(&m->lock);
+    grw_tls_free(m->tls);
+    m->tls = NULL;
     if (m->fd >= 0) close(m->fd);
     m->fd = -1;
     pthread_mutex_unlock(&m->lock);
@@ -344,7 +364,7 @@ static int is_wildcard(const char *host) {
 
 /* The address clients should use: --advertise, else the listening address, with the
  * host name in place of a wildcard. */
-static int advertised(gsv_server *s, grp_register *reg, gr_err *e) {
+static int advertised_host(gsv_server *s, grp_register *reg, gr_err *e) {
     const gsv_options *o = &s->opt;
     if (o->adv_port) {
         snprintf(reg->host, sizeof reg->host, "%s", o->adv_host);
@@ -372,6 +392,21 @@ static int advertised(gsv_server *s, grp_register *reg, gr_err *e) {
                              GRP_MAX_HOST);
         snprintf(reg->host, sizeof reg->host, "%s", o->host);
     }
+    return GRID_OK;
+}
+
+/* The same, with the scheme in front for a TLS listener: clients learn from the
+ * metaserver's answers that this server speaks TLS (docs/protocol.md, REGISTER). */
+static int advertised(gsv_server *s, grp_register *reg, gr_err *e) {
+    int rc = advertised_host(s, reg, e);
+    if (rc || !s->tls) return rc;
+    char host[sizeof reg->host];
+    if (strlen(reg->host) + strlen(GR_SCHEME_TLS) > GRP_MAX_HOST)
+        return gr_seterr(e, GRID_ERR_CONFIG,
+                         "the advertised host '%s' is too long for %s in front: give --advertise", reg->host,
+                         GR_SCHEME_TLS);
+    snprintf(host, sizeof host, "%s%s", GR_SCHEME_TLS, reg->host);
+    memcpy(reg->host, host, sizeof host);
     return GRID_OK;
 }
 
@@ -439,8 +474,8 @@ int gsv_meta_start(gsv_server *s, gr_err *e) {
     gsv_log(GSV_LOG_DEBUG, "metaserver %s: advertising %s:%u as '%s'", m->where, reg->host, reg->port,
             reg->name);
     /* Fine for a one-machine grid, a surprise on a real one: say so. */
-    if (strcmp(reg->host, "localhost") == 0 || strncmp(reg->host, "127.", 4) == 0 ||
-        strcmp(reg->host, "::1") == 0)
+    const char *bare = reg->host + gr_scheme_len(reg->host, NULL);
+    if (strcmp(bare, "localhost") == 0 || strncmp(bare, "127.", 4) == 0 || strcmp(bare, "::1") == 0)
         gsv_log(GSV_LOG_INFO,
                 "advertising the loopback address %s:%u to the metaserver: only clients on this host can "
                 "reach it (give --advertise HOST:PORT, or --host with a routable address)",

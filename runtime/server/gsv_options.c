@@ -50,10 +50,18 @@ static const char help_text[] =
     "                           'gridrpc keygen FILE'\n"
     "      --token TOKEN        require clients to present TOKEN in HELLO (weaker than\n"
     "                           --key-file: the token travels in clear text)\n"
+    "      --tls-cert FILE      serve TLS only (clients name this server gridrpcs://HOST:PORT),\n"
+    "                           with this PEM certificate (chain); needs --tls-key\n"
+    "      --tls-key FILE       the certificate's PEM private key\n"
+    "      --tls-ca FILE        CA certificates (PEM) for the TLS servers this one connects to:\n"
+    "                           a gridrpcs:// metaserver, data copies to gridrpcs:// servers\n"
+    "                           (default: GRIDRPC_TLS_CA, else the system's store)\n"
     "\n"
     "Metaserver (gridmetad; see docs/server.md):\n"
     "      --metaserver HOST:PORT  register with this metaserver and send it heartbeats with\n"
-    "                           the load; it is found again after it restarts\n"
+    "                           the load; it is found again after it restarts; gridrpcs://HOST:PORT\n"
+    "                           for a metaserver that serves TLS. With --tls-cert the address\n"
+    "                           registered is gridrpcs://, so clients use TLS\n"
     "      --advertise HOST:PORT  the address clients should use (default: --host and the\n"
     "                           listening port; the host name when listening on every interface)\n"
     "      --name NAME          shown to people (default: 'gridrpcd on HOSTNAME')\n"
@@ -225,6 +233,9 @@ enum {
     OPT_JOB_KEEP,
     OPT_KEY_FILE,
     OPT_METASERVER_KEY_FILE,
+    OPT_TLS_CERT,
+    OPT_TLS_KEY,
+    OPT_TLS_CA,
 };
 
 static const struct option long_options[] = {
@@ -258,6 +269,9 @@ static const struct option long_options[] = {
     {"job-keep", required_argument, NULL, OPT_JOB_KEEP},
     {"key-file", required_argument, NULL, OPT_KEY_FILE},
     {"metaserver-key-file", required_argument, NULL, OPT_METASERVER_KEY_FILE},
+    {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+    {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+    {"tls-ca", required_argument, NULL, OPT_TLS_CA},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -369,6 +383,12 @@ static int apply(gsv_options *o, int val, const char *v) {
         if (strlen(v) > 3500) return usage_error("%s: the path is too long", opt);
         o->job_dir = v;
         return 0;
+    case OPT_TLS_CERT:
+    case OPT_TLS_KEY:
+    case OPT_TLS_CA:
+        if (!*v) return usage_error("%s: empty file name", opt);
+        *(val == OPT_TLS_CERT ? &o->tls_cert : val == OPT_TLS_KEY ? &o->tls_key : &o->tls_ca) = v;
+        return 0;
     case OPT_JOB_KEEP:
         if ((rc = parse_duration(opt, v, &o->job_keep))) return rc;
         if (!(o->job_keep > 0)) return usage_error("%s: '%s' must be more than 0", opt, v);
@@ -425,6 +445,9 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
         return usage_error("--advertise, --name, --speed and --metaserver-token need --metaserver HOST:PORT");
     if (!o->meta_port && o->meta_key_file)
         return usage_error("--metaserver-key-file needs --metaserver HOST:PORT");
+    if (!o->tls_cert != !o->tls_key)
+        return usage_error(o->tls_cert ? "--tls-cert needs --tls-key FILE (the certificate's private key)"
+                                       : "--tls-key needs --tls-cert FILE (the certificate it belongs to)");
     return -1;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "grw_internal.h"
+#include "grw_tls.h"
 #include "grw_wire.h"
 
 int grw_poll_ms(long long deadline_ns) {
@@ -31,6 +32,11 @@ void grw_reader_init(grw_reader *r, int fd, uint64_t max_message) {
  * tried first without blocking and poll() runs only when no data is ready, so a bulk
  * transfer costs one system call per chunk rather than two. */
 static int sock_read(grw_reader *r, void *dst, size_t n, size_t *got, gr_err *e) {
+    if (r->tls) {
+        int rc = grw_tls_read(r->tls, dst, n, got, r->deadline_ns, e);
+        if (!rc && r->tally) __atomic_add_fetch(r->tally, (uint64_t)*got, __ATOMIC_RELAXED);
+        return rc;
+    }
     for (;;) {
         ssize_t k = recv(r->fd, dst, n, r->deadline_ns ? MSG_DONTWAIT : 0);
         /* A file (a job kept on disk, gsv_jobs.c) reads the same bytes. */
@@ -288,7 +294,7 @@ int grw_skip(grw_reader *r, gr_err *e) {
 }
 
 int grw_has_buffered(const grw_reader *r) {
-    return r->len > r->pos;
+    return r->len > r->pos || (r->tls && grw_tls_pending(r->tls));
 }
 
 int grw_read_words(grw_reader *r, void *dst, size_t n, unsigned word, gr_err *e) {

@@ -112,6 +112,8 @@ void grw_tune_socket(int fd);
 
 /* ---- reading one message ---- */
 
+struct grw_tls; /* a TLS session (grw_tls.h): when set, the bytes go through it */
+
 typedef struct grw_reader {
     int fd;
     long long deadline_ns; /* absolute gr_now_ns() deadline, 0: none */
@@ -120,9 +122,10 @@ typedef struct grw_reader {
     uint32_t frag_left; /* bytes left in the current fragment */
     int last_frag;      /* the current fragment is the record's last */
     int in_message;
-    size_t pos, len; /* buffered bytes buf[pos..len) */
-    uint64_t *tally; /* when set, every byte received is added here (atomically): the
-                      * client's statistics; grw_reader_init clears it */
+    size_t pos, len;     /* buffered bytes buf[pos..len) */
+    uint64_t *tally;     /* when set, every byte received is added here (atomically): the
+                          * client's statistics; grw_reader_init clears it */
+    struct grw_tls *tls; /* the connection's TLS session, or NULL; grw_reader_init clears it */
     uint8_t buf[65536];
 } grw_reader;
 
@@ -148,7 +151,7 @@ int grw_end(grw_reader *r, gr_err *e);
 /* Discards the rest of the current message (after an error that leaves the stream in
  * sync). Fails when the message is longer than the limit. */
 int grw_skip(grw_reader *r, gr_err *e);
-/* Body bytes not yet read in the current fragment plus buffered ones: used to tell
+/* Bytes buffered in the reader (or inside its TLS session): used to tell
  * "nothing more arrives" from "more arrives"; not the message's remaining length. */
 int grw_has_buffered(const grw_reader *r);
 
@@ -157,9 +160,10 @@ int grw_has_buffered(const grw_reader *r);
 typedef struct grw_writer {
     int fd;
     long long deadline_ns;
-    size_t len;      /* buffered bytes after the 4-byte fragment header slot */
-    uint64_t *tally; /* when set, every byte sent is added here (atomically): the client's
-                      * statistics; grw_writer_init clears it */
+    size_t len;          /* buffered bytes after the 4-byte fragment header slot */
+    uint64_t *tally;     /* when set, every byte sent is added here (atomically): the client's
+                          * statistics; grw_writer_init clears it */
+    struct grw_tls *tls; /* the connection's TLS session, or NULL; grw_writer_init clears it */
     uint8_t buf[4 + 65536];
 } grw_writer;
 

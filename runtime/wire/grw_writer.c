@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "grw_internal.h"
+#include "grw_tls.h"
 #include "grw_wire.h"
 
 void grw_writer_init(grw_writer *w, int fd) {
@@ -18,11 +19,18 @@ void grw_writer_init(grw_writer *w, int fd) {
     w->deadline_ns = 0;
     w->len = 0;
     w->tally = NULL;
+    w->tls = NULL;
 }
 
 /* Writes every byte of IOV (modified in place). Like the reader, tries first without
  * blocking and polls only when the socket buffer is full. */
 static int sock_writev(grw_writer *w, struct iovec *iov, int cnt, gr_err *e) {
+    if (w->tls) {
+        size_t sent = 0;
+        int rc = grw_tls_writev(w->tls, iov, cnt, w->deadline_ns, &sent, e);
+        if (w->tally) __atomic_add_fetch(w->tally, (uint64_t)sent, __ATOMIC_RELAXED);
+        return rc;
+    }
     while (cnt > 0) {
         struct msghdr mh;
         memset(&mh, 0, sizeof mh);

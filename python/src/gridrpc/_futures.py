@@ -286,9 +286,19 @@ _senders_lock = threading.Lock()
 _senders_pid = os.getpid()
 
 
+def _scheme(s: object) -> str:
+    """The scheme S starts with: "gridrpcs://" (TLS), "gridrpc://", or ""."""
+    if isinstance(s, str):
+        for scheme in ("gridrpcs://", "gridrpc://"):
+            if s.startswith(scheme):
+                return scheme
+    return ""
+
+
 def _sender_for(name: str) -> _Sender:
     global _senders_pid
-    key = name[10:].split("/", 1)[0] if name.startswith("gridrpc://") else ""
+    scheme = _scheme(name)
+    key = name[len(scheme):].split("/", 1)[0] if scheme else ""
     with _senders_lock:
         if _senders_pid != os.getpid():  # forked: the parent's threads are not here
             _senders.clear()
@@ -316,21 +326,23 @@ def _check_timeout(timeout: float | None) -> float | None:
 
 
 def _target(name: str, server: str | None) -> str:
-    """NAME sent to SERVER ("host:port" or "gridrpc://host:port"): a gridrpc:// URL."""
+    """NAME sent to SERVER ("host:port", "gridrpc://host:port" or "gridrpcs://host:port"
+    for TLS): a gridrpc:// (gridrpcs://) URL."""
     if server is None:
         return name
     if not isinstance(server, str):
         raise ArgumentTypeError(_core.GRID_ERR_ARGS,
                                 f"server= expects 'host:port' (a str), got {type(server).__name__}")
-    hp = server[10:] if server.startswith("gridrpc://") else server
+    scheme = _scheme(server)
+    hp = server[len(scheme):]
     hp = hp.rstrip("/")
     if not hp or "/" in hp or ":" not in hp:
         raise ArgumentValueError(_core.GRID_ERR_ARGS, f"server={server!r}: expects 'host:port'")
-    if isinstance(name, str) and name.startswith("gridrpc://"):
+    if _scheme(name):
         raise ArgumentValueError(_core.GRID_ERR_ARGS,
                                  f"{name!r} already names its server: give a plain name with server=, "
                                  "or drop server=")
-    return f"gridrpc://{hp}/{name}"
+    return f"{scheme or 'gridrpc://'}{hp}/{name}"
 
 
 def call_async(name: str, /, *args: Any, timeout: float | None = None, server: str | None = None) -> Future:

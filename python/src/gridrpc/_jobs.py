@@ -45,10 +45,12 @@ def job_state(job: str) -> JobState:
 
 
 def _server_of(job: str) -> str:
-    body = job[len("gridrpc://"):] if job.startswith("gridrpc://") else job
+    """The URL prefix of JOB's server: "gridrpc://host:port" (gridrpcs:// for TLS)."""
+    scheme = "gridrpcs://" if job.startswith("gridrpcs://") else "gridrpc://"
+    body = job[len(scheme):] if job.startswith(scheme) else job
     if "/" not in body:
         raise ValueError(f"job id {job!r}: expected 'host:port/HEX' as submit returned it")
-    return body.rsplit("/", 1)[0]
+    return scheme + body.rsplit("/", 1)[0]
 
 
 def fetch(job: str, /, *args: Any, wait: float = 0.0) -> Any:
@@ -58,7 +60,7 @@ def fetch(job: str, /, *args: Any, wait: float = 0.0) -> Any:
     CallTimeoutError when it has not finished (fetch again later); the job's own error
     when it failed. Returns as call does; a job can be fetched again until forgotten."""
     st = _core.job_state(job)
-    name = f"gridrpc://{_server_of(job)}/{st[0]}"
+    name = f"{_server_of(job)}/{st[0]}"
     return _core.fetch(job, float(wait), name, *args)
 
 
