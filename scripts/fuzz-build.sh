@@ -27,7 +27,17 @@ inc="-Ibuild -Iinclude -Iruntime/desc -Iruntime/common -Iruntime/wire -Iruntime/
      -Iruntime/client -Iruntime/ogf -Iruntime/server -Imetaserver
      $(pkg-config --cflags libtirpc openssl sqlite3 2>/dev/null)"
 libs="$(pkg-config --libs libtirpc openssl sqlite3 2>/dev/null) -lpthread -lm -ldl"
-antlr_inc=${ANTLR4_CPPFLAGS:--isystem /usr/include/antlr4-runtime}
+# ANTLR 4.9's headers do not compile with clang: Vocabulary's const members have no
+# initializer, which makes InterpreterData's inline constructor ill-formed for clang
+# (GCC accepts it). This build uses a copy of them with empty initializers added; the
+# layout and the library's own compiled constructors are unchanged.
+antlr_dir=${ANTLR4_INCLUDE:-/usr/include/antlr4-runtime}
+if [ ! -f $out/antlr4-runtime/Vocabulary.h ] || [ $antlr_dir/Vocabulary.h -nt $out/antlr4-runtime/Vocabulary.h ]; then
+  rm -rf $out/antlr4-runtime
+  cp -r "$antlr_dir" $out/antlr4-runtime &&
+    sed -i 's/\(std::vector<std::string> const _[A-Za-z]*\);/\1{};/' $out/antlr4-runtime/Vocabulary.h
+fi
+antlr_inc="-isystem $out/antlr4-runtime"
 
 # The runtime the targets call: every decoder and parser, not the daemons' main loops.
 core_c="runtime/version.c $(ls runtime/desc/*.c runtime/common/*.c runtime/wire/*.c runtime/marshal/*.c \
@@ -82,6 +92,7 @@ for t in $targets; do
     failed=1
     continue
   fi
+  rm -f $out/$t # a target that no longer builds must not run its old binary
   # shellcheck disable=SC2086
   if $cmd -o $out/$t >$out/$t.build 2>&1; then
     echo "$out/$t"

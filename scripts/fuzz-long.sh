@@ -1,0 +1,71 @@
+#!/bin/bash
+# fuzz-long.sh: the long fuzzing run: every libFuzzer target of tests/fuzz/ (built once
+# by scripts/fuzz-build.sh, ASan + UBSan) for N executions each, one process per target
+# (libFuzzer's -runs=N in process: one job, one worker), starting from the seed corpus
+# and dictionary in the tree. New corpus entries and findings stay in a work folder,
+# never in the tree: copy a finding to tests/fuzz/corpus/TARGET/regress-NAME once fixed.
+#
+#     scripts/fuzz-long.sh [-n N] [-w DIR] [TARGET...]
+#         -n N     executions per target (default 1000000; FUZZ_RUNS)
+#         -w DIR   work folder (default build-fuzz/long-DATE; FUZZ_WORK): DIR/TARGET/corpus
+#                  (seeds and what the run added), DIR/TARGET/crash-*, leak-*, timeout-*,
+#                  oom-* (findings), DIR/TARGET/log
+#         TARGET   default: every target (fuzz-build.sh lists them)
+#
+# Prints a table: target, executions, executions/s, seconds, findings (files written by
+# libFuzzer for crashes, leaks, timeouts, out-of-memory). Exits 1 when anything was
+# found or a target did not run to its N. Each input has 10 s (-timeout) and 2 GiB
+# (-rss_limit_mb); FUZZ_FLAGS adds libFuzzer options.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+runs=${FUZZ_RUNS:-1000000}
+work=${FUZZ_WORK:-build-fuzz/long-$(date -u +%Y%m%dT%H%M%S)}
+while getopts "n:w:h" opt; do
+  case $opt in
+    n) runs=$OPTARG ;;
+    w) work=$OPTARG ;;
+    *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+case $runs in '' | *[!0-9]*) echo "fuzz-long: -n '$runs' is not a number of executions" >&2; exit 2 ;; esac
+targets=${*:-msg desc meta conf ogf opts idl}
+
+# shellcheck disable=SC2086
+if ! scripts/fuzz-build.sh $targets >/dev/null; then
+  echo "fuzz-long: the targets do not all build (see above)" >&2
+  exit 1
+fi
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+echo "fuzz-long: $runs executions per target; work folder $work"
+
+rows=()
+bad=0
+for t in $targets; do
+  d=$work/$t
+  mkdir -p "$d/corpus"
+  cp tests/fuzz/corpus/$t/* "$d/corpus/" 2>/dev/null
+  dict=
+  [ -f tests/fuzz/$t.dict ] && dict=-dict=$(pwd)/tests/fuzz/$t.dict
+  start=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  (cd "$d" && "$OLDPWD/build-fuzz/$t" -runs="$runs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+     -artifact_prefix="$d/" $dict ${FUZZ_FLAGS:-} corpus >log 2>&1)
+  rc=$?
+  end=$(date +%s.%N)
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$d/log" | tail -1)
+  findings=$(find "$d" -maxdepth 1 \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
+  secs=$(echo "$end - $start" | bc -l)
+  rate=$(echo "${execs:-0} / ($secs + 0.001)" | bc -l)
+  rows+=("$(printf '%-6s %12s %10.0f %9.1f %9s' "$t" "${execs:-?}" "$rate" "$secs" "$findings")")
+  if [ "$findings" -gt 0 ] || [ $rc -ne 0 ] || [ "${execs:-0}" -lt "$runs" ]; then
+    bad=1
+    echo "fuzz-long: $t: exit status $rc, ${execs:-no} executions, $findings findings (see $d/log)" >&2
+    grep -E 'ERROR|SUMMARY|invariant' "$d/log" | head -5 >&2
+  fi
+done
+
+printf '%-6s %12s %10s %9s %9s\n' target execs "exec/s" "time(s)" findings
+printf '%s\n' "${rows[@]}"
+exit $bad
