@@ -16,12 +16,19 @@ mkdir -p $c/meta $c/idl $c/ogf $c/conf $c/opts
 # UNREGISTER made 1, the id the first REGISTER gets).
 msg() { xxd -r -p "$top/tests/golden-msg/$1.hex"; }
 id1() { msg "$1" | python3 -c 'import sys; b=bytearray(sys.stdin.buffer.read()); b[28:36]=(1).to_bytes(8,"big"); sys.stdout.buffer.write(b)'; }
-conn() { out=$1; shift; { msg hello; for m in "$@"; do case $m in heartbeat|unregister) id1 $m ;; *) msg $m ;; esac; done; } >"$c/meta/$out"; }
+# A REPORT of a call that ran on server 1 (code 0, so the metaserver learns from it); with
+# "big", 1 MiB each way (a bandwidth sample rather than a latency one).
+report_ok() { msg report | python3 -c 'import sys; b=bytearray(sys.stdin.buffer.read()); b[36:44]=(1).to_bytes(8,"big"); b[44:48]=bytes(4)
+if sys.argv[1:] == ["big"]: b[76:84]=b[84:92]=(1<<20).to_bytes(8,"big"); b[92:100]=(50*10**6).to_bytes(8,"big")
+sys.stdout.buffer.write(b)' "$@"; }
+conn() { out=$1; shift; { msg hello; for m in "$@"; do case $m in heartbeat|unregister) id1 $m ;; report-ok) report_ok ;;
+  report-big) report_ok big ;; *) msg $m ;; esac; done; } >"$c/meta/$out"; }
 conn hello
 conn full register heartbeat schedule report servers list ping probe unregister
 conn schedule-twice register heartbeat schedule schedule report schedule
 conn empty-state ping list servers schedule
 conn down register unregister schedule servers
+conn learn register heartbeat schedule report-ok report-big schedule servers
 for m in register heartbeat schedule report servers list ping probe unregister call; do
   [ -f tests/golden-msg/$m.hex ] && conn "one-$m" $m
 done
