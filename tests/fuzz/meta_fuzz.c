@@ -232,6 +232,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         memset(&h, 0, sizeof h);
         c->r.deadline_ns = gr_now_ns() + 5000000000LL;
         if (grp_read_header(&c->r, &h, &e)) break;
+        /* As serve_one. With issue 13's keys (gridmetad --key-file) AUTH must follow
+         * HELLO: mirror that check here, and give this target a key so that a seed of
+         * HELLO, AUTH reaches the requests behind it. */
         if (!c->hello_done && h.type != GRW_HELLO) break;
         if (gms_request_serve(c, &h) != GMS_KEEP) break;
     }
