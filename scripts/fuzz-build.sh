@@ -6,12 +6,13 @@
 #
 #     scripts/fuzz-build.sh [TARGET...]      (default: every target; FUZZ_JOBS compilers, 2)
 #
-# Needs build/ configured and built first (config.h, build/stubs/gen/test_stub.c). Prints
+# Needs build/ configured and built first (config.h, build/stubs/gen/test_stub.c, the
+# module build/stubs/.libs/test.so that the server target loads). Prints
 # each target's binary as it is linked; exits non-zero when one fails to build (its
 # compiler output is in build-fuzz/TARGET.build).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-all_targets="msg desc meta conf ogf opts idl"
+all_targets="msg desc meta conf ogf opts idl server"
 targets=${*:-$all_targets}
 out=build-fuzz
 jobs=${FUZZ_JOBS:-2}
@@ -41,7 +42,7 @@ antlr_inc="-isystem $out/antlr4-runtime"
 
 # The runtime the targets call: every decoder and parser, not the daemons' main loops.
 core_c="runtime/version.c $(ls runtime/desc/*.c runtime/common/*.c runtime/wire/*.c runtime/marshal/*.c \
-  runtime/proto/*.c runtime/client/*.c runtime/ogf/*.c) runtime/server/gsv_options.c
+  runtime/proto/*.c runtime/client/*.c runtime/ogf/*.c) $(ls runtime/server/gsv_*.c | grep -v gsv_main.c)
   $(ls metaserver/gms_*.c | grep -v -e gms_main.c -e gms_http.c)"
 idl_cxx="idlc/src/diag.cpp idlc/src/preprocess.cpp idlc/src/parse.cpp idlc/src/sema.cpp idlc/src/printer.cpp
   idlc/src/emit_descriptor.cpp idlc/src/emit_stub.cpp idlc/src/emit_client.cpp $(ls idlc/gen/*.cpp)"
@@ -79,6 +80,8 @@ failed=0
 for t in $targets; do
   case $t in
     msg)  extra="-DGRIDRPC_STUB_NO_ENTRY build/stubs/gen/test_stub.c" ;;
+    # The module (build/stubs/.libs/test.so) calls back into the server, as in gridrpcd.
+    server) extra="-rdynamic -Wl,--whole-archive $out/libfuzzcore.a -Wl,--no-whole-archive" ;;
     *)    extra= ;;
   esac
   if [ $t = idl ]; then

@@ -31,7 +31,7 @@ while getopts "n:w:h" opt; do
 done
 shift $((OPTIND - 1))
 case $runs in '' | *[!0-9]*) echo "fuzz-long: -n '$runs' is not a number of executions" >&2; exit 2 ;; esac
-targets=${*:-msg desc meta conf ogf opts idl}
+targets=${*:-msg desc meta conf ogf opts idl server}
 
 # shellcheck disable=SC2086
 if ! scripts/fuzz-build.sh $targets >/dev/null; then

@@ -57,18 +57,18 @@ for tier in $tiers; do
     run_check build-san sanitizers ;;
   fuzz)
     # Every target of tests/fuzz/ (README.md there) under libFuzzer (clang, ASan + UBSan),
-    # from its seeds, with its dictionary, FUZZ_SECONDS each: 6 by default, so the seven
+    # from its seeds, with its dictionary, FUZZ_SECONDS each: 5 by default, so the eight
     # take about what two took at 20. scripts/fuzz-long.sh is the long run.
     mkdir -p build-fuzz
     scripts/fuzz-build.sh >build-fuzz/build.out 2>&1
-    for target in msg desc meta conf ogf opts idl; do
+    for target in msg desc meta conf ogf opts idl server; do
       if [ ! -x build-fuzz/$target ]; then
         tail -20 build-fuzz/$target.build 2>/dev/null || tail -20 build-fuzz/build.out; one "fuzz: $target build" 1; continue
       fi
       rm -rf "build-fuzz/corpus-$target"
       mkdir -p "build-fuzz/corpus-$target"
       cp tests/fuzz/corpus/$target/* "build-fuzz/corpus-$target/"
-      (cd build-fuzz && ./$target -max_total_time="${FUZZ_SECONDS:-6}" -timeout=10 -rss_limit_mb=2048 \
+      (cd build-fuzz && ./$target -max_total_time="${FUZZ_SECONDS:-5}" -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=1 -dict=../tests/fuzz/$target.dict corpus-$target >$target.out 2>&1)
       rc=$?
       grep -E 'stat::number_of_executed_units|ERROR|SUMMARY|invariant' build-fuzz/$target.out | head -5

@@ -1,7 +1,7 @@
 #!/bin/sh
 # make-text-seeds.sh: regenerates the seed corpora that come from files already in the
-# tree: meta (gridmetad requests, from the golden messages of tests/golden-msg, one
-# connection each), idl (the IDL files of stubs/ and tests/), ogf, conf and opts (from
+# tree: server and meta (gridrpcd's and gridmetad's requests, from corpus/msg and the
+# golden messages of tests/golden-msg, one connection each), idl (the IDL files of stubs/ and tests/), ogf, conf and opts (from
 # the examples of the documentation, written here). Run from the top of the tree:
 #     sh tests/fuzz/make-text-seeds.sh
 # Files already there are replaced; findings kept as regression seeds (names starting
@@ -10,7 +10,7 @@ set -eu
 top=$(pwd)
 c=tests/fuzz/corpus
 [ -d tests/golden-msg ] || { echo "make-text-seeds.sh: run it from the top of the tree" >&2; exit 2; }
-mkdir -p $c/meta $c/idl $c/ogf $c/conf $c/opts
+mkdir -p $c/meta $c/idl $c/ogf $c/conf $c/opts $c/server
 
 # ---- meta: one connection = HELLO, then requests (the server ids of HEARTBEAT and
 # UNREGISTER made 1, the id the first REGISTER gets).
@@ -33,6 +33,19 @@ for m in register heartbeat schedule report servers list ping probe unregister c
   [ -f tests/golden-msg/$m.hex ] && conn "one-$m" $m
 done
 msg register >"$c/meta/no-hello"
+
+# ---- server: one connection to gridrpcd = HELLO, then each message of corpus/msg, then
+# a few calls in a row (the sessions, jobs and objects they open are the server's).
+mkdir -p $c/server
+for f in $c/msg/*; do
+  n=$(basename "$f")
+  case $n in hello* | regress-*) continue ;; esac
+  { msg hello; cat "$f"; } >"$c/server/$n"
+done
+{ msg hello; cat $c/msg/call-echo-double $c/msg/call-echo-strings $c/msg/get_descriptor $c/msg/ping; msg list; } >$c/server/calls
+{ msg hello; cat $c/msg/data-put $c/msg/call-data $c/msg/data-get $c/msg/data-free $c/msg/session-end; } >$c/server/data-session
+{ msg hello; cat $c/msg/submit $c/msg/jobs $c/msg/fetch $c/msg/job-info $c/msg/forget; } >$c/server/jobs-flow
+{ msg hello; cat $c/msg/obj-create $c/msg/obj-invoke-echo-double $c/msg/obj-destroy; } >$c/server/object-flow
 
 # ---- idl: every IDL file of the tree, as idlc --no-cpp reads it (#include lines and all).
 for f in stubs/*.idl tests/idl/*.idl tests/golden/*/input.idl tests/ngobj/*.idl tests/ngdiag/*.idl \
@@ -111,4 +124,4 @@ printf -- '--db\n:memory:\n--scheduler\nleast-load\n--http\n0\n--heartbeat\n250m
 printf -- '--max-connections\n64\n-v\n--log-level\ndebug\n--token\nabc\n' >$c/opts/gridmetad-more
 printf -- '--help\n' >$c/opts/help
 printf -- '--port=7000\n--bogus\n' >$c/opts/bad
-echo "make-text-seeds.sh: $(ls $c/meta | wc -l) meta, $(ls $c/idl | wc -l) idl, $(ls $c/ogf | wc -l) ogf, $(ls $c/conf | wc -l) conf, $(ls $c/opts | wc -l) opts"
+echo "make-text-seeds.sh: $(ls $c/server | wc -l) server, $(ls $c/meta | wc -l) meta, $(ls $c/idl | wc -l) idl, $(ls $c/ogf | wc -l) ogf, $(ls $c/conf | wc -l) conf, $(ls $c/opts | wc -l) opts"
