@@ -122,12 +122,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     /* End of file: the reader and every call of the connection let go of it. */
-    char buf[65536];
+    static uint8_t buf[1 << 16];
     size_t got = 0;
     ssize_t k;
-    while ((k = read(sv[1], buf, sizeof buf)) > 0)
+    while ((k = read(sv[1], buf + (got < sizeof buf ? got : 0),
+                     got < sizeof buf ? sizeof buf - got : sizeof buf)) > 0)
         got += (size_t)k;
-    if (getenv("FUZZ_VERBOSE")) fprintf(stderr, "server_fuzz: %zu bytes in, %zu bytes out\n", size, got);
+    if (getenv("FUZZ_VERBOSE")) {
+        /* The types of the replies (each record's first fragment), to see what a seed reaches. */
+        fprintf(stderr, "server_fuzz: %zu bytes in, %zu bytes out:", size, got);
+        for (size_t at = 0; at + 16 <= got && at + 16 <= sizeof buf;) {
+            uint32_t mark = (uint32_t)buf[at] << 24 | (uint32_t)buf[at + 1] << 16 |
+                            (uint32_t)buf[at + 2] << 8 | buf[at + 3];
+            uint32_t type = (uint32_t)buf[at + 14] << 8 | buf[at + 15];
+            fprintf(stderr, " %s", grw_type_name(type));
+            if (type == GRW_ERROR && at + 36 <= got && at + 36 <= sizeof buf) {
+                uint32_t n = (uint32_t)buf[at + 34] << 8 | buf[at + 35];
+                if (at + 36 + n <= got && at + 36 + n <= sizeof buf)
+                    fprintf(stderr, " (%.*s)", (int)n, buf + at + 36);
+            }
+            at += 4 + (mark & 0x7fffffffu);
+        }
+        fprintf(stderr, "\n");
+    }
     close(sv[1]);
     fuzz_check(gsv_sched_wait_idle(&server, gr_now_ns() + 30000000000LL) == 0, "every call ends");
     return 0;
