@@ -68,7 +68,7 @@ for tier in $tiers; do
       rm -rf "build-fuzz/corpus-$target"
       mkdir -p "build-fuzz/corpus-$target"
       cp tests/fuzz/corpus/$target/* "build-fuzz/corpus-$target/"
-      (cd build-fuzz && ./$target -max_total_time="${FUZZ_SECONDS:-5}" -timeout=10 -rss_limit_mb=2048 \
+      (cd build-fuzz && ./$target -max_total_time="${FUZZ_SECONDS:-5}" -timeout=30 -rss_limit_mb=2048 \
         -print_final_stats=1 -dict=../tests/fuzz/$target.dict corpus-$target >$target.out 2>&1)
       rc=$?
       grep -E 'stat::number_of_executed_units|ERROR|SUMMARY|invariant' build-fuzz/$target.out | head -5

@@ -117,37 +117,29 @@ static inline char *fuzz_strndup(const uint8_t *data, size_t size) {
 }
 
 /* Silences stdout and stderr until fuzz_quiet_end: the parsers print a warning, a usage
- * message or their help for most inputs. The sanitizers keep reporting: libFuzzer gives
- * them their own descriptor, and a crash under fuzz_main is seen by its exit status
- * (rerun the input to read the report). */
+ * message or their help for most inputs. Only the stdio streams are swapped (glibc's
+ * stdout and stderr are variables), not the descriptors: the sanitizers and libFuzzer
+ * write to descriptor 2 and to the stream they took at start, so a crash inside still
+ * says what it was. */
 typedef struct fuzz_quiet {
-    int out, err;
+    FILE *out, *err;
 } fuzz_quiet;
 
 static inline fuzz_quiet fuzz_quiet_begin(void) {
+    static FILE *null;
+    if (!null && !(null = fopen("/dev/null", "w"))) abort();
     fflush(stdout);
     fflush(stderr);
-    fuzz_quiet q = {dup(1), dup(2)};
-    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-    if (null >= 0) {
-        dup2(null, 1);
-        dup2(null, 2);
-        close(null);
-    }
+    fuzz_quiet q = {stdout, stderr};
+    stdout = null;
+    stderr = null;
     return q;
 }
 
 static inline void fuzz_quiet_end(fuzz_quiet q) {
     fflush(stdout);
-    fflush(stderr);
-    if (q.out >= 0) {
-        dup2(q.out, 1);
-        close(q.out);
-    }
-    if (q.err >= 0) {
-        dup2(q.err, 2);
-        close(q.err);
-    }
+    stdout = q.out;
+    stderr = q.err;
 }
 
 #endif /* FUZZ_UTIL_H */
