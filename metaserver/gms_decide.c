@@ -184,7 +184,11 @@ int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, l
     /* A call that nothing predicts still occupies the server: count it as the default. */
     p->seconds = cand->compute > 0 ? cand->compute : GMS_DEFAULT_CALL_S;
     p->assigned_ns = now_ns;
-    p->expires_ns = now_ns + (long long)((cand->estimate * 3 + 60) * 1e9);
+    /* A client's flops have no bound, nor has the estimate: past 10^9 s (31 years) the
+     * deadline is that, rather than a nanosecond count overflowing (found by
+     * tests/fuzz/meta_fuzz.c). */
+    double life_s = cand->estimate * 3 + 60;
+    p->expires_ns = now_ns + (long long)((life_s < 1e9 ? life_s : 1e9) * 1e9);
     s->pending++;
     s->pending_s += p->seconds;
     s->fresh_s += p->seconds;

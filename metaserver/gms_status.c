@@ -40,6 +40,23 @@ void gms_buf_printf(gms_buf *b, const char *fmt, ...) {
     b->len += (size_t)n;
 }
 
+/* The length of the valid UTF-8 sequence at P (1 to 4), or 0 when it is not one
+ * (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF). */
+static int utf8_len(const unsigned char *p) {
+    unsigned char c = p[0];
+    if (c < 0x80) return 1;
+    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (!n) return 0;
+    unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+    unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+    if (p[1] < lo || p[1] > hi) return 0;
+    for (int i = 2; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0;
+    return n;
+}
+
+/* S as a JSON string. Names come from peers as bytes: what is not UTF-8 is written as
+ * U+FFFD, since JSON is UTF-8 and its readers (python's json, browsers) refuse the rest. */
 void gms_buf_json_string(gms_buf *b, const char *s) {
     if (reserve(b, strlen(s) * 6 + 2)) return;
     char *o = b->p + b->len;
@@ -50,6 +67,15 @@ void gms_buf_json_string(gms_buf *b, const char *s) {
             *o++ = (char)*p;
         } else if (*p < 0x20 || *p == 0x7f) {
             o += sprintf(o, "\\u%04x", *p);
+        } else if (*p >= 0x80) {
+            int n = utf8_len(p);
+            if (n) {
+                memcpy(o, p, (size_t)n);
+                o += n;
+                p += n - 1;
+            } else {
+                o += sprintf(o, "\\ufffd");
+            }
         } else {
             *o++ = (char)*p;
         }

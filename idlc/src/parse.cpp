@@ -2,6 +2,9 @@
 // people (the raw ANTLR messages name token types) and carry original locations.
 #include "parse.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #if defined(__GNUC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wshadow"
@@ -360,7 +363,52 @@ class Builder {
 
 } // namespace
 
+namespace {
+
+// The offset of the first byte of TEXT that is not UTF-8 (RFC 3629: no overlong
+// forms, no surrogates, nothing past U+10FFFF), or npos when all of it is.
+size_t firstNonUtf8(const std::string &text) {
+    const auto *p = reinterpret_cast<const unsigned char *>(text.data());
+    size_t n = text.size();
+    for (size_t i = 0; i < n;) {
+        unsigned char c = p[i];
+        size_t len = c < 0x80                 ? 1
+                     : c >= 0xc2 && c <= 0xdf ? 2
+                     : c >= 0xe0 && c <= 0xef ? 3
+                     : c >= 0xf0 && c <= 0xf4 ? 4
+                                              : 0;
+        if (len == 0 || i + len > n) return i;
+        if (len > 1) {
+            unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+            unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+            if (p[i + 1] < lo || p[i + 1] > hi) return i;
+            for (size_t k = 2; k < len; k++)
+                if ((p[i + k] & 0xc0) != 0x80) return i;
+        }
+        i += len;
+    }
+    return std::string::npos;
+}
+
+} // namespace
+
 std::optional<ast::File> parseIdl(const Source &src, Diag &diag) {
+    // ANTLR decodes its input as UTF-8 and throws on anything else: a Latin-1 comment
+    // would end idlc with an uncaught exception rather than an error with its place.
+    size_t bad = firstNonUtf8(src.text);
+    if (bad != std::string::npos) {
+        size_t nl = bad == 0 ? std::string::npos : src.text.rfind('\n', bad - 1);
+        int line = 1 + static_cast<int>(
+                           std::count(src.text.begin(), src.text.begin() + static_cast<long>(bad), '\n'));
+        int col = static_cast<int>(nl == std::string::npos ? bad : bad - nl - 1);
+        char byte[8];
+        snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(src.text[bad]));
+        diag.error(src.locate(line, col),
+                   std::string("byte ") + byte +
+                       " is not UTF-8: idlc reads IDL files as UTF-8 (convert the file, "
+                       "e.g. iconv -f latin1 -t utf-8)");
+        return std::nullopt;
+    }
     antlr4::ANTLRInputStream input(src.text);
     idlc_gen::IdlLexer lexer(&input);
     ErrorListener listener(src, diag);

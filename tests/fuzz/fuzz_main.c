@@ -1,12 +1,16 @@
 /* fuzz_main.c: a standalone driver for libFuzzer targets, for compilers without
  * -fsanitize=fuzzer (gcc). It replays a corpus, then a fixed, reproducible number of
- * mutations of it, so `make check` fuzzes a little on every build. Crashes are found by
- * the sanitizers, which abort the process; reaching the end means none occurred.
+ * mutations of it (some of them with the words of the target's dictionary), so `make
+ * check` fuzzes a little on every build. Crashes are found by the sanitizers, which
+ * abort the process; reaching the end means none occurred.
  *
- *     fuzz-desc [FILE_OR_DIR...]    (FUZZ_ITERATIONS mutations, default 20000)
+ *     fuzz-TARGET [FILE_OR_DIR...]    (FUZZ_ITERATIONS mutations, default 20000 or
+ *                                      the target's FUZZ_DEFAULT_ITERATIONS)
  *
  * Without arguments (as `make check` runs it) the corpus is $FUZZ_CORPUS, or else
- * $top_srcdir/tests/fuzz/corpus/desc (top_srcdir defaults to ".").
+ * $top_srcdir/tests/fuzz/corpus/TARGET (top_srcdir defaults to "."); the dictionary is
+ * $FUZZ_DICT, or else $top_srcdir/tests/fuzz/TARGET.dict when there is one. TARGET is
+ * the FUZZ_TARGET the program was built with (default "desc").
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -17,7 +21,15 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+#ifndef FUZZ_TARGET
+#define FUZZ_TARGET "desc"
+#endif
+#ifndef FUZZ_DEFAULT_ITERATIONS
+#define FUZZ_DEFAULT_ITERATIONS 20000
+#endif
+
 #define FUZZ_MAX_INPUT ((size_t)1 << 20)
+#define FUZZ_MAX_WORD 128
 
 typedef struct input {
     uint8_t *data;
@@ -96,6 +108,68 @@ static void add_path(corpus *c, const char *path) {
     free(names);
 }
 
+/* The dictionary: libFuzzer's format, one word a line, name="value" or "value", with
+ * \\, \" and \xNN escapes; '#' lines are comments. */
+typedef struct word {
+    uint8_t b[FUZZ_MAX_WORD];
+    size_t n;
+} word;
+
+static word *dict;
+static size_t ndict;
+
+static int hexval(int c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+static void load_dict(const char *path, int required) {
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        if (required) perror(path);
+        return;
+    }
+    char line[1024];
+    int lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *p = line + strspn(line, " \t");
+        if (*p == '#' || *p == '\n' || *p == '\0') continue;
+        char *q = strchr(p, '"');
+        word w = {{0}, 0};
+        int ok = q != NULL;
+        for (q = q ? q + 1 : NULL; ok && *q != '"'; q++) {
+            int c = (unsigned char)*q;
+            if (c == '\0' || c == '\n' || w.n == FUZZ_MAX_WORD) {
+                ok = 0;
+                break;
+            }
+            if (c == '\\') {
+                if (q[1] == 'x' && hexval(q[2]) >= 0 && hexval(q[3]) >= 0) {
+                    c = hexval(q[2]) * 16 + hexval(q[3]);
+                    q += 3;
+                } else if (q[1] == '\\' || q[1] == '"') {
+                    c = (unsigned char)*++q;
+                } else {
+                    ok = 0;
+                    break;
+                }
+            }
+            w.b[w.n++] = (uint8_t)c;
+        }
+        if (!ok || w.n == 0) {
+            fprintf(stderr, "%s:%d: not a dictionary word: write \"value\" or name=\"value\"\n", path,
+                    lineno);
+            continue;
+        }
+        dict = xrealloc(dict, (ndict + 1) * sizeof *dict);
+        dict[ndict++] = w;
+    }
+    fclose(f);
+}
+
 static uint64_t next(uint64_t *s) {
     /* xorshift64: fixed seed, so every run tries the same inputs. */
     uint64_t x = *s;
@@ -112,6 +186,18 @@ static size_t mutate(uint8_t *buf, size_t size, uint64_t *rng) {
                                            4096, 0x7fffffff, 0x80000000, 0xfffffff0, 0xffffffff, 0xfffffffe};
     uint64_t r = next(rng);
     size_t pos = size ? (size_t)(next(rng) % size) : 0;
+    if (ndict > 0 && r % 8 >= 6) { /* a dictionary word, inserted or written over */
+        const word *w = &dict[next(rng) % ndict];
+        if (r % 8 == 6) {
+            if (size + w->n > FUZZ_MAX_INPUT) return size;
+            memmove(buf + pos + w->n, buf + pos, size - pos);
+            size += w->n;
+        } else if (pos + w->n > size) {
+            return size;
+        }
+        memcpy(buf + pos, w->b, w->n);
+        return size;
+    }
     switch (r % 6) {
     case 0: /* flip a bit */
         if (size) buf[pos] ^= (uint8_t)(1u << (next(rng) % 8));
@@ -157,7 +243,7 @@ int main(int argc, char **argv) {
         char fallback[4096];
         if (dir == NULL || *dir == '\0') {
             const char *top = getenv("top_srcdir");
-            snprintf(fallback, sizeof fallback, "%s/tests/fuzz/corpus/desc",
+            snprintf(fallback, sizeof fallback, "%s/tests/fuzz/corpus/" FUZZ_TARGET,
                      top != NULL && *top != '\0' ? top : ".");
             dir = fallback;
         }
@@ -168,7 +254,18 @@ int main(int argc, char **argv) {
         return 1;
     }
 
-    unsigned long iterations = 20000;
+    const char *dpath = getenv("FUZZ_DICT");
+    if (dpath != NULL && *dpath != '\0') {
+        load_dict(dpath, 1);
+    } else {
+        const char *top = getenv("top_srcdir");
+        char fallback[4096];
+        snprintf(fallback, sizeof fallback, "%s/tests/fuzz/" FUZZ_TARGET ".dict",
+                 top != NULL && *top != '\0' ? top : ".");
+        load_dict(fallback, 0);
+    }
+
+    unsigned long iterations = FUZZ_DEFAULT_ITERATIONS;
     const char *env = getenv("FUZZ_ITERATIONS");
     if (env != NULL && *env != '\0') iterations = strtoul(env, NULL, 10);
 
@@ -192,9 +289,10 @@ int main(int argc, char **argv) {
         free(exact);
     }
     free(buf);
+    free(dict);
     for (size_t i = 0; i < c.n; i++)
         free(c.v[i].data);
     free(c.v);
-    printf("fuzz: %zu inputs, 0 crashes\n", runs);
+    printf("fuzz: %s: %zu inputs (%zu dictionary words), 0 crashes\n", FUZZ_TARGET, runs, ndict);
     return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "gridrpc_stub.h"
 #include "grm_marshal.h"
+#include "grp_meta.h"
 #include "grp_proto.h"
 #include "grw_wire.h"
 
@@ -122,5 +123,36 @@ int main(int argc, char **argv) {
     seed(argv[1], "obj-invoke-echo-strings", "echo_strings", 2, 11, 3, s3, o3);
     seed(argv[1], "callback", "echo_double", 3, 12, 5, x, y);
     seed(argv[1], "callback-result", "echo_double", 4, 13, 5, x, x);
-    return 0;
+
+    /* File arguments: their bytes travel in the head (request id 14: msg_fuzz decodes a
+     * RESULT with an id of 2 modulo 4 as file_upper's). */
+    char in[] = "/tmp/gridrpc-seed-in-XXXXXX";
+    int fd = mkstemp(in);
+    if (fd < 0 || write(fd, "some text\n", 10) != 10) {
+        perror(in);
+        return 1;
+    }
+    close(fd);
+    seed(argv[1], "call-file-upper", "file_upper", 0, 14, in, in);
+    seed(argv[1], "result-file-upper", "file_upper", 1, 14, in, in);
+    unlink(in);
+
+    /* PROBE_OK with 16 bytes of payload. */
+    int sv[2];
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    grw_writer *w = malloc(sizeof *w);
+    grw_writer_init(w, sv[0]);
+    gr_err e;
+    int rc = grp_write_probe_ok(w, 15, 16, &e);
+    close(sv[0]);
+    char path[4096], buf[4096];
+    snprintf(path, sizeof path, "%s/probe_ok", argv[1]);
+    FILE *f = fopen(path, "wb");
+    ssize_t got;
+    while (f && (got = read(sv[1], buf, sizeof buf)) > 0)
+        fwrite(buf, 1, (size_t)got, f);
+    if (f) fclose(f);
+    close(sv[1]);
+    free(w);
+    return rc || !f;
 }

@@ -3,9 +3,11 @@
  * descriptors of stubs/test.idl (so every parameter kind is reachable), RESULT decoding
  * on the client side, OBJ_INVOKE like CALL (methods named after test functions), CALLBACK
  * and CALLBACK_RESULT, each small message's decoder (the remote objects' too) and the
- * metaserver's (grp_meta.h), with the decoders' promises checked (validated codes,
- * states, counts). The input is fed through a socket, as the server reads it. Limits
- * are small so the fuzzer explores the checks rather than the allocator. */
+ * metaserver's (grp_meta.h), data handles, two-phase jobs (SUBMIT with an odd request id
+ * is read as gridrpcd reads its kept copy), with the decoders' promises checked
+ * (validated codes, states, counts). The input is fed through a socket, as the server
+ * reads it. Limits are small so the fuzzer explores the checks rather than the
+ * allocator. tests/fuzz/README.md says where new messages plug in. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #include "grp_meta.h"
 #include "grp_proto.h"
 #include "grw_wire.h"
+#include "fuzz_util.h"
 
 extern const gridrpc_stub_module gridrpc_module_test;
 
@@ -62,6 +65,21 @@ static int server_call(grw_reader *r, const grw_limits *lim) {
     grm_release(c);
     free(c);
     return rc;
+}
+
+/* Reads SUBMIT as gridrpcd's JOB_INFO reads the copy it kept of one: the target, then
+ * the head as bytes (their length bounded by max_head), the rest skipped. */
+static int kept_submit(grw_reader *r, const grw_limits *lim) {
+    gr_err e;
+    grp_call_target t;
+    uint8_t *head;
+    uint32_t len;
+    int rc = grp_read_call_target(r, &t, &e);
+    if (rc) return rc;
+    rc = grp_read_submit_head_raw(r, lim->max_head, &head, &len, &e);
+    if (!rc && (len > lim->max_head || (len && !head))) abort();
+    free(head);
+    return rc ? rc : grw_skip(r, &e);
 }
 
 /* Decodes one OBJ_INVOKE body as gridrpcd does: the target, then (for a method named
@@ -135,23 +153,33 @@ static int data_message(grw_reader *r, uint32_t type, const grw_limits *lim) {
     return rc;
 }
 
-/* Decodes one RESULT body as the client does for test/echo_strings(3, in, out) and
- * test/echo_double(5, in, out). */
-static int client_result(grw_reader *r, const grw_limits *lim, int which) {
+/* Decodes one RESULT body as the client does for test/echo_double(5, in, out) (even
+ * request ids), test/echo_strings(3, in, out) (odd ones) and test/file_upper(in, out)
+ * (2 modulo 4: the file received is written in a folder of our own, then removed). */
+static int client_result(grw_reader *r, const grw_limits *lim, uint64_t id) {
     gr_err e;
-    const grd_desc *d = lookup(which ? "echo_strings" : "echo_double");
+    int which = id % 4 == 2 ? 2 : (int)(id & 1);
+    const grd_desc *d = lookup(which == 2 ? "file_upper" : which ? "echo_strings" : "echo_double");
     if (!d) return grw_skip(r, &e);
     grm_call *c = malloc(grm_call_size(d->nparams));
     grm_init(c, d, GRM_CLIENT_SIDE);
     int n = which ? 3 : 5;
     double din[5] = {0}, dout[5] = {0};
     char *sin[3] = {"a", "b", "c"}, *sout[3] = {NULL, NULL, NULL};
-    c->sl[0].val.i = n;
-    c->ptr[1] = which ? (void *)sin : (void *)din;
-    c->ptr[2] = which ? (void *)sout : (void *)dout;
+    char out_path[600], *fin = "unused", *fout = out_path;
+    if (which == 2) {
+        snprintf(out_path, sizeof out_path, "%s/out", fuzz_tmpdir());
+        c->ptr[0] = &fin;
+        c->ptr[1] = &fout;
+    } else {
+        c->sl[0].val.i = n;
+        c->ptr[1] = which ? (void *)sin : (void *)din;
+        c->ptr[2] = which ? (void *)sout : (void *)dout;
+    }
     grp_result_times t;
     int rc = grm_prepare(c, lim, &e);
     if (!rc) rc = grp_read_result(r, c, &t, &e);
+    if (which == 2) unlink(out_path);
     for (int i = 0; i < 3; i++)
         free(sout[i]);
     free(c);
@@ -441,7 +469,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         gr_err e;
         if (grp_read_header(r, &h, &e)) break;
         int rc;
-        if (h.type == GRW_CALL || h.type == GRW_SUBMIT)
+        if (h.type == GRW_SUBMIT && (h.request_id & 1))
+            rc = kept_submit(r, &lim);
+        else if (h.type == GRW_CALL || h.type == GRW_SUBMIT)
             rc = server_call(r, &lim);
         else if (h.type >= GRW_SUBMITTED && h.type <= GRW_JOB_INFO_OK)
             rc = job_message(r, h.type, &lim);
@@ -452,7 +482,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         else if (h.type == GRW_DATA_PUT || h.type == GRW_DATA)
             rc = data_message(r, h.type, &lim);
         else if (h.type == GRW_RESULT)
-            rc = client_result(r, &lim, (int)(h.request_id & 1));
+            rc = client_result(r, &lim, h.request_id);
         else if (h.type == GRW_CALLBACK || h.type == GRW_CALLBACK_RESULT)
             rc = callback_message(r, h.type, &lim);
         else

@@ -560,6 +560,17 @@ static void test_json_escape(void) {
     gms_buf_json_string(&b, "a\"b\\c\n\x01");
     ok(b.p && strcmp(b.p, "\"a\\\"b\\\\c\\u000a\\u0001\"") == 0, "JSON strings are escaped (%s)", b.p);
     free(b.p);
+    /* Names come from peers as bytes: UTF-8 passes, anything else becomes U+FFFD (found by
+     * tests/fuzz/meta_fuzz.c: python's json refused the whole status). */
+    gms_buf u = {0};
+    gms_buf_json_string(&u, "\xc3\xa9\xe2\x82\xac\xf0\x9d\x84\x9e|\xff|\xc3(|\xc0\xaf|\xed\xa0\x80|\xe2\x82");
+    ok(u.p &&
+           strcmp(
+               u.p,
+               "\"\xc3\xa9\xe2\x82\xac\xf0\x9d\x84\x9e|\\ufffd|\\ufffd(|\\ufffd\\ufffd|\\ufffd\\ufffd\\ufffd|"
+               "\\ufffd\\ufffd\"") == 0,
+       "JSON strings are UTF-8: bytes that are not become U+FFFD (%s)", u.p);
+    free(u.p);
 }
 
 int main(void) {
