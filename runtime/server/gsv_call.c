@@ -1,6 +1,8 @@
 /* gsv_call.c: running one call on a worker thread: give it its share of the BLAS
  * threads, invoke the stub, send RESULT (or ERROR) on the caller's connection, log it,
- * and free everything the call owned so that nothing of it outlives the answer. */
+ * and free everything the call owned so that nothing of it outlives the answer. A
+ * result that may keep the worker waiting on a slow reader goes out from a sender
+ * thread of its own instead. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "grp_proto.h"
@@ -40,6 +43,100 @@ static int send_result(gsv_server *s, gsv_job *job, long long queue_ns, long lon
     int rc = grp_write_result(w, job->request_id, &t, &job->call, &s->opt.limits, e);
     gsv_reply_unlock(job->conn, rc, e);
     return rc;
+}
+
+/* ---------------------------------------------------------------- sender threads */
+
+/* A result this large is sent by a thread of its own, and so is any result whose
+ * connection is busy sending another: a client that reads slowly, or not at all until
+ * the write deadline drops it, then holds no worker, and the others are served. A
+ * smaller result on a free connection fits in the socket buffers and is written at
+ * once, on the worker (tests/faults/slow-reader.sh). */
+#define GSV_HANDOFF_BYTES (1u << 20)
+
+typedef struct sender {
+    gsv_server *s;
+    gsv_job *job;
+    long long queue_ns, run_ns;
+    uint64_t bytes;
+} sender;
+
+static pthread_mutex_t senders_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t senders_done = PTHREAD_COND_INITIALIZER;
+static unsigned senders; /* under senders_lock */
+
+/* Sends JOB's RESULT, logs the call and frees it: the end of every call that ran well. */
+static void finish_call(gsv_server *s, gsv_job *job, long long queue_ns, long long run_ns, uint64_t bytes) {
+    gr_err e;
+    gr_clearerr(&e);
+    int rc = send_result(s, job, queue_ns, run_ns, bytes, &e);
+    gsv_call_log_at(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in, rc ? 0 : bytes,
+                    queue_ns, run_ns, job->t_queued, rc, e.msg);
+    gsv_job_free(job);
+    /* Counted once its answer was sent (or could not be): the metaserver compares it
+     * with what it assigned to learn how many calls finished here. */
+    atomic_fetch_add(&s->calls_done, 1);
+}
+
+static void *sender_main(void *arg) {
+    sender *a = arg;
+    finish_call(a->s, a->job, a->queue_ns, a->run_ns, a->bytes);
+    free(a);
+    pthread_mutex_lock(&senders_lock);
+    if (--senders == 0) pthread_cond_broadcast(&senders_done);
+    pthread_mutex_unlock(&senders_lock);
+    return NULL;
+}
+
+/* 1 when another thread holds C's write lock (a reply is going out now). */
+static int conn_busy(gsv_conn *c) {
+    if (pthread_mutex_trylock(&c->wlock) != 0) return 1;
+    pthread_mutex_unlock(&c->wlock);
+    return 0;
+}
+
+/* Hands JOB's result to a sender thread when it may keep the worker waiting; 0 when it
+ * did not (small result, free connection, shutting down, or no thread to be had): the
+ * worker sends it. */
+static int hand_off(gsv_server *s, gsv_job *job, long long queue_ns, long long run_ns, uint64_t bytes) {
+    if (atomic_load(&s->stopping) || (bytes < GSV_HANDOFF_BYTES && !conn_busy(job->conn))) return 0;
+    sender *a = malloc(sizeof *a);
+    if (!a) return 0;
+    *a = (sender){s, job, queue_ns, run_ns, bytes};
+    pthread_mutex_lock(&senders_lock);
+    senders++;
+    pthread_mutex_unlock(&senders_lock);
+    pthread_attr_t at;
+    pthread_t t;
+    int ok = pthread_attr_init(&at) == 0;
+    if (ok) {
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        ok = pthread_create(&t, &at, sender_main, a) == 0;
+        pthread_attr_destroy(&at);
+    }
+    if (ok) return 1;
+    free(a);
+    pthread_mutex_lock(&senders_lock);
+    if (--senders == 0) pthread_cond_broadcast(&senders_done);
+    pthread_mutex_unlock(&senders_lock);
+    return 0;
+}
+
+unsigned gsv_call_wait_senders(long long deadline_ns) {
+    pthread_mutex_lock(&senders_lock);
+    while (senders > 0) {
+        long long left = deadline_ns - gr_now_ns();
+        if (left <= 0) break;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        long long ns = (long long)ts.tv_nsec + left % 1000000000LL;
+        ts.tv_sec += (time_t)(left / 1000000000LL + ns / 1000000000LL);
+        ts.tv_nsec = (long)(ns % 1000000000LL);
+        pthread_cond_timedwait(&senders_done, &senders_lock, &ts);
+    }
+    unsigned n = senders;
+    pthread_mutex_unlock(&senders_lock);
+    return n;
 }
 
 /* The job the current worker thread is invoking, for grpc_is_canceled_np. */
@@ -207,17 +304,15 @@ void gsv_call_run(gsv_server *s, gsv_job *job) {
     uint64_t bytes = grp_result_bytes(&job->call);
     /* A failed callback fails the call (gsv_callback.c). */
     int rc = gsv_callback_failed(job, &e);
-    if (rc) {
-        gsv_conn_send_error(job->conn, job->request_id, rc, e.msg);
-    } else {
+    if (!rc) {
         gsv_data_call_done(job); /* CALL_DATA's KEEP outputs become handles first */
-        rc = send_result(s, job, queue_ns, run_ns, bytes, &e);
+        if (!hand_off(s, job, queue_ns, run_ns, bytes)) finish_call(s, job, queue_ns, run_ns, bytes);
+        return;
     }
-    gsv_call_log_at(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in, rc ? 0 : bytes,
-                    queue_ns, run_ns, job->t_queued, rc, e.msg);
+    gsv_conn_send_error(job->conn, job->request_id, rc, e.msg);
+    gsv_call_log_at(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in, 0, queue_ns, run_ns,
+                    job->t_queued, rc, e.msg);
     gsv_job_free(job);
-    /* Counted once its answer was sent (or could not be): the metaserver compares it
-     * with what it assigned to learn how many calls finished here. */
     atomic_fetch_add(&s->calls_done, 1);
 }
 

@@ -11,8 +11,9 @@
  *                                      each; async: grid_call_async, then grid_wait_any)
  *   load SECONDS THREADS CALL_SECONDS  THREADS threads call in a loop for SECONDS (odd
  *                                      threads through grid_call_async + grid_wait)
- *   slow N SECONDS                     faults/big_result of N doubles, asynchronously;
- *                                      prints "received" once the server holds the call
+ *   slow N SECONDS                     faults/big_result of N doubles (call 0) and a small
+ *                                      echo (call 1) on the same connection, both async;
+ *                                      prints "received" once the server holds both
  *   big N                              faults/big_result of N doubles, checked
  *   file IN OUT                        test/file_upper(IN, OUT)
  *   submit N SECONDS                   two-phase faults/echo_after: prints the job id
@@ -238,10 +239,20 @@ static int big(int n, int slow, double seconds) {
             printf("call 0 error %s end=%.2f: %s\n", grid_error_name(-id), now_s(), grid_last_error());
             return 0;
         }
+        /* A second call on the same connection, with a small result that comes after
+         * the large one has started out (0.5 s later): its answer waits behind it. */
+        slot s2;
+        if (slot_init(&s2, 1, 16, 0.5)) return 1;
+        s2.start = now_s();
+        int id2 = grid_call_async("faults/echo_after", s2.seconds, s2.n, s2.in, s2.out, &s2.pid);
         grid_wait_received_np(id);
+        if (id2 > 0) grid_wait_received_np(id2);
         printf("received\n");
         fflush(stdout);
         rc = grid_wait(id);
+        int rc2 = id2 > 0 ? grid_wait(id2) : -id2;
+        n_calls = 2;
+        settle(&s2, rc2, rc2 ? (id2 > 0 ? grid_call_message_np(id2) : grid_last_error()) : "");
     } else {
         rc = grid_call("faults/big_result", 0.0, n, seed, out);
     }
