@@ -26,7 +26,7 @@ client() {
 }
 wait_summary() { # wait_summary NAME SECONDS
   local i
-  for i in $(seq 1 $(($2 * 10))); do grep -q '^summary ' "$T_TMP/$1.out" && return 0; sleep 0.1; done
+  for i in $(seq 1 $(($2 * 10))); do grep -q "^summary " "$T_TMP/$1.out" 2>/dev/null && return 0; sleep 0.1; done
   return 1
 }
 

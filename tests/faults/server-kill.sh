@@ -4,7 +4,8 @@
 # running when the server holding some of them is killed: every call must still end
 # with its own correct result, from the surviving server. Without a metaserver, calls
 # running on a server that is killed end at once with GRID_ERR_CONN_LOST (not at their
-# timeout), and the next call is refused with GRID_ERR_CONNECT. Never a wrong,
+# timeout), and the next call is refused with GRID_ERR_CONNECT. A function that must not
+# run twice (Retry "no") gets a clear error instead of a second run. Never a wrong,
 # duplicated or missing result. Loopback; about 20 s. TAP output.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/faults/lib.sh"
@@ -60,6 +61,27 @@ others=$(cat "$T_TMP/sync.out" "$T_TMP/async.out" | grep ' ok ' | grep -vc "pid=
   { fail "$others result(s) claim another server"; cat "$T_TMP/sync.out" "$T_TMP/async.out" | diag; }
 python3 -c "import sys; sys.exit(0 if $t1 - $t0 < 45 else 1)" &&
   ok "the calls end in bounded time ($(python3 -c "print('%.1f' % ($t1 - $t0))") s)" || fail "the calls took $(python3 -c "print($t1 - $t0)") s"
+# A function that must not run twice (IDL Retry "no": test/sleep_count) is not run
+# again elsewhere: a clear error says why. Two servers again: the survivor and s4.
+f_server s4 --threads 8 --metaserver "$META" --name s4 || { fail "gridrpcd s4 starts"; finish; exit 1; }
+pid_of[s4]=$srv_pid
+f_wait_up 2 || { fail "s4 registers"; f_status | diag; }
+f_start once "$B/gridrpc" call test/sleep_count 4
+victim=
+for _ in $(seq 1 60); do
+  victim=$(f_status 2>/dev/null | python3 -c 'import json,sys
+print(" ".join(s["name"] for s in json.load(sys.stdin)["servers"] if s["running"] > 0 and s["state"] == "up"))' 2>/dev/null)
+  [ -n "$victim" ] && break
+  sleep 0.05
+done
+[ -n "$victim" ] && kill -KILL "${pid_of[$victim]}"
+for _ in $(seq 1 300); do kill -0 "$f_pid" 2>/dev/null || break; sleep 0.1; done
+if [ -n "$victim" ] && grep -q "GRID_ERR_CONN_LOST\|connection" "$T_TMP/once.err" &&
+  grep -q "not retried on another server: the function must not run twice" "$T_TMP/once.err"; then
+  ok "a call that must not run twice is not retried: the error says why"
+else
+  fail "a Retry \"no\" call on a killed server (victim '$victim')"; diag <"$T_TMP/once.err"; diag <"$T_TMP/once.out"
+fi
 unset GRIDRPC_METASERVER
 
 # ---- without a metaserver: a clear GRID_ERR_CONN_LOST, at once
