@@ -233,7 +233,8 @@ typedef struct gms_state {
     pthread_mutex_t lock;
     int policy;
     unsigned heartbeat_ms, down_after;
-    struct gms_db *db; /* NULL: nothing is persisted (tests) */
+    long long last_sweep_ns; /* monotonic: the sweeper's last pass (0: none yet) */
+    struct gms_db *db;       /* NULL: nothing is persisted (tests) */
     long long start_ns;
     gms_server **servers; /* in id order; never freed while running */
     uint32_t nservers, capservers;
