@@ -3,7 +3,8 @@
 # call's scratch folder) and its two-phase job folder are on a 1 MiB tmpfs. A file
 # argument larger than the room gets GRID_ERR_IO naming the full disk, the caller's OUT
 # file is left as it was, no scratch folder stays behind, and the server goes on with
-# the next call; a two-phase job whose result no longer fits on the disk is still
+# the next call; an OUT file the caller's own (full) disk cannot hold gets GRID_ERR_IO
+# and leaves the caller's old file whole; a two-phase job whose result no longer fits on the disk is still
 # fetched whole and correct (the server keeps it in memory), with no partial file
 # left in the job folder. (A full job folder at SUBMIT: tests/jobs-disk-full.sh.)
 # Root only (mount), skipped with 77 otherwise. About 5 s. TAP output.
@@ -16,7 +17,7 @@ mkdir "$small"
 if ! mount -t tmpfs -o size=1m,mode=0700 tmpfs "$small" 2>"$T_TMP/mount.err"; then
   echo "# SKIP: cannot mount a tmpfs here: $(cat "$T_TMP/mount.err")"; rm -rf "$T_TMP"; exit 77
 fi
-trap 'f_cleanup; umount "$small" 2>/dev/null; rm -rf "$T_TMP"' EXIT
+trap 'f_cleanup; umount "$small" "$T_TMP/mine" 2>/dev/null; rm -rf "$T_TMP"' EXIT
 mkdir "$small/scratch"
 TMPDIR=$small/scratch f_server srv --threads 2 --job-dir "$small/jobs" ||
   { fail "gridrpcd starts on the small disk"; finish; exit 1; }
@@ -48,6 +49,28 @@ if grep -qx ok small.out && [ "$(cat up.txt)" = "HELLO DISK" ]; then
   ok "the server goes on: the next file call is correct"
 else
   fail "a file call after the full disk"; diag <small.out
+fi
+
+# The caller's own disk is full: a 300 KB OUT file on a 128 KiB tmpfs. GRID_ERR_IO
+# naming it, and the caller's old file stays whole (not half of the new one).
+mkdir "$T_TMP/mine"
+if mount -t tmpfs -o size=128k tmpfs "$T_TMP/mine" 2>/dev/null; then
+  python3 -c "import sys; sys.stdout.write('0123456789abcdefghi\n' * 15000)" >mid.txt
+  echo "my old results" >"$T_TMP/mine/res.txt"
+  timeout 60 "$FC" file mid.txt "$T_TMP/mine/res.txt" >mine.out 2>&1
+  if grep -q "^error GRID_ERR_IO: .*cannot write file '$T_TMP/mine/res.txt': No space left on device" mine.out; then
+    ok "an OUT file the caller's disk cannot hold: GRID_ERR_IO naming it"
+  else
+    fail "an OUT file on the caller's full disk"; diag <mine.out
+  fi
+  if [ "$(cat "$T_TMP/mine/res.txt")" = "my old results" ] && [ "$(ls "$T_TMP/mine")" = res.txt ]; then
+    ok "the caller's old file is left whole, and nothing else"
+  else
+    fail "the caller's file after a failed write"; ls -l "$T_TMP/mine" | diag; head -c 100 "$T_TMP/mine/res.txt" | diag
+  fi
+  umount "$T_TMP/mine"
+else
+  fail "cannot mount the caller's small tmpfs"
 fi
 
 # Two-phase: the SUBMIT fits, its result (320 KB) no longer does.
