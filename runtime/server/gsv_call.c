@@ -53,6 +53,10 @@ static int send_result(gsv_server *s, gsv_job *job, long long queue_ns, long lon
  * smaller result on a free connection fits in the socket buffers and is written at
  * once, on the worker (tests/faults/slow-reader.sh). */
 #define GSV_HANDOFF_BYTES (1u << 20)
+/* How long a worker waits for its connection's write lock before it hands off. */
+#define GSV_HANDOFF_WAIT_NS 20000000L
+/* At most this many sender threads at once; beyond, the worker sends (and may wait). */
+#define GSV_MAX_SENDERS 512u
 
 typedef struct sender {
     gsv_server *s;
@@ -78,47 +82,64 @@ static void finish_call(gsv_server *s, gsv_job *job, long long queue_ns, long lo
     atomic_fetch_add(&s->calls_done, 1);
 }
 
+/* Counts a sender thread in (0 when there are too many already) or out. */
+static int senders_take(void) {
+    pthread_mutex_lock(&senders_lock);
+    int room = senders < GSV_MAX_SENDERS;
+    if (room) senders++;
+    pthread_mutex_unlock(&senders_lock);
+    return room;
+}
+
+static void senders_drop(void) {
+    pthread_mutex_lock(&senders_lock);
+    if (--senders == 0) pthread_cond_broadcast(&senders_done);
+    pthread_mutex_unlock(&senders_lock);
+}
+
 static void *sender_main(void *arg) {
     sender *a = arg;
     finish_call(a->s, a->job, a->queue_ns, a->run_ns, a->bytes);
     free(a);
-    pthread_mutex_lock(&senders_lock);
-    if (--senders == 0) pthread_cond_broadcast(&senders_done);
-    pthread_mutex_unlock(&senders_lock);
+    senders_drop();
     return NULL;
 }
 
-/* 1 when another thread holds C's write lock (a reply is going out now). */
+/* 1 when another thread has held C's write lock for a while (a reply going out to a
+ * slow reader); a reply of a fast one ends within the wait, and the worker then sends
+ * its own without the cost of a thread. */
 static int conn_busy(gsv_conn *c) {
-    if (pthread_mutex_trylock(&c->wlock) != 0) return 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += GSV_HANDOFF_WAIT_NS;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    if (pthread_mutex_timedlock(&c->wlock, &ts) != 0) return 1;
     pthread_mutex_unlock(&c->wlock);
     return 0;
 }
 
 /* Hands JOB's result to a sender thread when it may keep the worker waiting; 0 when it
- * did not (small result, free connection, shutting down, or no thread to be had): the
- * worker sends it. */
+ * did not (small result, free connection, shutting down, too many senders, or no
+ * thread to be had): the worker sends it. */
 static int hand_off(gsv_server *s, gsv_job *job, long long queue_ns, long long run_ns, uint64_t bytes) {
     if (atomic_load(&s->stopping) || (bytes < GSV_HANDOFF_BYTES && !conn_busy(job->conn))) return 0;
+    if (!senders_take()) return 0;
     sender *a = malloc(sizeof *a);
-    if (!a) return 0;
-    *a = (sender){s, job, queue_ns, run_ns, bytes};
-    pthread_mutex_lock(&senders_lock);
-    senders++;
-    pthread_mutex_unlock(&senders_lock);
     pthread_attr_t at;
     pthread_t t;
-    int ok = pthread_attr_init(&at) == 0;
+    int ok = a && pthread_attr_init(&at) == 0;
     if (ok) {
+        *a = (sender){s, job, queue_ns, run_ns, bytes};
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
         ok = pthread_create(&t, &at, sender_main, a) == 0;
         pthread_attr_destroy(&at);
     }
     if (ok) return 1;
     free(a);
-    pthread_mutex_lock(&senders_lock);
-    if (--senders == 0) pthread_cond_broadcast(&senders_done);
-    pthread_mutex_unlock(&senders_lock);
+    senders_drop();
     return 0;
 }
 
