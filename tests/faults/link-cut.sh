@@ -9,7 +9,7 @@
 . "$top_srcdir/tests/faults/lib.sh"
 f_need
 . "$top_srcdir/tests/lab/lab.sh"
-lab_init fcut || exit $?
+lab_init fcut || { rc=$?; rm -rf "$T_TMP"; exit $rc; }
 lab_host cli 40
 lab_host srv 41
 lab_link srv 20mbit 0

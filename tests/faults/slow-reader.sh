@@ -11,7 +11,7 @@
 . "$top_srcdir/tests/faults/lib.sh"
 f_need
 . "$top_srcdir/tests/lab/lab.sh"
-lab_init fslow || exit $?
+lab_init fslow || { rc=$?; rm -rf "$T_TMP"; exit $rc; }
 lab_host srv 30
 lab_host slow 31
 lab_host fast 32
