@@ -49,13 +49,20 @@ f_start() {
 }
 
 # f_meta NAME PORT: gridmetad on 127.0.0.1:PORT (0: any) with its registry in
-# $T_TMP/registry.db; sets META (HOST:PORT) and meta_pid.
+# $T_TMP/registry.db and its status page on any port; sets META (HOST:PORT), HTTP and
+# meta_pid.
 f_meta() {
-  f_start "$1" "$B/gridmetad" --host 127.0.0.1 --port "$2" --db "$T_TMP/registry.db" --heartbeat 100ms ||
-    return 1
+  f_start "$1" "$B/gridmetad" --host 127.0.0.1 --port "$2" --db "$T_TMP/registry.db" --heartbeat 100ms \
+    --http 0 || return 1
   meta_pid=$f_pid
   wait_line "$T_TMP/$1.out" '^listening on ' || { diag <"$T_TMP/$1.err"; return 1; }
   META=$(sed -n 's/^listening on //p' "$T_TMP/$1.out" | head -n 1)
+  wait_line "$T_TMP/$1.out" '^http on ' && HTTP=$(sed -n 's/^http on //p' "$T_TMP/$1.out" | head -n 1)
+}
+
+# f_api FIELD: the metaserver's own counter FIELD (GET /api/status): holding, held, ...
+f_api() {
+  python3 -c "import json,urllib.request; print(json.load(urllib.request.urlopen('http://$HTTP/api/status', timeout=5))['metaserver']['$1'])" 2>/dev/null
 }
 
 # f_server NAME ARGS...: gridrpcd on 127.0.0.1, any port, serving the faults and test

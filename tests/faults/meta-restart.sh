@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # meta-restart.sh: the metaserver killed (SIGKILL) and restarted on its registry file
-# while a client process keeps 6 threads of calls going through it (sync and async).
-# The calls in progress at the kill finish, the client's calls go on to the servers it
-# last heard of while the metaserver is away, a new client process meanwhile gets a
+# while a client process keeps 12 threads of calls going through it (sync and async)
+# on 8 workers, so that the metaserver holds some requests. The calls in progress at the
+# kill finish (those held at the metaserver included), the client's calls go on to
+# the servers it last heard of while the metaserver is away, a new client process meanwhile gets a
 # clear error naming the metaserver (not a hang), the restarted metaserver lists every
 # server it had (same ids) before they report again, they report again by themselves,
 # and new client processes are routed through it. No call fails, none is wrong,
@@ -24,9 +25,17 @@ before=$(ids)
 
 export GRIDRPC_METASERVER=$META GRIDRPC_TIMEOUT=30 GRIDRPC_CONNECT_TIMEOUT=5
 t_load=$(date +%s.%N)
-f_start load "$FC" load 9 6 0.3
-sleep 2
+f_start load "$FC" load 9 12 0.3
+# 12 threads, 8 workers: the metaserver holds some requests until a server has room.
+# Killed while it holds one, if that comes within 2 s.
+sleep 1.5
+holding=0
+for _ in $(seq 1 40); do
+  holding=$(f_api holding)
+  [ "${holding:-0}" -gt 0 ] && break
+done
 kill -KILL "$meta_pid"
+echo "# the metaserver held $holding request(s) just before the kill"
 k0=$(date +%s.%N)
 wait "$meta_pid" 2>/dev/null
 # A client process started now knows no server: a clear error, within the timeouts.
