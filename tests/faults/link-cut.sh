@@ -3,8 +3,9 @@
 # calls are on it. A short cut (2 s) in the middle of 8 calls (4 sync, 4 async) whose
 # 1 MiB arguments are crossing a 20 Mbit/s link: the calls complete, each with its own
 # correct result. A cut longer than the client's call timeout (4 s): every call ends
-# with GRID_ERR_TIMEOUT soon after that timeout, never hangs. After the link is back,
-# new calls work. Root only (77 otherwise). About 25 s. TAP output.
+# with GRID_ERR_TIMEOUT soon after that timeout, never hangs, and a new connection
+# fails after the connect timeout, saying so. After the link is back, new
+# calls work. Root only (77 otherwise). About 25 s. TAP output.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/faults/lib.sh"
 f_need
@@ -65,6 +66,16 @@ t1=$(date +%s.%N)
 python3 -c "import sys; sys.exit(0 if $t1 - $t0 < 30 else 1)" &&
   ok "they end in bounded time ($(python3 -c "print('%.1f' % ($t1 - $t0))") s after the cut; timeout 4 s)" ||
   fail "they took $(python3 -c "print('%.1f' % ($t1 - $t0))") s"
+# A new client while the link is still down: its connection cannot be made, and it
+# says so after the connect timeout (3 s here), not a hang (GRID_ERR_TIMEOUT when the
+# descriptor is fetched first, "cannot connect ... no answer within 3 s").
+lab_exec cli env GRIDRPC_SERVER=$S GRIDRPC_QUIET=1 GRIDRPC_CONNECT_TIMEOUT=3 \
+  timeout -s KILL 60 "$FC" calls 1 0 sync >"$T_TMP/d.out" 2>&1
+if f_clean "$T_TMP/d.out" 1 && grep -q '^call 0 error GRID_ERR_\(CONNECT\|TIMEOUT\) .*cannot connect to .*3 s' "$T_TMP/d.out"; then
+  ok "a new connection while the link is down: an error naming the connect timeout"
+else
+  fail "a new connection while the link is down"; diag <"$T_TMP/d.out"
+fi
 lab_link_up srv
 
 # ---- the link is back: new calls work
