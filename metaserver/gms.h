@@ -166,7 +166,7 @@ typedef struct gms_server {
     int up;
     int64_t persisted_ms;      /* last time its load was queued for the registry */
     long long last_beat_ns;    /* monotonic */
-    long long down_not_before; /* monotonic: restored at start, not declared down before */
+    long long down_not_before; /* monotonic: not declared down before (a restart's or a stall's grace) */
     int64_t last_beat_unix_ms;
     uint64_t calls, failures;
     uint32_t pending;

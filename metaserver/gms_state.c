@@ -408,7 +408,7 @@ void gms_state_sweep(gms_state *st, long long now_ns, int64_t unix_ms) {
     pthread_mutex_lock(&st->lock);
     /* A pass this late means this process did not run (stopped, starved): the beats were
      * missed here, not by the servers, which may be reconnecting after their own
-     * timeouts. They get the grace of a restart (tests/faults/meta-restart.sh). */
+     * timeouts. They get the grace of a restart (tests/faults/meta-hang.sh). */
     int stalled = st->last_sweep_ns && now_ns - st->last_sweep_ns > limit;
     st->last_sweep_ns = now_ns;
     for (uint32_t i = 0; i < st->nservers; i++) {
