@@ -25,6 +25,16 @@ client() {
   lab_exec cli env GRIDRPC_SERVER=$S GRIDRPC_QUIET=1 GRIDRPC_TIMEOUT="$to" GRIDRPC_CONNECT_TIMEOUT=5 \
     timeout -s KILL 90 "$FC" "$@" >"$T_TMP/$name.out" 2>&1 &
 }
+# conns N: waits (up to 20 s) until the server has N client connections, so that the
+# calls are on the link before it is cut.
+conns() {
+  local i
+  for i in $(seq 1 200); do
+    [ "$(ip netns exec "$(lab_ns srv)" ss -Htn state established '( sport = :7000 )' | wc -l)" -ge "$1" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
 wait_summary() { # wait_summary NAME SECONDS
   local i
   for i in $(seq 1 $(($2 * 10))); do grep -q "^summary " "$T_TMP/$1.out" 2>/dev/null && return 0; sleep 0.1; done
@@ -34,7 +44,8 @@ wait_summary() { # wait_summary NAME SECONDS
 # ---- a short cut during the transfers: the calls complete
 client a_sync 60 calls 4 0.5 sync 131072
 client a_async 60 calls 4 0.5 async 131072
-sleep 1
+conns 5 || fail "the calls did not connect"
+sleep 0.5
 lab_link_down srv
 sleep 2
 lab_link_up srv
@@ -51,7 +62,7 @@ done
 # ---- a cut longer than the call timeout: GRID_ERR_TIMEOUT, in bounded time
 client b_sync 4 calls 3 1 sync
 client b_async 4 calls 3 1 async
-sleep 0.5
+conns 4 || fail "the calls did not connect"
 lab_link_down srv
 t0=$(date +%s.%N)
 for c in b_sync b_async; do

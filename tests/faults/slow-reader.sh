@@ -27,7 +27,8 @@ ok "gridrpcd starts (one worker, --io-timeout 2)"
 S=$(lab_ip srv):7000
 N=1048576 # 8 MiB of result: the write deadline is 2 + 8 s
 
-lab_run_bg slow env GRIDRPC_SERVER=$S GRIDRPC_QUIET=1 timeout -s KILL 90 "$FC" slow $N 1
+# The result comes 2 s after the server holds the call: time enough to stop the client.
+lab_run_bg slow env GRIDRPC_SERVER=$S GRIDRPC_QUIET=1 timeout -s KILL 90 "$FC" slow $N 2
 SLOW_LOG=$LAB_LOG
 slow_pid=
 for _ in $(seq 1 100); do
@@ -45,7 +46,7 @@ fi
 
 # Others are served meanwhile, large results too, well before the slow one's deadline.
 fast() { lab_exec fast env GRIDRPC_SERVER=$S GRIDRPC_QUIET=1 GRIDRPC_TIMEOUT=60 timeout -s KILL 60 "$FC" "$@"; }
-sleep 1.5 # the slow one's result is being written by now
+sleep 3 # the slow one's result is being written by now, and its small one waits
 fast big $N >"$T_TMP/fbig.out" 2>&1
 fast calls 4 0 sync >"$T_TMP/fcalls.out" 2>&1
 t_fast=$(date +%s.%N)
