@@ -6,7 +6,8 @@
 # the next call; an OUT file the caller's own (full) disk cannot hold gets GRID_ERR_IO
 # and leaves the caller's old file whole; a two-phase job whose result no longer fits on the disk is still
 # fetched whole and correct (the server keeps it in memory), with no partial file
-# left in the job folder. (A full job folder at SUBMIT: tests/jobs-disk-full.sh.)
+# left in the job folder, and a SUBMIT the folder cannot keep is refused with
+# GRID_ERR_IO naming it (more of that: tests/jobs-disk-full.sh).
 # Root only (mount), skipped with 77 otherwise. About 5 s. TAP output.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/faults/lib.sh"
@@ -96,6 +97,15 @@ else
 fi
 ls "$small/jobs" | grep -q '\.tmp$' && { fail "a partial file is left in the job folder"; ls -l "$small/jobs" | diag; } ||
   ok "no partial file is left in the job folder"
+# Nothing left at all: SUBMIT itself is refused, naming the full job folder.
+dd if=/dev/zero of="$small/fill2" bs=4096 >/dev/null 2>&1
+timeout 60 "$FC" submit 1000 0 >full.out 2>&1
+if grep -q "^error GRID_ERR_IO: .*the job folder $small/jobs is full (No space left on device)" full.out; then
+  ok "a SUBMIT the full job folder cannot keep: GRID_ERR_IO naming it"
+else
+  fail "SUBMIT on a full job folder"; diag <full.out
+fi
+rm -f "$small/fill" "$small/fill2"
 timeout 60 "$FC" calls 2 0 sync >after.out 2>&1
 f_clean after.out 2 && [ "$(f_summary after.out ok)" = 2 ] && ok "plain calls still work" ||
   { fail "calls after the full disk"; diag <after.out; }
