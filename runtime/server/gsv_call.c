@@ -58,11 +58,19 @@ static int send_result(gsv_server *s, gsv_job *job, long long queue_ns, long lon
 /* At most this many sender threads at once; beyond, the worker sends (and may wait). */
 #define GSV_MAX_SENDERS 512u
 
+/* The end of one call, done by a sender thread or by the worker itself. */
 typedef struct sender {
+    void (*end)(struct sender *);
     gsv_server *s;
     gsv_job *job;
     long long queue_ns, run_ns;
     uint64_t bytes;
+    /* an isolated call (run_isolated): the child that sends its result, the channel to
+     * it, what the child said (1: its function returned), whether a CANCEL killed it */
+    pid_t pid;
+    int ch, killed;
+    ssize_t k;
+    long long t0;
 } sender;
 
 static pthread_mutex_t senders_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -99,10 +107,34 @@ static void senders_drop(void) {
 
 static void *sender_main(void *arg) {
     sender *a = arg;
-    finish_call(a->s, a->job, a->queue_ns, a->run_ns, a->bytes);
+    a->end(a);
     free(a);
     senders_drop();
     return NULL;
+}
+
+/* Starts a sender thread that ends the call as A says (a copy of A); 0 when it did not
+ * (shutting down, too many senders, or no thread to be had): the caller ends it. */
+static int spawn_sender(gsv_server *s, const sender *a) {
+    if (atomic_load(&s->stopping) || !senders_take()) return 0;
+    sender *copy = malloc(sizeof *copy);
+    pthread_attr_t at;
+    pthread_t t;
+    int ok = copy && pthread_attr_init(&at) == 0;
+    if (ok) {
+        *copy = *a;
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        ok = pthread_create(&t, &at, sender_main, copy) == 0;
+        pthread_attr_destroy(&at);
+    }
+    if (ok) return 1;
+    free(copy);
+    senders_drop();
+    return 0;
+}
+
+static void finish_plain(sender *a) {
+    finish_call(a->s, a->job, a->queue_ns, a->run_ns, a->bytes);
 }
 
 /* 1 when another thread has held C's write lock for a while (a reply going out to a
@@ -125,22 +157,10 @@ static int conn_busy(gsv_conn *c) {
  * did not (small result, free connection, shutting down, too many senders, or no
  * thread to be had): the worker sends it. */
 static int hand_off(gsv_server *s, gsv_job *job, long long queue_ns, long long run_ns, uint64_t bytes) {
-    if (atomic_load(&s->stopping) || (bytes < GSV_HANDOFF_BYTES && !conn_busy(job->conn))) return 0;
-    if (!senders_take()) return 0;
-    sender *a = malloc(sizeof *a);
-    pthread_attr_t at;
-    pthread_t t;
-    int ok = a && pthread_attr_init(&at) == 0;
-    if (ok) {
-        *a = (sender){s, job, queue_ns, run_ns, bytes};
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        ok = pthread_create(&t, &at, sender_main, a) == 0;
-        pthread_attr_destroy(&at);
-    }
-    if (ok) return 1;
-    free(a);
-    senders_drop();
-    return 0;
+    if (bytes < GSV_HANDOFF_BYTES && !conn_busy(job->conn)) return 0;
+    sender a = {
+        .end = finish_plain, .s = s, .job = job, .queue_ns = queue_ns, .run_ns = run_ns, .bytes = bytes};
+    return spawn_sender(s, &a);
 }
 
 unsigned gsv_call_wait_senders(long long deadline_ns) {
@@ -207,6 +227,59 @@ static _Noreturn void isolated_child(gsv_server *s, gsv_job *job, int ch, pid_t 
     _exit(rc ? 2 : 0);
 }
 
+/* The end of an isolated call once its function returned or its child is gone: the
+ * go-ahead under the connection's write lock (the child sends its RESULT), the child
+ * reaped, the lock released, any error answered, the call logged and freed. */
+static void isolated_end(sender *a) {
+    gsv_server *s = a->s;
+    gsv_job *job = a->job;
+    gsv_conn *c = job->conn;
+    gr_err e;
+    gr_clearerr(&e);
+    int rc = GRID_OK, status = 0, began = 0;
+    if (a->k == 1 && !a->killed) {
+        pthread_mutex_lock(&c->wlock);
+        began = !c->broken && send(a->ch, "g", 1, MSG_NOSIGNAL) == 1;
+        if (!began) pthread_mutex_unlock(&c->wlock);
+    }
+    /* Declined (canceled, or the connection is gone): the child exits unheard. A child
+     * that is gone already cannot be told, which changes nothing. */
+    if (!began && a->k == 1 && send(a->ch, "n", 1, MSG_NOSIGNAL) != 1)
+        gsv_log(GSV_LOG_DEBUG, "%s: the child of call %llu was gone before its answer was declined", c->peer,
+                (unsigned long long)job->request_id);
+    while (waitpid(a->pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (began) {
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) c->broken = 1;
+        pthread_mutex_unlock(&c->wlock);
+    }
+    if (a->killed) {
+        rc = gr_seterr(&e, GRID_ERR_CANCELED, "the call was canceled while it ran: its process was ended");
+    } else if (a->k == 1 && !began) {
+        rc = gr_seterr(&e, GRID_ERR_CONN_LOST, "the connection was lost before the result could be sent");
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char why[64];
+        if (WIFSIGNALED(status))
+            snprintf(why, sizeof why, "crashed (signal %d, %s)", WTERMSIG(status),
+                     strsignal(WTERMSIG(status)));
+        else
+            snprintf(why, sizeof why, "exited with status %d", WEXITSTATUS(status));
+        rc = gr_seterr(&e, began ? GRID_ERR_CONN_LOST : GRID_ERR_FAILED, "%s %s%s", job->fn->qualified, why,
+                       began ? " while sending its result" : ": the server is still up");
+    }
+    close(a->ch);
+    long long run_ns = gr_now_ns() - a->t0;
+    if (rc == GRID_ERR_CONN_LOST)
+        gsv_conn_abort(c);
+    else if (rc)
+        gsv_conn_send_error(c, job->request_id, rc, e.msg);
+    gsv_call_log_at(c->peer, job->fn->qualified, job->request_id, job->bytes_in,
+                    rc ? 0 : grp_result_bytes(&job->call), a->queue_ns, run_ns, job->t_queued, rc, e.msg);
+    if (!rc) gsv_work_learn(s, job, run_ns);
+    gsv_job_free(job);
+    atomic_fetch_add(&s->calls_done, 1);
+}
+
 /* Runs JOB in a child process, so a function that crashes or calls exit() takes down
  * only that child. The connection stays free while the child computes, so the other
  * calls of the connection run and answer meanwhile: the child reports on a socketpair
@@ -214,10 +287,11 @@ static _Noreturn void isolated_child(gsv_server *s, gsv_job *job, int ch, pid_t 
  * the child send its RESULT, and holds the lock until the child is gone, so no other
  * reply interleaves with it. Until that go-ahead a CANCEL kills the child and the call
  * is answered CANCELED; a child that died on its own before it is answered ERROR
- * cleanly; one that died while writing lost the stream, and the connection ends.
- * Returns GRID_OK or the error already reported to the client. */
-static int run_isolated(gsv_server *s, gsv_job *job, long long queue_ns, long long *run_ns, gr_err *e) {
-    gsv_conn *c = job->conn;
+ * cleanly; one that died while writing lost the stream, and the connection ends. The
+ * go-ahead and what follows are a sender thread's in pool mode, so a client that does
+ * not read holds no worker (not in thread mode: the child dies with the thread that
+ * forked it, PR_SET_PDEATHSIG). Answers, logs and frees JOB. */
+static void run_isolated(gsv_server *s, gsv_job *job, long long queue_ns) {
     int ch[2] = {-1, -1};
     long long t0 = gr_now_ns();
     gsv_sched_invoking(s, job, 1);
@@ -237,58 +311,38 @@ static int run_isolated(gsv_server *s, gsv_job *job, long long queue_ns, long lo
     }
     pthread_mutex_unlock(&fork_lock);
 
-    int rc = GRID_OK, status = 0, began = 0, killed = 0;
     if (pid < 0) {
         gsv_sched_invoking(s, job, 0);
-        rc = gr_seterr(e, GRID_ERR_BUSY, "the server cannot start a process for the call (%s): retry later",
-                       strerror(fork_errno));
-    } else {
-        gsv_sched_child(s, job, pid);
-        char b;
-        ssize_t k;
-        while ((k = read(ch[0], &b, 1)) < 0 && errno == EINTR) {
-        }
-        /* From here on no CANCEL signals the child, which is reaped below. */
-        killed = gsv_sched_child(s, job, 0);
-        gsv_sched_invoking(s, job, 0);
-        if (k == 1 && !killed) {
-            pthread_mutex_lock(&c->wlock);
-            began = !c->broken && send(ch[0], "g", 1, MSG_NOSIGNAL) == 1;
-            if (!began) pthread_mutex_unlock(&c->wlock);
-        }
-        /* Declined (canceled, or the connection is gone): the child exits unheard. A
-         * child that is gone already cannot be told, which changes nothing. */
-        if (!began && k == 1 && send(ch[0], "n", 1, MSG_NOSIGNAL) != 1)
-            gsv_log(GSV_LOG_DEBUG, "%s: the child of call %llu was gone before its answer was declined",
-                    c->peer, (unsigned long long)job->request_id);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
-        if (began) {
-            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) c->broken = 1;
-            pthread_mutex_unlock(&c->wlock);
-        }
-        if (killed) {
-            rc = gr_seterr(e, GRID_ERR_CANCELED, "the call was canceled while it ran: its process was ended");
-        } else if (k == 1 && !began) {
-            rc = gr_seterr(e, GRID_ERR_CONN_LOST, "the connection was lost before the result could be sent");
-        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            char why[64];
-            if (WIFSIGNALED(status))
-                snprintf(why, sizeof why, "crashed (signal %d, %s)", WTERMSIG(status),
-                         strsignal(WTERMSIG(status)));
-            else
-                snprintf(why, sizeof why, "exited with status %d", WEXITSTATUS(status));
-            rc = gr_seterr(e, began ? GRID_ERR_CONN_LOST : GRID_ERR_FAILED, "%s %s%s", job->fn->qualified,
-                           why, began ? " while sending its result" : ": the server is still up");
-        }
+        if (ch[0] >= 0) close(ch[0]);
+        gr_err e;
+        gr_seterr(&e, GRID_ERR_BUSY, "the server cannot start a process for the call (%s): retry later",
+                  strerror(fork_errno));
+        gsv_conn_send_error(job->conn, job->request_id, e.code, e.msg);
+        gsv_call_log_at(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in, 0, queue_ns,
+                        gr_now_ns() - t0, job->t_queued, e.code, e.msg);
+        gsv_job_free(job);
+        atomic_fetch_add(&s->calls_done, 1);
+        return;
     }
-    if (ch[0] >= 0) close(ch[0]);
-    *run_ns = gr_now_ns() - t0;
-    if (rc == GRID_ERR_CONN_LOST)
-        gsv_conn_abort(c);
-    else if (rc)
-        gsv_conn_send_error(c, job->request_id, rc, e->msg);
-    return rc;
+    gsv_sched_child(s, job, pid);
+    char b;
+    ssize_t k;
+    while ((k = read(ch[0], &b, 1)) < 0 && errno == EINTR) {
+    }
+    /* From here on no CANCEL signals the child, which is reaped by isolated_end. */
+    int killed = gsv_sched_child(s, job, 0);
+    gsv_sched_invoking(s, job, 0);
+    sender a = {.end = isolated_end,
+                .s = s,
+                .job = job,
+                .queue_ns = queue_ns,
+                .pid = pid,
+                .ch = ch[0],
+                .killed = killed,
+                .k = k,
+                .t0 = t0};
+    if (s->opt.mode == GSV_MODE_POOL && spawn_sender(s, &a)) return;
+    isolated_end(&a);
 }
 
 void gsv_call_run(gsv_server *s, gsv_job *job) {
@@ -306,13 +360,7 @@ void gsv_call_run(gsv_server *s, gsv_job *job) {
     long long queue_ns = job->t_started - job->t_queued;
     share_blas_threads(s);
     if (s->opt.isolate) {
-        long long run_ns = 0;
-        int rc = run_isolated(s, job, queue_ns, &run_ns, &e);
-        gsv_call_log_at(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in,
-                        rc ? 0 : grp_result_bytes(&job->call), queue_ns, run_ns, job->t_queued, rc, e.msg);
-        if (!rc) gsv_work_learn(s, job, run_ns);
-        gsv_job_free(job);
-        atomic_fetch_add(&s->calls_done, 1);
+        run_isolated(s, job, queue_ns);
         return;
     }
     gsv_sched_invoking(s, job, 1);
