@@ -6,7 +6,7 @@
 # running on a server that is killed end at once with GRID_ERR_CONN_LOST (not at their
 # timeout), and the next call is refused with GRID_ERR_CONNECT. A function that must not
 # run twice (Retry "no") gets a clear error instead of a second run. Never a wrong,
-# duplicated or missing result. Loopback; about 20 s. TAP output.
+# duplicated or missing result. Loopback; about 25 s. TAP output.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/faults/lib.sh"
 f_need
@@ -22,10 +22,10 @@ f_wait_up 2 && ok "two servers register" || { fail "two servers register"; f_sta
 
 export GRIDRPC_METASERVER=$META GRIDRPC_TIMEOUT=60 GRIDRPC_CONNECT_TIMEOUT=5
 t0=$(date +%s.%N)
-f_start sync "$FC" calls 8 4 sync
-f_start async "$FC" calls 8 4 async
+f_start sync "$FC" calls 8 6 sync
+f_start async "$FC" calls 8 6 async
 # The victim: a server that runs calls (heartbeats every 100 ms), killed once it holds
-# at least one; the calls last 4 s, so none of them has ended yet.
+# at least one; the calls last 6 s (a margin for a loaded machine), so none has ended yet.
 victim= held=0
 for _ in $(seq 1 60); do
   read -r victim held < <(f_status 2>/dev/null | python3 -c 'import json,sys
@@ -55,11 +55,11 @@ for c in sync async; do
   fi
 done
 # The calls the victim held ran again on the survivor: every result came from it
-# (a call that ended on the victim before the kill would have its pid: none could, at 4 s).
+# (a call that ended on the victim before the kill would have its pid: none could, at 6 s).
 others=$(cat "$T_TMP/sync.out" "$T_TMP/async.out" | grep ' ok ' | grep -vc "pid=${pid_of[$survivor]} ")
 [ "$others" = 0 ] && ok "every result came from the surviving server" ||
   { fail "$others result(s) claim another server"; cat "$T_TMP/sync.out" "$T_TMP/async.out" | diag; }
-python3 -c "import sys; sys.exit(0 if $t1 - $t0 < 45 else 1)" &&
+python3 -c "import sys; sys.exit(0 if $t1 - $t0 < 60 else 1)" &&
   ok "the calls end in bounded time ($(python3 -c "print('%.1f' % ($t1 - $t0))") s)" || fail "the calls took $(python3 -c "print($t1 - $t0)") s"
 # A function that must not run twice (IDL Retry "no": test/sleep_count) is not run
 # again elsewhere: a clear error says why. Two servers again: the survivor and s4.
