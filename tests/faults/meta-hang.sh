@@ -4,7 +4,8 @@
 # it runs again it does not declare the servers down for the heartbeats it missed
 # itself. With a call timeout (GRIDRPC_TIMEOUT=3), a wait for a hung metaserver takes at
 # most half of it: calls go on to the servers it last named while it hangs (or, on a
-# very loaded machine, end by their timeout). None is wrong, duplicated or lost. Loopback; about 30 s. TAP output.
+# very loaded machine, end by their timeout). None is wrong, duplicated or lost.
+# Loopback; about 30 s. TAP output.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/faults/lib.sh"
 f_need
