@@ -267,9 +267,9 @@ static int await(uint64_t id, uint32_t expect, const char *what, grw_header *h, 
 static int fetch_servers(const grc_config *cfg, gr_err *e);
 
 /* T0 + SECONDS, or sooner: half the call's timeout bounds every wait for the metaserver
- * too, so a hung one costs a call at most that much (the other half is left for the
- * call itself), and then calls go to the servers it last named (mark_down) for a while
- * (tests/faults/meta-hang.sh). */
+ * too, so a hung one costs an exchange at most that much (the other half is left for
+ * the call itself), and then calls go to the servers it last named (mark_down) for a
+ * while (tests/faults/meta-hang.sh). */
 static double meta_wait_s(const grc_config *cfg, double seconds) {
     return cfg->call_timeout > 0 && cfg->call_timeout / 2 < seconds ? cfg->call_timeout / 2 : seconds;
 }
