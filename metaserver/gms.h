@@ -80,6 +80,12 @@ int gms_options_parse(int argc, char **argv, gms_options *o);
 #define GMS_MAX_SITES 4096           /* client sites remembered */
 #define GMS_DEFAULT_HOLD_S 20.0      /* --max-hold's default (at most GRP_MAX_HOLD_S) */
 #define GMS_HOLD_SLICE_NS 20000000LL /* a held request reads its client's REPORTs this often */
+/* gridrpcd tries a lost metaserver again at least every 5 s (META_BACKOFF_MAX in
+ * runtime/server/gsv_meta.c): a server restored from the registry at start is given that
+ * long (and a second to connect) to come back, on top of the missed heartbeats, before it
+ * is declared down. Shorter, and every call after a restart fails with "every server is
+ * unavailable" until the servers' next try (tests/faults/meta-restart.sh). */
+#define GMS_RESTART_GRACE_NS 6000000000LL
 
 /* ---------------------------------------------------------------- schedulers */
 
@@ -164,8 +170,9 @@ typedef struct gms_server {
     double speed;       /* measured EWMA over all its functions; 0: none */
     double mean_call_s; /* measured run seconds EWMA; 0: none */
     int up;
-    int64_t persisted_ms;   /* last time its load was queued for the registry */
-    long long last_beat_ns; /* monotonic */
+    int64_t persisted_ms;      /* last time its load was queued for the registry */
+    long long last_beat_ns;    /* monotonic */
+    long long down_not_before; /* monotonic: not declared down before (a restart's or a stall's grace) */
     int64_t last_beat_unix_ms;
     uint64_t calls, failures;
     uint32_t pending;
@@ -232,7 +239,8 @@ typedef struct gms_state {
     pthread_mutex_t lock;
     int policy;
     unsigned heartbeat_ms, down_after;
-    struct gms_db *db; /* NULL: nothing is persisted (tests) */
+    long long last_sweep_ns; /* monotonic: the sweeper's last pass (0: none yet) */
+    struct gms_db *db;       /* NULL: nothing is persisted (tests) */
     long long start_ns;
     gms_server **servers; /* in id order; never freed while running */
     uint32_t nservers, capservers;

@@ -406,9 +406,15 @@ void gms_state_stop(gms_state *st) {
 void gms_state_sweep(gms_state *st, long long now_ns, int64_t unix_ms) {
     long long limit = (long long)st->down_after * st->heartbeat_ms * 1000000LL;
     pthread_mutex_lock(&st->lock);
+    /* A pass this late means this process did not run (stopped, starved): the beats were
+     * missed here, not by the servers, which may be reconnecting after their own
+     * timeouts. They get the grace of a restart (tests/faults/meta-hang.sh). */
+    int stalled = st->last_sweep_ns && now_ns - st->last_sweep_ns > limit;
+    st->last_sweep_ns = now_ns;
     for (uint32_t i = 0; i < st->nservers; i++) {
         gms_server *s = st->servers[i];
-        if (!s->up || now_ns - s->last_beat_ns <= limit) continue;
+        if (stalled && s->up) s->down_not_before = now_ns + GMS_RESTART_GRACE_NS;
+        if (!s->up || now_ns - s->last_beat_ns <= limit || now_ns < s->down_not_before) continue;
         s->up = 0;
         gms_db_put_server_state(st->db, s);
         gms_log(GMS_LOG_WARN, "server %llu '%s' (%s:%u) is down: no heartbeat for %lld ms (%u missed)",
@@ -444,8 +450,10 @@ gms_server *gms_state_restore_server(gms_state *st, uint64_t id, const char *nam
     s->speed = speed;
     s->mean_call_s = mean_call_s;
     s->up = up;
-    /* The grace before "down" counts from this start, not from the last beat seen. */
+    /* The grace before "down" counts from this start, not from the last beat seen, and
+     * covers the servers' reconnection backoff. */
     s->last_beat_ns = now_ns;
+    s->down_not_before = now_ns + GMS_RESTART_GRACE_NS;
     s->last_beat_unix_ms = last_beat_unix_ms;
     s->persisted_ms = last_beat_unix_ms;
     s->calls = calls;

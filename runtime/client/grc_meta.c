@@ -276,6 +276,18 @@ static int await(uint64_t id, uint32_t expect, const char *what, grw_header *h, 
 
 static int fetch_servers(const grc_config *cfg, gr_err *e);
 
+/* T0 + SECONDS, or sooner: half the call's timeout bounds every wait for the metaserver
+ * too, so a hung one costs an exchange at most that much (the other half is left for
+ * the call itself), and then calls go to the servers it last named (mark_down) for a
+ * while (tests/faults/meta-hang.sh). */
+static double meta_wait_s(const grc_config *cfg, double seconds) {
+    return cfg->call_timeout > 0 && cfg->call_timeout / 2 < seconds ? cfg->call_timeout / 2 : seconds;
+}
+
+static long long meta_deadline(const grc_config *cfg, long long t0, double seconds) {
+    return t0 + (long long)(meta_wait_s(cfg, seconds) * 1e9);
+}
+
 /* Makes sure CONN is open to the configured metaserver. GRID_ERR_CONNECT when it
  * cannot be reached now (the caller falls back to the last-known servers). */
 static int ensure_conn(const grc_config *cfg, gr_err *e) {
@@ -285,6 +297,7 @@ static int ensure_conn(const grc_config *cfg, gr_err *e) {
         return gr_seterr(e, GRID_ERR_CONNECT, "it did not answer %.1f s ago", RETRY_NS / 1e9);
     grc_config c = *cfg;
     if (c.connect_timeout <= 0 || c.connect_timeout > META_TIMEOUT_S) c.connect_timeout = META_TIMEOUT_S;
+    c.connect_timeout = meta_wait_s(cfg, c.connect_timeout);
     int rc = grc_conn_get(cfg->meta_host, cfg->meta_port, &c, &conn, e);
     if (rc) {
         conn = NULL;
@@ -306,7 +319,7 @@ static int transport_failed(const grc_config *cfg, gr_err *e) {
 static int fetch_servers(const grc_config *cfg, gr_err *e) {
     servers_at = gr_now_ns(); /* a metaserver that refuses SERVERS is not asked each call */
     uint64_t id = conn->next_id++;
-    conn->rd.deadline_ns = conn->wr.deadline_ns = gr_now_ns() + (long long)(META_TIMEOUT_S * 1e9);
+    conn->rd.deadline_ns = conn->wr.deadline_ns = meta_deadline(cfg, gr_now_ns(), META_TIMEOUT_S);
     grw_header h = {0};
     int in_step = 0;
     int rc = grp_write_servers(&conn->wr, id, cfg->site, e);
@@ -363,9 +376,9 @@ static int ask(grc_req *q, const grc_config *cfg, grp_schedule_ok *ok, int *unre
         m.affinity[m.naffinity++] = q->route.affinity[i];
     uint64_t id = conn->next_id++;
     long long t0 = gr_now_ns();
-    conn->wr.deadline_ns = t0 + (long long)(META_TIMEOUT_S * 1e9);
+    conn->wr.deadline_ns = meta_deadline(cfg, t0, META_TIMEOUT_S);
     /* While every server is full the metaserver holds the answer (GRP_MAX_HOLD_S). */
-    conn->rd.deadline_ns = t0 + (long long)((META_TIMEOUT_S + GRP_MAX_HOLD_S) * 1e9);
+    conn->rd.deadline_ns = meta_deadline(cfg, t0, META_TIMEOUT_S + GRP_MAX_HOLD_S);
     grw_header h = {0};
     int in_step = 0;
     rc = grp_write_schedule(&conn->wr, id, &m, e);

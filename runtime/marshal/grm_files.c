@@ -1,10 +1,12 @@
 /* grm_files.c: filename arguments, whose files travel (docs/protocol.md). On the server
  * every file of a call lives in that call's own scratch folder, made at its first file
  * and removed whole, with whatever the body added to it, when the call is released. On
- * the client a file received replaces (or creates) the one at the path the caller named. */
+ * the client a file received replaces (or creates) the one at the path the caller named,
+ * whole or not at all. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +67,40 @@ static int write_all(int fd, const char *path, const uint8_t *p, uint32_t n, gr_
     return GRID_OK;
 }
 
+/* Writes P whole under a temporary name next to PATH and renames it over PATH.
+ * Returns -1 when no temporary file can be made there (the caller writes in place). */
+static int save_by_rename(const char *path, const struct stat *old, const uint8_t *p, uint32_t n, gr_err *e) {
+    static atomic_uint seq;
+    size_t len = strlen(path) + 48;
+    char *tmp = malloc(len);
+    if (!tmp) return -1;
+    snprintf(tmp, len, "%s.gridrpc-%ld-%u", path, (long)getpid(), atomic_fetch_add(&seq, 1));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        free(tmp);
+        return -1;
+    }
+    /* The replaced file's mode (should that fail, only the mode differs). */
+    if (old) (void)fchmod(fd, old->st_mode & 07777);
+    int rc = write_all(fd, path, p, n, e);
+    if (!rc && rename(tmp, path) != 0)
+        rc = gr_seterr(e, GRID_ERR_IO, "cannot write file '%s': %s", path, strerror(errno));
+    if (rc) unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
 int grm_file_save(const char *path, const uint8_t *p, uint32_t n, gr_err *e) {
+    /* A new file, or a plain one of ours with one name, is replaced whole: a write that
+     * fails (a full disk) leaves the caller's file as it was, not half of the new one
+     * (tests/faults/disk-full.sh). A device, a pipe, a link, a file of another owner or
+     * with other names, or a folder where no file can be made, is written in place. */
+    struct stat st;
+    int exists = lstat(path, &st) == 0;
+    if (!exists || (S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_uid == geteuid())) {
+        int rc = save_by_rename(path, exists ? &st : NULL, p, n, e);
+        if (rc >= 0) return rc;
+    }
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return gr_seterr(e, GRID_ERR_IO, "cannot write file '%s': %s", path, strerror(errno));
     return write_all(fd, path, p, n, e);

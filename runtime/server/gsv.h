@@ -337,8 +337,12 @@ void gsv_call_current(gsv_job *job);
 gsv_job *gsv_object_cancel(gsv_conn *c, uint64_t request_id);
 
 /* Runs JOB on the current thread: sets the BLAS threads, invokes the function, sends
- * RESULT (or ERROR), logs the call and frees JOB. */
+ * RESULT (or ERROR), logs the call and frees JOB. A large result, or one for a
+ * connection busy sending another, is sent by a thread of its own (the worker goes on). */
 void gsv_call_run(gsv_server *s, gsv_job *job);
+/* Shutdown: waits until no such sender thread is left, or DEADLINE_NS; returns how
+ * many are left. */
+unsigned gsv_call_wait_senders(long long deadline_ns);
 /* Answers JOB with ERROR CODE/MSG without running it, logs it and frees JOB. */
 void gsv_call_fail(gsv_server *s, gsv_job *job, int code, const char *msg);
 /* Logs one answered call at info level: time, peer, function, bytes in and out, queue

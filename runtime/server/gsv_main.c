@@ -138,6 +138,7 @@ int main(int argc, char **argv) {
     gsv_sched_stop(s);
     long long deadline = gr_now_ns() + (long long)(s->opt.shutdown_timeout * 1e9);
     unsigned left = gsv_sched_wait_idle(s, deadline);
+    left += gsv_call_wait_senders(deadline); /* results still being sent (gsv_call.c) */
     if (left) {
         gsv_log(GSV_LOG_WARN, "%u call%s still running after %g s (--shutdown-timeout): exiting anyway", left,
                 left == 1 ? "" : "s", s->opt.shutdown_timeout);
