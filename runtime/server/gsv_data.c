@@ -246,6 +246,10 @@ int gsv_data_join(gsv_conn *c, uint64_t id, gr_err *e) {
     return GRID_OK;
 }
 
+int gsv_data_conn_holds(const gsv_conn *c) {
+    return c->data && c->data->n > 0;
+}
+
 void gsv_data_conn_closed(gsv_conn *c) {
     struct gsv_dconn *d = c->data;
     if (!d) return;

@@ -244,6 +244,7 @@ static int on_invoke(gsv_conn *c, const grw_header *h) {
     if (f && !job) gr_seterr(&e, GRID_ERR_NOMEM, "the server is out of memory: retry later");
     int rc = job ? GRID_OK : e.code;
     if (!rc) rc = grp_read_call_head(&c->r, &job->call, &s->opt.limits, &e);
+    if (!rc) rc = gsv_limits_admit(s, c, job, c->r.consumed + grp_call_bulk_bytes(&job->call), &e);
     if (!rc) {
         c->r.deadline_ns = gsv_io_deadline(s, grp_call_bulk_bytes(&job->call));
         rc = grp_read_call_bulk(&c->r, &job->call, &e);
@@ -349,6 +350,16 @@ gsv_job *gsv_object_cancel(gsv_conn *c, uint64_t request_id) {
             }
     pthread_mutex_unlock(&olock);
     return found;
+}
+
+unsigned gsv_objects_owned(const gsv_conn *c) {
+    unsigned n = 0;
+    pthread_mutex_lock(&olock);
+    for (unsigned b = 0; b < NBUCKETS; b++)
+        for (gsv_object *x = buckets[b]; x; x = x->hnext)
+            n += x->owner == c;
+    pthread_mutex_unlock(&olock);
+    return n;
 }
 
 void gsv_objects_conn_closed(gsv_conn *c) {
