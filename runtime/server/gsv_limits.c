@@ -22,6 +22,15 @@ static long long add_bounded_u(atomic_uint *v, unsigned n, unsigned max) {
     return before;
 }
 
+/* "123 bytes", "1572864 bytes (1.5 MiB)": exact first (a test reads it), then for people. */
+static void exact_size(uint64_t bytes, char *out, size_t n) {
+    char h[32];
+    if (bytes < 1024)
+        snprintf(out, n, "%llu bytes", (unsigned long long)bytes);
+    else
+        snprintf(out, n, "%llu bytes (%s)", (unsigned long long)bytes, gsv_data_size(bytes, h, sizeof h));
+}
+
 int gsv_limits_admit(gsv_server *s, gsv_conn *c, gsv_job *job, uint64_t bytes, gr_err *e) {
     const gsv_options *o = &s->opt;
     int per_conn = job->conn != NULL;
@@ -43,15 +52,15 @@ int gsv_limits_admit(gsv_server *s, gsv_conn *c, gsv_job *job, uint64_t bytes, g
         atomic_fetch_sub(&s->call_bytes, bytes);
         atomic_fetch_sub(&s->calls_open, 1);
         if (per_conn) atomic_fetch_sub(&c->calls, 1);
-        char a[32], h[32], m[32];
-        gsv_data_size(bytes, a, sizeof a);
-        gsv_data_size(before, h, sizeof h);
+        char a[64], h[64], m[32];
+        exact_size(bytes, a, sizeof a);
+        exact_size(before, h, sizeof h);
         gsv_data_size(o->max_call_memory, m, sizeof m);
         if (bytes > o->max_call_memory)
             return gr_seterr(e, GRID_ERR_LIMIT,
                              "the call's %s of arguments exceed what this server holds for waiting and "
-                             "running calls (--max-call-memory %s): it cannot run here; split the work "
-                             "into smaller calls or use a server with a larger limit",
+                             "running calls (--max-call-memory %s): it cannot run here; split the work into "
+                             "smaller calls or use a server with a larger limit",
                              a, m);
         return gr_seterr(e, GRID_ERR_LIMIT,
                          "the call's %s of arguments would take the call data held by waiting and running "
