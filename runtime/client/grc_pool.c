@@ -1,7 +1,9 @@
 /* grc_pool.c: persistent connections, one per concurrent caller and server, reused
  * across calls: a call costs one round trip instead of a TCP handshake and a HELLO.
- * An idle connection that the server closed meanwhile (a restart) is noticed before it
- * is used, so a call never fails just because the pool held a dead connection. */
+ * An idle connection that the server closed meanwhile (a restart, its --idle-timeout) is
+ * noticed before it is used; one it closes just as a call leaves is seen by the caller
+ * (grc_conn_stale), which sends the call again on a new connection: a call never fails
+ * just because the pool held a dead connection. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -77,13 +79,16 @@ int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **o
         if (c->port == port && strcmp(c->host, host) == 0) {
             *pp = c->next;
             nidle--;
-            if (idle_conn_dead(c->fd)) {
+            if (idle_conn_dead(c->fd) || grw_has_buffered(&c->rd)) {
                 close(c->fd);
                 free(c);
                 continue;
             }
             pthread_mutex_unlock(&lock);
             c->next = NULL;
+            /* Empty: what arrives from now on shows in rd.len (grc_conn_stale). */
+            c->rd.len = c->rd.pos = 0;
+            c->reused = 1;
             *out = c;
             return GRID_OK;
         }
@@ -120,6 +125,10 @@ int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **o
     }
     *out = c;
     return GRID_OK;
+}
+
+int grc_conn_stale(const grc_conn *c, int rc) {
+    return c->reused && rc == GRID_ERR_CONN_LOST && c->rd.len == 0;
 }
 
 void grc_conn_put(grc_conn *c, int broken) {

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -703,6 +704,128 @@ static void timeouts(void) {
     result(stop() == 0, "timeouts: exits 0 on SIGTERM");
 }
 
+/* ---------------------------------------------------------------- the close race */
+
+/* A relay between the client library and gridrpcd that, when told, closes a client's
+ * connection that is already known (it carried a call) as soon as the next request
+ * arrives on it, unread and unforwarded: what the client sees when the server's
+ * --idle-timeout fires just as a pooled connection is reused. */
+enum { RELAY_MAX = 16 };
+static struct {
+    int listen_fd, port, stop;
+    int drop_next; /* under __atomic: close the next reused connection's request */
+    int dropped;
+    int cfd[RELAY_MAX], sfd[RELAY_MAX], used[RELAY_MAX];
+} relay;
+
+static void *relay_main(void *arg) {
+    (void)arg;
+    while (!__atomic_load_n(&relay.stop, __ATOMIC_RELAXED)) {
+        struct pollfd p[1 + 2 * RELAY_MAX];
+        int who[1 + 2 * RELAY_MAX], n = 0;
+        p[n] = (struct pollfd){relay.listen_fd, POLLIN, 0};
+        who[n++] = -1;
+        for (int i = 0; i < RELAY_MAX; i++)
+            if (relay.cfd[i] >= 0) {
+                p[n] = (struct pollfd){relay.cfd[i], POLLIN, 0};
+                who[n++] = i;
+                p[n] = (struct pollfd){relay.sfd[i], POLLIN, 0};
+                who[n++] = RELAY_MAX + i;
+            }
+        if (poll(p, (nfds_t)n, 50) <= 0) continue;
+        if (p[0].revents & POLLIN) {
+            int c = accept(relay.listen_fd, NULL, NULL);
+            int k = 0;
+            while (k < RELAY_MAX && relay.cfd[k] >= 0)
+                k++;
+            gr_err e;
+            int sv = c >= 0 && k < RELAY_MAX ? grw_connect("127.0.0.1", port, 5, &e) : -1;
+            if (sv < 0) {
+                if (c >= 0) close(c);
+            } else {
+                relay.cfd[k] = c;
+                relay.sfd[k] = sv;
+                relay.used[k] = 0;
+            }
+        }
+        for (int j = 1; j < n; j++) {
+            if (!p[j].revents) continue;
+            int i = who[j] % RELAY_MAX, from_client = who[j] < RELAY_MAX;
+            if (relay.cfd[i] < 0) continue;
+            if (from_client && relay.used[i] && __atomic_exchange_n(&relay.drop_next, 0, __ATOMIC_RELAXED)) {
+                __atomic_add_fetch(&relay.dropped, 1, __ATOMIC_RELAXED); /* before the client can see it */
+                close(relay.cfd[i]); /* unread input: the client sees a reset */
+                close(relay.sfd[i]);
+                relay.cfd[i] = relay.sfd[i] = -1;
+                continue;
+            }
+            char buf[65536];
+            ssize_t k = recv(p[j].fd, buf, sizeof buf, 0);
+            if (k <= 0 || send_all(from_client ? relay.sfd[i] : relay.cfd[i], buf, (size_t)k) != 0) {
+                close(relay.cfd[i]);
+                close(relay.sfd[i]);
+                relay.cfd[i] = relay.sfd[i] = -1;
+                continue;
+            }
+            /* A reply went back: the connection has carried a request. */
+            if (!from_client) relay.used[i] = 1;
+        }
+    }
+    for (int i = 0; i < RELAY_MAX; i++)
+        if (relay.cfd[i] >= 0) {
+            close(relay.cfd[i]);
+            close(relay.sfd[i]);
+        }
+    return NULL;
+}
+
+/* The client library, on a pooled connection the server closes as a call leaves on it:
+ * the call goes again on a new connection and succeeds. */
+static void close_race(void) {
+    if (start(gridrpcd, NULL) != 0) {
+        result(0, "close race: the server starts");
+        return;
+    }
+    for (int i = 0; i < RELAY_MAX; i++)
+        relay.cfd[i] = relay.sfd[i] = -1;
+    relay.listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {0};
+    socklen_t al = sizeof a;
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    pthread_t t;
+    int ok = relay.listen_fd >= 0 && bind(relay.listen_fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+             listen(relay.listen_fd, 16) == 0 &&
+             getsockname(relay.listen_fd, (struct sockaddr *)&a, &al) == 0 &&
+             pthread_create(&t, NULL, relay_main, NULL) == 0;
+    if (!ok) {
+        result(0, "close race: the relay starts");
+        stop();
+        return;
+    }
+    char name[128];
+    snprintf(name, sizeof name, "gridrpc://127.0.0.1:%d/test/sleep", ntohs(a.sin_port));
+    grid_reset_np();
+    grid_stats_np s0, s1;
+    grid_get_stats_np(&s0);
+    int rc1 = grid_call(name, 0.0);
+    __atomic_store_n(&relay.drop_next, 1, __ATOMIC_RELAXED);
+    int rc2 = grid_call(name, 0.0);
+    if (rc2) diag("the call on the closed connection: %s", grid_last_error());
+    grid_get_stats_np(&s1);
+    long conns = s1.connections_opened - s0.connections_opened;
+    int dropped = __atomic_load_n(&relay.dropped, __ATOMIC_RELAXED);
+    result(rc1 == GRID_OK && rc2 == GRID_OK && dropped == 1 && conns == 2,
+           "close race: a call on a pooled connection closed as it leaves goes again on a new one and "
+           "succeeds (%d dropped, %ld connections)",
+           dropped, conns);
+    grid_reset_np();
+    __atomic_store_n(&relay.stop, 1, __ATOMIC_RELAXED);
+    pthread_join(t, NULL);
+    close(relay.listen_fd);
+    result(stop() == 0, "close race: exits 0 on SIGTERM");
+}
+
 /* gridmetad: a HELLO'd client connection closes after --idle-timeout; none without HELLO. */
 static void meta_timeouts(void) {
     const char *args[] = {"--io-timeout", "1", "--idle-timeout", "1", NULL};
@@ -778,16 +901,21 @@ int main(void) {
         diag("RLIMIT_NOFILE is %lu (hard limit): the flood and stall cases are smaller",
              (unsigned long)r.rlim_cur);
 
-    connection_limits(gridrpcd, "gridrpcd");
-    call_counts();
-    call_memory();
-    timeouts();
-    flood(gridrpcd, "gridrpcd", big ? 2000 : 400);
-    stall(gridrpcd, "gridrpcd", big ? 1000 : 400);
-    connection_limits(gridmetad, "gridmetad");
-    flood(gridmetad, "gridmetad", big ? 2000 : 400);
-    stall(gridmetad, "gridmetad", big ? 1000 : 400);
-    meta_timeouts();
+    /* CONN_LIMITS_ONLY=NAME runs one case (a name below), for debugging. */
+    const char *only = getenv("CONN_LIMITS_ONLY");
+#define RUN(name, call)                                                                                      \
+    if (!only || strcmp(only, name) == 0) call
+    RUN("limits", connection_limits(gridrpcd, "gridrpcd"));
+    RUN("calls", call_counts());
+    RUN("memory", call_memory());
+    RUN("timeouts", timeouts());
+    RUN("race", close_race());
+    RUN("flood", flood(gridrpcd, "gridrpcd", big ? 2000 : 400));
+    RUN("stall", stall(gridrpcd, "gridrpcd", big ? 1000 : 400));
+    RUN("meta-limits", connection_limits(gridmetad, "gridmetad"));
+    RUN("meta-flood", flood(gridmetad, "gridmetad", big ? 2000 : 400));
+    RUN("meta-stall", stall(gridmetad, "gridmetad", big ? 1000 : 400));
+    RUN("meta-timeouts", meta_timeouts());
     char rm[128];
     snprintf(rm, sizeof rm, "rm -rf '%s'", job_dir);
     if (system(rm) != 0) diag("could not remove %s", job_dir);
