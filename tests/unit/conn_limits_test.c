@@ -234,30 +234,63 @@ static int ping(int fd) {
     return read_reply(fd, NULL, NULL, 0, NULL, 5) == GRW_PONG;
 }
 
-/* The descriptor hash of NAME (GET_DESCRIPTOR on FD); 0 on failure. */
-static uint64_t descriptor_hash(int fd, const char *name) {
+static uint32_t reply_for(int fd, uint64_t want, int *code, char *msg, size_t msglen, double timeout);
+
+/* The descriptor of NAME (GET_DESCRIPTOR on FD); NULL on failure. */
+static grd_desc *descriptor(int fd, const char *name) {
     gr_err e;
     grw_writer_init(&wr, fd);
     if (grw_begin(&wr, GRW_GET_DESCRIPTOR, 0, 2, &e) || grw_write_string(&wr, name, &e) ||
         grw_finish(&wr, &e))
-        return 0;
+        return NULL;
     grw_header h;
     if (fd != rd.fd || !grw_has_buffered(&rd)) grw_reader_init(&rd, fd, 1 << 26);
     rd.deadline_ns = deadline(5);
-    if (grw_read_header(&rd, &h, &e) || h.type != GRW_DESCRIPTOR) return 0;
+    if (grw_read_header(&rd, &h, &e) || h.type != GRW_DESCRIPTOR) return NULL;
     char *q = NULL;
     uint8_t *bytes = NULL;
     uint32_t len = 0;
     grd_desc *d = NULL;
     grd_error de;
-    uint64_t hash = 0;
-    if (!grw_read_string(&rd, 511, &q, &e) && !grw_read_opaque(&rd, 1 << 20, &bytes, &len, &e) &&
-        !grw_end(&rd, &e) && grd_decode(bytes, len, &d, &de) == GRD_OK)
-        hash = d->hash;
-    grd_free(d);
+    if (grw_read_string(&rd, 511, &q, &e) || grw_read_opaque(&rd, 1 << 20, &bytes, &len, &e) ||
+        grw_end(&rd, &e) || grd_decode(bytes, len, &d, &de) != GRD_OK)
+        d = NULL;
     free(q);
     free(bytes);
+    return d;
+}
+
+/* The descriptor hash of NAME; 0 on failure. */
+static uint64_t descriptor_hash(int fd, const char *name) {
+    grd_desc *d = descriptor(fd, name);
+    uint64_t hash = d ? d->hash : 0;
+    grd_free(d);
     return hash;
+}
+
+/* CALL test/echo_double with N doubles (marshalled by grm, as a client does) on FD;
+ * the reply's type, and an ERROR's code and message. */
+static uint32_t echo(int fd, const grd_desc *d, int n, int *code, char *msg, size_t msglen) {
+    gr_err e;
+    grw_limits lim;
+    grw_limits_default(&lim);
+    double *in = calloc((size_t)n + 1, sizeof *in), *out = calloc((size_t)n + 1, sizeof *out);
+    grm_call *c = calloc(1, grm_call_size(d->nparams));
+    grm_init(c, d, GRM_CLIENT_SIDE);
+    c->sl[0].val.i = n;
+    c->ptr[1] = in;
+    c->ptr[2] = out;
+    int ok = grm_prepare(c, &lim, &e) == GRID_OK;
+    grw_writer_init(&wr, fd);
+    ok = ok && !grw_begin(&wr, GRW_CALL, 0, 77, &e) && !grw_write_string(&wr, "test/echo_double", &e) &&
+         !grw_write_u64(&wr, d->hash, &e) && !grm_write_head(&wr, c, GRM_TO_SERVER, &lim, &e) &&
+         !grm_write_bulk(&wr, c, GRM_TO_SERVER, &e) && !grw_finish(&wr, &e);
+    uint32_t t = ok ? reply_for(fd, 77, code, msg, msglen, 5) : 0;
+    grm_release(c);
+    free(c);
+    free(in);
+    free(out);
+    return t;
 }
 
 /* Writes CALL test/sleep(SECONDS) as request ID; returns the bytes of the record, or 0. */
@@ -612,6 +645,44 @@ static void call_memory(void) {
     }
 }
 
+/* --max-array and --max-head at and one past their bound: echo_double of 1000 doubles
+ * (8000 bytes) under --max-array 8000, then 1001; sleep's head of one double (8 bytes)
+ * under --max-head 8, then 7. The refused call gets GRID_ERR_LIMIT, the connection goes on. */
+static void sizes(void) {
+    char head[16];
+    const char *args[] = {"--max-array", "8000", "--max-head", head, NULL};
+    for (int past = 0; past <= 1; past++) {
+        snprintf(head, sizeof head, "%d", past ? 7 : 8);
+        if (start(gridrpcd, args) != 0) {
+            result(0, "sizes: starts");
+            return;
+        }
+        int fd = hello_from("127.0.0.1", NULL, NULL, 0, NULL);
+        grd_desc *d = fd >= 0 ? descriptor(fd, "echo_double") : NULL;
+        uint64_t h = fd >= 0 ? descriptor_hash(fd, "sleep") : 0;
+        int code = 0;
+        char msg[4096] = "";
+        if (!past) {
+            result(d && echo(fd, d, 1000, &code, msg, sizeof msg) == GRW_RESULT,
+                   "sizes: an array of 8000 bytes under --max-array 8000 is served");
+            uint32_t t = d ? echo(fd, d, 1001, &code, msg, sizeof msg) : 0;
+            diag("1001 doubles: %s", msg);
+            result(t == GRW_ERROR && code == GRID_ERR_LIMIT && ping(fd),
+                   "sizes: one of 8008 bytes gets GRID_ERR_LIMIT, the connection goes on");
+            result(h && send_sleep(fd, h, 0, 5) && reply_for(fd, 5, NULL, NULL, 0, 5) == GRW_RESULT,
+                   "sizes: a head of 8 bytes under --max-head 8 is served");
+        } else {
+            uint32_t t = h && send_sleep(fd, h, 0, 5) ? reply_for(fd, 5, &code, msg, sizeof msg, 5) : 0;
+            diag("head under --max-head 7: %s", msg);
+            result(t == GRW_ERROR && code == GRID_ERR_LIMIT && ping(fd),
+                   "sizes: the same head under --max-head 7 gets GRID_ERR_LIMIT, the connection goes on");
+        }
+        grd_free(d);
+        if (fd >= 0) close(fd);
+        stop();
+    }
+}
+
 /* ---------------------------------------------------------------- timeouts */
 
 /* HELLO within --io-timeout; a half CALL that stalls holds no worker; --idle-timeout. */
@@ -908,6 +979,7 @@ int main(void) {
     RUN("limits", connection_limits(gridrpcd, "gridrpcd"));
     RUN("calls", call_counts());
     RUN("memory", call_memory());
+    RUN("sizes", sizes());
     RUN("timeouts", timeouts());
     RUN("race", close_race());
     RUN("flood", flood(gridrpcd, "gridrpcd", big ? 2000 : 400));
