@@ -37,6 +37,7 @@ static int port;
 static pid_t server_pid;
 static grw_reader rd = {.fd = -1}; /* large: one of each, reused */
 static grw_writer wr;
+static int small_rcvbuf; /* nonzero: connect_from sets SO_RCVBUF (a client that reads slowly) */
 
 static long long deadline(double s) {
     return gr_now_ns() + (long long)(s * 1e9);
@@ -136,6 +137,7 @@ static int stop(void) {
 static int connect_from(const char *src, int nonblock) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
     if (fd < 0) return -1;
+    if (small_rcvbuf) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small_rcvbuf, sizeof small_rcvbuf);
     struct sockaddr_in a = {0};
     a.sin_family = AF_INET;
     inet_pton(AF_INET, src, &a.sin_addr);
@@ -268,9 +270,9 @@ static uint64_t descriptor_hash(int fd, const char *name) {
     return hash;
 }
 
-/* CALL test/echo_double with N doubles (marshalled by grm, as a client does) on FD;
- * the reply's type, and an ERROR's code and message. */
-static uint32_t echo(int fd, const grd_desc *d, int n, int *code, char *msg, size_t msglen) {
+/* Writes CALL test/echo_double with N doubles (marshalled by grm, as a client does) as
+ * request 77 on FD; 0 when written. */
+static int echo_send(int fd, const grd_desc *d, int n) {
     gr_err e;
     grw_limits lim;
     grw_limits_default(&lim);
@@ -285,12 +287,16 @@ static uint32_t echo(int fd, const grd_desc *d, int n, int *code, char *msg, siz
     ok = ok && !grw_begin(&wr, GRW_CALL, 0, 77, &e) && !grw_write_string(&wr, "test/echo_double", &e) &&
          !grw_write_u64(&wr, d->hash, &e) && !grm_write_head(&wr, c, GRM_TO_SERVER, &lim, &e) &&
          !grm_write_bulk(&wr, c, GRM_TO_SERVER, &e) && !grw_finish(&wr, &e);
-    uint32_t t = ok ? reply_for(fd, 77, code, msg, msglen, 5) : 0;
     grm_release(c);
     free(c);
     free(in);
     free(out);
-    return t;
+    return ok ? 0 : -1;
+}
+
+/* The same, and its reply's type, and an ERROR's code and message. */
+static uint32_t echo(int fd, const grd_desc *d, int n, int *code, char *msg, size_t msglen) {
+    return echo_send(fd, d, n) == 0 ? reply_for(fd, 77, code, msg, msglen, 5) : 0;
 }
 
 /* Writes CALL test/sleep(SECONDS) as request ID; returns the bytes of the record, or 0. */
@@ -683,6 +689,43 @@ static void sizes(void) {
     }
 }
 
+/* A client that never reads its result: the write gives up after --io-timeout (plus the
+ * floor rate's second per MiB), so the one worker (--threads 1) is free again for a
+ * call that waited meanwhile, and the stuck connection is closed. */
+static void slow_reader(void) {
+    const char *args[] = {"--threads", "1", "--io-timeout", "1", NULL};
+    if (start(gridrpcd, args) != 0) {
+        result(0, "slow reader: starts");
+        return;
+    }
+    small_rcvbuf = 4096;
+    int fd = hello_from("127.0.0.1", NULL, NULL, 0, NULL);
+    small_rcvbuf = 0;
+    grd_desc *d = fd >= 0 ? descriptor(fd, "echo_double") : NULL;
+    /* 8 MiB back: more than the server's socket send buffer (4 MiB at most by default)
+     * and this one's small receive buffer hold; the write may take 1 + 8 s. */
+    int ok = d && echo_send(fd, d, 1 << 20) == 0;
+    pause_s(0.3);
+    int b = ok ? hello_from("127.0.0.2", NULL, NULL, 0, NULL) : -1;
+    uint64_t h = b >= 0 ? descriptor_hash(b, "sleep") : 0;
+    long long t0 = gr_now_ns();
+    uint32_t t = h && send_sleep(b, h, 0, 8) ? reply_for(b, 8, NULL, NULL, 0, 20) : 0;
+    double took = since(t0);
+    result(t == GRW_RESULT && took >= 0.5 && took < 15,
+           "slow reader: the worker gives up the stuck result within the timeout, and a waiting call runs "
+           "(after %.2f s)",
+           took);
+    /* Read fast now: what the server had queued drains, then its close shows. */
+    int big = 4 << 20;
+    if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    result(ok && closed_within(fd, 10), "slow reader: the stuck connection is closed");
+    result(served("127.0.0.3"), "slow reader: afterwards a new client is served");
+    grd_free(d);
+    if (fd >= 0) close(fd);
+    if (b >= 0) close(b);
+    result(stop() == 0, "slow reader: exits 0 on SIGTERM");
+}
+
 /* ---------------------------------------------------------------- timeouts */
 
 /* HELLO within --io-timeout; a half CALL that stalls holds no worker; --idle-timeout. */
@@ -981,6 +1024,7 @@ int main(void) {
     RUN("memory", call_memory());
     RUN("sizes", sizes());
     RUN("timeouts", timeouts());
+    RUN("slowreader", slow_reader());
     RUN("race", close_race());
     RUN("flood", flood(gridrpcd, "gridrpcd", big ? 2000 : 400));
     RUN("stall", stall(gridrpcd, "gridrpcd", big ? 1000 : 400));
