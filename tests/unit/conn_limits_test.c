@@ -940,6 +940,65 @@ static void close_race(void) {
     result(stop() == 0, "close race: exits 0 on SIGTERM");
 }
 
+/* Through a metaserver with --idle-timeout 1: the client's metaserver connection is
+ * closed while it waits between calls; the next call reconnects, with no warning that
+ * the metaserver is unreachable; the server's own registration connection is kept. */
+static void meta_idle(void) {
+    const char *margs[] = {"--idle-timeout", "1", "--heartbeat", "200ms", NULL};
+    if (start(gridmetad, margs) != 0) {
+        result(0, "metaserver idle: gridmetad starts");
+        return;
+    }
+    pid_t mpid = server_pid;
+    int mport = port;
+    char meta[64];
+    snprintf(meta, sizeof meta, "127.0.0.1:%d", mport);
+    const char *sargs[] = {"--metaserver", meta, "--speed", "1e9", NULL};
+    if (start(gridrpcd, sargs) != 0) {
+        result(0, "metaserver idle: gridrpcd starts");
+        server_pid = mpid;
+        stop();
+        return;
+    }
+    pid_t spid = server_pid;
+    setenv("GRIDRPC_METASERVER", meta, 1);
+    setenv("GRIDRPC_QUIET", "0", 1);
+    unsetenv("GRIDRPC_SERVER");
+    grid_reset_np();
+    /* Warnings go to stderr: keep them in a file for the check. */
+    char errs[] = "/tmp/conn-limits-meta.XXXXXX";
+    int efd = mkstemp(errs), saved = dup(2);
+    fflush(stderr);
+    if (efd >= 0) dup2(efd, 2);
+    int rc1 = GRID_ERR_NOT_FOUND;
+    for (int i = 0; i < 50 && rc1 != GRID_OK; i++) { /* until the server registered */
+        rc1 = grid_call("test/sleep", 0.0);
+        if (rc1) pause_s(0.1);
+    }
+    pause_s(1.6); /* past --idle-timeout: gridmetad closes the client's connection */
+    int rc2 = grid_call("test/sleep", 0.0);
+    pause_s(1.6);
+    int rc3 = grid_call("test/sleep", 0.0);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char text[4096] = "";
+    ssize_t k = efd >= 0 ? pread(efd, text, sizeof text - 1, 0) : 0;
+    if (k > 0) text[k] = '\0';
+    if (efd >= 0) close(efd);
+    unlink(errs);
+    if (text[0]) diag("client stderr: %s", text);
+    result(
+        rc1 == GRID_OK && rc2 == GRID_OK && rc3 == GRID_OK && !strstr(text, "unreachable"),
+        "metaserver idle: calls through a metaserver that closes idle clients reconnect without a warning");
+    unsetenv("GRIDRPC_METASERVER");
+    grid_reset_np();
+    result(stop() == 0, "metaserver idle: gridrpcd exits 0 on SIGTERM");
+    server_pid = mpid;
+    result(stop() == 0, "metaserver idle: gridmetad exits 0 on SIGTERM");
+    (void)spid;
+}
+
 /* gridmetad: a HELLO'd client connection closes after --idle-timeout; none without HELLO. */
 static void meta_timeouts(void) {
     const char *args[] = {"--io-timeout", "1", "--idle-timeout", "1", NULL};
@@ -1032,6 +1091,7 @@ int main(void) {
     RUN("meta-flood", flood(gridmetad, "gridmetad", big ? 2000 : 400));
     RUN("meta-stall", stall(gridmetad, "gridmetad", big ? 1000 : 400));
     RUN("meta-timeouts", meta_timeouts());
+    RUN("meta-idle", meta_idle());
     char rm[128];
     snprintf(rm, sizeof rm, "rm -rf '%s'", job_dir);
     if (system(rm) != 0) diag("could not remove %s", job_dir);
