@@ -132,7 +132,7 @@ int grc_req_run(grc_req *q, const grc_config *cfg, gr_err *e) {
                       "no reply within the call timeout of %s; the call may still be running",
                       grc_timeout_text(cfg, tt, sizeof tt));
         }
-        int stale = grc_conn_stale(c, rc);
+        int stale = grc_conn_stale(c, rc, q->route.sent_ns);
         grc_conn_put(c, broken || rc == GRID_ERR_TIMEOUT);
         /* The server closed the pooled connection as the call left (idle): it never read
          * the call, so it goes once more, on a new connection, unless it must not run twice. */

@@ -116,7 +116,9 @@ int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **o
     c->wr.tally = &grc_stat_bytes_sent;
     long long deadline = cfg->connect_timeout > 0 ? gr_now_ns() + (long long)(cfg->connect_timeout * 1e9) : 0;
     c->rd.deadline_ns = c->wr.deadline_ns = deadline;
+    long long t0 = gr_now_ns();
     int rc = hello(c, cfg, e);
+    c->rtt_ns = gr_now_ns() - t0;
     if (rc) {
         gr_prefixerr(e, "connecting to %s:%d: ", host, port);
         close(fd);
@@ -127,8 +129,10 @@ int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **o
     return GRID_OK;
 }
 
-int grc_conn_stale(const grc_conn *c, int rc) {
-    return c->reused && rc == GRID_ERR_CONN_LOST && c->rd.len == 0;
+int grc_conn_stale(const grc_conn *c, int rc, long long sent_ns) {
+    if (!c->reused || rc != GRID_ERR_CONN_LOST || c->rd.len != 0) return 0;
+    long long window = 4 * c->rtt_ns > 100000000LL ? 4 * c->rtt_ns : 100000000LL;
+    return gr_now_ns() - sent_ns <= window;
 }
 
 void grc_conn_put(grc_conn *c, int broken) {
