@@ -17,7 +17,10 @@
  *                     writing, so pipelined calls of one connection never interleave;
  *                     with --isolate, while the call's child writes its RESULT, never
  *                     while it computes);
- *   gsv_server.blas_lock  changes of the process-wide OpenBLAS thread count.
+ *   gsv_server.blas_lock  changes of the process-wide OpenBLAS thread count;
+ *   the connection counts' (runtime/common/gr_connlimit.c): at accept, and when a
+ *                     connection's last reference goes (gsv_conn_unref).
+ * The limits on calls (gsv_limits.c) are atomics, without a lock.
  * The registry and the options never change after startup and are read without locks.
  */
 #ifndef GSV_H
