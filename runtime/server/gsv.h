@@ -86,12 +86,13 @@ typedef struct gsv_options {
     const char *job_dir; /* --job-dir; NULL: $XDG_STATE_HOME/gridrpc/jobs-PORT or ~/.local/state/... */
     double job_keep;     /* --job-keep seconds: a finished job is removed this long after it ended */
     /* Limits on what peers hold (gsv_limits.c, gsv_listen.c; docs/server.md's table). */
-    unsigned max_conns;          /* --max-connections: open at once */
-    unsigned max_conns_per_addr; /* --max-connections-per-address */
-    unsigned max_calls_per_conn; /* --max-calls-per-connection: waiting or running, one connection */
-    unsigned max_calls;          /* --max-calls: waiting or running, every connection */
-    uint64_t max_call_memory;    /* --max-call-memory: bytes of arguments held by those calls */
-    double idle_timeout;         /* --idle-timeout seconds; 0: never */
+    unsigned max_conns;            /* --max-connections: open at once */
+    unsigned max_conns_per_addr;   /* --max-connections-per-address */
+    unsigned max_calls_per_conn;   /* --max-calls-per-connection: waiting or running, one connection */
+    unsigned max_calls;            /* --max-calls: waiting or running, every connection */
+    unsigned max_objects_per_conn; /* --max-objects-per-connection: remote objects one connection owns */
+    uint64_t max_call_memory;      /* --max-call-memory: bytes of arguments held by those calls */
+    double idle_timeout;           /* --idle-timeout seconds; 0: never */
 } gsv_options;
 
 /* Parses ARGV into OPT. Returns -1 to go on, or an exit status: 0 after --help or
@@ -246,6 +247,7 @@ typedef struct gsv_conn {
     char peer[80];                /* "host:port" */
     struct sockaddr_storage addr; /* the peer's, as counted by srv->connlimit */
     atomic_uint calls;            /* its calls read and not yet answered (gsv_limits.c) */
+    atomic_uint objects;          /* remote objects it owns (gsv_object.c) */
     atomic_int refs;              /* the reader thread, plus one per job in flight */
     pthread_mutex_t wlock;        /* whole messages on the socket; guards w and broken */
     int broken;                   /* a write failed: later writes are skipped */

@@ -230,6 +230,7 @@ int gsv_conn_start(gsv_server *s, int fd, const char *peer, const struct sockadd
     c->hello_by = gr_now_ns() + (long long)(s->opt.io_timeout * 1e9);
     atomic_init(&c->refs, 1);
     atomic_init(&c->calls, 0);
+    atomic_init(&c->objects, 0);
     pthread_mutex_init(&c->wlock, NULL);
     grw_reader_init(&c->r, fd, s->opt.limits.max_message);
 
