@@ -86,13 +86,14 @@ typedef struct gsv_options {
     const char *job_dir; /* --job-dir; NULL: $XDG_STATE_HOME/gridrpc/jobs-PORT or ~/.local/state/... */
     double job_keep;     /* --job-keep seconds: a finished job is removed this long after it ended */
     /* Limits on what peers hold (gsv_limits.c, gsv_listen.c; docs/server.md's table). */
-    unsigned max_conns;            /* --max-connections: open at once */
-    unsigned max_conns_per_addr;   /* --max-connections-per-address */
-    unsigned max_calls_per_conn;   /* --max-calls-per-connection: waiting or running, one connection */
-    unsigned max_calls;            /* --max-calls: waiting or running, every connection */
-    unsigned max_objects_per_conn; /* --max-objects-per-connection: remote objects one connection owns */
-    uint64_t max_call_memory;      /* --max-call-memory: bytes of arguments held by those calls */
-    double idle_timeout;           /* --idle-timeout seconds; 0: never */
+    unsigned max_conns;             /* --max-connections: open at once */
+    unsigned max_conns_per_addr;    /* --max-connections-per-address */
+    unsigned max_calls_per_conn;    /* --max-calls-per-connection: waiting or running, one connection */
+    unsigned max_calls;             /* --max-calls: waiting or running, every connection */
+    unsigned max_objects_per_conn;  /* --max-objects-per-connection: remote objects one connection owns */
+    unsigned max_sessions_per_conn; /* --max-sessions-per-connection: data sessions one connection uses */
+    uint64_t max_call_memory;       /* --max-call-memory: bytes of arguments held by those calls */
+    double idle_timeout;            /* --idle-timeout seconds; 0: never */
 } gsv_options;
 
 /* Parses ARGV into OPT. Returns -1 to go on, or an exit status: 0 after --help or

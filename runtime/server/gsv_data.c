@@ -226,6 +226,15 @@ int gsv_data_join(gsv_conn *c, uint64_t id, gr_err *e) {
     int joined = 0;
     for (unsigned i = 0; i < d->n && !joined; i++)
         joined = d->ids[i] == id;
+    /* Each session costs the store an entry and this list a slot: a peer naming new ones
+     * without end is refused (a client process uses one; a server copying data on
+     * behalf of its clients, one per client). */
+    if (!joined && d->n >= c->srv->opt.max_sessions_per_conn)
+        return gr_seterr(e, GRID_ERR_LIMIT,
+                         "this connection already uses %u data sessions, the most the server allows one "
+                         "connection (--max-sessions-per-connection %u): end sessions it no longer needs "
+                         "(SESSION_END) or use more connections",
+                         d->n, c->srv->opt.max_sessions_per_conn);
     if (!joined && d->n == d->cap) {
         unsigned cap = d->cap ? 2 * d->cap : 4;
         uint64_t *ids = realloc(d->ids, cap * sizeof *ids);

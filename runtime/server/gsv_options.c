@@ -96,6 +96,9 @@ static const char help_text[] =
     "      --max-objects-per-connection N\n"
     "                           remote objects one connection owns (default 1024); one more\n"
     "                           OBJ_CREATE is answered GRID_ERR_LIMIT\n"
+    "      --max-sessions-per-connection N\n"
+    "                           data sessions one connection uses (default 4096); a request\n"
+    "                           naming one more is answered GRID_ERR_LIMIT\n"
     "      --max-call-memory SIZE  bytes of arguments held by waiting and running calls\n"
     "                           (default: a quarter of physical memory); the same\n"
     "      --data-memory SIZE   most bytes of remote data (data handles: DATA_PUT, KEEP outputs)\n"
@@ -245,6 +248,7 @@ enum {
     OPT_MAX_CALLS,
     OPT_MAX_CALL_MEMORY,
     OPT_MAX_OBJECTS_PER_CONNECTION,
+    OPT_MAX_SESSIONS_PER_CONNECTION,
 };
 
 static const struct option long_options[] = {
@@ -283,6 +287,7 @@ static const struct option long_options[] = {
     {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
     {"max-call-memory", required_argument, NULL, OPT_MAX_CALL_MEMORY},
     {"max-objects-per-connection", required_argument, NULL, OPT_MAX_OBJECTS_PER_CONNECTION},
+    {"max-sessions-per-connection", required_argument, NULL, OPT_MAX_SESSIONS_PER_CONNECTION},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -394,6 +399,7 @@ static int apply(gsv_options *o, int val, const char *v) {
     case OPT_MAX_CONNECTIONS_PER_ADDRESS: return parse_positive(opt, v, 1u << 20, &o->max_conns_per_addr);
     case OPT_MAX_CALLS_PER_CONNECTION: return parse_positive(opt, v, 1u << 24, &o->max_calls_per_conn);
     case OPT_MAX_CALLS: return parse_positive(opt, v, 1u << 24, &o->max_calls);
+    case OPT_MAX_SESSIONS_PER_CONNECTION: return parse_positive(opt, v, 1u << 24, &o->max_sessions_per_conn);
     case OPT_MAX_OBJECTS_PER_CONNECTION: return parse_positive(opt, v, 1u << 24, &o->max_objects_per_conn);
     case OPT_MAX_CALL_MEMORY: return parse_size(opt, v, (uint64_t)1 << 62, &o->max_call_memory);
     case OPT_JOB_KEEP:
@@ -433,6 +439,7 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     o->max_calls_per_conn = 1024;
     o->max_calls = 16384;
     o->max_objects_per_conn = 1024;
+    o->max_sessions_per_conn = 4096;
     o->max_call_memory = default_data_memory();
 
     /* '+': stop at the first word that is not an option (it is a mistake, reported

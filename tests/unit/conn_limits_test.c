@@ -28,6 +28,7 @@
 #include "grd_desc.h"
 #include "gridrpc.h"
 #include "grm_marshal.h"
+#include "grp_proto.h"
 #include "grw_wire.h"
 #include "tap.h"
 
@@ -745,6 +746,37 @@ static void slow_reader(void) {
     result(stop() == 0, "slow reader: exits 0 on SIGTERM");
 }
 
+/* --max-sessions-per-connection 2: DATA_PUT in sessions 1 and 2 is kept, in a third
+ * session refused (GRID_ERR_LIMIT naming the option), in session 1 again kept. */
+static void sessions(void) {
+    const char *args[] = {"--max-sessions-per-connection", "2", NULL};
+    if (start(gridrpcd, args) != 0) {
+        result(0, "sessions: starts");
+        return;
+    }
+    int fd = hello_from("127.0.0.1", NULL, NULL, 0, NULL);
+    double v = 1.5;
+    uint32_t t[4] = {0};
+    int code = 0;
+    char msg[4096] = "";
+    const uint64_t session[4] = {11, 12, 13, 11};
+    for (int i = 0; fd >= 0 && i < 4; i++) {
+        gr_err e;
+        grp_data_id d = {session[i], 1};
+        grw_writer_init(&wr, fd);
+        if (grp_write_data_put(&wr, 40 + (uint64_t)i, d, GRD_DOUBLE, 1, &v, &e) == 0)
+            t[i] = reply_for(fd, 40 + (uint64_t)i, i == 2 ? &code : NULL, i == 2 ? msg : NULL, sizeof msg, 5);
+    }
+    diag("a third session: %s", msg);
+    result(t[0] == GRW_DATA_OK && t[1] == GRW_DATA_OK,
+           "sessions: data in 2 sessions on one connection (the bound) is kept");
+    result(t[2] == GRW_ERROR && code == GRID_ERR_LIMIT && strstr(msg, "--max-sessions-per-connection 2"),
+           "sessions: a third session gets GRID_ERR_LIMIT naming the option");
+    result(t[3] == GRW_DATA_OK && ping(fd), "sessions: the connection goes on, in a session it already uses");
+    if (fd >= 0) close(fd);
+    result(stop() == 0, "sessions: exits 0 on SIGTERM");
+}
+
 /* ---------------------------------------------------------------- timeouts */
 
 /* HELLO within --io-timeout; a half CALL that stalls holds no worker; --idle-timeout. */
@@ -1101,6 +1133,7 @@ int main(void) {
     RUN("calls", call_counts());
     RUN("memory", call_memory());
     RUN("sizes", sizes());
+    RUN("sessions", sessions());
     RUN("timeouts", timeouts());
     RUN("slowreader", slow_reader());
     RUN("race", close_race());
