@@ -336,7 +336,7 @@ void gsv_limits_release(gsv_server *s, gsv_job *job);
 int gsv_conn_is_idle(gsv_conn *c);
 /* Objects C owns now (gsv_object.c). */
 unsigned gsv_objects_owned(const gsv_conn *c);
-/* 1 when C joined a data session (gsv_data.c; reader thread only). */
+/* 1 when a data session C joined still holds data (gsv_data.c; reader thread only). */
 int gsv_data_conn_holds(const gsv_conn *c);
 
 /* ---------------------------------------------------------------- remote objects */

@@ -777,6 +777,34 @@ static void sessions(void) {
     result(stop() == 0, "sessions: exits 0 on SIGTERM");
 }
 
+/* --idle-timeout 1 and remote data: a connection whose session holds data is kept past
+ * the timeout (closing it would start the data's grace period); once SESSION_END freed
+ * it, the connection is idle and closes. */
+static void idle_data(void) {
+    const char *args[] = {"--idle-timeout", "1", NULL};
+    if (start(gridrpcd, args) != 0) {
+        result(0, "idle data: starts");
+        return;
+    }
+    int fd = hello_from("127.0.0.1", NULL, NULL, 0, NULL);
+    double v = 2.5;
+    gr_err e;
+    grp_data_id d = {21, 1};
+    grw_writer_init(&wr, fd);
+    int ok = fd >= 0 && grp_write_data_put(&wr, 50, d, GRD_DOUBLE, 1, &v, &e) == 0 &&
+             reply_for(fd, 50, NULL, NULL, 0, 5) == GRW_DATA_OK;
+    pause_s(1.8);
+    result(ok && ping(fd), "idle data: a connection whose session holds data is kept past --idle-timeout 1");
+    grw_writer_init(&wr, fd);
+    ok = ok && grp_write_session_end(&wr, 51, 21, &e) == 0 &&
+         reply_for(fd, 51, NULL, NULL, 0, 5) == GRW_DATA_OK;
+    long long t0 = gr_now_ns();
+    int closed = ok && closed_within(fd, 4);
+    result(closed, "idle data: after SESSION_END it is idle, and closed (%.2f s)", since(t0));
+    if (fd >= 0) close(fd);
+    result(stop() == 0, "idle data: exits 0 on SIGTERM");
+}
+
 /* ---------------------------------------------------------------- timeouts */
 
 /* HELLO within --io-timeout; a half CALL that stalls holds no worker; --idle-timeout. */
@@ -1134,6 +1162,7 @@ int main(void) {
     RUN("memory", call_memory());
     RUN("sizes", sizes());
     RUN("sessions", sessions());
+    RUN("idle-data", idle_data());
     RUN("timeouts", timeouts());
     RUN("slowreader", slow_reader());
     RUN("race", close_race());
