@@ -1,14 +1,17 @@
 /* conn_limits_test.c: the limits on what a peer holds, with real daemons on loopback,
  * at and one past each bound (docs/server.md, "Limits"). gridrpcd: connections per
  * address and in total (the one past is answered ERROR GRID_ERR_LIMIT, request id 0,
- * naming the option, and closed), calls per connection and in total, call memory (that
- * call is refused, the connection goes on), a flood of 2,000 connections from
- * 127.0.0.1 while 127.0.0.2 is still served promptly, 1,000 connections that send 3
- * bytes of a record header and stall (all closed within a bound of --io-timeout 1, and
- * no worker held meanwhile), HELLO within --io-timeout, --idle-timeout (an idle
- * connection closes, one with a call running does not, and the client library reconnects
- * unseen); gridmetad: connections per address and in total, the stall, the idle
- * timeout. Every wait is bounded. Prints TAP. */
+ * naming the option, and closed: "limits"), calls per connection and in total ("calls"),
+ * call memory ("memory"), --max-array and --max-head ("sizes"), data sessions per
+ * connection ("sessions"), HELLO within --io-timeout, a stalled half CALL that holds no
+ * worker, --idle-timeout and the client library's reconnect ("timeouts", "idle-data"),
+ * a pooled connection closed just as a call leaves on it ("race", through a relay), a
+ * client that never reads its result ("slowreader"), a flood of 2,000 connections from
+ * 127.0.0.1 while 127.0.0.2 is still served promptly ("flood"), 1,000 connections that
+ * send 3 bytes of a record header and stall, all closed within a bound of --io-timeout 1
+ * ("stall"); gridmetad: the same connection limits, flood and stall, its timeouts, and a
+ * client routed through it reconnecting after its idle close ("meta-*").
+ * CONN_LIMITS_ONLY=NAME runs one case. Every wait is bounded. Prints TAP. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
