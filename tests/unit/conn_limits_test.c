@@ -896,6 +896,16 @@ static void timeouts(void) {
            "timeouts: the client reuses its pooled connection, notices the server closed it when idle, and "
            "reconnects without failing a call (%ld connections for 3 calls)",
            conns);
+    /* Asynchronous calls share one pipelined connection per server: after the server
+     * closed it as idle, the next call opens another. */
+    int id1 = grid_call_async(name, 0.0);
+    int w1 = id1 > 0 ? grid_wait(id1) : -id1;
+    pause_s(1.6);
+    int id2 = grid_call_async(name, 0.0);
+    int w2 = id2 > 0 ? grid_wait(id2) : -id2;
+    if (w2) diag("second async call: %s", grid_last_error());
+    result(w1 == GRID_OK && w2 == GRID_OK,
+           "timeouts: an asynchronous call after the server closed the idle connection succeeds");
     grid_reset_np();
     result(stop() == 0, "timeouts: exits 0 on SIGTERM");
 }
