@@ -219,6 +219,7 @@ int gsv_conn_start(gsv_server *s, int fd, const char *peer, const struct sockadd
     gsv_conn *c = calloc(1, sizeof *c);
     if (!c) {
         close(fd);
+        gr_connlimit_release(s->connlimit, sa);
         gsv_log(GSV_LOG_ERROR, "out of memory for a connection from %s", peer);
         return GRID_ERR_NOMEM;
     }
