@@ -90,9 +90,9 @@ static const char help_text[] =
     "                           connections open at once from one address (IPv6: one /64;\n"
     "                           default 256), so one host cannot take them all\n"
     "      --max-calls-per-connection N\n"
-    "                           calls waiting or running from one connection (default 1024);\n"
+    "                           calls waiting or running from one connection (default 16384);\n"
     "                           one more is answered GRID_ERR_LIMIT, the connection goes on\n"
-    "      --max-calls N        calls waiting or running in all (default 16384); the same\n"
+    "      --max-calls N        calls waiting or running in all (default 65536); the same\n"
     "      --max-objects-per-connection N\n"
     "                           remote objects one connection owns (default 1024); one more\n"
     "                           OBJ_CREATE is answered GRID_ERR_LIMIT\n"
@@ -436,8 +436,8 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     o->idle_timeout = 300;
     o->max_conns = 4096;
     o->max_conns_per_addr = 256;
-    o->max_calls_per_conn = 1024;
-    o->max_calls = 16384;
+    o->max_calls_per_conn = 16384;
+    o->max_calls = 65536;
     o->max_objects_per_conn = 1024;
     o->max_sessions_per_conn = 4096;
     o->max_call_memory = default_data_memory();
