@@ -16,7 +16,7 @@
 
 typedef struct addr_key {
     uint8_t family; /* 4 or 6 */
-    uint8_t b[8];   /* IPv4: 4 bytes; IPv6: the /64 prefix */
+    uint8_t b[16];  /* IPv4: 4 bytes; IPv6: 16 */
 } addr_key;
 
 typedef struct entry {
@@ -47,7 +47,7 @@ static int key_of(const struct sockaddr *sa, addr_key *k) {
             memcpy(k->b, a->s6_addr + 12, 4);
         } else {
             k->family = 6;
-            memcpy(k->b, a->s6_addr, 8);
+            memcpy(k->b, a->s6_addr, 16);
         }
         return 0;
     }
@@ -165,9 +165,7 @@ void gr_connlimit_key_text(const struct sockaddr *sa, char *out, unsigned len) {
         inet_ntop(AF_INET, k.b, host, sizeof host);
         snprintf(out, len, "%s", host);
     } else {
-        uint8_t a[16] = {0};
-        memcpy(a, k.b, 8);
-        inet_ntop(AF_INET6, a, host, sizeof host);
-        snprintf(out, len, "%s/64", host);
+        inet_ntop(AF_INET6, k.b, host, sizeof host);
+        snprintf(out, len, "%s", host);
     }
 }

@@ -12,9 +12,10 @@ typedef struct gr_connlimit gr_connlimit;
 /* What gr_connlimit_admit decided. */
 enum { GR_CONN_OK = 0, GR_CONN_TOTAL = 1, GR_CONN_PER_ADDR = 2 };
 
-/* MAX_TOTAL connections at once, MAX_PER_ADDR of them from one address (IPv6 addresses
- * count per /64, what one host usually holds; IPv4-mapped IPv6 counts as IPv4). NULL when
- * out of memory. */
+/* MAX_TOTAL connections at once, MAX_PER_ADDR of them from one address (IPv4-mapped
+ * IPv6 counts as IPv4; other IPv6 addresses one by one: a /64 is often a whole LAN of
+ * hosts, and the total bounds a peer that holds many addresses). NULL when out of
+ * memory. */
 gr_connlimit *gr_connlimit_new(unsigned max_total, unsigned max_per_addr);
 void gr_connlimit_free(gr_connlimit *l);
 /* Counts a new connection from SA. Returns GR_CONN_OK, or the limit it would pass
@@ -30,7 +31,7 @@ unsigned gr_connlimit_open(gr_connlimit *l);
  * to the hard limit. Returns the soft limit now. */
 unsigned long gr_raise_nofile(unsigned long want);
 
-/* "127.0.0.1", "2001:db8::1/64": the address SA is counted under, for messages. */
+/* "127.0.0.1", "2001:db8::1": the address SA is counted under, for messages. */
 void gr_connlimit_key_text(const struct sockaddr *sa, char *out, unsigned len);
 
 #endif
