@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gr_connlimit.h"
 #include "grd_desc.h"
 #include "gridrpc.h"
 #include "grm_marshal.h"
@@ -820,6 +821,40 @@ static void idle_data(void) {
     result(stop() == 0, "idle data: exits 0 on SIGTERM");
 }
 
+/* gr_connlimit itself: IPv4-mapped IPv6 counts as its IPv4 address, other IPv6
+ * addresses one by one, the total over all, and a release frees the place. */
+static void connlimit_unit(void) {
+    gr_connlimit *l = gr_connlimit_new(5, 2);
+    struct sockaddr_in v4 = {0};
+    v4.sin_family = AF_INET;
+    inet_pton(AF_INET, "192.0.2.7", &v4.sin_addr);
+    struct sockaddr_in6 mapped = {0}, a6 = {0}, b6 = {0};
+    mapped.sin6_family = a6.sin6_family = b6.sin6_family = AF_INET6;
+    inet_pton(AF_INET6, "::ffff:192.0.2.7", &mapped.sin6_addr);
+    inet_pton(AF_INET6, "2001:db8::1", &a6.sin6_addr);
+    inet_pton(AF_INET6, "2001:db8::2", &b6.sin6_addr);
+    unsigned open = 0;
+    int r1 = gr_connlimit_admit(l, (struct sockaddr *)&v4, &open);
+    int r2 = gr_connlimit_admit(l, (struct sockaddr *)&mapped, &open);
+    int r3 = gr_connlimit_admit(l, (struct sockaddr *)&v4, &open);
+    result(r1 == GR_CONN_OK && r2 == GR_CONN_OK && r3 == GR_CONN_PER_ADDR && open == 2,
+           "connlimit: ::ffff:192.0.2.7 counts as 192.0.2.7 (the third of 2 refused)");
+    int r4 = gr_connlimit_admit(l, (struct sockaddr *)&a6, &open);
+    int r5 = gr_connlimit_admit(l, (struct sockaddr *)&a6, &open);
+    int r6 = gr_connlimit_admit(l, (struct sockaddr *)&b6, &open);
+    result(r4 == GR_CONN_OK && r5 == GR_CONN_OK && r6 == GR_CONN_OK && gr_connlimit_open(l) == 5,
+           "connlimit: 2001:db8::1 and ::2 count apart");
+    int r7 = gr_connlimit_admit(l, (struct sockaddr *)&b6, &open);
+    result(r7 == GR_CONN_TOTAL && open == 5, "connlimit: a sixth connection is over the total of 5");
+    gr_connlimit_release(l, (struct sockaddr *)&mapped);
+    int r8 = gr_connlimit_admit(l, (struct sockaddr *)&v4, &open);
+    result(r8 == GR_CONN_OK, "connlimit: a release frees the place for the same address");
+    char text[64];
+    gr_connlimit_key_text((struct sockaddr *)&mapped, text, sizeof text);
+    result(strcmp(text, "192.0.2.7") == 0, "connlimit: a mapped address is named as IPv4 (%s)", text);
+    gr_connlimit_free(l);
+}
+
 /* ---------------------------------------------------------------- timeouts */
 
 /* HELLO within --io-timeout; a half CALL that stalls holds no worker; --idle-timeout. */
@@ -1187,6 +1222,7 @@ int main(void) {
     const char *only = getenv("CONN_LIMITS_ONLY");
 #define RUN(name, call)                                                                                      \
     if (!only || strcmp(only, name) == 0) call
+    RUN("connlimit", connlimit_unit());
     RUN("limits", connection_limits(gridrpcd, "gridrpcd"));
     RUN("calls", call_counts());
     RUN("memory", call_memory());
