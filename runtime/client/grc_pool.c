@@ -63,6 +63,9 @@ static int hello(grc_conn *c, const grc_config *cfg, gr_err *e) {
     if (rc) {
         if (h.type == GRW_ERROR && rc != GRID_ERR_PROTOCOL)
             gr_prefixerr(e, "the server refused the connection: ");
+        /* Over its connection limits (the message names which, and the option): to the
+         * caller an overloaded server, which a metaserver's placement replaces. */
+        if (h.type == GRW_ERROR && rc == GRID_ERR_LIMIT) e->code = rc = GRID_ERR_BUSY;
         return rc;
     }
     grp_hello_ok ok;
