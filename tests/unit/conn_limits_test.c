@@ -1153,11 +1153,12 @@ static void meta_full(void) {
         return;
     }
     pid_t mpid = server_pid;
+    int mport = port;
     char meta[64];
     snprintf(meta, sizeof meta, "127.0.0.1:%d", port);
-    const char *fargs[] = {"--metaserver",      meta, "--speed", "1e9", "--name", "full",
-                           "--max-connections", "1",  NULL};
-    const char *oargs[] = {"--metaserver", meta, "--speed", "1e9", "--name", "open", NULL};
+    const char *fargs[] = {"--metaserver", meta, "--speed",           "1e9", "--name", "full",
+                           "--threads",    "1",  "--max-connections", "1",   NULL};
+    const char *oargs[] = {"--metaserver", meta, "--speed", "1e9", "--name", "open", "--threads", "1", NULL};
     pid_t fpid = 0, opid = 0;
     int held = -1;
     if (start(gridrpcd, fargs) == 0) {
@@ -1166,13 +1167,29 @@ static void meta_full(void) {
     }
     if (start(gridrpcd, oargs) == 0) opid = server_pid;
     int ok = fpid && opid && held >= 0;
+    /* Until both registered: the metaserver's PONG sums the workers of the servers up. */
+    unsigned workers = 0;
+    port = mport;
+    for (int i = 0; ok && i < 100 && workers < 2; i++) {
+        int m = hello_from("127.0.0.1", NULL, NULL, 0, NULL);
+        gr_err e;
+        grw_header hd;
+        grp_pong pong;
+        grw_writer_init(&wr, m);
+        if (m >= 0 && !grw_begin(&wr, GRW_PING, 0, 3, &e) && !grw_finish(&wr, &e)) {
+            grw_reader_init(&rd, m, 1 << 20);
+            rd.deadline_ns = deadline(5);
+            if (!grw_read_header(&rd, &hd, &e) && hd.type == GRW_PONG && !grp_read_pong(&rd, &pong, &e))
+                workers = pong.workers;
+        }
+        if (m >= 0) close(m);
+        if (workers < 2) pause_s(0.1);
+    }
+    ok = ok && workers == 2;
     setenv("GRIDRPC_METASERVER", meta, 1);
     unsetenv("GRIDRPC_SERVER");
     setenv("GRIDRPC_QUIET", "1", 1);
     grid_reset_np();
-    /* Until both servers registered: LIST through the metaserver names them... simpler:
-     * wait for the heartbeats to have registered both (a few beats). */
-    pause_s(1.0);
     int fails = 0;
     char last[512] = "";
     for (int i = 0; ok && i < 6; i++) {
