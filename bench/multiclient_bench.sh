@@ -68,7 +68,10 @@ fi
 # exports GRIDRPC_SERVER. The log (warnings and errors only: one line per call at info
 # would be 1000 lines per point) goes to $tmp/server-*.log.
 start_server() {
-  local args=(--host 127.0.0.1 --port 0 --module-dir "$build/stubs/.libs" --log-level warn --mode "$1")
+  # Every client is on 127.0.0.1: allow them all from the one address (the default of
+  # --max-connections-per-address is for servers shared by many hosts).
+  local args=(--host 127.0.0.1 --port 0 --module-dir "$build/stubs/.libs" --log-level warn --mode "$1"
+    --max-connections-per-address $((clients[-1] + 64)))
   [ -n "${2:-}" ] && args+=(--threads "$2")
   slog=$tmp/server-$1${2:+-$2}.log
   "$build/gridrpcd" "${args[@]}" >"$tmp/listen" 2>>"$slog" &

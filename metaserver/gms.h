@@ -17,6 +17,7 @@
 #define GMS_H
 
 #include <pthread.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,8 +50,10 @@ typedef struct gms_options {
     unsigned heartbeat_ms;
     unsigned down_after; /* missed heartbeats before a server is down */
     unsigned max_conns;
-    double io_timeout; /* seconds a request may stall in the middle; 0: never */
-    double max_hold;   /* seconds a SCHEDULE may wait while every server is full; 0: never */
+    unsigned max_conns_per_addr; /* --max-connections-per-address */
+    double io_timeout;           /* seconds a request may stall in the middle; 0: never */
+    double idle_timeout;         /* --idle-timeout: a client connection quiet this long closes; 0: never */
+    double max_hold;             /* seconds a SCHEDULE may wait while every server is full; 0: never */
     int log_level;
     /* The key handshake after HELLO (grp_auth.h) */
     const char *key_file; /* --key-file; NULL: none */
@@ -387,6 +390,7 @@ typedef struct gms_net {
     gms_conn *conns;
     unsigned nconns;
     int stopping;
+    struct gr_connlimit *connlimit; /* per address and in total (runtime/common/gr_connlimit.c) */
 } gms_net;
 
 struct gms_conn {
@@ -395,6 +399,9 @@ struct gms_conn {
     char peer[80];      /* "host:port" */
     char peer_host[64]; /* the site of a client that declares none */
     int hello_done;
+    int server;         /* it registered a server: its heartbeats keep it, never idle-closed */
+    long long hello_by; /* HELLO must come before this (gr_now_ns; --io-timeout) */
+    struct sockaddr_storage addr;
     gms_conn *prev, *next;
     struct grw_tls *tls; /* the TLS session (a TLS listener), set before any write */
     grw_reader r;

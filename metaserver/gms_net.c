@@ -1,11 +1,13 @@
 /* gms_net.c: gridmetad's listening socket, the accept loop (which also watches a
  * signalfd, so SIGTERM and SIGINT only end the loop and shutdown runs on the main
- * thread), and one thread per connection (bounded by --max-connections: beyond it a
- * peer is answered ERROR GRID_ERR_BUSY) that reads each request's header and hands it
- * to gms_request.c. */
+ * thread), and one thread per connection that reads each request's header and hands it
+ * to gms_request.c. Connections are bounded in total (--max-connections) and per peer
+ * address (--max-connections-per-address): beyond them a peer is answered ERROR
+ * GRID_ERR_LIMIT from the accept loop without waiting on it, and closed. */
 #define _GNU_SOURCE /* accept4 */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -19,6 +21,8 @@
 #include <unistd.h>
 
 #include "gms.h"
+#include "gr_connlimit.h"
+#include "gr_linger.h"
 
 void gms_format_addr(const struct sockaddr *sa, char *out, size_t len, char *hostonly, size_t hostlen) {
     char host[INET6_ADDRSTRLEN] = "?";
@@ -90,6 +94,21 @@ gms_net *gms_net_listen(gms_state *st, const gms_options *o, gr_err *e) {
     n->st = st;
     n->opt = o;
     n->fd = fd;
+    n->connlimit = gr_connlimit_new(o->max_conns, o->max_conns_per_addr);
+    if (!n->connlimit) {
+        close(fd);
+        free(n);
+        gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    /* Every connection holds a descriptor: make room for --max-connections of them. */
+    unsigned long want = (unsigned long)o->max_conns + GR_LINGER_MAX + 64;
+    unsigned long have = gr_raise_nofile(want);
+    if (have < want)
+        gms_log(GMS_LOG_WARN,
+                "only %lu file descriptors may be open (ulimit -n; the hard limit): fewer than "
+                "--max-connections %u needs (%lu); connections past that are refused",
+                have, o->max_conns, want);
     pthread_mutex_init(&n->lock, NULL);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
@@ -125,17 +144,58 @@ int gms_conn_send_error(gms_conn *c, uint64_t id, int code, const char *msg) {
     return grp_write_error(gms_conn_writer(c, 0), id, code, msg, &e) ? -1 : 0;
 }
 
+/* Waits for the next request's first byte: GMS_KEEP when it came, GMS_CLOSE (the peer
+ * left, or an idle client) or GMS_REFUSE (no HELLO in time: ERROR sent). */
+static int wait_request(gms_conn *c) {
+    const gms_options *o = c->net->opt;
+    long long since = gr_now_ns();
+    for (;;) {
+        long long until = 0;
+        if (!c->hello_done && o->io_timeout > 0)
+            until = c->hello_by;
+        else if (c->hello_done && !c->server && o->idle_timeout > 0)
+            until = since + (long long)(o->idle_timeout * 1e9);
+        int ms = -1;
+        if (until) {
+            long long left = until - gr_now_ns();
+            ms = left <= 0 ? 0 : left / 1000000 > 86400000 ? 86400000 : (int)(left / 1000000) + 1;
+        }
+        struct pollfd p = {c->fd, POLLIN, 0};
+        int rc = poll(&p, 1, ms);
+        if (rc > 0) return GMS_KEEP;
+        if (rc < 0) {
+            if (errno == EINTR) continue;
+            return GMS_CLOSE;
+        }
+        if (gr_now_ns() < until) continue;
+        if (!c->hello_done) {
+            gms_log(GMS_LOG_WARN, "%s: dropped: no HELLO within %g s of connecting (--io-timeout)", c->peer,
+                    o->io_timeout);
+            gms_conn_send_error(c, 0, GRID_ERR_TIMEOUT,
+                                "the metaserver timed out waiting for HELLO (--io-timeout): send HELLO at "
+                                "once after connecting");
+            return GMS_REFUSE;
+        }
+        if (c->server) {
+            since = gr_now_ns();
+            continue;
+        }
+        gms_log(GMS_LOG_DEBUG, "%s: closed: idle for %g s (--idle-timeout)", c->peer, o->idle_timeout);
+        return GMS_CLOSE;
+    }
+}
+
 static int serve_one(gms_conn *c) {
     grw_header h;
     memset(&h, 0, sizeof h);
     gr_err e;
     gr_clearerr(&e);
-    /* Servers keep one connection open for their heartbeats: waiting for the next
-     * request has no time limit; the I/O timeout runs from its first byte. */
+    /* Servers keep one connection open for their heartbeats; clients' connections wait
+     * at most --idle-timeout for their next request, and HELLO must come within
+     * --io-timeout of connecting. The I/O timeout runs from a request's first byte. */
     if (!grw_has_buffered(&c->r)) {
-        struct pollfd p = {c->fd, POLLIN, 0};
-        while (poll(&p, 1, -1) < 0)
-            if (errno != EINTR) return GMS_CLOSE;
+        int rc = wait_request(c);
+        if (rc != GMS_KEEP) return rc;
     }
     c->r.deadline_ns = io_deadline(c, 0);
     int rc = grp_read_header(&c->r, &h, &e);
@@ -190,6 +250,7 @@ static void forget(gms_conn *c) {
     pthread_mutex_unlock(&n->lock);
     grw_tls_free(c->tls);
     close(c->fd);
+    gr_connlimit_release(n->connlimit, (const struct sockaddr *)&c->addr);
     free(c);
 }
 
@@ -223,28 +284,23 @@ static void *conn_main(void *arg) {
     return NULL;
 }
 
-static void start_conn(gms_net *n, int fd, const struct sockaddr *sa) {
+/* Starts a thread for FD from SA (admitted: counted by n->connlimit). */
+static void start_conn(gms_net *n, int fd, const struct sockaddr *sa, socklen_t salen) {
     gms_conn *c = calloc(1, sizeof *c);
     if (!c) {
         close(fd);
+        gr_connlimit_release(n->connlimit, sa);
         gms_log(GMS_LOG_ERROR, "out of memory for a connection");
         return;
     }
     c->net = n;
     c->fd = fd;
+    if (salen > sizeof c->addr) salen = sizeof c->addr;
+    memcpy(&c->addr, sa, salen);
+    c->hello_by = gr_now_ns() + (long long)(n->opt->io_timeout * 1e9);
     gms_format_addr(sa, c->peer, sizeof c->peer, c->peer_host, sizeof c->peer_host);
     grw_reader_init(&c->r, fd, GMS_MAX_MESSAGE);
     pthread_mutex_lock(&n->lock);
-    if (n->nconns >= n->opt->max_conns) {
-        pthread_mutex_unlock(&n->lock);
-        gms_log(GMS_LOG_WARN, "%s: refused: %u connections already (--max-connections)", c->peer, n->nconns);
-        gms_conn_send_error(
-            c, 0, GRID_ERR_BUSY,
-            "the metaserver serves too many connections now: retry later (--max-connections)");
-        close(fd);
-        free(c);
-        return;
-    }
     c->next = n->conns;
     if (n->conns) n->conns->prev = c;
     n->conns = c;
@@ -267,16 +323,77 @@ static void start_conn(gms_net *n, int fd, const struct sockaddr *sa) {
     gms_log(GMS_LOG_DEBUG, "%s: connected", c->peer);
 }
 
+/* Refusals are logged at most once a second, so a flood does not flood the log. */
+typedef struct refusals {
+    long long last_log;
+    unsigned since;
+} refusals;
+
+/* Answers the fresh connection FD from SA with ERROR GRID_ERR_LIMIT (request id 0)
+ * without waiting (its send buffer is empty), then lets it drain in LINGER (NULL:
+ * closes it now). */
+static void refuse(gr_linger *linger, refusals *r, int fd, const struct sockaddr *sa, const char *msg) {
+    static grw_writer w; /* the accept loop's only; large */
+    gr_err e;
+    grw_writer_init(&w, fd);
+    w.deadline_ns = gr_now_ns();
+    grp_write_error(&w, 0, GRID_ERR_LIMIT, msg, &e);
+    if (linger) {
+        gr_linger_add(linger, fd, 0.2);
+    } else {
+        shutdown(fd, SHUT_WR);
+        close(fd);
+    }
+    r->since++;
+    long long now = gr_now_ns();
+    if (now - r->last_log >= 1000000000LL) {
+        char peer[80];
+        gms_format_addr(sa, peer, sizeof peer, NULL, 0);
+        gms_log(GMS_LOG_WARN, "%s: refused (%u refused in the last second): %s", peer, r->since, msg);
+        r->last_log = now;
+        r->since = 0;
+    }
+}
+
+/* Counts the connection from SA; 0, or -1 with MSG naming the limit it is over. */
+static int admit(gms_net *n, const struct sockaddr *sa, char *msg, size_t len) {
+    unsigned open;
+    int rc = gr_connlimit_admit(n->connlimit, sa, &open);
+    if (rc == GR_CONN_OK) return 0;
+    char addr[64];
+    gr_connlimit_key_text(sa, addr, sizeof addr);
+    if (rc == GR_CONN_TOTAL)
+        snprintf(msg, len,
+                 "the metaserver has %u connections open, its limit (--max-connections %u): retry later",
+                 open, n->opt->max_conns);
+    else
+        snprintf(msg, len,
+                 "%s already has %u connections open to the metaserver, the most one address may have "
+                 "(--max-connections-per-address %u): close some or retry later",
+                 addr, open, n->opt->max_conns_per_addr);
+    return -1;
+}
+
 void gms_net_run(gms_net *n, int sigfd) {
     long long last_complaint = 0;
+    static gr_linger linger;
+    static struct pollfd p[2 + GR_LINGER_MAX];
+    refusals refused = {0, 0};
+    gr_linger_init(&linger);
+    /* Kept in reserve: out of descriptors, it is given up to accept and answer the
+     * waiting peer rather than leave it in the listen queue, where no timeout runs. */
+    int spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
     for (;;) {
-        struct pollfd p[2] = {{n->fd, POLLIN, 0}, {sigfd, POLLIN, 0}};
-        int rc = poll(p, 2, -1);
+        p[0] = (struct pollfd){n->fd, POLLIN, 0};
+        p[1] = (struct pollfd){sigfd, POLLIN, 0};
+        unsigned nl = gr_linger_fill(&linger, p + 2);
+        int rc = poll(p, 2 + nl, gr_linger_timeout_ms(&linger));
         if (rc < 0) {
             if (errno == EINTR) continue;
             gms_log(GMS_LOG_ERROR, "poll: %s", strerror(errno));
             break;
         }
+        if (nl) gr_linger_service(&linger, p + 2, nl);
         if (p[1].revents & POLLIN) {
             struct signalfd_siginfo si;
             if (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
@@ -288,6 +405,18 @@ void gms_net_run(gms_net *n, int sigfd) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof ss;
         int fd = accept4(n->fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && spare >= 0) {
+            close(spare);
+            sl = sizeof ss;
+            fd = accept4(n->fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+            if (fd >= 0) {
+                refuse(NULL, &refused, fd, (struct sockaddr *)&ss,
+                       "the metaserver is out of file descriptors: retry later");
+                fd = -1;
+                errno = EMFILE;
+            }
+            spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        }
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN) continue;
             long long now = gr_now_ns();
@@ -299,9 +428,16 @@ void gms_net_run(gms_net *n, int sigfd) {
             nanosleep(&ts, NULL);
             continue;
         }
+        char msg[400];
+        if (admit(n, (struct sockaddr *)&ss, msg, sizeof msg) != 0) {
+            refuse(&linger, &refused, fd, (struct sockaddr *)&ss, msg);
+            continue;
+        }
         grw_tune_socket(fd);
-        start_conn(n, fd, (struct sockaddr *)&ss);
+        start_conn(n, fd, (struct sockaddr *)&ss, sl);
     }
+    gr_linger_close_all(&linger);
+    if (spare >= 0) close(spare);
     close(n->fd);
     n->fd = -1;
     /* Wake every connection thread and wait (a little) for them to leave. */
@@ -328,6 +464,7 @@ void gms_net_free(gms_net *n) {
     pthread_mutex_unlock(&n->lock);
     if (left) return;
     grw_tls_ctx_free(n->tls);
+    gr_connlimit_free(n->connlimit);
     pthread_mutex_destroy(&n->lock);
     free(n);
 }

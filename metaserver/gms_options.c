@@ -35,9 +35,15 @@ static const char help_text[] =
     "      --token TOKEN        clients and servers must present TOKEN in HELLO (weaker than\n"
     "                           --key-file: it travels in clear text; default:\n"
     "                           $GRIDRPC_TOKEN, else none)\n"
-    "      --max-connections N  connections served at once (default 1024); more are refused\n"
-    "                           with GRID_ERR_BUSY\n"
-    "      --io-timeout TIME    drop a peer that stalls in the middle of a message (default 30s)\n"
+    "      --max-connections N  connections served at once (default 4096); more are answered\n"
+    "                           ERROR GRID_ERR_LIMIT and closed\n"
+    "      --max-connections-per-address N\n"
+    "                           connections at once from one address (default 256), so\n"
+    "                           one host cannot take them all\n"
+    "      --io-timeout TIME    drop a peer that stalls in the middle of a message, or sends no\n"
+    "                           HELLO within TIME of connecting (default 30s; 0: never)\n"
+    "      --idle-timeout TIME  close a client's connection that sent nothing for TIME (default\n"
+    "                           5m; 0: never); servers' connections are kept\n"
     "      --tls-cert FILE      serve TLS only on --port (clients and servers then name this\n"
     "                           metaserver gridrpcs://HOST:PORT), with this PEM certificate\n"
     "                           (chain); needs --tls-key. The status page (--http) stays plain\n"
@@ -89,6 +95,16 @@ static int parse_count(const char *opt, const char *v, unsigned long max, unsign
     return gr_opt_count(opt, v, max, out, msg, sizeof msg) ? usage_error("%s", msg) : 0;
 }
 
+/* A count of at least 1 (a limit of 0 would refuse everything). */
+static int parse_positive(const char *opt, const char *v, unsigned long max, unsigned *out) {
+    unsigned n;
+    int rc = parse_count(opt, v, max, &n);
+    if (rc) return rc;
+    if (n == 0) return usage_error("%s: '%s' must be at least 1", opt, v);
+    *out = n;
+    return 0;
+}
+
 enum {
     OPT_HOST = 256,
     OPT_PORT,
@@ -101,7 +117,9 @@ enum {
     OPT_HEARTBEAT,
     OPT_DOWN_AFTER,
     OPT_MAX_CONNS,
+    OPT_MAX_CONNS_PER_ADDR,
     OPT_IO_TIMEOUT,
+    OPT_IDLE_TIMEOUT,
     OPT_MAX_HOLD,
     OPT_LOG_LEVEL,
     OPT_QUIET,
@@ -121,7 +139,9 @@ static const struct option long_options[] = {
     {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
     {"down-after", required_argument, NULL, OPT_DOWN_AFTER},
     {"max-connections", required_argument, NULL, OPT_MAX_CONNS},
+    {"max-connections-per-address", required_argument, NULL, OPT_MAX_CONNS_PER_ADDR},
     {"io-timeout", required_argument, NULL, OPT_IO_TIMEOUT},
+    {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
     {"max-hold", required_argument, NULL, OPT_MAX_HOLD},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"verbose", no_argument, NULL, 'v'},
@@ -195,9 +215,13 @@ static int apply(gms_options *o, int val, const char *v) {
         o->heartbeat_ms = (unsigned)(secs * 1000 + 0.5);
         return 0;
     case OPT_DOWN_AFTER: return parse_count(opt, v, 1000, &o->down_after);
-    case OPT_MAX_CONNS: return parse_count(opt, v, 65536, &o->max_conns);
+    case OPT_MAX_CONNS: return parse_positive(opt, v, 1u << 20, &o->max_conns);
+    case OPT_MAX_CONNS_PER_ADDR: return parse_positive(opt, v, 1u << 20, &o->max_conns_per_addr);
     case OPT_IO_TIMEOUT:
         if (gr_parse_duration(v, &o->io_timeout, err, sizeof err)) return usage_error("%s: %s", opt, err);
+        return 0;
+    case OPT_IDLE_TIMEOUT:
+        if (gr_parse_duration(v, &o->idle_timeout, err, sizeof err)) return usage_error("%s: %s", opt, err);
         return 0;
     case OPT_MAX_HOLD:
         if (gr_parse_duration(v, &o->max_hold, err, sizeof err)) return usage_error("%s: %s", opt, err);
@@ -233,8 +257,11 @@ int gms_options_parse(int argc, char **argv, gms_options *o) {
     o->http_host = "127.0.0.1";
     o->heartbeat_ms = 1000;
     o->down_after = 3;
-    o->max_conns = 1024;
+    /* The limits' defaults, and why: docs/metaserver.md and docs/server.md ("Limits"). */
+    o->max_conns = 4096;
+    o->max_conns_per_addr = 256;
     o->io_timeout = 30;
+    o->idle_timeout = 300;
     o->max_hold = GMS_DEFAULT_HOLD_S;
     o->log_level = GMS_LOG_INFO;
     const char *env = getenv("GRIDRPC_TOKEN");

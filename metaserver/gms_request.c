@@ -125,6 +125,7 @@ static int on_register(gms_conn *c, const grw_header *h) {
     grp_register m;
     if (grp_read_register(&c->r, &m, &e)) return failed(c, h, "REGISTER message", &e);
     uint64_t id = gms_state_register(c->net->st, &m, gr_now_ns(), gms_unix_ms());
+    c->server = 1;
     grp_register_free(&m);
     if (!id)
         return gms_conn_send_error(c, h->request_id, GRID_ERR_NOMEM,

@@ -10,7 +10,8 @@ cd "$T_TMP" || exit 1
 "$GRIDMETAD" --help >help.out 2>&1; rc=$?
 missing=
 for o in --host --port --db --scheduler --http --http-host --token --heartbeat --down-after \
-  --max-connections --io-timeout --log-level --verbose --quiet --help --version; do
+  --max-connections --max-connections-per-address --io-timeout --idle-timeout --log-level --verbose \
+  --quiet --help --version; do
   grep -q -- "$o" help.out || missing="$missing $o"
 done
 if [ $rc -eq 0 ] && grep -q '^Usage: gridmetad' help.out && [ -z "$missing" ]; then ok "--help explains every option"; else fail "--help (rc $rc, missing:$missing)"; fi
@@ -28,6 +29,8 @@ usage_error "bad port" "--port: 'http' is not a TCP port" --port http
 usage_error "bad http port" "--http: '70000' is not a TCP port" --http 70000
 usage_error "bad scheduler" "--scheduler: 'fastest' is not mct, least-load or round-robin" --scheduler fastest
 usage_error "bad heartbeat" "--heartbeat: '5x' is not a duration" --heartbeat 5x
+usage_error "zero connections" "--max-connections: '0' must be at least 1" --max-connections 0
+usage_error "bad idle timeout" "--idle-timeout: 'soon' is not a duration" --idle-timeout soon
 usage_error "heartbeat in bare milliseconds" "--heartbeat: '1000' would be 1000 seconds: write 1000ms" --heartbeat 1000
 usage_error "heartbeat too short" "--heartbeat: '1ms' must be from 10ms to 1h" --heartbeat 1ms
 usage_error "zero down-after" "--down-after: '0' must be at least 1" --down-after 0

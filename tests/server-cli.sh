@@ -12,7 +12,9 @@ mkdir empty
 missing=
 for o in --module --module-dir --default-modules --host --port --threads --mode --queue --token --max-message --max-array \
   --max-head --io-timeout --shutdown-timeout --log-level --quiet --help --version \
-  --metaserver --advertise --name --speed --metaserver-token --data-memory --data-grace --data-lease; do
+  --metaserver --advertise --name --speed --metaserver-token --data-memory --data-grace --data-lease \
+  --idle-timeout --max-connections --max-connections-per-address --max-calls-per-connection --max-calls \
+  --max-call-memory --max-objects-per-connection --max-sessions-per-connection; do
   grep -q -- "$o" help.out || missing="$missing $o"
 done
 if [ $rc -eq 0 ] && grep -q '^Usage: gridrpcd' help.out && [ -z "$missing" ]; then ok "--help explains every option"; else fail "--help (rc $rc, missing:$missing)"; fi
@@ -50,6 +52,9 @@ usage_error "bad speed" "--speed: '2x' is not a speed: write flops per second" -
 usage_error "zero speed" "--speed: '0' is not a speed" --metaserver m:1 --speed 0
 usage_error "empty name" "--name: empty name" --metaserver m:1 --name ''
 usage_error "zero data memory" "--data-memory: '0' must be at least 1" --data-memory 0
+usage_error "zero connections" "--max-connections-per-address: '0' must be at least 1" --max-connections-per-address 0
+usage_error "bad idle timeout" "--idle-timeout: 'soon' is not a duration" --idle-timeout soon
+usage_error "bad call memory" "--max-call-memory: 'lots' is not a size" --max-call-memory lots
 usage_error "bad data memory" "--data-memory: 'lots' is not a size" --data-memory lots
 usage_error "zero data grace" "--data-grace: '0' must be more than 0" --data-grace 0
 usage_error "bad data lease" "--data-lease: 'forever' is not a duration" --data-lease forever

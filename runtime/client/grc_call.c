@@ -99,7 +99,7 @@ int grc_call(const char *name, const grc_args *args, gr_err *e) {
 }
 
 int grc_req_run(grc_req *q, const grc_config *cfg, gr_err *e) {
-    int rc;
+    int rc, resent = 0;
     for (;;) {
         grc_conn *c;
         rc = grc_conn_get(q->t.host, q->t.port, cfg, &c, e);
@@ -132,7 +132,14 @@ int grc_req_run(grc_req *q, const grc_config *cfg, gr_err *e) {
                       "no reply within the call timeout of %s; the call may still be running",
                       grc_timeout_text(cfg, tt, sizeof tt));
         }
+        int stale = grc_conn_stale(c, rc, q->route.sent_ns);
         grc_conn_put(c, broken || rc == GRID_ERR_TIMEOUT);
+        /* The server closed the pooled connection as the call left (idle): it never read
+         * the call, so it goes once more, on a new connection, unless it must not run twice. */
+        if (stale && !resent && !q->route.no_retry && !(q->desc && (q->desc->flags & GRD_FF_NO_RETRY))) {
+            resent = 1;
+            continue;
+        }
         grc_req_settle(q, rc);
         if (rc == GRID_ERR_STALE) {
             if (grc_req_refresh(q, e) == GRID_OK) continue;

@@ -88,6 +88,8 @@ typedef struct grc_conn {
     int port;
     uint64_t next_id;
     grw_limits server; /* limits announced in HELLO_OK */
+    int reused;        /* taken from the pool (grc_conn_stale) */
+    long long rtt_ns;  /* HELLO's round trip when it opened */
     grw_reader rd;
     grw_writer wr;
     struct grc_conn *next;
@@ -95,6 +97,14 @@ typedef struct grc_conn {
 
 /* Takes an idle connection to HOST:PORT or opens one. */
 int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **out, gr_err *e);
+/* 1 when a request on C, sent at SENT_NS, failed with RC the way it does when the
+ * server closed C while it sat in the pool (its --idle-timeout fired as the request
+ * left): C was reused, RC is GRID_ERR_CONN_LOST, not one byte came back, and the close
+ * came within about a round trip of the send (at most max(100 ms, 4 HELLO round
+ * trips)). The request may then go again on a new connection: the server closed before
+ * reading it (a crash in that instant cannot be told apart; callers keep IDL Retry
+ * "no" and GRID_CALL_NO_RETRY_NP). */
+int grc_conn_stale(const grc_conn *c, int rc, long long sent_ns);
 /* Returns a healthy connection to the pool, or closes it when BROKEN. */
 void grc_conn_put(grc_conn *c, int broken);
 /* Closes every idle connection. */

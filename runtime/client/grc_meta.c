@@ -8,10 +8,12 @@
  * which keeps calls running while the metaserver is unreachable. Calls too small to be
  * worth a decision reuse the last one for a while. The descriptor of a function is
  * cached by name: an identical hash is an identical interface whichever server has it. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "grc_client.h"
 
@@ -292,6 +294,13 @@ static long long meta_deadline(const grc_config *cfg, long long t0, double secon
  * cannot be reached now (the caller falls back to the last-known servers). */
 static int ensure_conn(const grc_config *cfg, gr_err *e) {
     if (conn && (conn->port != cfg->meta_port || strcmp(conn->host, cfg->meta_host) != 0)) close_conn();
+    /* The metaserver closes a client's connection idle past its --idle-timeout: that is
+     * no outage, only a reconnect (an ERROR about a REPORT may wait there: not a close). */
+    if (conn && !grw_has_buffered(&conn->rd)) {
+        char b;
+        ssize_t k = recv(conn->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) close_conn();
+    }
     if (conn) return GRID_OK;
     if (down && gr_now_ns() < retry_at)
         return gr_seterr(e, GRID_ERR_CONNECT, "it did not answer %.1f s ago", RETRY_NS / 1e9);

@@ -1,7 +1,9 @@
 /* grc_pool.c: persistent connections, one per concurrent caller and server, reused
  * across calls: a call costs one round trip instead of a TCP handshake and a HELLO.
- * An idle connection that the server closed meanwhile (a restart) is noticed before it
- * is used, so a call never fails just because the pool held a dead connection. */
+ * An idle connection that the server closed meanwhile (a restart, its --idle-timeout) is
+ * noticed before it is used; one it closes just as a call leaves is seen by the caller
+ * (grc_conn_stale), which sends the call again on a new connection: a call never fails
+ * just because the pool held a dead connection. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -66,6 +68,9 @@ static int hello(grc_conn *c, const grc_config *cfg, gr_err *e) {
                             "grid_set_key_file_np",
                             &ok, &refused, e);
     if (refused) gr_prefixerr(e, "the server refused the connection: ");
+    /* Over its connection limits (the message names which, and the option): to the caller
+     * an overloaded server, which a metaserver's placement replaces. */
+    if (refused && rc == GRID_ERR_LIMIT) e->code = rc = GRID_ERR_BUSY;
     if (!rc) c->server = ok.limits;
     return rc;
 }
@@ -78,12 +83,15 @@ int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **o
         if (c->port == port && strcmp(c->host, host) == 0) {
             *pp = c->next;
             nidle--;
-            if (idle_conn_dead(c->fd)) {
+            if (idle_conn_dead(c->fd) || grw_has_buffered(&c->rd)) {
                 close_conn(c);
                 continue;
             }
             pthread_mutex_unlock(&lock);
             c->next = NULL;
+            /* Empty: what arrives from now on shows in rd.len (grc_conn_stale). */
+            c->rd.len = c->rd.pos = 0;
+            c->reused = 1;
             *out = c;
             return GRID_OK;
         }
@@ -114,7 +122,9 @@ int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **o
     c->wr.tally = &grc_stat_bytes_sent;
     long long deadline = cfg->connect_timeout > 0 ? gr_now_ns() + (long long)(cfg->connect_timeout * 1e9) : 0;
     c->rd.deadline_ns = c->wr.deadline_ns = deadline;
+    long long t0 = gr_now_ns();
     int rc = hello(c, cfg, e);
+    c->rtt_ns = gr_now_ns() - t0;
     if (rc) {
         gr_prefixerr(e, "connecting to %s:%d: ", host, port);
         close_conn(c);
@@ -122,6 +132,12 @@ int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **o
     }
     *out = c;
     return GRID_OK;
+}
+
+int grc_conn_stale(const grc_conn *c, int rc, long long sent_ns) {
+    if (!c->reused || rc != GRID_ERR_CONN_LOST || c->rd.len != 0) return 0;
+    long long window = 4 * c->rtt_ns > 100000000LL ? 4 * c->rtt_ns : 100000000LL;
+    return gr_now_ns() - sent_ns <= window;
 }
 
 void grc_conn_put(grc_conn *c, int broken) {

@@ -17,7 +17,10 @@
  *                     writing, so pipelined calls of one connection never interleave;
  *                     with --isolate, while the call's child writes its RESULT, never
  *                     while it computes);
- *   gsv_server.blas_lock  changes of the process-wide OpenBLAS thread count.
+ *   gsv_server.blas_lock  changes of the process-wide OpenBLAS thread count;
+ *   the connection counts' (runtime/common/gr_connlimit.c): at accept, and when a
+ *                     connection's last reference goes (gsv_conn_unref).
+ * The limits on calls (gsv_limits.c) are atomics, without a lock.
  * The registry and the options never change after startup and are read without locks.
  */
 #ifndef GSV_H
@@ -27,6 +30,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "gr_log.h"
@@ -89,6 +93,15 @@ typedef struct gsv_options {
     /* TLS (grw_tls.h): --tls-cert and --tls-key make the listener TLS only; --tls-ca is the
      * CA file for the TLS servers this one connects to (metaserver, data copies). */
     const char *tls_cert, *tls_key, *tls_ca;
+    /* Limits on what peers hold (gsv_limits.c, gsv_listen.c; docs/server.md's table). */
+    unsigned max_conns;             /* --max-connections: open at once */
+    unsigned max_conns_per_addr;    /* --max-connections-per-address */
+    unsigned max_calls_per_conn;    /* --max-calls-per-connection: waiting or running, one connection */
+    unsigned max_calls;             /* --max-calls: waiting or running, every connection */
+    unsigned max_objects_per_conn;  /* --max-objects-per-connection: remote objects one connection owns */
+    unsigned max_sessions_per_conn; /* --max-sessions-per-connection: data sessions one connection uses */
+    uint64_t max_call_memory;       /* --max-call-memory: bytes of arguments held by those calls */
+    double idle_timeout;            /* --idle-timeout seconds; 0: never */
 } gsv_options;
 
 /* Parses ARGV into OPT. Returns -1 to go on, or an exit status: 0 after --help or
@@ -229,6 +242,9 @@ typedef struct gsv_server {
     struct gsv_meta *meta;    /* the registration thread, or NULL (no --metaserver) */
     grp_keyset keys;          /* --key-file's, loaded at start; n 0: none (grp_auth.h) */
     grp_keyset meta_keys;     /* --metaserver-key-file's, else a copy of keys */
+    struct gr_connlimit *connlimit; /* connections per address and in total (gsv_listen.c) */
+    atomic_uint calls_open;         /* calls read and not yet answered (gsv_limits.c) */
+    atomic_ullong call_bytes;       /* bytes of their arguments */
 } gsv_server;
 
 /* An absolute deadline for moving BYTES to or from a peer: the I/O timeout plus time
@@ -240,20 +256,25 @@ long long gsv_io_deadline(const gsv_server *s, uint64_t bytes);
 typedef struct gsv_conn {
     gsv_server *srv;
     int fd;
-    char peer[80];         /* "host:port" */
-    atomic_int refs;       /* the reader thread, plus one per job in flight */
-    pthread_mutex_t wlock; /* whole messages on the socket; guards w and broken */
-    int broken;            /* a write failed: later writes are skipped */
+    char peer[80];                /* "host:port" */
+    struct sockaddr_storage addr; /* the peer's, as counted by srv->connlimit */
+    atomic_uint calls;            /* its calls read and not yet answered (gsv_limits.c) */
+    atomic_uint objects;          /* remote objects it owns (gsv_object.c) */
+    atomic_int refs;              /* the reader thread, plus one per job in flight */
+    pthread_mutex_t wlock;        /* whole messages on the socket; guards w and broken */
+    int broken;                   /* a write failed: later writes are skipped */
     grw_writer w;
     struct grw_tls *tls;          /* the TLS session (a TLS listener), set before any write */
     grw_reader r;                 /* the reader thread's only */
     int hello_done;               /* reader thread only */
+    long long hello_by;           /* HELLO must come before this (gr_now_ns; --io-timeout) */
     struct gsv_dconn *data;       /* reader thread only: the data sessions it joined (gsv_data.c) */
     struct gsv_conn *prev, *next; /* srv->conns, under srv->lock */
 } gsv_conn;
 
-/* Starts serving FD (accepted, tuned) on a reader thread of its own. */
-int gsv_conn_start(gsv_server *s, int fd, const char *peer);
+/* Starts serving FD (accepted, tuned, admitted by srv->connlimit as coming from SA) on
+ * a reader thread of its own. */
+int gsv_conn_start(gsv_server *s, int fd, const char *peer, const struct sockaddr *sa, socklen_t salen);
 void gsv_conn_ref(gsv_conn *c);
 /* Drops a reference; the last one closes the socket and frees the connection. */
 void gsv_conn_unref(gsv_conn *c);
@@ -307,8 +328,28 @@ typedef struct gsv_job {
     struct gsv_kept *kept;         /* a submitted job (gsv_jobs.c): no connection; else NULL */
     struct gsv_job *rprev, *rnext; /* sched.running_list, under sched.lock, while invoked */
     struct gsv_dcall *data;        /* CALL_DATA: its session, refs and held buffers (gsv_data_call.c) */
+    int held;                      /* GSV_HELD_*: what gsv_limits_admit counted for it */
+    uint64_t held_bytes;           /* the argument bytes it counted */
     grm_call call;                 /* arguments, buffers the job owns; last: sized for the function */
 } gsv_job;
+
+/* ---------------------------------------------------------------- limits (gsv_limits.c) */
+
+enum { GSV_HELD_SERVER = 1, GSV_HELD_CONN = 2 };
+/* JOB's head was read (C, the connection it came on; BYTES, the bytes of its message):
+ * counts it against --max-calls-per-connection (when JOB has a connection),
+ * --max-calls and --max-call-memory until gsv_limits_release. Returns GRID_OK, or
+ * GRID_ERR_LIMIT with E naming the limit, the figures and what to do (nothing counted). */
+int gsv_limits_admit(gsv_server *s, gsv_conn *c, gsv_job *job, uint64_t bytes, gr_err *e);
+/* Uncounts what JOB holds (from gsv_job_free). */
+void gsv_limits_release(gsv_server *s, gsv_job *job);
+/* 1 when C holds nothing the server would lose by closing it: no call in flight, no
+ * remote object, no data session (reader thread only). */
+int gsv_conn_is_idle(gsv_conn *c);
+/* Objects C owns now (gsv_object.c). */
+unsigned gsv_objects_owned(const gsv_conn *c);
+/* 1 when a data session C joined still holds data (gsv_data.c; reader thread only). */
+int gsv_data_conn_holds(const gsv_conn *c);
 
 /* ---------------------------------------------------------------- remote objects */
 

@@ -435,6 +435,7 @@ void gsv_job_free(gsv_job *job) {
     if (job->obj) gsv_object_job_done(job);
     if (job->call.desc) grm_release(&job->call);
     gsv_data_call_release(job);
+    if (job->held) gsv_limits_release(job->conn ? job->conn->srv : gsv_jobs_server(), job);
     if (job->conn) gsv_conn_unref(job->conn);
     free(job);
 }

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "gr_connlimit.h"
 #include "grp_proto.h"
 #include "gsv.h"
 
@@ -35,6 +36,8 @@ void gsv_conn_unref(gsv_conn *c) {
     if (atomic_fetch_sub(&c->refs, 1) != 1) return;
     grw_tls_free(c->tls);
     close(c->fd);
+    /* The descriptor is free: the peer's address may open another. */
+    if (c->srv->connlimit) gr_connlimit_release(c->srv->connlimit, (const struct sockaddr *)&c->addr);
     pthread_mutex_destroy(&c->wlock);
     free(c);
 }
@@ -79,6 +82,48 @@ int gsv_conn_send_error(gsv_conn *c, uint64_t request_id, int code, const char *
     return rc;
 }
 
+/* Waits for the first byte of the next request. Returns GSV_KEEP when it came, else
+ * what the reader does: GSV_CLOSE (the peer left, or the connection was idle past
+ * --idle-timeout) or GSV_REFUSE (no HELLO in time: an ERROR was sent). */
+static int wait_request(gsv_conn *c) {
+    const gsv_options *o = &c->srv->opt;
+    long long since = gr_now_ns();
+    for (;;) {
+        long long until = 0;
+        if (!c->hello_done && o->io_timeout > 0)
+            until = c->hello_by;
+        else if (c->hello_done && o->idle_timeout > 0)
+            until = since + (long long)(o->idle_timeout * 1e9);
+        struct pollfd p = {c->fd, POLLIN, 0};
+        int ms = -1;
+        if (until) {
+            long long left = until - gr_now_ns();
+            ms = left <= 0 ? 0 : left / 1000000 > 86400000 ? 86400000 : (int)(left / 1000000) + 1;
+        }
+        int rc = poll(&p, 1, ms);
+        if (rc > 0) return GSV_KEEP;
+        if (rc < 0) {
+            if (errno == EINTR) continue;
+            return GSV_CLOSE;
+        }
+        if (gr_now_ns() < until) continue; /* woke a little early */
+        if (!c->hello_done) {
+            gsv_log(GSV_LOG_WARN, "%s: dropped: no HELLO within %g s of connecting (--io-timeout)", c->peer,
+                    o->io_timeout);
+            gsv_conn_send_error(c, 0, GRID_ERR_TIMEOUT,
+                                "the server timed out waiting for HELLO (--io-timeout): send HELLO at once "
+                                "after connecting");
+            return GSV_REFUSE;
+        }
+        if (gsv_conn_is_idle(c)) {
+            gsv_log(GSV_LOG_DEBUG, "%s: closed: idle for %g s (--idle-timeout)", c->peer, o->idle_timeout);
+            return GSV_CLOSE;
+        }
+        /* Something still runs for it (a call, an object, data): a new period starts. */
+        since = gr_now_ns();
+    }
+}
+
 /* Reads and answers one request. */
 static int serve_one(gsv_conn *c) {
     gsv_server *s = c->srv;
@@ -86,13 +131,13 @@ static int serve_one(gsv_conn *c) {
     memset(&h, 0, sizeof h);
     gr_err e;
     gr_clearerr(&e);
-    /* Idle connections may wait forever for their next request (the reader sleeps in
-     * poll, woken by data, by the peer leaving, or by shutdown()); the I/O timeout runs
-     * from the first byte of a request. */
+    /* Between requests the reader sleeps in poll, woken by data, by the peer leaving, by
+     * shutdown(), or by a time limit: HELLO must come within --io-timeout of the
+     * connection's start; later, a connection that holds nothing is closed after
+     * --idle-timeout. The I/O timeout runs from the first byte of a request. */
     if (!grw_has_buffered(&c->r)) {
-        struct pollfd p = {c->fd, POLLIN, 0};
-        while (poll(&p, 1, -1) < 0)
-            if (errno != EINTR) return GSV_CLOSE;
+        int rc = wait_request(c);
+        if (rc != GSV_KEEP) return rc;
     }
     c->r.deadline_ns = gsv_io_deadline(s, 0);
     int rc = grp_read_header(&c->r, &h, &e);
@@ -193,17 +238,23 @@ static void *reader_main(void *arg) {
     return NULL;
 }
 
-int gsv_conn_start(gsv_server *s, int fd, const char *peer) {
+int gsv_conn_start(gsv_server *s, int fd, const char *peer, const struct sockaddr *sa, socklen_t salen) {
     gsv_conn *c = calloc(1, sizeof *c);
     if (!c) {
         close(fd);
+        gr_connlimit_release(s->connlimit, sa);
         gsv_log(GSV_LOG_ERROR, "out of memory for a connection from %s", peer);
         return GRID_ERR_NOMEM;
     }
     c->srv = s;
     c->fd = fd;
     snprintf(c->peer, sizeof c->peer, "%s", peer);
+    if (salen > sizeof c->addr) salen = sizeof c->addr;
+    memcpy(&c->addr, sa, salen);
+    c->hello_by = gr_now_ns() + (long long)(s->opt.io_timeout * 1e9);
     atomic_init(&c->refs, 1);
+    atomic_init(&c->calls, 0);
+    atomic_init(&c->objects, 0);
     pthread_mutex_init(&c->wlock, NULL);
     grw_reader_init(&c->r, fd, s->opt.limits.max_message);
 

@@ -226,6 +226,15 @@ int gsv_data_join(gsv_conn *c, uint64_t id, gr_err *e) {
     int joined = 0;
     for (unsigned i = 0; i < d->n && !joined; i++)
         joined = d->ids[i] == id;
+    /* Each session costs the store an entry and this list a slot: a peer naming new ones
+     * without end is refused (a client process uses one; a server copying data on
+     * behalf of its clients, one per client). */
+    if (!joined && d->n >= c->srv->opt.max_sessions_per_conn)
+        return gr_seterr(e, GRID_ERR_LIMIT,
+                         "this connection already used %u data sessions, the most the server allows one "
+                         "connection (--max-sessions-per-connection %u): a client process needs one; "
+                         "open another connection for more",
+                         d->n, c->srv->opt.max_sessions_per_conn);
     if (!joined && d->n == d->cap) {
         unsigned cap = d->cap ? 2 * d->cap : 4;
         uint64_t *ids = realloc(d->ids, cap * sizeof *ids);
@@ -244,6 +253,21 @@ int gsv_data_join(gsv_conn *c, uint64_t id, gr_err *e) {
     if (!s) return gr_seterr(e, GRID_ERR_NOMEM, "the server is out of memory: retry later");
     if (!joined) d->ids[d->n++] = id;
     return GRID_OK;
+}
+
+int gsv_data_conn_holds(const gsv_conn *c) {
+    const struct gsv_dconn *d = c->data;
+    if (!d) return 0;
+    /* Only a session that still holds data counts: an ended or expired one loses nothing
+     * when this connection closes. */
+    int holds = 0;
+    pthread_mutex_lock(&st.lock);
+    for (unsigned i = 0; i < d->n && !holds; i++) {
+        const dsession *x = find_session(d->ids[i]);
+        holds = x && x->n > 0;
+    }
+    pthread_mutex_unlock(&st.lock);
+    return holds;
 }
 
 void gsv_data_conn_closed(gsv_conn *c) {

@@ -4,17 +4,22 @@
 #define _GNU_SOURCE /* accept4 */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "gr_connlimit.h"
+#include "gr_linger.h"
+#include "grp_proto.h"
 #include "gsv.h"
 
 /* "host:port" of a socket address ("[v6]:port" for IPv6). */
@@ -87,16 +92,81 @@ int gsv_listen(gsv_server *s, gr_err *e) {
     return GRID_OK;
 }
 
+/* Refused connections are counted and logged at most once a second, so a flood does
+ * not flood the log too. */
+typedef struct refusals {
+    long long last_log;
+    unsigned since;
+} refusals;
+
+/* Answers the new connection FD from PEER with ERROR GRID_ERR_LIMIT (request id 0) and
+ * hands it to LINGER (NULL: closes it now). The socket is fresh, so the small message
+ * fits its send buffer: the write never waits (its deadline is now), and a peer that
+ * reads nothing cannot hold the accept loop. */
+static void refuse(gr_linger *linger, refusals *r, int fd, const char *peer, const char *msg) {
+    static grw_writer w; /* the accept loop's only; large */
+    gr_err e;
+    grw_writer_init(&w, fd);
+    w.deadline_ns = gr_now_ns();
+    grp_write_error(&w, 0, GRID_ERR_LIMIT, msg, &e);
+    if (linger) {
+        gr_linger_add(linger, fd, 0.2);
+    } else {
+        shutdown(fd, SHUT_WR);
+        close(fd);
+    }
+    r->since++;
+    long long now = gr_now_ns();
+    if (now - r->last_log >= 1000000000LL) {
+        gsv_log(GSV_LOG_WARN, "%s: refused (%u refused in the last second): %s", peer, r->since, msg);
+        r->last_log = now;
+        r->since = 0;
+    }
+}
+
+/* Counts the connection from SA against --max-connections and
+ * --max-connections-per-address; returns 0, or -1 with MSG saying which is full. */
+static int admit(gsv_server *s, const struct sockaddr *sa, char *msg, size_t len) {
+    unsigned open;
+    int rc = gr_connlimit_admit(s->connlimit, sa, &open);
+    if (rc == GR_CONN_OK) return 0;
+    char addr[INET6_ADDRSTRLEN + 8];
+    gr_connlimit_key_text(sa, addr, sizeof addr);
+    if (rc == GR_CONN_TOTAL)
+        snprintf(msg, len,
+                 "the server has %u connections open, its limit (--max-connections %u): retry later, "
+                 "close idle connections, or use another server",
+                 open, s->opt.max_conns);
+    else
+        snprintf(msg, len,
+                 "%s already has %u connections open to this server, the most one address may have "
+                 "(--max-connections-per-address %u): close some (one connection carries many calls) "
+                 "or retry later",
+                 addr, open, s->opt.max_conns_per_addr);
+    return -1;
+}
+
 void gsv_accept_loop(gsv_server *s, int sigfd) {
     long long last_complaint = 0;
+    static gr_linger linger; /* large: not on the stack */
+    static struct pollfd p[2 + GR_LINGER_MAX];
+    refusals refused = {0, 0};
+    gr_linger_init(&linger);
+    /* A descriptor kept in reserve: when the process runs out, it is given up for a
+     * moment to accept the waiting peer and tell it why, rather than leave it hanging
+     * in the listen queue where no timeout applies. */
+    int spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
     for (;;) {
-        struct pollfd p[2] = {{s->listen_fd, POLLIN, 0}, {sigfd, POLLIN, 0}};
-        int rc = poll(p, 2, -1);
+        p[0] = (struct pollfd){s->listen_fd, POLLIN, 0};
+        p[1] = (struct pollfd){sigfd, POLLIN, 0};
+        unsigned nl = gr_linger_fill(&linger, p + 2);
+        int rc = poll(p, 2 + nl, gr_linger_timeout_ms(&linger));
         if (rc < 0) {
             if (errno == EINTR) continue;
             gsv_log(GSV_LOG_ERROR, "poll: %s", strerror(errno));
             break;
         }
+        if (nl) gr_linger_service(&linger, p + 2, nl);
         if (p[1].revents & POLLIN) {
             struct signalfd_siginfo si;
             if (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
@@ -108,6 +178,23 @@ void gsv_accept_loop(gsv_server *s, int sigfd) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof ss;
         int fd = accept4(s->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && spare >= 0) {
+            close(spare);
+            sl = sizeof ss;
+            fd = accept4(s->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+            if (fd >= 0) {
+                char peer[80], msg[300];
+                format_addr((struct sockaddr *)&ss, peer, sizeof peer);
+                snprintf(msg, sizeof msg,
+                         "the server is out of file descriptors (%u connections open): retry later or use "
+                         "another server",
+                         gr_connlimit_open(s->connlimit));
+                refuse(NULL, &refused, fd, peer, msg); /* no descriptor to spare for lingering */
+                fd = -1;
+                errno = EMFILE;
+            }
+            spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        }
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN) continue;
             /* Out of descriptors or memory: say so once a second, back off, go on. */
@@ -120,11 +207,17 @@ void gsv_accept_loop(gsv_server *s, int sigfd) {
             nanosleep(&ts, NULL);
             continue;
         }
-        grw_tune_socket(fd);
-        char peer[80];
+        char peer[80], msg[400];
         format_addr((struct sockaddr *)&ss, peer, sizeof peer);
-        gsv_conn_start(s, fd, peer);
+        if (admit(s, (struct sockaddr *)&ss, msg, sizeof msg) != 0) {
+            refuse(&linger, &refused, fd, peer, msg);
+            continue;
+        }
+        grw_tune_socket(fd);
+        gsv_conn_start(s, fd, peer, (struct sockaddr *)&ss, sl);
     }
+    gr_linger_close_all(&linger);
+    if (spare >= 0) close(spare);
     close(s->listen_fd);
     s->listen_fd = -1;
 }

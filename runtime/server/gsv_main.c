@@ -9,6 +9,8 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "gr_connlimit.h"
+#include "gr_linger.h"
 #include "gsv.h"
 
 /* Modules named with --module must load; directories are searched leniently. The
@@ -110,6 +112,23 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gridrpcd: %s\n", ke.msg);
         return 1;
     }
+    /* Every connection holds a descriptor: make room for --max-connections of them,
+     * plus the refused ones lingering and the server's own files. */
+    unsigned long want = (unsigned long)s->opt.max_conns + GR_LINGER_MAX + 128;
+    unsigned long have = gr_raise_nofile(want);
+    if (have < want)
+        gsv_log(GSV_LOG_WARN,
+                "only %lu file descriptors may be open (ulimit -n; the hard limit): fewer than "
+                "--max-connections %u needs (%lu); connections past that are refused",
+                have, s->opt.max_conns, want);
+    s->connlimit = gr_connlimit_new(s->opt.max_conns, s->opt.max_conns_per_addr);
+    if (!s->connlimit) {
+        fprintf(stderr, "gridrpcd: out of memory\n");
+        return 1;
+    }
+    atomic_init(&s->calls_open, 0);
+    atomic_init(&s->call_bytes, 0);
+
     if (load_modules(s)) return 1;
     *(void **)&s->blas_set_threads = gsv_registry_find_symbol(&s->reg, "openblas_set_num_threads");
     gsv_log(GSV_LOG_DEBUG, "BLAS threads per call: %s",

@@ -27,7 +27,7 @@ typedef struct gsv_object {
     uint64_t id;
     const gsv_class *cls;
     gsv_server *srv;
-    gsv_conn *owner; /* not a reference: cleared when it closes (under olock) */
+    gsv_conn *owner; /* not a reference: its objects are unlisted before it closes (under olock) */
     void *state;
     int busy;                 /* one of its jobs is in the scheduler or running */
     int listed;               /* in the table: it can be invoked and destroyed */
@@ -86,6 +86,8 @@ static void unlist(gsv_object *o) {
     *pp = o->hnext;
     o->listed = 0;
     nobjects--;
+    /* A listed object's owner is open: its reader unlists them all before it leaves. */
+    if (o->owner) atomic_fetch_sub(&o->owner->objects, 1);
 }
 
 /* Hands JOB to the scheduler, or answers it when the server will not take it. */
@@ -186,6 +188,15 @@ static int on_create(gsv_conn *c, const grw_header *h) {
     if (grp_read_obj_create(&c->r, name, &e)) return gsv_request_failed(c, h, "OBJ_CREATE message", &e);
     const gsv_class *cls = gsv_class_find(&s->reg, name, &e);
     if (!cls) return fail(c, h, name, &e);
+    /* Only this connection's reader creates its objects: the count cannot grow meanwhile. */
+    if (atomic_load(&c->objects) >= s->opt.max_objects_per_conn) {
+        gr_seterr(&e, GRID_ERR_LIMIT,
+                  "this connection already owns %u remote objects, the most the server allows one "
+                  "connection (--max-objects-per-connection %u): destroy objects it no longer needs, or "
+                  "create them over more connections",
+                  atomic_load(&c->objects), s->opt.max_objects_per_conn);
+        return fail(c, h, cls->qualified, &e);
+    }
     gsv_object *o = calloc(1, sizeof *o);
     if (o) o->state = calloc(1, cls->stub->state_size ? cls->stub->state_size : 1);
     gsv_job *job = o && o->state ? new_job(c, o, cls->init, GSV_OBJ_CREATE, h->request_id) : NULL;
@@ -205,6 +216,7 @@ static int on_create(gsv_conn *c, const grw_header *h) {
     buckets[o->id % NBUCKETS] = o;
     o->listed = 1;
     nobjects++;
+    atomic_fetch_add(&c->objects, 1);
     pthread_mutex_unlock(&olock);
     submit(s, job); /* a create is never refused */
     return GSV_KEEP;
@@ -244,6 +256,7 @@ static int on_invoke(gsv_conn *c, const grw_header *h) {
     if (f && !job) gr_seterr(&e, GRID_ERR_NOMEM, "the server is out of memory: retry later");
     int rc = job ? GRID_OK : e.code;
     if (!rc) rc = grp_read_call_head(&c->r, &job->call, &s->opt.limits, &e);
+    if (!rc) rc = gsv_limits_admit(s, c, job, c->r.consumed + grp_call_bulk_bytes(&job->call), &e);
     if (!rc) {
         c->r.deadline_ns = gsv_io_deadline(s, grp_call_bulk_bytes(&job->call));
         rc = grp_read_call_bulk(&c->r, &job->call, &e);
@@ -349,6 +362,10 @@ gsv_job *gsv_object_cancel(gsv_conn *c, uint64_t request_id) {
             }
     pthread_mutex_unlock(&olock);
     return found;
+}
+
+unsigned gsv_objects_owned(const gsv_conn *c) {
+    return atomic_load(&c->objects);
 }
 
 void gsv_objects_conn_closed(gsv_conn *c) {

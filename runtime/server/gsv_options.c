@@ -99,8 +99,27 @@ static const char help_text[] =
     "      --max-array SIZE     largest array argument (default 1G)\n"
     "      --max-head SIZE      largest head section of a call: scalars, strings, files\n"
     "                           (default 64M; at most 4G-1)\n"
-    "      --io-timeout TIME    drop a client that stalls in the middle of a message for TIME\n"
-    "                           (default 60s; 0: never). Idle connections are kept.\n"
+    "      --io-timeout TIME    drop a client that stalls in the middle of a message for TIME,\n"
+    "                           or sends no HELLO within TIME of connecting (default 60s; 0: never)\n"
+    "      --idle-timeout TIME  close a connection that held nothing (no call, remote object or\n"
+    "                           data) for TIME (default 5m; 0: never); clients reconnect unseen\n"
+    "      --max-connections N  connections open at once (default 4096); more are answered\n"
+    "                           ERROR GRID_ERR_LIMIT and closed\n"
+    "      --max-connections-per-address N\n"
+    "                           connections open at once from one address (default 256),\n"
+    "                           so one host cannot take them all\n"
+    "      --max-calls-per-connection N\n"
+    "                           calls waiting or running from one connection (default 16384);\n"
+    "                           one more is answered GRID_ERR_LIMIT, the connection goes on\n"
+    "      --max-calls N        calls waiting or running in all (default 65536); the same\n"
+    "      --max-objects-per-connection N\n"
+    "                           remote objects one connection owns (default 1024); one more\n"
+    "                           OBJ_CREATE is answered GRID_ERR_LIMIT\n"
+    "      --max-sessions-per-connection N\n"
+    "                           data sessions one connection uses (default 4096); a request\n"
+    "                           naming one more is answered GRID_ERR_LIMIT\n"
+    "      --max-call-memory SIZE  bytes of arguments held by waiting and running calls\n"
+    "                           (default: a quarter of physical memory); the same\n"
     "      --data-memory SIZE   most bytes of remote data (data handles: DATA_PUT, KEEP outputs)\n"
     "                           held at once (default: a quarter of physical memory); more is\n"
     "                           refused with GRID_ERR_LIMIT\n"
@@ -138,6 +157,16 @@ static int usage_error(const char *fmt, ...) {
 static int parse_count(const char *opt, const char *v, unsigned long max, unsigned *out) {
     char msg[600];
     return gr_opt_count(opt, v, max, out, msg, sizeof msg) ? usage_error("%s", msg) : 0;
+}
+
+/* A count of at least 1 (a limit of 0 would refuse everything). */
+static int parse_positive(const char *opt, const char *v, unsigned long max, unsigned *out) {
+    unsigned n;
+    int rc = parse_count(opt, v, max, &n);
+    if (rc) return rc;
+    if (n == 0) return usage_error("%s: '%s' must be at least 1", opt, v);
+    *out = n;
+    return 0;
 }
 
 static int parse_size(const char *opt, const char *v, uint64_t max, uint64_t *out) {
@@ -236,6 +265,14 @@ enum {
     OPT_TLS_CERT,
     OPT_TLS_KEY,
     OPT_TLS_CA,
+    OPT_IDLE_TIMEOUT,
+    OPT_MAX_CONNECTIONS,
+    OPT_MAX_CONNECTIONS_PER_ADDRESS,
+    OPT_MAX_CALLS_PER_CONNECTION,
+    OPT_MAX_CALLS,
+    OPT_MAX_CALL_MEMORY,
+    OPT_MAX_OBJECTS_PER_CONNECTION,
+    OPT_MAX_SESSIONS_PER_CONNECTION,
 };
 
 static const struct option long_options[] = {
@@ -272,6 +309,14 @@ static const struct option long_options[] = {
     {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
     {"tls-key", required_argument, NULL, OPT_TLS_KEY},
     {"tls-ca", required_argument, NULL, OPT_TLS_CA},
+    {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+    {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+    {"max-connections-per-address", required_argument, NULL, OPT_MAX_CONNECTIONS_PER_ADDRESS},
+    {"max-calls-per-connection", required_argument, NULL, OPT_MAX_CALLS_PER_CONNECTION},
+    {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
+    {"max-call-memory", required_argument, NULL, OPT_MAX_CALL_MEMORY},
+    {"max-objects-per-connection", required_argument, NULL, OPT_MAX_OBJECTS_PER_CONNECTION},
+    {"max-sessions-per-connection", required_argument, NULL, OPT_MAX_SESSIONS_PER_CONNECTION},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -389,6 +434,14 @@ static int apply(gsv_options *o, int val, const char *v) {
         if (!*v) return usage_error("%s: empty file name", opt);
         *(val == OPT_TLS_CERT ? &o->tls_cert : val == OPT_TLS_KEY ? &o->tls_key : &o->tls_ca) = v;
         return 0;
+    case OPT_IDLE_TIMEOUT: return parse_duration(opt, v, &o->idle_timeout);
+    case OPT_MAX_CONNECTIONS: return parse_positive(opt, v, 1u << 20, &o->max_conns);
+    case OPT_MAX_CONNECTIONS_PER_ADDRESS: return parse_positive(opt, v, 1u << 20, &o->max_conns_per_addr);
+    case OPT_MAX_CALLS_PER_CONNECTION: return parse_positive(opt, v, 1u << 24, &o->max_calls_per_conn);
+    case OPT_MAX_CALLS: return parse_positive(opt, v, 1u << 24, &o->max_calls);
+    case OPT_MAX_SESSIONS_PER_CONNECTION: return parse_positive(opt, v, 1u << 24, &o->max_sessions_per_conn);
+    case OPT_MAX_OBJECTS_PER_CONNECTION: return parse_positive(opt, v, 1u << 24, &o->max_objects_per_conn);
+    case OPT_MAX_CALL_MEMORY: return parse_size(opt, v, (uint64_t)1 << 62, &o->max_call_memory);
     case OPT_JOB_KEEP:
         if ((rc = parse_duration(opt, v, &o->job_keep))) return rc;
         if (!(o->job_keep > 0)) return usage_error("%s: '%s' must be more than 0", opt, v);
@@ -419,6 +472,15 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     o->data_grace = 60;
     o->data_lease = 3600;
     o->job_keep = 7 * 24 * 3600;
+    /* The limits' defaults, and why: docs/server.md ("Limits"). */
+    o->idle_timeout = 300;
+    o->max_conns = 4096;
+    o->max_conns_per_addr = 256;
+    o->max_calls_per_conn = 16384;
+    o->max_calls = 65536;
+    o->max_objects_per_conn = 1024;
+    o->max_sessions_per_conn = 4096;
+    o->max_call_memory = default_data_memory();
 
     /* '+': stop at the first word that is not an option (it is a mistake, reported
      * below); ':': report a missing value here rather than through getopt. */

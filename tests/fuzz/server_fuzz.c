@@ -12,10 +12,12 @@
  * $GRIDRPC_TEST_MODULES (make check sets it), else build/stubs/.libs/test.so from the
  * top of the tree or from build-fuzz/. */
 #define _GNU_SOURCE /* memmem */
+#include <arpa/inet.h>
 #include <ftw.h>
 #include <signal.h>
 
 #include "fuzz_util.h"
+#include "gr_connlimit.h"
 #include "gsv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -85,6 +87,10 @@ static void start_server(void) {
     s->listen_fd = -1;
     atomic_init(&s->stopping, 0);
     atomic_init(&s->calls_done, 0);
+    atomic_init(&s->calls_open, 0);
+    atomic_init(&s->call_bytes, 0);
+    s->connlimit = gr_connlimit_new(s->opt.max_conns, s->opt.max_conns_per_addr);
+    if (!s->connlimit) abort();
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->blas_lock, NULL);
     gr_err e;
@@ -117,7 +123,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         off += (size_t)k;
     }
     shutdown(sv[1], SHUT_WR);
-    if (gsv_conn_start(&server, sv[0], "192.0.2.1:40000") != GRID_OK) {
+    /* Counted as gridrpcd's accept loop counts it: the connection's end releases it. */
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(40000)};
+    sa.sin_addr.s_addr = htonl(0xc0000201); /* 192.0.2.1 */
+    unsigned open;
+    if (gr_connlimit_admit(server.connlimit, (const struct sockaddr *)&sa, &open) != GR_CONN_OK) {
+        close(sv[0]);
+        close(sv[1]);
+        return 0;
+    }
+    if (gsv_conn_start(&server, sv[0], "192.0.2.1:40000", (const struct sockaddr *)&sa, sizeof sa) !=
+        GRID_OK) {
         close(sv[1]);
         return 0;
     }

@@ -132,6 +132,35 @@ static int destroy(conn *c, uint64_t id, int *code, char *msg, size_t n) {
     return (int)t;
 }
 
+/* OBJ_TEST_LIMIT=N, a server with --max-objects-per-connection N: N objects on one
+ * connection are made, one more is GRID_ERR_LIMIT naming the option (the connection goes
+ * on, another connection may still make one), and one more once one is destroyed. */
+static int limit_case(int n) {
+    conn *a = open_conn(), *b = open_conn();
+    uint64_t ids[64] = {0};
+    int made = 0, code = 0;
+    char msg[4096] = "";
+    for (int i = 0; a && i < n && i < 64; i++)
+        if ((ids[i] = create(a, "counter")) != 0) made++;
+    result(made == n, "%d objects on one connection (the bound) are made", n);
+    gr_err e;
+    uint32_t t =
+        a && !grp_write_obj_create(&a->w, a->next++, "counter", &e) ? reply(a, &code, msg, sizeof msg) : 0;
+    printf("# one past: %s\n", msg);
+    result(t == GRW_ERROR && code == GRID_ERR_LIMIT && strstr(msg, "--max-objects-per-connection"),
+           "one more is ERROR GRID_ERR_LIMIT naming --max-objects-per-connection");
+    result(a && in_step(a), "the connection still answers");
+    uint64_t other = b ? create(b, "counter") : 0;
+    result(other != 0, "another connection still makes its own object");
+    result(a && made > 0 && destroy(a, ids[0], &code, msg, sizeof msg) == GRW_OBJ_DESTROYED,
+           "one of them is destroyed");
+    result(a && create(a, "counter") != 0, "then one more is made on that connection");
+    if (a) close_conn(a);
+    if (b) close_conn(b);
+    printf("1..%d\n", tests);
+    return failed ? 1 : 0;
+}
+
 int main(void) {
     const char *p = getenv("OBJ_TEST_PORT");
     if (!p) {
@@ -140,6 +169,8 @@ int main(void) {
     }
     port = atoi(p);
     signal(SIGPIPE, SIG_IGN);
+    const char *lim = getenv("OBJ_TEST_LIMIT");
+    if (lim) return limit_case(atoi(lim));
     conn *a = open_conn();
     int code = 0;
     char msg[4096];

@@ -107,4 +107,28 @@ touch GO
 wait "$cpid"; rc=$?
 if [ $rc -eq 0 ] && grep -qx OK gone.out; then ok "gone: an object whose server went away"; else fail "gone (rc $rc)"; diag <gone.err; fi
 cd .. || exit 1
+
+# --max-objects-per-connection 2: two objects on one connection, the third refused
+# (GRID_ERR_LIMIT naming the option), one more once one is destroyed (obj-hostile-test).
+NGOBJ_FINALIZE_LOG=$T_TMP/finalize-limit.log
+: >"$NGOBJ_FINALIZE_LOG"
+: >limit-server.out
+"$GRIDRPCD" --host 127.0.0.1 --port 0 --log-level warn --module "$T_TMP/counter.so" \
+  --max-objects-per-connection 2 >limit-server.out 2>&1 &
+spid=$!
+lport=
+i=0
+while [ $i -lt 200 ]; do
+  lport=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' limit-server.out | head -n 1)
+  [ -n "$lport" ] && break
+  kill -0 $spid 2>/dev/null || break
+  sleep 0.05; i=$((i + 1))
+done
+if [ -n "$lport" ] && OBJ_TEST_PORT=$lport OBJ_TEST_LIMIT=2 timeout 60 "$top_builddir/obj-hostile-test" >limit.out 2>&1; then
+  ok "--max-objects-per-connection 2: at and one past the bound ($(grep -c '^ok' limit.out) checks)"
+else
+  fail "--max-objects-per-connection 2"; diag <limit.out; diag <limit-server.out
+fi
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
 finish
