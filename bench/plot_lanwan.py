@@ -72,7 +72,10 @@ def panels(rows, workload, ylabel, key, fname, out, per="size"):
         ax.set_title(TITLES.get(net, net))
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel(ylabel)
-    axes[0][-1].legend(fontsize=7)
+    # Each panel its own legend: the LAN may have sizes the shaped networks do not.
+    for ax in axes[0]:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(os.path.join(out, fname), dpi=110)
     plt.close(fig)
@@ -82,10 +85,11 @@ def fig8(rows, out):
     lin = [r for r in rows if r["workload"] == "linpack"]
     if not lin:
         return
-    n = max(r["size"] for r in lin)
     nets = [x for x in NETS if any(r["network"] == x for r in lin)]
     fig, axes = plt.subplots(1, len(nets), figsize=(4.2 * len(nets), 3.6), squeeze=False)
     for ax, net in zip(axes[0], nets):
+        # The largest n this network ran (the shaped networks may stop below the LAN's).
+        n = max(r["size"] for r in lin if r["network"] == net)
         for cfg, style in (("task", "-"), ("data", "--")):
             sel = sorted((r for r in lin if r["network"] == net and r["config"] == cfg and r["size"] == n),
                          key=lambda r: r["clients"])
@@ -99,7 +103,9 @@ def fig8(rows, out):
         ax.set_title(f"{TITLES.get(net, net)}, Linpack n={int(n)}")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("mean seconds per call")
-    axes[0][-1].legend(fontsize=7)
+    for ax in axes[0]:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "fig8-time.png"), dpi=110)
     plt.close(fig)
