@@ -667,7 +667,10 @@ TEST(RoundTrip, NamesAndDefaults) {
         EXPECT_STREQ(grw_type_name(t), names[t]);
     EXPECT_STREQ(grw_type_name(13), "PROBE");
     EXPECT_STREQ(grw_type_name(14), "PROBE_OK");
-    EXPECT_STREQ(grw_type_name(15), "?");
+    EXPECT_STREQ(grw_type_name(15), "AUTH_CHALLENGE");
+    EXPECT_STREQ(grw_type_name(16), "AUTH");
+    EXPECT_STREQ(grw_type_name(17), "AUTH_OK");
+    EXPECT_STREQ(grw_type_name(18), "?");
     EXPECT_STREQ(grw_type_name(19), "?");
     EXPECT_STREQ(grw_type_name(20), "REGISTER");
     EXPECT_STREQ(grw_type_name(28), "SERVERS_OK");
