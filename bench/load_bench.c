@@ -375,7 +375,8 @@ static double hist_quantile(const unsigned long long *h, unsigned long long tota
 }
 
 typedef struct result {
-    long calls, ok, failed, lost, wrong, noconnect, unfinished;
+    long calls, ok, failed, lost, wrong, noconnect;
+    long unfinished; /* clients connected but not done (and not in a call) when the bench gave up */
     double c50, c99, cmax, r50, r99, rmax, wall, rate;
     int warnings;
 } result;
@@ -429,7 +430,7 @@ static result run_clients(int n) {
     /* What is still out now was lost: read before the exit gate lets clients go. */
     for (int i = 0; i < n; i++) {
         res.lost += rec[i].in_call;
-        if (rec[i].state == C_CONNECTED) res.unfinished++;
+        if (rec[i].state == C_CONNECTED && !rec[i].in_call) res.unfinished++;
     }
     if (done < started)
         fprintf(stderr, "load_bench: %d clients still running %g s after the end\n", started - done,
@@ -483,8 +484,9 @@ static result run_clients(int n) {
 static void print_result(const char *mode, const result *r) {
     printf(
         "%-6s clients %d, %.1f s: calls %ld (ok %ld), failed %ld, lost %ld, wrong %ld, connects failed %ld, "
-        "%.0f calls/s\n",
-        mode, opt.clients, r->wall, r->calls, r->ok, r->failed, r->lost, r->wrong, r->noconnect, r->rate);
+        "unfinished %ld, %.0f calls/s\n",
+        mode, opt.clients, r->wall, r->calls, r->ok, r->failed, r->lost, r->wrong, r->noconnect,
+        r->unfinished, r->rate);
     printf("%-6s connect ms: p50 %.3f  p99 %.3f  max %.3f;  response ms: p50 %.3f  p99 %.3f  max %.3f;  "
            "server log warnings/errors: %d\n",
            mode, r->c50, r->c99, r->cmax, r->r50, r->r99, r->rmax, r->warnings);

@@ -20,7 +20,7 @@ timeout 300 "$LOAD_BENCH" --clients 100 --seconds 3 --grace 60 --csv load.csv >l
 rc=$?
 if [ $rc -eq 0 ]; then ok "load_bench 100 clients x 3 s: exit 0"; else fail "load_bench exit $rc"; diag <load.out; diag <load.err; fi
 for mode in direct meta; do
-  if grep -q "^$mode *clients 100, .*calls [1-9][0-9]* (ok [1-9][0-9]*), failed 0, lost 0, wrong 0, connects failed 0," load.out; then
+  if grep -q "^$mode *clients 100, .*calls [1-9][0-9]* (ok [1-9][0-9]*), failed 0, lost 0, wrong 0, connects failed 0, unfinished 0," load.out; then
     ok "$mode: 100 clients, calls made, 0 failed, 0 lost, 0 wrong"
   else
     fail "$mode: counts"; diag <load.out
