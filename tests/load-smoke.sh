@@ -47,6 +47,25 @@ if [ $rc -eq 1 ] && grep -q 'connects failed 3' nosrv.out && grep -q 'connect: '
 else
   fail "no server (exit $rc)"; diag <nosrv.out; diag <nosrv.err
 fi
+# A server that stops answering mid-run (SIGSTOP): the calls out are LOST, found when
+# the grace after the end runs out (call timeout longer than the grace), exit 1.
+"$GRIDRPCD" --host 127.0.0.1 --port 0 --module-dir "$GRIDRPC_TEST_MODULES" --log-level warn >stop.listen 2>stop.log &
+stpid=$!
+stport=$(listening_port stop.listen $stpid)
+if [ -n "$stport" ]; then
+  (sleep 2; kill -STOP $stpid) &
+  GRIDRPC_SERVER=127.0.0.1:$stport timeout 120 "$LOAD_BENCH" --mode external --clients 3 --seconds 4 --grace 2 \
+    --call-timeout 100 >stop.out 2>stop.err
+  rc=$?
+  if [ $rc -eq 1 ] && grep -q 'failed 0, lost 3, wrong 0,' stop.out; then
+    ok "server stopped mid-run: 3 calls lost, exit 1"
+  else
+    fail "server stopped mid-run (exit $rc)"; diag <stop.out; diag <stop.err
+  fi
+else
+  fail "gridrpcd for the stopped-server case did not start"; diag <stop.log
+fi
+kill -CONT $stpid 2>/dev/null; kill -KILL $stpid 2>/dev/null; wait $stpid 2>/dev/null
 "$LOAD_BENCH" --clients 0 >usage.out 2>&1
 rc=$?
 if [ $rc -eq 2 ] && grep -q -- '--clients must be a number from 1' usage.out; then ok "--clients 0: exit 2, says why"; else fail "--clients 0 (exit $rc)"; fi
