@@ -10,7 +10,9 @@
  *
  * What each client records, in shared memory:
  *   connect   grid_describe_np of both functions: the TCP connection, the HELLO exchange
- *             and both descriptors (through the metaserver: also asking it where to run);
+ *             and both descriptors (through the metaserver: the connection to it and its
+ *             answer; the first call to each gridrpcd then pays that server's TCP and
+ *             HELLO in its response time);
  *   response  each call, from grid_call to its return;
  *   in_call   set while a call is out: a call still out when the bench gives up (the
  *             end of the run + --grace) is LOST, the one thing that must never happen
