@@ -147,13 +147,15 @@ GRIDRPC_METASERVER=$meta
 export GRIDRPC_METASERVER
 
 # The sampler: every second, VmRSS (KiB) of each process; empty once a process is gone.
+# It stops at the end of the soak: the last round and the clients' leaving are not load.
 rss() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$1/status" 2>/dev/null; }
 t0=$(date +%s.%N)
 echo "seconds,gridmetad,gridrpcd1,gridrpcd2" >"$out/rss.csv"
 (
   while :; do
-    t=$(date +%s.%N)
-    echo "$(awk -v a="$t" -v b="$t0" 'BEGIN { printf "%.2f", a - b }'),$(rss $mpid),$(rss $s1),$(rss $s2)"
+    t=$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')
+    awk -v t="$t" -v s="$seconds" 'BEGIN { exit !(t > s) }' && break
+    echo "$t,$(rss $mpid),$(rss $s1),$(rss $s2)"
     sleep 1
   done
 ) >>"$out/rss.csv" &
