@@ -53,7 +53,7 @@ case $floor in ''|*[!0-9.]*) echo "soak.sh: --floor must be a number of KiB, not
 # analyse CSV: one line per column, exit status 1 when one grows beyond noise (or the
 # CSV is too short to judge: fewer than 4 samples in its second half).
 analyse_csv() {
-  [ -r "$1" ] || { echo "soak.sh: cannot read '$1'" >&2; return 2; }
+  [ -f "$1" ] && [ -r "$1" ] || { echo "soak.sh: cannot read '$1' (a CSV file: seconds, then KiB per process)" >&2; return 2; }
   awk -F, -v floor="$floor" '
     NR == 1 { ncol = NF; for (c = 1; c <= NF; c++) name[c] = $c; next }
     NF >= 2 && $1 != "" { n++; t[n] = $1 + 0; for (c = 2; c <= ncol; c++) v[n, c] = $c }
