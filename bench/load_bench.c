@@ -518,9 +518,16 @@ static int log_warnings(const proc *p) {
 }
 
 static void gridrpcd_argv(char **argv, char *portbuf, const char *meta) {
-    static char threads[16];
+    static char threads[16], conns[32];
     int k = 0;
     argv[k++] = (char *)opt.gridrpcd;
+    /* Every client comes from 127.0.0.1: the per-address limit (default 256) must let
+     * them all in, as an operator would raise it for a known crowd behind one address. */
+    snprintf(conns, sizeof conns, "%d", opt.clients + 64 > 4096 ? opt.clients + 64 : 4096);
+    argv[k++] = "--max-connections";
+    argv[k++] = conns;
+    argv[k++] = "--max-connections-per-address";
+    argv[k++] = conns;
     argv[k++] = "--host";
     argv[k++] = "127.0.0.1";
     argv[k++] = "--port";
@@ -576,8 +583,20 @@ static int run_meta(void) {
     snprintf(db, sizeof db, "%s/registry.db", tmpdir);
     /* The clients and both servers each hold a connection to the metaserver. */
     snprintf(conns, sizeof conns, "%d", opt.clients + 64);
-    char *margv[] = {(char *)opt.gridmetad, "--host", "127.0.0.1",   "--port", "0", "--db", db,
-                     "--max-connections",   conns,    "--log-level", "info",   NULL};
+    char *margv[] = {(char *)opt.gridmetad,
+                     "--host",
+                     "127.0.0.1",
+                     "--port",
+                     "0",
+                     "--db",
+                     db,
+                     "--max-connections",
+                     conns,
+                     "--max-connections-per-address",
+                     conns,
+                     "--log-level",
+                     "info",
+                     NULL};
     proc_start(&m, "gridmetad", margv);
     char maddr[64];
     snprintf(maddr, sizeof maddr, "127.0.0.1:%d", m.port);
