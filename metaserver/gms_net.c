@@ -323,36 +323,13 @@ static void start_conn(gms_net *n, int fd, const struct sockaddr *sa, socklen_t 
     gms_log(GMS_LOG_DEBUG, "%s: connected", c->peer);
 }
 
-/* Refusals are logged at most once a second, so a flood does not flood the log. */
-typedef struct refusals {
-    long long last_log;
-    unsigned since;
-} refusals;
-
-/* Answers the fresh connection FD from SA with ERROR GRID_ERR_LIMIT (request id 0)
- * without waiting (its send buffer is empty), then lets it drain in LINGER (NULL:
- * closes it now). */
-static void refuse(gr_linger *linger, refusals *r, int fd, const struct sockaddr *sa, const char *msg) {
-    static grw_writer w; /* the accept loop's only; large */
-    gr_err e;
-    grw_writer_init(&w, fd);
-    w.deadline_ns = gr_now_ns();
-    grp_write_error(&w, 0, GRID_ERR_LIMIT, msg, &e);
-    if (linger) {
-        gr_linger_add(linger, fd, 0.2);
-    } else {
-        shutdown(fd, SHUT_WR);
-        close(fd);
-    }
-    r->since++;
-    long long now = gr_now_ns();
-    if (now - r->last_log >= 1000000000LL) {
-        char peer[80];
-        gms_format_addr(sa, peer, sizeof peer, NULL, 0);
-        gms_log(GMS_LOG_WARN, "%s: refused (%u refused in the last second): %s", peer, r->since, msg);
-        r->last_log = now;
-        r->since = 0;
-    }
+/* Refuses FD from SA with MSG (gr_refuse), logging at most once a second. */
+static void refuse(gr_linger *linger, gr_refusals *r, int fd, const struct sockaddr *sa, const char *msg) {
+    unsigned n = gr_refuse(linger, r, fd, msg);
+    if (!n) return;
+    char peer[80];
+    gms_format_addr(sa, peer, sizeof peer, NULL, 0);
+    gms_log(GMS_LOG_WARN, "%s: refused (%u refused in the last second): %s", peer, n, msg);
 }
 
 /* Counts the connection from SA; 0, or -1 with MSG naming the limit it is over. */
@@ -378,7 +355,7 @@ void gms_net_run(gms_net *n, int sigfd) {
     long long last_complaint = 0;
     static gr_linger linger;
     static struct pollfd p[2 + GR_LINGER_MAX];
-    refusals refused = {0, 0};
+    gr_refusals refused = {0, 0};
     gr_linger_init(&linger);
     /* Kept in reserve: out of descriptors, it is given up to accept and answer the
      * waiting peer rather than leave it in the listen queue, where no timeout runs. */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "gr_error.h"
+#include "grp_proto.h"
 
 void gr_linger_init(gr_linger *l) {
     l->n = 0;
@@ -78,4 +79,25 @@ void gr_linger_service(gr_linger *l, const struct pollfd *p, unsigned n) {
 void gr_linger_close_all(gr_linger *l) {
     while (l->n)
         drop(l, l->n - 1);
+}
+
+unsigned gr_refuse(gr_linger *linger, gr_refusals *r, int fd, const char *msg) {
+    static grw_writer w; /* the accept loop's only; large */
+    gr_err e;
+    grw_writer_init(&w, fd);
+    w.deadline_ns = gr_now_ns();
+    grp_write_error(&w, 0, GRID_ERR_LIMIT, msg, &e);
+    if (linger) {
+        gr_linger_add(linger, fd, 0.2);
+    } else {
+        shutdown(fd, SHUT_WR);
+        close(fd);
+    }
+    r->since++;
+    long long now = gr_now_ns();
+    if (now - r->last_log < 1000000000LL) return 0;
+    unsigned n = r->since;
+    r->last_log = now;
+    r->since = 0;
+    return n;
 }

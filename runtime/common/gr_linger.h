@@ -29,4 +29,17 @@ int gr_linger_timeout_ms(const gr_linger *l);
 void gr_linger_service(gr_linger *l, const struct pollfd *p, unsigned n);
 void gr_linger_close_all(gr_linger *l);
 
+/* Connections a daemon refused, counted so that a flood is logged at most once a second. */
+typedef struct gr_refusals {
+    long long last_log;
+    unsigned since;
+} gr_refusals;
+
+/* Answers the fresh connection FD with ERROR GRID_ERR_LIMIT (request id 0) saying MSG,
+ * then hands it to LINGER for 0.2 s (NULL: closes it now). The socket is fresh, so the
+ * small message fits its send buffer: the write never waits (its deadline is now), and
+ * a peer that reads nothing cannot hold the accept loop. Returns the refusals to log
+ * now (this one included) when a second has passed since the last log, else 0. */
+unsigned gr_refuse(gr_linger *linger, gr_refusals *r, int fd, const char *msg);
+
 #endif

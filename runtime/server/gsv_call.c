@@ -206,11 +206,21 @@ static pthread_mutex_t fork_lock = PTHREAD_MUTEX_INITIALIZER;
  * from its own memory: the outputs are never copied through the parent. On a TLS
  * connection the child cannot write into the parent's session (its record counters
  * would part from the parent's): it writes RESULT on CH and the parent relays it. */
+/* A function that calls exit() in the child ends it here, with its status: the handlers
+ * registered before (the server's, a sanitizer's leak check) and stdio's buffers copied
+ * from the server are the server's, and a lock another server thread held at fork()
+ * would hang them. */
+static void child_exit(int status, void *arg) {
+    (void)arg;
+    _exit(status);
+}
+
 static _Noreturn void isolated_child(gsv_server *s, gsv_job *job, int ch, pid_t parent, long long t0,
                                      long long queue_ns) {
     /* An orphan would compute for nobody: it ends with the server. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(5);
+    on_exit(child_exit, NULL);
     job->fn->stub->invoke(job->call.ptr);
     long long rn = gr_now_ns() - t0;
     char b = 1;

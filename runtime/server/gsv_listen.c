@@ -92,36 +92,10 @@ int gsv_listen(gsv_server *s, gr_err *e) {
     return GRID_OK;
 }
 
-/* Refused connections are counted and logged at most once a second, so a flood does
- * not flood the log too. */
-typedef struct refusals {
-    long long last_log;
-    unsigned since;
-} refusals;
-
-/* Answers the new connection FD from PEER with ERROR GRID_ERR_LIMIT (request id 0) and
- * hands it to LINGER (NULL: closes it now). The socket is fresh, so the small message
- * fits its send buffer: the write never waits (its deadline is now), and a peer that
- * reads nothing cannot hold the accept loop. */
-static void refuse(gr_linger *linger, refusals *r, int fd, const char *peer, const char *msg) {
-    static grw_writer w; /* the accept loop's only; large */
-    gr_err e;
-    grw_writer_init(&w, fd);
-    w.deadline_ns = gr_now_ns();
-    grp_write_error(&w, 0, GRID_ERR_LIMIT, msg, &e);
-    if (linger) {
-        gr_linger_add(linger, fd, 0.2);
-    } else {
-        shutdown(fd, SHUT_WR);
-        close(fd);
-    }
-    r->since++;
-    long long now = gr_now_ns();
-    if (now - r->last_log >= 1000000000LL) {
-        gsv_log(GSV_LOG_WARN, "%s: refused (%u refused in the last second): %s", peer, r->since, msg);
-        r->last_log = now;
-        r->since = 0;
-    }
+/* Refuses FD from PEER with MSG (gr_refuse), logging at most once a second. */
+static void refuse(gr_linger *linger, gr_refusals *r, int fd, const char *peer, const char *msg) {
+    unsigned n = gr_refuse(linger, r, fd, msg);
+    if (n) gsv_log(GSV_LOG_WARN, "%s: refused (%u refused in the last second): %s", peer, n, msg);
 }
 
 /* Counts the connection from SA against --max-connections and
@@ -150,7 +124,7 @@ void gsv_accept_loop(gsv_server *s, int sigfd) {
     long long last_complaint = 0;
     static gr_linger linger; /* large: not on the stack */
     static struct pollfd p[2 + GR_LINGER_MAX];
-    refusals refused = {0, 0};
+    gr_refusals refused = {0, 0};
     gr_linger_init(&linger);
     /* A descriptor kept in reserve: when the process runs out, it is given up for a
      * moment to accept the waiting peer and tell it why, rather than leave it hanging

@@ -150,7 +150,7 @@ int main(int argc, char **argv) {
     return 0;
 }
 C
-if $CC -I"$top_srcdir/include" -o ogf ogf.c "$top_builddir/.libs/libgridrpc.so" -Wl,-rpath,"$top_builddir/.libs" \
+if $CC ${STUB_CFLAGS:-} -I"$top_srcdir/include" -o ogf ogf.c "$top_builddir/.libs/libgridrpc.so" -Wl,-rpath,"$top_builddir/.libs" \
   >ogfcc.out 2>&1; then
   printf 'server gridrpcs://127.0.0.1:%s\ntls_ca %s\n' "$TLS_PORT" "$T_TMP/ca.pem" >ogf.conf
   timeout 30 ./ogf ogf.conf >ogf.out 2>&1; rc=$?
@@ -357,7 +357,7 @@ int main(int argc, char **argv) {
     return 0;
 }
 C
-if $CC -I"$top_srcdir/include" -o copy copy.c "$top_builddir/.libs/libgridrpc.so" -Wl,-rpath,"$top_builddir/.libs" \
+if $CC ${STUB_CFLAGS:-} -I"$top_srcdir/include" -o copy copy.c "$top_builddir/.libs/libgridrpc.so" -Wl,-rpath,"$top_builddir/.libs" \
   >copycc.out 2>&1; then
   GRIDRPC_TLS_CA=$T_TMP/ca.pem timeout 30 ./copy "gridrpcs://localhost:$D2_PORT" \
     "gridrpcs://127.0.0.1:$TLS_PORT/test/echo_double" >copy.out 2>&1; rc=$?
