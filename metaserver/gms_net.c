@@ -246,11 +246,12 @@ static void forget(gms_conn *c) {
     else
         n->conns = c->next;
     if (c->next) c->next->prev = c->prev;
+    /* Before the count drops: at 0, gms_net_free may free N and its connection counts. */
+    gr_connlimit_release(n->connlimit, (const struct sockaddr *)&c->addr);
     n->nconns--;
     pthread_mutex_unlock(&n->lock);
     grw_tls_free(c->tls);
     close(c->fd);
-    gr_connlimit_release(n->connlimit, (const struct sockaddr *)&c->addr);
     free(c);
 }
 
