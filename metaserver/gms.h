@@ -56,8 +56,8 @@ typedef struct gms_options {
     double max_hold;             /* seconds a SCHEDULE may wait while every server is full; 0: never */
     int log_level;
     /* The key handshake after HELLO (grp_auth.h) */
-    const char *key_file; /* --key-file; NULL: none */
-    grp_keyset keys;      /* its keys, loaded by main (n 0: no handshake) */
+    const char *key_file;           /* --key-file; NULL: none */
+    grp_keyset keys;                /* its keys, loaded by main (n 0: no handshake) */
     const char *tls_cert, *tls_key; /* --tls-cert/--tls-key: the protocol listener is TLS only */
 } gms_options;
 

@@ -47,9 +47,9 @@ typedef struct gox_config {
     int has_key_file; /* a 'key_file PATH' line: the core uses its keys while CFG lives */
     char key_file[1024];
     char key_file_at[1100]; /* "FILE:LINE", for the message when the key file is refused */
-    int has_tls_ca;    /* a 'tls_ca' line: the core uses TLS_CA while CFG lives */
-    char tls_ca[1024]; /* CA certificates (PEM) for gridrpcs:// servers */
-    int has_meta;      /* a 'metaserver HOST:PORT' (ours, or in <CLIENT>): the core uses it while CFG lives */
+    int has_tls_ca;         /* a 'tls_ca' line: the core uses TLS_CA while CFG lives */
+    char tls_ca[1024];      /* CA certificates (PEM) for gridrpcs:// servers */
+    int has_meta; /* a 'metaserver HOST:PORT' (ours, or in <CLIENT>): the core uses it while CFG lives */
     char meta_host[GOX_MAX_HOST];
     int meta_port;
 } gox_config;

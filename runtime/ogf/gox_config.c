@@ -192,7 +192,8 @@ static int our_setting(parser *p, const char *key, const char *v) {
     }
     return fail(p,
                 "'%s' is neither a setting ('server HOST:PORT', 'metaserver HOST:PORT', 'timeout DURATION', "
-                "'connect_timeout DURATION', 'token TEXT', 'key_file PATH', 'tls_ca FILE') nor inside a Ninf-G <SECTION>",
+                "'connect_timeout DURATION', 'token TEXT', 'key_file PATH', 'tls_ca FILE') nor inside a "
+                "Ninf-G <SECTION>",
                 key);
 }
 

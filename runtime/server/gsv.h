@@ -238,10 +238,10 @@ typedef struct gsv_server {
     pthread_mutex_t blas_lock;
     int blas_threads; /* under blas_lock: the value last set, 0 before the first */
 
-    atomic_ullong calls_done; /* calls run and answered (HEARTBEAT's calls_done) */
-    struct gsv_meta *meta;    /* the registration thread, or NULL (no --metaserver) */
-    grp_keyset keys;          /* --key-file's, loaded at start; n 0: none (grp_auth.h) */
-    grp_keyset meta_keys;     /* --metaserver-key-file's, else a copy of keys */
+    atomic_ullong calls_done;       /* calls run and answered (HEARTBEAT's calls_done) */
+    struct gsv_meta *meta;          /* the registration thread, or NULL (no --metaserver) */
+    grp_keyset keys;                /* --key-file's, loaded at start; n 0: none (grp_auth.h) */
+    grp_keyset meta_keys;           /* --metaserver-key-file's, else a copy of keys */
     struct gr_connlimit *connlimit; /* connections per address and in total (gsv_listen.c) */
     atomic_uint calls_open;         /* calls read and not yet answered (gsv_limits.c) */
     atomic_ullong call_bytes;       /* bytes of their arguments */
