@@ -47,7 +47,9 @@ static void check_meta(const gms_options *o) {
     fuzz_check(o->policy > GRP_POLICY_DEFAULT && o->policy < GRP_POLICY_COUNT, "a scheduler it has");
     fuzz_check(o->heartbeat_ms >= 10 && o->heartbeat_ms <= 3600000, "REGISTER_OK can carry the heartbeat");
     fuzz_check(o->down_after >= 1 && o->down_after <= 1000, "down-after is a count");
-    fuzz_check(o->max_conns >= 1 && o->max_conns <= 65536, "max-connections is a count");
+    fuzz_check(o->max_conns >= 1 && o->max_conns <= (1u << 20), "max-connections is a count");
+    fuzz_check(o->max_conns_per_addr >= 1 && o->max_conns_per_addr <= (1u << 20),
+               "max-connections-per-address is a count");
     fuzz_check(o->io_timeout >= 0 && isfinite(o->io_timeout), "the I/O timeout is a duration");
     fuzz_check(o->max_hold >= 0 && o->max_hold <= GRP_MAX_HOLD_S, "clients wait for a held answer");
     fuzz_check(!o->token || strlen(o->token) <= GRP_MAX_TOKEN, "the token fits HELLO");
