@@ -5,7 +5,10 @@ grammar Idl;
 
 // DefClass's body is braces around IDL, not C: the '{' after a DefClass header is a
 // token of its own (CLASS_OPEN) instead of the start of a C block, and its '}' is
-// CLASS_CLOSE. Inside, DefState and method bodies are C blocks again.
+// CLASS_CLOSE. Inside, DefState and method bodies are C blocks again. The predicates
+// come after the '{', never first: a predicate at the start of a rule is part of every
+// token's start state, which ANTLR then cannot keep in its DFA and recomputes from the
+// ATN for each token (idlc's lexer was 10x slower so).
 @lexer::members {
 bool classPending = false;
 }
@@ -97,7 +100,7 @@ expr
 name : ID ;
 
 DEFCLASS : 'DefClass' { classPending = true; } ;
-CLASS_OPEN : { classPending }? '{' { classPending = false; } ;
+CLASS_OPEN : '{' { classPending }? { classPending = false; } ;
 CLASS_CLOSE : '}' ;
 
 MODE : 'mode_in' | 'mode_out' | 'mode_inout' | 'mode_work'
@@ -110,7 +113,7 @@ STRING : '"' ( '\\' . | ~["\\\r\n] )* '"' ;
 
 // A brace-balanced block of C text (Globals and inline bodies). Strings, character
 // literals and comments inside it may hold braces.
-CBLOCK : { !classPending }? '{' ( CBLOCK | C_STR | C_CHR | C_BLOCK_COMMENT | C_LINE_COMMENT | ~[{}"'/] | '/' )* '}' ;
+CBLOCK : '{' { !classPending }? ( CBLOCK | C_STR | C_CHR | C_BLOCK_COMMENT | C_LINE_COMMENT | ~[{}"'/] | '/' )* '}' ;
 fragment C_STR : '"' ( '\\' . | ~["\\\r\n] )* '"' ;
 fragment C_CHR : '\'' ( '\\' . | ~['\\\r\n] )* '\'' ;
 fragment C_BLOCK_COMMENT : '/*' .*? '*/' ;
