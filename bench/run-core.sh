@@ -12,7 +12,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
 quick=
-[ "${1:-}" = "--quick" ] && { quick=--quick; shift; }
+case ${1:-} in
+  -h | --help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  --quick) quick=--quick; shift ;;
+esac
+for w in "$@"; do
+  case $w in
+    null | async | bulk | dmmul | linpack | tls) ;;
+    *) echo "run-core.sh: unknown benchmark '$w' (null async bulk dmmul linpack tls; --help)" >&2; exit 2 ;;
+  esac
+done
 which=("$@")
 [ ${#which[@]} -gt 0 ] || which=(null async bulk dmmul linpack tls)
 tls=
