@@ -202,9 +202,10 @@ static int excluded(const grc_route *r, const known *k) {
 }
 
 /* A last-known server with FE's function for Q (round robin), preferring those the
- * metaserver last saw up. */
-static int pick_known(fentry *fe, grc_req *q, const grc_config *cfg, const gr_err *why, gr_err *e) {
-    for (int want_up = 1; want_up >= 0; want_up--) {
+ * metaserver last saw up (ONLY_UP: only those). */
+static int pick_known(fentry *fe, grc_req *q, const grc_config *cfg, const gr_err *why, int only_up,
+                      gr_err *e) {
+    for (int want_up = 1; want_up >= only_up; want_up--) {
         uint32_t n = 0;
         for (uint32_t i = 0; i < nservers; i++)
             n += has_function(&servers[i], fe->name) && !excluded(&q->route, &servers[i]) &&
@@ -493,7 +494,7 @@ static int route_locked(grc_req *q, fentry *fe, const grc_config *cfg, int allow
         fe->uses = 0;
         return GRID_OK;
     }
-    if (unreachable) return pick_known(fe, q, cfg, &why, e);
+    if (unreachable) return pick_known(fe, q, cfg, &why, 0, e);
     /* The metaserver answered: no server (left) for the function. */
     return gr_seterr(e, rc, "the metaserver at %s:%d: %s", cfg->meta_host, cfg->meta_port, why.msg);
 }
@@ -506,14 +507,40 @@ static int route(grc_req *q, const grc_config *cfg, int allow_reuse, gr_err *e) 
     return rc;
 }
 
-/* Learns the descriptor of Q's function: a first SCHEDULE (no figures yet) names a
- * server to fetch it from; that decision is then released (REPORT, GRID_ERR_CANCELED).
- * A server that cannot be reached is excluded and the next one asked. */
+/* A server to fetch Q's descriptor from without a decision: one the metaserver last
+ * listed up with the function (SERVERS, fetched on first contact; round robin). Fetching
+ * a descriptor runs nothing, so it must not take a place the scheduler keeps for calls:
+ * while every server is full a SCHEDULE waits for room, and 1,000 clients starting at
+ * once waited seconds for their descriptors so (bench/load_bench --mode meta). Nonzero
+ * when none is known: the caller asks the metaserver. */
+static int pick_for_descriptor(grc_req *q, const grc_config *cfg) {
+    pthread_mutex_lock(&mlock);
+    while (conn_busy)
+        pthread_cond_wait(&conn_free, &mlock);
+    gr_err ignored;
+    int rc = ensure_conn(cfg, &ignored);
+    if (!rc && gr_now_ns() - servers_at > SERVERS_REFRESH_NS) fetch_servers(cfg, &ignored);
+    fentry *fe = function_entry(q->t.name);
+    rc = fe && !down ? pick_known(fe, q, cfg, &ignored, 1, &ignored) : GRID_ERR_NOT_FOUND;
+    pthread_mutex_unlock(&mlock);
+    return rc;
+}
+
+/* Learns the descriptor of Q's function from a server the metaserver listed with it, or
+ * else from the one a first SCHEDULE (no figures yet) names, a decision then released
+ * (REPORT, GRID_ERR_CANCELED). A server that cannot be reached is excluded and the next
+ * one tried. */
 static int learn(grc_req *q, const grc_config *cfg, const grd_desc **out, gr_err *e) {
     grc_route *r = &q->route;
     int failed = GRID_OK; /* the last server failure, once one failed */
     for (;;) {
-        int rc = route(q, cfg, 0, e);
+        int rc = GRID_OK;
+        if (pick_for_descriptor(q, cfg) != GRID_OK) {
+            rc = route(q, cfg, 0, e);
+        } else {
+            r->routed = 1;
+            r->reported = r->reused = 0;
+        }
         if (rc) {
             if (failed) { /* name every server that failed, as a call's failover does */
                 r->final = 1;
