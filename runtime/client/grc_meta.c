@@ -511,18 +511,31 @@ static int route(grc_req *q, const grc_config *cfg, int allow_reuse, gr_err *e) 
  * listed up with the function (SERVERS, fetched on first contact; round robin). Fetching
  * a descriptor runs nothing, so it must not take a place the scheduler keeps for calls:
  * while every server is full a SCHEDULE waits for room, and 1,000 clients starting at
- * once waited seconds for their descriptors so (bench/load_bench --mode meta). Nonzero
- * when none is known: the caller asks the metaserver. */
-static int pick_for_descriptor(grc_req *q, const grc_config *cfg) {
+ * once waited seconds for their descriptors so (bench/load_bench --mode meta). With the
+ * metaserver unreachable, a last-known server as for a call (or the error saying why);
+ * ASK_METASERVER when none is listed with the function. */
+#define ASK_METASERVER (-1)
+static int pick_for_descriptor(grc_req *q, const grc_config *cfg, gr_err *e) {
     pthread_mutex_lock(&mlock);
     while (conn_busy)
         pthread_cond_wait(&conn_free, &mlock);
-    gr_err ignored;
-    int rc = ensure_conn(cfg, &ignored);
-    if (!rc && gr_now_ns() - servers_at > SERVERS_REFRESH_NS) fetch_servers(cfg, &ignored);
     fentry *fe = function_entry(q->t.name);
-    rc = fe && !down ? pick_known(fe, q, cfg, &ignored, 1, &ignored) : GRID_ERR_NOT_FOUND;
+    gr_err why, none;
+    gr_clearerr(&why);
+    int rc = fe ? ensure_conn(cfg, &why) : gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+    if (!rc && gr_now_ns() - servers_at > SERVERS_REFRESH_NS) {
+        fetch_servers(cfg, &why); /* a stale list is still a list */
+        if (!conn) rc = GRID_ERR_CONNECT;
+    }
+    if (fe && rc) /* the metaserver cannot be reached */
+        rc = pick_known(fe, q, cfg, &why, 0, e);
+    else if (fe)
+        rc = pick_known(fe, q, cfg, &why, 1, &none) == GRID_OK ? GRID_OK : ASK_METASERVER;
     pthread_mutex_unlock(&mlock);
+    if (rc == GRID_OK) {
+        q->route.routed = 1;
+        q->route.reported = q->route.reused = 0;
+    }
     return rc;
 }
 
@@ -534,13 +547,8 @@ static int learn(grc_req *q, const grc_config *cfg, const grd_desc **out, gr_err
     grc_route *r = &q->route;
     int failed = GRID_OK; /* the last server failure, once one failed */
     for (;;) {
-        int rc = GRID_OK;
-        if (pick_for_descriptor(q, cfg) != GRID_OK) {
-            rc = route(q, cfg, 0, e);
-        } else {
-            r->routed = 1;
-            r->reported = r->reused = 0;
-        }
+        int rc = pick_for_descriptor(q, cfg, e);
+        if (rc == ASK_METASERVER) rc = route(q, cfg, 0, e);
         if (rc) {
             if (failed) { /* name every server that failed, as a call's failover does */
                 r->final = 1;
