@@ -18,10 +18,11 @@ GRIDRPC_DESC=${GRIDRPC_DESC:-$top_builddir/gridrpc-desc}
 CC=${CC:-cc}
 T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/gridrpc-test.XXXXXX")
 
-# wait_line FILE REGEX: up to 10 s for a line matching REGEX to appear in FILE.
+# wait_line FILE REGEX [TENTHS]: up to TENTHS/10 s (default 10 s) for a line matching
+# REGEX to appear in FILE.
 wait_line() {
   _wl=0
-  while [ $_wl -lt 100 ]; do
+  while [ $_wl -lt "${3:-100}" ]; do
     grep -q "$2" "$1" 2>/dev/null && return 0
     sleep 0.1; _wl=$((_wl + 1))
   done

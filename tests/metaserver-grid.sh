@@ -23,7 +23,8 @@ start_meta() { # start_meta PORT -> $meta_pid, $META
     >"$T_TMP/meta.out" 2>"$T_TMP/meta.err" &
   meta_pid=$!
   pids+=("$meta_pid")
-  wait_line "$T_TMP/meta.out" '^listening on ' || { cat "$T_TMP/meta.err" | diag; return 1; }
+  # 30 s: a sanitizer build restarting on its registry under a loaded machine took over 10.
+  wait_line "$T_TMP/meta.out" '^listening on ' 300 || { { echo "gridmetad did not start:"; cat "$T_TMP/meta.err"; } | diag; return 1; }
   META=$(sed -n 's/^listening on //p' "$T_TMP/meta.out")
   wait_line "$T_TMP/meta.out" '^http on ' && HTTP=$(sed -n 's/^http on //p' "$T_TMP/meta.out")
 }
