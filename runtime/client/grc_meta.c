@@ -357,9 +357,9 @@ static int fetch_servers(const grc_config *cfg, gr_err *e) {
     return GRID_OK;
 }
 
-/* SCHEDULE for Q; *unreachable: the metaserver could not be asked (E: why). */
-static int ask(grc_req *q, const grc_config *cfg, grp_schedule_ok *ok, int *unreachable, gr_err *e) {
-    *unreachable = 0;
+/* Waits for the metaserver connection to be free, opens it if needed and refreshes a
+ * stale SERVERS list. GRID_ERR_CONNECT (E: why) when it cannot be reached. mlock held. */
+static int meta_ready(const grc_config *cfg, gr_err *e) {
     while (conn_busy)
         pthread_cond_wait(&conn_free, &mlock);
     int rc = ensure_conn(cfg, e);
@@ -368,6 +368,13 @@ static int ask(grc_req *q, const grc_config *cfg, grp_schedule_ok *ok, int *unre
         fetch_servers(cfg, &ignored); /* a stale list is still a list */
         if (!conn) rc = gr_seterr(e, GRID_ERR_CONNECT, "%s", ignored.msg);
     }
+    return rc;
+}
+
+/* SCHEDULE for Q; *unreachable: the metaserver could not be asked (E: why). */
+static int ask(grc_req *q, const grc_config *cfg, grp_schedule_ok *ok, int *unreachable, gr_err *e) {
+    *unreachable = 0;
+    int rc = meta_ready(cfg, e);
     if (rc) {
         *unreachable = 1;
         return rc;
@@ -517,16 +524,10 @@ static int route(grc_req *q, const grc_config *cfg, int allow_reuse, gr_err *e) 
 #define ASK_METASERVER (-1)
 static int pick_for_descriptor(grc_req *q, const grc_config *cfg, gr_err *e) {
     pthread_mutex_lock(&mlock);
-    while (conn_busy)
-        pthread_cond_wait(&conn_free, &mlock);
     fentry *fe = function_entry(q->t.name);
     gr_err why, none;
     gr_clearerr(&why);
-    int rc = fe ? ensure_conn(cfg, &why) : gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
-    if (!rc && gr_now_ns() - servers_at > SERVERS_REFRESH_NS) {
-        fetch_servers(cfg, &why); /* a stale list is still a list */
-        if (!conn) rc = GRID_ERR_CONNECT;
-    }
+    int rc = fe ? meta_ready(cfg, &why) : gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
     if (fe && rc) /* the metaserver cannot be reached */
         rc = pick_known(fe, q, cfg, &why, 0, e);
     else if (fe)
