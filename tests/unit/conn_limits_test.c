@@ -504,9 +504,11 @@ static void flood(const char *prog, const char *what, int count) {
  * from failing where nothing is held). */
 static void stall(const char *prog, const char *what, int count) {
     const double io = 3.0;
+    char ios[16];
+    snprintf(ios, sizeof ios, "%g", io);
     const char *args[] = {
-        "--max-connections-per-address", "5000", "--io-timeout", "3", "--threads", "1", NULL};
-    const char *margs[] = {"--max-connections-per-address", "5000", "--io-timeout", "3", NULL};
+        "--max-connections-per-address", "5000", "--io-timeout", ios, "--threads", "1", NULL};
+    const char *margs[] = {"--max-connections-per-address", "5000", "--io-timeout", ios, NULL};
     if (start(prog, prog == gridrpcd ? args : margs) != 0) {
         result(0, "%s stall: starts", what);
         return;
