@@ -9,8 +9,31 @@ grammar Idl;
 // come after the '{', never first: a predicate at the start of a rule is part of every
 // token's start state, which ANTLR then cannot keep in its DFA and recomputes from the
 // ATN for each token (idlc's lexer was 10x slower so).
+@lexer::header {
+#include "cblock.h"
+}
+
 @lexer::members {
 bool classPending = false;
+idlc::CBlockScanner cblocks;
+
+// The '{' of a C block was just matched: the token grows to its matching '}' (see
+// cblock.h), or stays the one '{' as an ERROR_CHAR, which the parser reports with why.
+void finishCBlock() {
+    size_t open = tokenStartCharIndex;
+    size_t after = _input->index();
+    const auto &end = cblocks.end(open, tokenStartLine, tokenStartCharPositionInLine, [this, after](size_t i) {
+        size_t c = _input->LA(static_cast<ssize_t>(i - after + 1));
+        return c == static_cast<size_t>(-1) ? idlc::CBlockScanner::kEnd : static_cast<uint32_t>(c);
+    });
+    if (end.why != idlc::CBlockScanner::Why::Closed) {
+        setType(ERROR_CHAR);
+        return;
+    }
+    auto *sim = getInterpreter<antlr4::atn::LexerATNSimulator>();
+    while (_input->index() < end.next)
+        sim->consume(_input);
+}
 }
 
 file : decl* EOF ;
@@ -111,13 +134,9 @@ INT : [0-9]+ ;
 ID : [A-Za-z_] [A-Za-z_0-9]* ;
 STRING : '"' ( '\\' . | ~["\\\r\n] )* '"' ;
 
-// A brace-balanced block of C text (Globals and inline bodies). Strings, character
-// literals and comments inside it may hold braces.
-CBLOCK : '{' { !classPending }? ( CBLOCK | C_STR | C_CHR | C_BLOCK_COMMENT | C_LINE_COMMENT | ~[{}"'/] | '/' )* '}' ;
-fragment C_STR : '"' ( '\\' . | ~["\\\r\n] )* '"' ;
-fragment C_CHR : '\'' ( '\\' . | ~['\\\r\n] )* '\'' ;
-fragment C_BLOCK_COMMENT : '/*' .*? '*/' ;
-fragment C_LINE_COMMENT : '//' ~[\r\n]* ;
+// A brace-balanced block of C text (Globals and inline bodies): its '{' here, the rest
+// by finishCBlock. Strings, character literals and comments inside it may hold braces.
+CBLOCK : '{' { !classPending }? { finishCBlock(); } ;
 
 BLOCK_COMMENT : '/*' .*? '*/' -> channel(HIDDEN) ;
 LINE_COMMENT : '//' ~[\r\n]* -> channel(HIDDEN) ;

@@ -2,6 +2,8 @@
 // people (the raw ANTLR messages name token types) and carry original locations.
 #include "parse.h"
 
+#include "cblock.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -27,7 +29,8 @@ using P = idlc_gen::IdlParser;
 // Rewords ANTLR's syntax errors and sends them to Diag with the original location.
 class ErrorListener : public antlr4::BaseErrorListener {
   public:
-    ErrorListener(const Source &src, Diag &diag) : src_(src), diag_(diag) {}
+    ErrorListener(const Source &src, Diag &diag, const CBlockScanner &blocks)
+        : src_(src), diag_(diag), blocks_(blocks) {}
 
     void syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *offending, size_t line, size_t col,
                      const std::string &msg, std::exception_ptr) override {
@@ -42,7 +45,7 @@ class ErrorListener : public antlr4::BaseErrorListener {
             if (offending->getType() == idlc_gen::IdlLexer::ERROR_CHAR) {
                 std::string t = offending->getText();
                 if (t == "{") {
-                    diag_.error(loc, "this '{' has no matching '}': close the Globals or inline body");
+                    diag_.error(loc, unclosedBlock(offending->getStartIndex()));
                     return;
                 }
                 if (t == "\"") {
@@ -78,6 +81,26 @@ class ErrorListener : public antlr4::BaseErrorListener {
     int count = 0;
 
   private:
+    using Why = CBlockScanner::Why;
+
+    // Why the C block opening at index OPEN does not close. A string or comment that
+    // runs on hides every '}' after it, so that is what to point at.
+    std::string unclosedBlock(size_t open) const {
+        std::string m = "this '{' has no matching '}'";
+        const CBlockScanner::End *e = blocks_.known(open);
+        if (!e || e->why == Why::NoClosingBrace || e->why == Why::Closed)
+            return m + ": close the Globals or inline body";
+        Loc at = src_.locate(static_cast<int>(e->line), static_cast<int>(e->column));
+        std::string where =
+            "line " + std::to_string(at.line) + (at.file != src_.path ? " of " + at.file : "");
+        if (e->why == Why::OpenString)
+            return m + ": the string on " + where + " in it does not end on its line (close it with '\"')";
+        if (e->why == Why::OpenChar)
+            return m + ": the character literal on " + where +
+                   " in it does not end on its line (close it with \"'\")";
+        return m + ": the comment on " + where + " in it never ends (close it with '*/')";
+    }
+
     static std::string shorten(const std::string &s) {
         std::string t = s.substr(0, s.find('\n'));
         if (t.size() > 30) t = t.substr(0, 27) + "...";
@@ -126,6 +149,7 @@ class ErrorListener : public antlr4::BaseErrorListener {
     }
     const Source &src_;
     Diag &diag_;
+    const CBlockScanner &blocks_;
 };
 
 class Builder {
@@ -411,7 +435,7 @@ std::optional<ast::File> parseIdl(const Source &src, Diag &diag) {
     }
     antlr4::ANTLRInputStream input(src.text);
     idlc_gen::IdlLexer lexer(&input);
-    ErrorListener listener(src, diag);
+    ErrorListener listener(src, diag, lexer.cblocks);
     lexer.removeErrorListeners();
     lexer.addErrorListener(&listener);
     antlr4::CommonTokenStream tokens(&lexer);
