@@ -60,6 +60,30 @@ const CBlockScanner::End &CBlockScanner::end(size_t open, size_t line, size_t co
             column++;
         }
     };
+    // Past a string or character literal: false when it does not end on its line (a
+    // backslash-newline continues it, as in C).
+    auto literal = [&](uint32_t quote) {
+        step(quote);
+        for (uint32_t d; (d = at(i)) != kEnd && d != '\n' && d != '\r';) {
+            step(d);
+            if (d == quote) return true;
+            if (d == '\\' && at(i) != kEnd) step(at(i));
+        }
+        return false;
+    };
+    // Past a comment: false when it never ends.
+    auto comment = [&]() {
+        step('/');
+        step('*');
+        for (uint32_t d; (d = at(i)) != kEnd;) {
+            step(d);
+            if (d == '*' && at(i) == '/') {
+                step('/');
+                return true;
+            }
+        }
+        return false;
+    };
     End failed{Why::NoClosingBrace, 0, 0, 0};
     while (!opens.empty()) {
         uint32_t c = at(i);
@@ -72,40 +96,15 @@ const CBlockScanner::End &CBlockScanner::end(size_t open, size_t line, size_t co
             known_[opens.back()] = End{Why::Closed, i, 0, 0};
             opens.pop_back();
         } else if (c == '"' || c == '\'') {
-            // A string or character literal ends on its line (or after a
-            // backslash-newline, as in C); braces inside it do not count.
-            End open_literal{c == '"' ? Why::OpenString : Why::OpenChar, 0, line, column};
-            step(c);
-            bool closed = false;
-            for (uint32_t d; (d = at(i)) != kEnd && d != '\n' && d != '\r';) {
-                step(d);
-                if (d == '\\') {
-                    if (at(i) == kEnd) break;
-                    step(at(i));
-                } else if (d == c) {
-                    closed = true;
-                    break;
-                }
-            }
-            if (!closed) {
-                failed = open_literal;
+            End culprit{c == '"' ? Why::OpenString : Why::OpenChar, 0, line, column};
+            if (!literal(c)) {
+                failed = culprit;
                 break;
             }
         } else if (c == '/' && at(i + 1) == '*') {
-            End open_comment{Why::OpenComment, 0, line, column};
-            step(c);
-            step('*');
-            bool closed = false;
-            for (uint32_t d; (d = at(i)) != kEnd;) {
-                step(d);
-                if (d == '*' && at(i) == '/') {
-                    step('/');
-                    closed = true;
-                    break;
-                }
-            }
-            if (!closed) {
-                failed = open_comment;
+            End culprit{Why::OpenComment, 0, line, column};
+            if (!comment()) {
+                failed = culprit;
                 break;
             }
         } else if (c == '/' && at(i + 1) == '/') {

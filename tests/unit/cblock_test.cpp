@@ -40,27 +40,28 @@ TEST(CBlock, EndsAtTheMatchingBrace) {
     EXPECT_EQ(block(s, 0), "{ a; { b; } c; }");
 }
 
+// TEXT is one block, from its first '{' to its last '}'.
+void expectWhole(const std::string &text) {
+    Scan s(text);
+    EXPECT_EQ(block(s, 0), text);
+}
+
 TEST(CBlock, BracesInStringsCharactersAndCommentsDoNotCount) {
-    Scan s(R"({ "}" '}' '{' /* } { */ // }
+    expectWhole(R"({ "}" '}' '{' /* } { */ // }
   "\"}" '\'' x / y; })");
-    EXPECT_EQ(block(s, 0), s.text);
 }
 
 TEST(CBlock, ABackslashNewlineContinuesAString) {
-    Scan s("{ \"a\\\n}\" }");
-    EXPECT_EQ(block(s, 0), s.text);
+    expectWhole("{ \"a\\\n}\" }");
 }
 
 TEST(CBlock, ALineCommentEndsAtTheLine) {
-    Scan s("{ // }\n}");
-    EXPECT_EQ(block(s, 0), s.text);
-    Scan r("{ // }\r}");
-    EXPECT_EQ(block(r, 0), r.text);
+    expectWhole("{ // }\n}");
+    expectWhole("{ // }\r}");
 }
 
 TEST(CBlock, ASlashAloneIsCode) {
-    Scan s("{ a / b /}");
-    EXPECT_EQ(block(s, 0), s.text);
+    expectWhole("{ a / b /}");
 }
 
 TEST(CBlock, UnclosedAtTheEnd) {
@@ -68,29 +69,33 @@ TEST(CBlock, UnclosedAtTheEnd) {
     EXPECT_EQ(s.end(0).why, Why::NoClosingBrace);
 }
 
+// The block opening TEXT, its '{' at LINE and COLUMN, does not close for WHY, and the
+// culprit begins at WANT_LINE, WANT_COLUMN.
+void expectOpen(const std::string &text, size_t line, size_t column, Why why, size_t want_line,
+                size_t want_column) {
+    Scan s(text);
+    const auto &e = s.end(0, line, column);
+    EXPECT_EQ(e.why, why) << text;
+    EXPECT_EQ(e.line, want_line) << text;
+    EXPECT_EQ(e.column, want_column) << text;
+}
+
 TEST(CBlock, AnOpenCommentIsNamedWithItsPlace) {
     // "/*" always opens a comment, as in C: its '}' is comment text.
-    Scan s("{\n  x;\n  /* left open }\n");
-    const auto &e = s.end(0, 3, 8);
-    EXPECT_EQ(e.why, Why::OpenComment);
-    EXPECT_EQ(e.line, 5u);
-    EXPECT_EQ(e.column, 2u);
+    expectOpen("{\n  x;\n  /* left open }\n", 3, 8, Why::OpenComment, 5, 2);
 }
 
 TEST(CBlock, AStringEndsOnItsLine) {
-    Scan s("{ x = \"abc;\n }");
-    const auto &e = s.end(0, 1, 4);
-    EXPECT_EQ(e.why, Why::OpenString);
-    EXPECT_EQ(e.line, 1u);
-    EXPECT_EQ(e.column, 10u);
+    expectOpen("{ x = \"abc;\n }", 1, 4, Why::OpenString, 1, 10);
 }
 
 TEST(CBlock, ACharacterLiteralEndsOnItsLine) {
-    Scan s("{\n\tc = '}';\n\td = 'x;\r\n}");
-    const auto &e = s.end(0);
-    EXPECT_EQ(e.why, Why::OpenChar);
-    EXPECT_EQ(e.line, 3u);
-    EXPECT_EQ(e.column, 5u);
+    expectOpen("{\n\tc = '}';\n\td = 'x;\r\n}", 1, 0, Why::OpenChar, 3, 5);
+}
+
+TEST(CBlock, PlacesCountFromTheBracesOwn) {
+    // The lexer's line and column of the '{' are where the count starts.
+    expectOpen("{ 'ab", 7, 3, Why::OpenChar, 7, 5);
 }
 
 TEST(CBlock, AFailureIsEveryOpenBlocksButNotTheClosedOnes) {
@@ -121,15 +126,6 @@ TEST(CBlock, InnerBlocksAreRememberedNotRescanned) {
         }
     }
     EXPECT_EQ(s.reads, first) << "every inner brace answered from what the first scan saw";
-}
-
-TEST(CBlock, PlacesCountFromTheBracesOwn) {
-    // The lexer's line and column of the '{' are where the count starts.
-    Scan s("{ 'ab");
-    const auto &e = s.end(0, 7, 3);
-    EXPECT_EQ(e.why, Why::OpenChar);
-    EXPECT_EQ(e.line, 7u);
-    EXPECT_EQ(e.column, 5u);
 }
 
 } // namespace
