@@ -96,4 +96,33 @@ if [ $rc -eq 1 ] && grep -q "^braces.idl:2:9: error: this '{' has no matching '}
 else
   fail "2,000 unclosed '{' (rc $rc; 124: idlc took over 60 s)"; diag <braces.out
 fi
+# Expressions deeper than idlc's parser can recurse: 256 brackets open at once and 1,000
+# operators in a declaration are taken, one more is a clear error, and 100,000 (which
+# overflowed the stack, a crash) are the same error, at once.
+deep() { # deep FILE OPEN CLOSE: a function costed with OPEN '(' around n, CLOSE ')'
+  python3 -c 'import sys; o, c = int(sys.argv[2]), int(sys.argv[3])
+open(sys.argv[1], "w").write("Module m;\nDefine f(IN int n) CalcOrder " + "(" * o + "n" + ")" * c + "\n{ }\n")' "$@"
+}
+ops() { # ops FILE N: N operators in one declaration, over ten array sizes (each a valid program)
+  python3 -c 'import sys; n = int(sys.argv[2])
+dims = [n // 10 + (1 if i < n % 10 else 0) for i in range(10)]
+args = ", ".join("IN double a%d[%s]" % (i, "+".join(["n"] * (k + 1))) for i, k in enumerate(dims))
+open(sys.argv[1], "w").write("Module m;\nDefine f(IN int n, " + args + ")\n{ }\n")' "$@"
+}
+bound() { # bound NAME FILE RC PATTERN: idlc --check FILE exits RC, its output matching PATTERN (or not, for "!PATTERN")
+  timeout 60 "$IDLC" --check --no-cpp "$2" >"$2.out" 2>&1; rc=$?
+  case $4 in
+  !*) grep -q -- "${4#!}" "$2.out"; found=$((1 - $?)); want=0 ;;
+  *) grep -q -- "$4" "$2.out"; found=$((1 - $?)); want=1 ;;
+  esac
+  if [ $rc -eq "$3" ] && [ $found -eq $want ]; then ok "$1"; else fail "$1 (rc $rc)"; diag <"$2.out"; fi
+}
+deep d256.idl 256 256 && bound "256 nested brackets are taken" d256.idl 0 "!nested more than"
+deep d257.idl 257 257 && bound "257 nested brackets: an error" d257.idl 1 "^d257.idl:2:286: error: brackets nested more than 256 deep"
+deep d100k.idl 100000 100000 && bound "100,000 nested brackets: the same error, no crash" d100k.idl 1 "brackets nested more than 256 deep"
+deep dopen.idl 5000 0 && bound "5,000 unclosed '(': the same error, at once" dopen.idl 1 "brackets nested more than 256 deep"
+ops o1000.idl 1000 && bound "1,000 operators in a declaration are taken" o1000.idl 0 "!operators in one declaration"
+ops o1001.idl 1001 && bound "1,001 operators: an error" o1001.idl 1 "more than 1000 operators in one declaration"
+python3 -c 'open("chain.idl", "w").write("Module m;\nDefine f(IN int n) CalcOrder " + "!" * 100000 + "n\n{ }\n")'
+bound "100,000 unary operators: an error, no crash" chain.idl 1 "more than 1000 operators in one declaration"
 finish

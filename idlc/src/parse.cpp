@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
+#include <string>
 
 #if defined(__GNUC__)
 #pragma GCC diagnostic push
@@ -414,6 +416,48 @@ size_t firstNonUtf8(const std::string &text) {
     return std::string::npos;
 }
 
+// ANTLR's parser, the tree builder and sema all recurse on expressions: each open
+// bracket and each operator is a level. 100,000 of them overflowed idlc's stack (a
+// crash), and thousands of unclosed '(' made ANTLR's error recovery quadratic. Real IDL
+// uses a handful; these bounds are far above that and far below the stack's.
+constexpr int kMaxBracketDepth = 256;
+constexpr int kMaxOperators = 1000;
+
+// Refuses a declaration whose brackets nest deeper than kMaxBracketDepth or that holds
+// more than kMaxOperators operators, before the parser sees it. Reports the first.
+bool expressionsWithinBounds(antlr4::CommonTokenStream &tokens, const Source &src, Diag &diag) {
+    static const std::set<std::string> operators = {"-",  "!", "+",  "^",  "*",  "/",  "%",  "<",
+                                                    "<=", ">", ">=", "==", "!=", "&&", "||", "?"};
+    int depth = 0, ops = 0;
+    for (antlr4::Token *t : tokens.getTokens()) {
+        size_t type = t->getType();
+        std::string text = t->getText();
+        // A declaration ends (or a class member's body begins): the parser returns.
+        if (text == ";" || text == "Define" || text == "DefMethod" || type == idlc_gen::IdlLexer::CBLOCK ||
+            type == idlc_gen::IdlLexer::CLASS_OPEN || type == idlc_gen::IdlLexer::CLASS_CLOSE) {
+            depth = ops = 0;
+            continue;
+        }
+        Loc loc = src.locate(static_cast<int>(t->getLine()), static_cast<int>(t->getCharPositionInLine()));
+        if (text == "(" || text == "[") {
+            if (++depth > kMaxBracketDepth) {
+                diag.error(loc, "brackets nested more than " + std::to_string(kMaxBracketDepth) +
+                                    " deep: idlc takes at most " + std::to_string(kMaxBracketDepth) +
+                                    " '(' and '[' open at once");
+                return false;
+            }
+        } else if (text == ")" || text == "]") {
+            if (depth > 0) depth--;
+        } else if (operators.count(text) && ++ops > kMaxOperators) {
+            diag.error(loc, "more than " + std::to_string(kMaxOperators) +
+                                " operators in one declaration: idlc takes at most " +
+                                std::to_string(kMaxOperators) + " (compute it in the function instead)");
+            return false;
+        }
+    }
+    return true;
+}
+
 } // namespace
 
 std::optional<ast::File> parseIdl(const Source &src, Diag &diag) {
@@ -439,6 +483,8 @@ std::optional<ast::File> parseIdl(const Source &src, Diag &diag) {
     lexer.removeErrorListeners();
     lexer.addErrorListener(&listener);
     antlr4::CommonTokenStream tokens(&lexer);
+    tokens.fill();
+    if (!expressionsWithinBounds(tokens, src, diag)) return std::nullopt;
     idlc_gen::IdlParser parser(&tokens);
     parser.removeErrorListeners();
     parser.addErrorListener(&listener);
