@@ -438,20 +438,22 @@ bool expressionsWithinBounds(antlr4::CommonTokenStream &tokens, const Source &sr
             depth = ops = 0;
             continue;
         }
-        Loc loc = src.locate(static_cast<int>(t->getLine()), static_cast<int>(t->getCharPositionInLine()));
+        auto at = [&] {
+            return src.locate(static_cast<int>(t->getLine()), static_cast<int>(t->getCharPositionInLine()));
+        };
         if (text == "(" || text == "[") {
             if (++depth > kMaxBracketDepth) {
-                diag.error(loc, "brackets nested more than " + std::to_string(kMaxBracketDepth) +
-                                    " deep: idlc takes at most " + std::to_string(kMaxBracketDepth) +
-                                    " '(' and '[' open at once");
+                diag.error(at(), "brackets nested more than " + std::to_string(kMaxBracketDepth) +
+                                     " deep: idlc takes at most " + std::to_string(kMaxBracketDepth) +
+                                     " '(' and '[' open at once");
                 return false;
             }
         } else if (text == ")" || text == "]") {
             if (depth > 0) depth--;
         } else if (operators.count(text) && ++ops > kMaxOperators) {
-            diag.error(loc, "more than " + std::to_string(kMaxOperators) +
-                                " operators in one declaration: idlc takes at most " +
-                                std::to_string(kMaxOperators) + " (compute it in the function instead)");
+            diag.error(at(), "more than " + std::to_string(kMaxOperators) +
+                                 " operators in one declaration: idlc takes at most " +
+                                 std::to_string(kMaxOperators) + " (compute it in the function instead)");
             return false;
         }
     }
