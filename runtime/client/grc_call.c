@@ -107,6 +107,14 @@ int grc_req_run(grc_req *q, const grc_config *cfg, gr_err *e) {
             /* The call never left: a server that does not answer the connection at all
              * is as failed as one that refuses it. */
             if (rc == GRID_ERR_TIMEOUT) e->code = rc = GRID_ERR_CONNECT;
+            /* A resent call did leave once: its pooled connection closed as it left,
+             * which is also what a server killed as the call arrived looks like. A
+             * server that then no longer answers makes that a lost connection (the call
+             * may have run), never "it never left", whatever the timing. */
+            if (resent && rc == GRID_ERR_CONNECT)
+                rc = gr_seterr(e, GRID_ERR_CONN_LOST,
+                               "the server closed the connection during the call and no longer accepts "
+                               "connections: it may have crashed or been stopped (check its log)");
             if (grc_req_failover(q, rc, e) == GRID_OK) continue;
             break;
         }
