@@ -29,6 +29,7 @@ case "$limit" in
 '' | *[!0-9]*) echo "1..1"; echo "not ok 1 $name: bad time limit '$limit' ($var / GRIDRPC_TEST_TIMEOUT)"; exit 1 ;;
 esac
 
+t_start=$(date +%s)
 out=$(mktemp "${TMPDIR:-/tmp}/tap-wrap.XXXXXX")
 mark=$out.timeout
 case "$prog" in
@@ -129,4 +130,6 @@ else
   else echo "not ok 1 $name (exit status $rc)"; fi
 fi
 rm -f "$out"
+# How long it took, in its log: what a slow tier is made of (grep '^# took' tests/*.log).
+echo "# took $(($(date +%s) - t_start)) s: $name"
 exit 0
