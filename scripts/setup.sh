@@ -52,15 +52,33 @@ if [ ! -f "$jar" ]; then
   rm -rf "$tmp"
 fi
 
-# Python: the binding (built offline with setuptools), its tests and the plots use these.
+# Python: the binding (built offline with setuptools), its tests and the plots use these,
+# within the bounds of scripts/python-requirements.txt (checked here without pip, which
+# is slow even when everything is present).
 py=${PYTHON:-python3}
-if ! "$py" -c 'import numpy, pytest, matplotlib, setuptools, wheel' >/dev/null 2>&1; then
-  echo "setup: installing Python packages (numpy, pytest, matplotlib, setuptools, wheel)"
+reqs=scripts/python-requirements.txt
+if ! "$py" - "$reqs" >/dev/null 2>&1 <<'PY'
+import re, sys
+from importlib.metadata import version
+def key(v):
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+for line in open(sys.argv[1]):
+    line = line.split("#")[0].strip()
+    if not line:
+        continue
+    name, spec = re.match(r"([A-Za-z0-9_.-]+)(.*)", line).groups()
+    have = key(version(name))
+    for op, v in re.findall(r"(>=|<)\s*([0-9.]+)", spec):
+        if (op == ">=" and have < key(v)) or (op == "<" and have >= key(v)):
+            sys.exit(1)
+PY
+then
+  echo "setup: installing Python packages ($(grep -v '^#' "$reqs" | tr '\n' ' '))"
   pip_flags=(-q --disable-pip-version-check)
   "$py" -m pip install "${pip_flags[@]}" --help 2>/dev/null | grep -q break-system-packages &&
     [ -f "$("$py" -c 'import sys, sysconfig; print(sysconfig.get_path("stdlib"))')/EXTERNALLY-MANAGED" ] &&
     pip_flags+=(--break-system-packages)
-  quiet "$py" -m pip install "${pip_flags[@]}" numpy pytest matplotlib setuptools wheel
+  quiet "$py" -m pip install "${pip_flags[@]}" -r "$reqs"
 fi
 
 # Bootstrap, configure and build.
