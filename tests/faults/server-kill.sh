@@ -7,18 +7,10 @@
 # timeout), and the next call is refused with GRID_ERR_CONNECT. A function that must not
 # run twice (Retry "no") gets a clear error instead of a second run. Never a wrong,
 # duplicated or missing result. Loopback; about 25 s. TAP output.
-. "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/faults/lib.sh"
-f_need
 
 # ---- with a metaserver: the calls of the killed server run again on the other one
-f_meta meta 0 || { fail "gridmetad starts"; finish; exit 1; }
-declare -A pid_of
-for s in s1 s2; do
-  f_server "$s" --threads 8 --metaserver "$META" --name "$s" || { fail "gridrpcd $s starts"; finish; exit 1; }
-  pid_of[$s]=$srv_pid
-done
-f_wait_up 2 && ok "two servers register" || { fail "two servers register"; f_status | diag; finish; exit 1; }
+f_grid 8
 
 export GRIDRPC_METASERVER=$META GRIDRPC_TIMEOUT=60 GRIDRPC_CONNECT_TIMEOUT=5
 t0=$(date +%s.%N)
