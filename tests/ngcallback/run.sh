@@ -19,7 +19,7 @@ else
   fail "callback.idl does not build with gridrpc-module"; diag <build.out; finish; exit 1
 fi
 # shellcheck disable=SC2086
-if $CC $CLIENT_CFLAGS -o cbdiag "$src/cbdiag.c" -I"$top_srcdir/include" -L"$top_builddir/.libs" \
+if $CC $CLIENT_CFLAGS -o cbdiag "$src/cbdiag.c" "$top_srcdir/tests/common/diag_util.c" -I"$top_srcdir/tests/common" -I"$top_srcdir/include" -L"$top_builddir/.libs" \
   -Wl,-rpath,"$top_builddir/.libs" -lgridrpc -lpthread >cc.out 2>&1; then
   ok "the grpc.h client builds"
 else

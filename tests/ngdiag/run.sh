@@ -23,7 +23,7 @@ for m in strings cancel nulls files; do
 done
 
 # shellcheck disable=SC2086
-if $CC $CLIENT_CFLAGS -o diag "$src/diag.c" -I"$top_srcdir/include" -L"$top_builddir/.libs" \
+if $CC $CLIENT_CFLAGS -o diag "$src/diag.c" "$top_srcdir/tests/common/diag_util.c" -I"$top_srcdir/tests/common" -I"$top_srcdir/include" -L"$top_builddir/.libs" \
   -Wl,-rpath,"$top_builddir/.libs" -lgridrpc >cc.out 2>&1; then
   ok "the grpc.h client builds"
 else
