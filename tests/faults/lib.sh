@@ -108,6 +108,22 @@ f_grid() {
   f_wait_up 2 && ok "two servers register" || { fail "two servers register"; f_status | diag; finish; exit 1; }
 }
 
+# f_busiest: sets victim and held to the server that runs the most calls and how many
+# it runs, once one runs at least one (3 s at most); victim is empty when none did.
+f_busiest() {
+  local _
+  victim= held=0
+  for _ in $(seq 1 60); do
+    read -r victim held < <(f_status 2>/dev/null | python3 -c 'import json,sys
+v=sorted(json.load(sys.stdin)["servers"], key=lambda s: -s["running"])
+print(v[0]["name"], v[0]["running"]) if v and v[0]["running"] > 0 else print("", 0)' 2>/dev/null)
+    [ -n "$victim" ] && [ "$held" -gt 0 ] && return 0
+    sleep 0.05
+  done
+  victim=
+  return 1
+}
+
 # f_summary FILE FIELD: a field of fault-client's summary line (calls, ok, error, wrong,
 # dup, missing); empty when there is no summary.
 f_summary() { sed -n "s/^summary .*\\b$2=\\([0-9]*\\).*/\\1/p" "$1"; }

@@ -14,14 +14,7 @@ export GRIDRPC_METASERVER=$META GRIDRPC_TIMEOUT=10 GRIDRPC_CONNECT_TIMEOUT=5
 # (5 s: a margin for a loaded machine, where the server is found late).
 f_start sync "$FC" calls 4 5 sync
 f_start async "$FC" calls 4 5 async
-victim= held=0
-for _ in $(seq 1 60); do
-  read -r victim held < <(f_status 2>/dev/null | python3 -c 'import json,sys
-v=sorted(json.load(sys.stdin)["servers"], key=lambda s: -s["running"])
-print(v[0]["name"], v[0]["running"]) if v and v[0]["running"] > 0 else print("", 0)' 2>/dev/null)
-  [ -n "$victim" ] && [ "$held" -gt 0 ] && break
-  sleep 0.05
-done
+f_busiest
 [ -n "$victim" ] || { fail "no server showed a running call"; f_status | diag; finish; exit 1; }
 kill -STOP "${pid_of[$victim]}"
 t0=$(date +%s.%N)

@@ -18,14 +18,7 @@ f_start sync "$FC" calls 8 6 sync
 f_start async "$FC" calls 8 6 async
 # The victim: a server that runs calls (heartbeats every 100 ms), killed once it holds
 # at least one; the calls last 6 s (a margin for a loaded machine), so none has ended yet.
-victim= held=0
-for _ in $(seq 1 60); do
-  read -r victim held < <(f_status 2>/dev/null | python3 -c 'import json,sys
-v=sorted(json.load(sys.stdin)["servers"], key=lambda s: -s["running"])
-print(v[0]["name"], v[0]["running"]) if v and v[0]["running"] > 0 else print("", 0)' 2>/dev/null)
-  [ -n "$victim" ] && [ "$held" -gt 0 ] && break
-  sleep 0.05
-done
+f_busiest
 if [ -n "$victim" ]; then
   kill -KILL "${pid_of[$victim]}"
   ok "the server $victim is killed while it runs $held call(s)"
