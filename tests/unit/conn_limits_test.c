@@ -37,19 +37,6 @@
 #include "raw_peer.h"
 #include "tap.h"
 
-/* Under a sanitizer every thread and allocation costs much more: the flood and the
- * stall are smaller there (the same code paths, fewer of them). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-
 static const char *gridrpcd, *gridmetad, *module;
 static char job_dir[] = "/tmp/conn-limits-test.XXXXXX"; /* gridrpcd's --job-dir: a temporary folder */
 static int port;

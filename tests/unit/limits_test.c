@@ -26,17 +26,6 @@
 #include "raw_peer.h"
 #include "tap.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-
 extern const gridrpc_stub_module gridrpc_module_test;
 
 static pid_t server_pid = -1;

@@ -23,6 +23,20 @@
 #include "raw_send.h"
 #include "tap.h"
 
+/* 1 in a sanitizer build, where every thread and allocation costs much more and the
+ * shadow memory needs a large address space: a test makes its floods and stalls
+ * smaller there (the same code paths, fewer of them) and limits no address space. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
 static inline long long raw_deadline(double s) {
     return gr_now_ns() + (long long)(s * 1e9);
 }
