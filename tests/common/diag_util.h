@@ -1,7 +1,8 @@
 /* diag_util.h: the checks shared by the Ninf-G style diag clients (tests/ngdiag/diag.c,
  * tests/ngcallback/cbdiag.c, tests/ngobj/objtest.c): each failed check prints one
  * "FAILED: ..." line on stderr and sets diag_failed, which the client returns from main.
- * Compiled with each client by its run.sh (grpc.h only, as a Ninf-G program is). */
+ * Compiled with each client by ng_client (tests/common/ng.sh; grpc.h only, as a Ninf-G
+ * program is). */
 #ifndef DIAG_UTIL_H
 #define DIAG_UTIL_H
 
