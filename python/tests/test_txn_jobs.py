@@ -8,6 +8,7 @@ submitted here is fetched by a second Python process.
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -166,17 +167,20 @@ def test_submit_then_fetch_from_another_process(server) -> None:  # type: ignore
     want = gridrpc.call("linalg/dmmul", n, A, B, None)
     job = gridrpc.submit("linalg/dmmul", n, A, B, None)
     assert job.startswith(server.address + "/")
+    # The child saves into memory and writes the bytes itself: np.save on a pipe asks
+    # the stream for its position, which fails on some machines and numpy versions.
     code = textwrap.dedent(f"""
-        import sys, numpy as np, gridrpc
+        import io, sys, numpy as np, gridrpc
         C = gridrpc.fetch({job!r}, {n}, None, None, None, wait=30)
-        np.save(sys.stdout.buffer, C)
+        buf = io.BytesIO()
+        np.save(buf, C)
+        sys.stdout.buffer.write(buf.getvalue())
+        sys.stdout.buffer.flush()
     """)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60, env=env)
     assert r.returncode == 0, r.stderr.decode(errors="replace")
-    import io
-
     got = np.load(io.BytesIO(r.stdout))
     assert np.array_equal(got, want)
     st = gridrpc.job_state(job)

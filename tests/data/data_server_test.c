@@ -19,6 +19,7 @@
 
 #include "grp_auth.h"
 #include "grp_proto.h"
+#include "raw_peer.h"
 #include "tap.h"
 
 #define TOKEN "data-test-token"
@@ -42,6 +43,12 @@ static void on_signal(int sig) {
     raise(sig);
 }
 
+/* In a server's process: its stderr into the log file ARG (the test reads it). */
+static void log_stderr(void *arg) {
+    FILE *f = freopen(arg, "w", stderr);
+    (void)f;
+}
+
 /* Starts gridrpcd with the test and linalg modules, a token, and EXTRA (NULL-ended). */
 static int start(srv *s, const char *const *extra) {
     const char *prog = getenv("GRIDRPCD"), *mods = getenv("GRIDRPC_TEST_MODULES");
@@ -59,57 +66,14 @@ static int start(srv *s, const char *const *extra) {
     for (int i = 0; extra && extra[i] && argc < 31; i++)
         argv[argc++] = extra[i];
     argv[argc] = NULL;
-    int out[2];
-    if (pipe(out) < 0) return -1;
-    fflush(stdout);
-    s->pid = fork();
-    if (s->pid < 0) return -1;
-    if (s->pid == 0) {
-        FILE *f = freopen(s->log, "w", stderr);
-        (void)f;
-        dup2(out[1], 1);
-        close(out[0]);
-        close(out[1]);
-        execv(prog, (char *const *)argv);
-        _exit(127);
-    }
-    close(out[1]);
-    char line[256];
-    size_t n = 0;
-    long long until = gr_now_ns() + 30000000000LL;
-    while (n < sizeof line - 1) {
-        struct pollfd p = {out[0], POLLIN, 0};
-        int ms = (int)((until - gr_now_ns()) / 1000000);
-        if (ms <= 0 || poll(&p, 1, ms) <= 0) break;
-        if (read(out[0], line + n, 1) != 1 || line[n] == '\n') break;
-        n++;
-    }
-    line[n] = '\0';
-    close(out[0]);
-    if (sscanf(line, "listening on 127.0.0.1:%d", &s->port) != 1) {
-        diag("gridrpcd did not print its listening line (got '%s')", line);
-        return -1;
-    }
-    return 0;
+    s->port = raw_spawn(argv, log_stderr, s->log, 30, &s->pid);
+    return s->port < 0 ? -1 : 0;
 }
 
 static void stop(srv *s) {
     if (s->pid <= 0) return;
-    kill(s->pid, SIGTERM);
-    int st;
-    for (int i = 0; i < 250; i++) {
-        if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
-            s->pid = -1;
-            break;
-        }
-        struct timespec ts = {0, 20000000};
-        nanosleep(&ts, NULL);
-    }
-    if (s->pid > 0) {
-        kill(s->pid, SIGKILL);
-        waitpid(s->pid, &st, 0);
-        s->pid = -1;
-    }
+    raw_stop(s->pid, 5, NULL);
+    s->pid = -1;
     unlink(s->log);
 }
 

@@ -9,9 +9,7 @@
 # left in the job folder, and a SUBMIT the folder cannot keep is refused with
 # GRID_ERR_IO naming it (more of that: tests/jobs-disk-full.sh).
 # Root only (mount), skipped with 77 otherwise. About 5 s. TAP output.
-. "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/faults/lib.sh"
-f_need
 if [ "$(id -u)" != 0 ]; then echo "# SKIP: mounting a small tmpfs needs root"; rm -rf "$T_TMP"; exit 77; fi
 small=$T_TMP/small
 mkdir "$small"

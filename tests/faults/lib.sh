@@ -1,7 +1,9 @@
-# tests/faults/lib.sh: helpers of the fault tests (bash; sourced after tests/lib.sh).
+# tests/faults/lib.sh: helpers of the fault tests (bash). Sourced first by each fault
+# test: it sources tests/lib.sh and skips (77) when what the tests run is not built.
 # Every process starts under `timeout -s KILL` (nothing outlives a hung test), and the
 # EXIT trap kills whatever is left. f_start gives the real program's pid (not the
 # timeout's), so a test can SIGKILL or SIGSTOP the program itself.
+. "$top_srcdir/tests/lib.sh"
 B=$top_builddir
 FC=$B/fault-client
 FMOD=$B/tests/faults/.libs/faults.so
@@ -92,6 +94,36 @@ f_wait_up() {
   return 1
 }
 
+# f_grid THREADS: gridmetad ("meta", any port) and two servers s1 and s2 of THREADS
+# workers registered with it; pid_of[NAME] is each server's pid. A start or a
+# registration that fails is a failed check, and the test ends there.
+declare -A pid_of
+f_grid() {
+  local s
+  f_meta meta 0 || { fail "gridmetad starts"; finish; exit 1; }
+  for s in s1 s2; do
+    f_server "$s" --threads "$1" --metaserver "$META" --name "$s" || { fail "gridrpcd $s starts"; finish; exit 1; }
+    pid_of[$s]=$srv_pid
+  done
+  f_wait_up 2 && ok "two servers register" || { fail "two servers register"; f_status | diag; finish; exit 1; }
+}
+
+# f_busiest: sets victim and held to the server that runs the most calls and how many
+# it runs, once one runs at least one (3 s at most); victim is empty when none did.
+f_busiest() {
+  local _
+  victim= held=0
+  for _ in $(seq 1 60); do
+    read -r victim held < <(f_status 2>/dev/null | python3 -c 'import json,sys
+v=sorted(json.load(sys.stdin)["servers"], key=lambda s: -s["running"])
+print(v[0]["name"], v[0]["running"]) if v and v[0]["running"] > 0 else print("", 0)' 2>/dev/null)
+    [ -n "$victim" ] && [ "$held" -gt 0 ] && return 0
+    sleep 0.05
+  done
+  victim=
+  return 1
+}
+
 # f_summary FILE FIELD: a field of fault-client's summary line (calls, ok, error, wrong,
 # dup, missing); empty when there is no summary.
 f_summary() { sed -n "s/^summary .*\\b$2=\\([0-9]*\\).*/\\1/p" "$1"; }
@@ -102,3 +134,5 @@ f_clean() {
   [ "$(f_summary "$1" calls)" = "$2" ] && [ "$(f_summary "$1" wrong)" = 0 ] &&
     [ "$(f_summary "$1" dup)" = 0 ] && [ "$(f_summary "$1" missing)" = 0 ]
 }
+
+f_need

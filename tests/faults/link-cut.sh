@@ -6,9 +6,7 @@
 # with GRID_ERR_TIMEOUT soon after that timeout, never hangs, and a new connection
 # fails after the connect timeout, saying so. After the link is back, new
 # calls work. Root only (77 otherwise). About 25 s. TAP output.
-. "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/faults/lib.sh"
-f_need
 . "$top_srcdir/tests/lab/lab.sh"
 lab_init fcut || { rc=$?; rm -rf "$T_TMP"; exit $rc; }
 lab_host cli 40

@@ -6,14 +6,8 @@
 # at most half of it: calls go on to the servers it last named while it hangs (or, on a
 # very loaded machine, end by their timeout). None is wrong, duplicated or lost.
 # Loopback; about 30 s. TAP output.
-. "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/faults/lib.sh"
-f_need
-f_meta meta 0 || { fail "gridmetad starts"; finish; exit 1; }
-for s in s1 s2; do
-  f_server "$s" --threads 4 --metaserver "$META" --name "$s" || { fail "gridrpcd $s starts"; finish; exit 1; }
-done
-f_wait_up 2 && ok "two servers register" || { fail "two servers register"; f_status | diag; finish; exit 1; }
+f_grid 4
 export GRIDRPC_METASERVER=$META GRIDRPC_CONNECT_TIMEOUT=5
 
 # phase NAME LOAD_S STOP_AT HANG_S: load for LOAD_S, the metaserver stopped from STOP_AT

@@ -8,16 +8,9 @@
 # server it had (same ids) before they report again, they report again by themselves,
 # and new client processes are routed through it. No call fails, none is wrong,
 # duplicated or lost. Loopback; about 20 s. TAP output.
-. "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/faults/lib.sh"
-f_need
-
-f_meta meta 0 || { fail "gridmetad starts"; finish; exit 1; }
+f_grid 4
 port=${META##*:}
-for s in s1 s2; do
-  f_server "$s" --threads 4 --metaserver "$META" --name "$s" || { fail "gridrpcd $s starts"; finish; exit 1; }
-done
-f_wait_up 2 && ok "two servers register" || { fail "two servers register"; f_status | diag; finish; exit 1; }
 # ids: "ID NAME" of every server the metaserver lists, sorted.
 ids() { f_status 2>/dev/null | python3 -c 'import json,sys
 print(" ".join(sorted("%s:%s" % (s["id"], s["name"]) for s in json.load(sys.stdin)["servers"])))' 2>/dev/null; }

@@ -6,30 +6,15 @@
 # answers reach nobody (every result is checked), and it serves new calls; a client
 # process whose calls timed out on it goes on with correct results once it runs again.
 # Loopback; about 30 s. TAP output.
-. "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/faults/lib.sh"
-f_need
-f_meta meta 0 || { fail "gridmetad starts"; finish; exit 1; }
-declare -A pid_of
-for s in s1 s2; do
-  f_server "$s" --threads 8 --metaserver "$META" --name "$s" || { fail "gridrpcd $s starts"; finish; exit 1; }
-  pid_of[$s]=$srv_pid
-done
-f_wait_up 2 && ok "two servers register" || { fail "two servers register"; f_status | diag; finish; exit 1; }
+f_grid 8
 export GRIDRPC_METASERVER=$META GRIDRPC_TIMEOUT=10 GRIDRPC_CONNECT_TIMEOUT=5
 
 # 4 sync and 4 async calls of 5 s, in one process each; stop a server that holds some
 # (5 s: a margin for a loaded machine, where the server is found late).
 f_start sync "$FC" calls 4 5 sync
 f_start async "$FC" calls 4 5 async
-victim= held=0
-for _ in $(seq 1 60); do
-  read -r victim held < <(f_status 2>/dev/null | python3 -c 'import json,sys
-v=sorted(json.load(sys.stdin)["servers"], key=lambda s: -s["running"])
-print(v[0]["name"], v[0]["running"]) if v and v[0]["running"] > 0 else print("", 0)' 2>/dev/null)
-  [ -n "$victim" ] && [ "$held" -gt 0 ] && break
-  sleep 0.05
-done
+f_busiest
 [ -n "$victim" ] || { fail "no server showed a running call"; f_status | diag; finish; exit 1; }
 kill -STOP "${pid_of[$victim]}"
 t0=$(date +%s.%N)

@@ -7,18 +7,10 @@
 # timeout), and the next call is refused with GRID_ERR_CONNECT. A function that must not
 # run twice (Retry "no") gets a clear error instead of a second run. Never a wrong,
 # duplicated or missing result. Loopback; about 25 s. TAP output.
-. "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/faults/lib.sh"
-f_need
 
 # ---- with a metaserver: the calls of the killed server run again on the other one
-f_meta meta 0 || { fail "gridmetad starts"; finish; exit 1; }
-declare -A pid_of
-for s in s1 s2; do
-  f_server "$s" --threads 8 --metaserver "$META" --name "$s" || { fail "gridrpcd $s starts"; finish; exit 1; }
-  pid_of[$s]=$srv_pid
-done
-f_wait_up 2 && ok "two servers register" || { fail "two servers register"; f_status | diag; finish; exit 1; }
+f_grid 8
 
 export GRIDRPC_METASERVER=$META GRIDRPC_TIMEOUT=60 GRIDRPC_CONNECT_TIMEOUT=5
 t0=$(date +%s.%N)
@@ -26,14 +18,7 @@ f_start sync "$FC" calls 8 6 sync
 f_start async "$FC" calls 8 6 async
 # The victim: a server that runs calls (heartbeats every 100 ms), killed once it holds
 # at least one; the calls last 6 s (a margin for a loaded machine), so none has ended yet.
-victim= held=0
-for _ in $(seq 1 60); do
-  read -r victim held < <(f_status 2>/dev/null | python3 -c 'import json,sys
-v=sorted(json.load(sys.stdin)["servers"], key=lambda s: -s["running"])
-print(v[0]["name"], v[0]["running"]) if v and v[0]["running"] > 0 else print("", 0)' 2>/dev/null)
-  [ -n "$victim" ] && [ "$held" -gt 0 ] && break
-  sleep 0.05
-done
+f_busiest
 if [ -n "$victim" ]; then
   kill -KILL "${pid_of[$victim]}"
   ok "the server $victim is killed while it runs $held call(s)"

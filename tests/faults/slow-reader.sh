@@ -8,9 +8,7 @@
 # a stopped reader would never block the server at all. Once with the calls run in the
 # server, once with --isolate (the call's child process sends its result). Root only
 # (77 otherwise). About 30 s. TAP output.
-. "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/faults/lib.sh"
-f_need
 . "$top_srcdir/tests/lab/lab.sh"
 lab_init fslow || { rc=$?; rm -rf "$T_TMP"; exit $rc; }
 lab_host srv 30

@@ -4,32 +4,9 @@
  * Each callback receives one pointer per parameter (IN scalars by address; strings as
  * char *, OUT strings as char **). Prints "OK", or one "FAILED: ..." line per problem
  * (exit status 1); 2 when it cannot start. */
-#include "grpc.h"
+#include "diag_util.h"
 
 #include <pthread.h>
-
-static int failed;
-
-static void expect(int cond, const char *what) {
-    if (!cond) {
-        fprintf(stderr, "FAILED: %s\n", what);
-        failed = 1;
-    }
-}
-
-static void handle(grpc_function_handle_t *h, const char *name) {
-    if (grpc_function_handle_default(h, name) != GRPC_NO_ERROR) {
-        fprintf(stderr, "grpc_function_handle_default(%s): %s\n", name, grpc_last_error_np());
-        exit(2);
-    }
-}
-
-static int call_ok(grpc_error_t rc, const char *what) {
-    if (rc == GRPC_NO_ERROR) return 1;
-    fprintf(stderr, "FAILED: %s: %s (%s)\n", what, grpc_error_string(rc), grpc_last_error_np());
-    failed = 1;
-    return 0;
-}
 
 /* ---- many: a callback called many times with matrices both ways */
 
@@ -213,7 +190,7 @@ static void null(void) {
     printf("%s\n", grpc_last_error_np());
     expect(strstr(grpc_last_error_np(), "tick") && strstr(grpc_last_error_np(), "NULL"),
            "the message names the callback and says it was NULL");
-    if (failed) fprintf(stderr, "  message: %s\n", grpc_last_error_np());
+    if (diag_failed) fprintf(stderr, "  message: %s\n", grpc_last_error_np());
     /* The connection is still good. */
     ticks = 0;
     expect(grpc_call(&h, 3, count, tick) == GRPC_NO_ERROR && ticks == 3, "the next call runs its callbacks");
@@ -305,7 +282,7 @@ static void inout(void) {
         expect(strcmp(copy_saw, "from the body") == 0, "the client's function reads the body's file");
         expect(text && strcmp(text, "client read 'from the body'") == 0,
                "the body reads the file the client wrote");
-        if (failed)
+        if (diag_failed)
             fprintf(stderr, "  total %d, saw '%s', text '%s'\n", total[0], copy_saw, text ? text : "(null)");
         free(text);
     }
@@ -328,7 +305,7 @@ static void method(void) {
     double now[1] = {0};
     if (grpc_object_handle_default_np(&o, "callback/acc") != GRPC_NO_ERROR) {
         fprintf(stderr, "FAILED: object handle: %s\n", grpc_last_error_np());
-        failed = 1;
+        diag_failed = 1;
         return;
     }
     if (call_ok(grpc_invoke_np(&o, "add_from", 3, now, ask_cb), "add_from 3"))
@@ -439,6 +416,6 @@ int main(int argc, char **argv) {
         return 2;
     }
     grpc_finalize();
-    if (!failed) printf("OK\n");
-    return failed;
+    if (!diag_failed) printf("OK\n");
+    return diag_failed;
 }

@@ -4,27 +4,15 @@
 # and served by gridrpcd on loopback, called by a grpc.h client (cbdiag.c) configured
 # by a Ninf-G client.conf; then a hostile client (callback-hostile) that answers
 # callbacks wrongly, and the same function under --isolate (refused with a message).
-. "$top_srcdir/tests/lib.sh"
-cd "$T_TMP" || exit 1
-GRIDRPCD=${GRIDRPCD:-$top_builddir/gridrpcd}
-GRIDRPC_MODULE="$top_builddir/scripts/gridrpc-module"
-GRIDRPC_INCLUDE="$top_srcdir/include"
-export IDLC GRIDRPC_INCLUDE CC
+. "$top_srcdir/tests/common/ng.sh"
 src=$top_srcdir/tests/ngcallback
-CLIENT_CFLAGS=${STUB_CFLAGS:-}
 
 if "$GRIDRPC_MODULE" -o callback.so "$src/callback.idl" >build.out 2>&1; then
   ok "callback.idl builds with gridrpc-module"
 else
   fail "callback.idl does not build with gridrpc-module"; diag <build.out; finish; exit 1
 fi
-# shellcheck disable=SC2086
-if $CC $CLIENT_CFLAGS -o cbdiag "$src/cbdiag.c" -I"$top_srcdir/include" -L"$top_builddir/.libs" \
-  -Wl,-rpath,"$top_builddir/.libs" -lgridrpc -lpthread >cc.out 2>&1; then
-  ok "the grpc.h client builds"
-else
-  fail "building cbdiag.c"; diag <cc.out; finish; exit 1
-fi
+ng_client cbdiag "$src/cbdiag.c" -lpthread
 
 # start_server OUT ARGS...: starts gridrpcd, sets spid and port.
 start_server() {
@@ -32,28 +20,12 @@ start_server() {
   : >"$_out"
   "$GRIDRPCD" --host 127.0.0.1 --port 0 --log-level warn --module "$T_TMP/callback.so" "$@" >"$_out" 2>&1 &
   spid=$!
-  port=
-  _i=0
-  while [ $_i -lt 200 ]; do
-    port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' "$_out" | head -n 1)
-    [ -n "$port" ] && break
-    kill -0 $spid 2>/dev/null || break
-    sleep 0.05; _i=$((_i + 1))
-  done
-}
-conf() {
-  cat >client.conf <<CONF
-# Ninf-G 5 client configuration
-<SERVER>
-    hostname 127.0.0.1
-    port $port
-</SERVER>
-CONF
+  port=$(listening_port "$_out" $spid)
 }
 
 start_server server.out --threads 4
 if [ -n "$port" ]; then ok "gridrpcd loads the module (port $port)"; else fail "gridrpcd did not start"; diag <server.out; fi
-conf
+ng_conf "$port"
 mkdir client-tmp
 for t in many two zero string async max null late stack cancel big inout method; do
   TMPDIR=$T_TMP/client-tmp timeout 60 ./cbdiag client.conf "$t" >"$t.out" 2>"$t.err"; rc=$?
@@ -84,7 +56,7 @@ wait "$spid" 2>/dev/null
 # A call whose body calls back after its client left must free its worker: a server of
 # one worker serves the next call.
 start_server one.out --threads 1
-conf
+ng_conf "$port"
 timeout 20 "$HOSTILE" 127.0.0.1 "$port" leave >leave.out 2>&1
 sleep 0.5
 timeout 20 ./cbdiag client.conf zero >again.out 2>&1
@@ -94,7 +66,7 @@ wait "$spid" 2>/dev/null
 
 # Under --isolate the body runs in a child process: refused with a clear message.
 start_server isolate.out --isolate
-conf
+ng_conf "$port"
 timeout 60 ./cbdiag client.conf zero >iso.out 2>iso.err
 if grep -q -- "--isolate" iso.err; then ok "under --isolate a function with callbacks is refused, naming --isolate"; else fail "--isolate"; diag <iso.err; fi
 # Methods of remote objects run in gridrpcd's own process: their callbacks work.

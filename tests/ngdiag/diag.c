@@ -3,33 +3,10 @@
  *   diag CONFIG strings|cancel|nulls|files [DIR]
  * DIR (files) is a folder of the client's for the files it receives. Prints "OK", or
  * one "FAILED: ..." line per problem (exit status 1); 2 when it cannot start. */
-#include "grpc.h"
+#include "diag_util.h"
 
 #include <sys/stat.h>
 #include <time.h>
-
-static int failed;
-
-static void expect(int cond, const char *what) {
-    if (!cond) {
-        fprintf(stderr, "FAILED: %s\n", what);
-        failed = 1;
-    }
-}
-
-static void handle(grpc_function_handle_t *h, const char *name) {
-    if (grpc_function_handle_default(h, name) != GRPC_NO_ERROR) {
-        fprintf(stderr, "grpc_function_handle_default(%s): %s\n", name, grpc_last_error_np());
-        exit(2);
-    }
-}
-
-static int call_ok(grpc_error_t rc, const char *what) {
-    if (rc == GRPC_NO_ERROR) return 1;
-    fprintf(stderr, "FAILED: %s: %s (%s)\n", what, grpc_error_string(rc), grpc_last_error_np());
-    failed = 1;
-    return 0;
-}
 
 /* Item 1: OUT string o[] is one out string. */
 static void strings(void) {
@@ -224,6 +201,6 @@ int main(int argc, char **argv) {
         return 2;
     }
     grpc_finalize();
-    if (!failed) printf("OK\n");
-    return failed;
+    if (!diag_failed) printf("OK\n");
+    return diag_failed;
 }

@@ -3,14 +3,8 @@
 # them: modules with inline bodies built by gridrpc-module, served by a gridrpcd on
 # loopback, called by a grpc.h client (diag.c) configured by a Ninf-G client.conf.
 # Each module is built separately, so one item's failure does not hide the others.
-. "$top_srcdir/tests/lib.sh"
-cd "$T_TMP" || exit 1
-GRIDRPCD=${GRIDRPCD:-$top_builddir/gridrpcd}
-GRIDRPC_MODULE="$top_builddir/scripts/gridrpc-module"
-GRIDRPC_INCLUDE="$top_srcdir/include"
-export IDLC GRIDRPC_INCLUDE CC
+. "$top_srcdir/tests/common/ng.sh"
 src=$top_srcdir/tests/ngdiag
-CLIENT_CFLAGS=${STUB_CFLAGS:-}
 
 mods=
 for m in strings cancel nulls files; do
@@ -22,13 +16,7 @@ for m in strings cancel nulls files; do
   fi
 done
 
-# shellcheck disable=SC2086
-if $CC $CLIENT_CFLAGS -o diag "$src/diag.c" -I"$top_srcdir/include" -L"$top_builddir/.libs" \
-  -Wl,-rpath,"$top_builddir/.libs" -lgridrpc >cc.out 2>&1; then
-  ok "the grpc.h client builds"
-else
-  fail "building diag.c"; diag <cc.out; finish; exit 1
-fi
+ng_client diag "$src/diag.c"
 
 mkdir scratch
 : >server.out
@@ -38,13 +26,7 @@ spid=$!
 port=$(listening_port server.out $spid)
 if [ -n "$port" ]; then ok "gridrpcd loads the modules (port $port)"; else fail "gridrpcd did not start"; diag <server.out; fi
 
-cat >client.conf <<CONF
-# Ninf-G 5 client configuration
-<SERVER>
-    hostname 127.0.0.1
-    port $port
-</SERVER>
-CONF
+ng_conf "$port"
 
 mkdir client
 for t in strings cancel nulls files; do

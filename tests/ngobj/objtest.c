@@ -14,56 +14,41 @@
  * cancel:  grpc_cancel of an invocation waiting for its object's turn (it never runs)
  *          and of a running one (the method sees grpc_is_canceled_np).
  * Prints "OK", or one "FAILED: ..." line per problem (exit 1); 2 when it cannot start. */
-#include "grpc.h"
+#include "diag_util.h"
 
 #include <math.h>
 #include <time.h>
-
-static int failed;
-
-static void expect(int cond, const char *what) {
-    if (!cond) {
-        fprintf(stderr, "FAILED: %s\n", what);
-        failed = 1;
-    }
-}
-
-static int ok(grpc_error_t rc, const char *what) {
-    if (rc == GRPC_NO_ERROR) return 1;
-    fprintf(stderr, "FAILED: %s: %s (%s)\n", what, grpc_error_string(rc), grpc_last_error_np());
-    failed = 1;
-    return 0;
-}
 
 static void counter(void) {
     grpc_object_handle_t_np a, b;
     long total = 0, now = 0, t1 = 0, now2 = 0, nb = 0;
     int calls = -1, init = 0;
-    if (!ok(grpc_object_handle_default_np(&a, "counter/counter"), "init a")) return;
+    if (!call_ok(grpc_object_handle_default_np(&a, "counter/counter"), "init a")) return;
     /* The host of the config file: its port comes from there. */
-    if (!ok(grpc_object_handle_init_np(&b, "127.0.0.1", "counter/counter"), "init b")) return;
+    if (!call_ok(grpc_object_handle_init_np(&b, "127.0.0.1", "counter/counter"), "init b")) return;
 
-    if (ok(grpc_invoke_np(&a, "get", &total, &calls, &init), "get"))
+    if (call_ok(grpc_invoke_np(&a, "get", &total, &calls, &init), "get"))
         expect(total == 1000 && calls == 0 && init == 1, "_initialize ran: total 1000, no calls yet");
-    if (ok(grpc_invoke_np(&a, "add", 5, &now), "add 5")) expect(now == 1005, "a: 1000 + 5 = 1005");
-    if (ok(grpc_invoke_np(&a, "add", 7, &now), "add 7")) expect(now == 1012, "a keeps its state: 1012");
-    if (ok(grpc_invoke_np(&b, "add", 1, &nb), "b add 1")) expect(nb == 1001, "b is another object: 1001");
-    if (ok(grpc_invoke_np(&a, "get", &total, &calls, &init), "get"))
+    if (call_ok(grpc_invoke_np(&a, "add", 5, &now), "add 5")) expect(now == 1005, "a: 1000 + 5 = 1005");
+    if (call_ok(grpc_invoke_np(&a, "add", 7, &now), "add 7")) expect(now == 1012, "a keeps its state: 1012");
+    if (call_ok(grpc_invoke_np(&b, "add", 1, &nb), "b add 1"))
+        expect(nb == 1001, "b is another object: 1001");
+    if (call_ok(grpc_invoke_np(&a, "get", &total, &calls, &init), "get"))
         expect(total == 1012 && calls == 2, "a counted its two adds only");
 
     /* Strings: the state keeps a name. */
     char *old = NULL;
-    if (ok(grpc_invoke_np(&a, "rename", "alpha", &old), "rename alpha"))
+    if (call_ok(grpc_invoke_np(&a, "rename", "alpha", &old), "rename alpha"))
         expect(old && !*old, "no name at first");
     free(old);
     old = NULL;
-    if (ok(grpc_invoke_np(&a, "rename", "beta", &old), "rename beta"))
+    if (call_ok(grpc_invoke_np(&a, "rename", "beta", &old), "rename beta"))
         expect(old && strcmp(old, "alpha") == 0, "the object kept its name: alpha");
     free(old);
 
     /* Arrays: out[i] = in[i] * total, acc += (sum, n). */
     double in[5] = {1, 2, 3, 4, 5}, out[5] = {0}, acc[2] = {10, 0};
-    if (ok(grpc_invoke_np(&a, "scale", 5, in, out, acc), "scale")) {
+    if (call_ok(grpc_invoke_np(&a, "scale", 5, in, out, acc), "scale")) {
         int good = 1;
         for (int i = 0; i < 5; i++)
             good &= fabs(out[i] - in[i] * 1012) < 1e-9;
@@ -73,26 +58,26 @@ static void counter(void) {
 
     /* Async: slow then add on a run in that order; b runs meanwhile. */
     grpc_sessionid_t s1, s2, s3;
-    ok(grpc_invoke_async_np(&a, "slow", &s1, 300, &t1), "async slow");
-    ok(grpc_invoke_async_np(&a, "add", &s2, 3, &now2), "async add");
-    ok(grpc_invoke_async_np(&b, "add", &s3, 10, &nb), "async b add");
+    call_ok(grpc_invoke_async_np(&a, "slow", &s1, 300, &t1), "async slow");
+    call_ok(grpc_invoke_async_np(&a, "add", &s2, 3, &now2), "async add");
+    call_ok(grpc_invoke_async_np(&b, "add", &s3, 10, &nb), "async b add");
     expect(grpc_probe(s1) == GRPC_NOT_COMPLETED, "the slow method is still running right after the call");
-    if (ok(grpc_wait(s3), "wait b")) expect(nb == 1011, "b: 1001 + 10");
-    if (ok(grpc_wait_all(), "wait_all")) {
+    if (call_ok(grpc_wait(s3), "wait b")) expect(nb == 1011, "b: 1001 + 10");
+    if (call_ok(grpc_wait_all(), "wait_all")) {
         expect(t1 == 1013, "slow ran first on a: 1012 + 1");
         expect(now2 == 1016, "then add 3 on a: 1016");
     }
     expect(grpc_get_error(s1) == GRPC_NO_ERROR && grpc_get_error(s2) == GRPC_NO_ERROR, "sessions succeeded");
 
-    ok(grpc_object_handle_destruct_np(&a), "destruct a");
-    ok(grpc_object_handle_destruct_np(&b), "destruct b");
+    call_ok(grpc_object_handle_destruct_np(&a), "destruct a");
+    call_ok(grpc_object_handle_destruct_np(&b), "destruct b");
 }
 
 static void leave(void) {
     grpc_object_handle_t_np a;
     long now = 0;
-    if (!ok(grpc_object_handle_default_np(&a, "counter/counter"), "init")) return;
-    if (ok(grpc_invoke_np(&a, "add", 42, &now), "add")) expect(now == 1042, "add 42");
+    if (!call_ok(grpc_object_handle_default_np(&a, "counter/counter"), "init")) return;
+    if (call_ok(grpc_invoke_np(&a, "add", 42, &now), "add")) expect(now == 1042, "add 42");
     /* Exit without grpc_object_handle_destruct_np: the connection closes with the process. */
 }
 
@@ -102,7 +87,7 @@ static void errors(void) {
     grpc_error_t rc = grpc_object_handle_default_np(&a, "counter/nosuchclass");
     expect(rc == GRPC_FUNCTION_NOT_FOUND, "an unknown class is GRPC_FUNCTION_NOT_FOUND");
     expect(strstr(grpc_last_error_np(), "nosuchclass") != NULL, "the message names the unknown class");
-    if (!ok(grpc_object_handle_default_np(&a, "counter"), "init by the plain class name")) return;
+    if (!call_ok(grpc_object_handle_default_np(&a, "counter"), "init by the plain class name")) return;
     rc = grpc_invoke_np(&a, "nosuchmethod", 1);
     expect(rc == GRPC_FUNCTION_NOT_FOUND, "an unknown method is GRPC_FUNCTION_NOT_FOUND");
     expect(strstr(grpc_last_error_np(), "nosuchmethod") && strstr(grpc_last_error_np(), "counter") &&
@@ -113,7 +98,7 @@ static void errors(void) {
     expect(strstr(grpc_last_error_np(), "takes 2 arguments") != NULL, "the message says how many");
     rc = grpc_invoke_np(&a, "add", 1, &now);
     expect(rc == GRPC_NO_ERROR && now == 1001, "the object still works after refused invocations");
-    ok(grpc_object_handle_destruct_np(&a), "destruct");
+    call_ok(grpc_object_handle_destruct_np(&a), "destruct");
     rc = grpc_invoke_np(&a, "add", 1, &now);
     expect(rc == GRPC_INVALID_OBJECT_HANDLE_NP, "a destructed handle is GRPC_INVALID_OBJECT_HANDLE_NP");
     rc = grpc_object_handle_destruct_np(&a);
@@ -128,16 +113,16 @@ static void errors(void) {
     grpc_handle_attr_initialize_np(&at);
     grpc_handle_attr_set_np(&at, GRPC_HANDLE_ATTR_HOSTNAME, "127.0.0.1");
     grpc_handle_attr_set_np(&at, GRPC_HANDLE_ATTR_FUNCNAME, "counter/counter");
-    if (ok(grpc_object_handle_init_with_attr_np(&a, &at), "init_with_attr")) {
+    if (call_ok(grpc_object_handle_init_with_attr_np(&a, &at), "init_with_attr")) {
         rc = grpc_invoke_np(&a, "add", 4, &now);
         expect(rc == GRPC_NO_ERROR && now == 1004, "an object from attributes: 1004");
-        if (ok(grpc_object_handle_get_attr_np(&a, &got), "get_attr")) {
-            ok(grpc_handle_attr_get_np(&got, GRPC_HANDLE_ATTR_FUNCNAME, &v), "get FUNCNAME");
+        if (call_ok(grpc_object_handle_get_attr_np(&a, &got), "get_attr")) {
+            call_ok(grpc_handle_attr_get_np(&got, GRPC_HANDLE_ATTR_FUNCNAME, &v), "get FUNCNAME");
             expect(v && strcmp(v, "counter/counter") == 0, "get_attr gives the class back");
             if (v) grpc_handle_attr_release_np(v);
             grpc_handle_attr_destruct_np(&got);
         }
-        ok(grpc_object_handle_destruct_np(&a), "destruct the object from attributes");
+        call_ok(grpc_object_handle_destruct_np(&a), "destruct the object from attributes");
     }
     grpc_handle_attr_destruct_np(&at);
 }
@@ -153,37 +138,37 @@ static void cancel(void) {
     long now = 0, total = 0;
     int calls, init;
     grpc_sessionid_t s1, s2;
-    if (!ok(grpc_object_handle_default_np(&a, "counter/counter"), "init")) return;
+    if (!call_ok(grpc_object_handle_default_np(&a, "counter/counter"), "init")) return;
     double t0 = seconds();
-    ok(grpc_invoke_async_np(&a, "wait_cancel", &s1, 5000), "async wait_cancel");
-    ok(grpc_invoke_async_np(&a, "add", &s2, 3, &now), "async add behind it");
+    call_ok(grpc_invoke_async_np(&a, "wait_cancel", &s1, 5000), "async wait_cancel");
+    call_ok(grpc_invoke_async_np(&a, "add", &s2, 3, &now), "async add behind it");
     usleep(200000);
-    ok(grpc_cancel(s2), "cancel the add waiting for its turn");
-    ok(grpc_cancel(s1), "cancel the running wait_cancel");
+    call_ok(grpc_cancel(s2), "cancel the add waiting for its turn");
+    call_ok(grpc_cancel(s1), "cancel the running wait_cancel");
     expect(grpc_wait(s2) == GRPC_SESSION_FAILED && grpc_get_error(s2) == GRPC_CANCELED_NP,
            "the add was canceled");
     grpc_wait(s1);
-    if (ok(grpc_invoke_np(&a, "get", &total, &calls, &init), "get")) {
+    if (call_ok(grpc_invoke_np(&a, "get", &total, &calls, &init), "get")) {
         expect(total == 1100, "the running method saw grpc_is_canceled_np (+100) and the add never ran (+3)");
         expect(seconds() - t0 < 3.0, "the canceled method returned early");
     }
-    ok(grpc_object_handle_destruct_np(&a), "destruct");
+    call_ok(grpc_object_handle_destruct_np(&a), "destruct");
 }
 
 static void array(void) {
     grpc_object_handle_t_np hs[3], *from = NULL;
     long now[3] = {0, 0, 0};
     grpc_sessionid_t id;
-    if (!ok(grpc_object_handle_array_default_np(hs, 3, "counter/counter"), "array_default")) return;
+    if (!call_ok(grpc_object_handle_array_default_np(hs, 3, "counter/counter"), "array_default")) return;
     for (int i = 0; i < 2; i++)
-        if (ok(grpc_invoke_np(&hs[i], "add", 10 * (i + 1), &now[i]), "add"))
+        if (call_ok(grpc_invoke_np(&hs[i], "add", 10 * (i + 1), &now[i]), "add"))
             expect(now[i] == 1000 + 10 * (i + 1), "each object of the array is its own");
-    ok(grpc_invoke_async_np(&hs[2], "add", &id, 30, &now[2]), "async add on the third");
+    call_ok(grpc_invoke_async_np(&hs[2], "add", &id, 30, &now[2]), "async add on the third");
     expect(grpc_object_handle_get_from_session_np(&from, id) == GRPC_NO_ERROR && from == &hs[2],
            "get_from_session gives the session's handle");
-    if (ok(grpc_wait(id), "wait")) expect(now[2] == 1030, "the third: 1030");
+    if (call_ok(grpc_wait(id), "wait")) expect(now[2] == 1030, "the third: 1030");
     expect(grpc_object_handle_is_ready_np(&hs[0]) == GRPC_NO_ERROR, "is_ready");
-    ok(grpc_object_handle_array_destruct_np(hs, 3), "array_destruct");
+    call_ok(grpc_object_handle_array_destruct_np(hs, 3), "array_destruct");
     expect(grpc_object_handle_is_ready_np(&hs[0]) == GRPC_INVALID_OBJECT_HANDLE_NP,
            "not ready once destructed");
     expect(grpc_object_handle_get_from_session_np(&from, id) == GRPC_INVALID_SESSION_ID,
@@ -196,8 +181,8 @@ static void array(void) {
 static void gone(void) {
     grpc_object_handle_t_np a;
     long now = 0;
-    if (!ok(grpc_object_handle_default_np(&a, "counter/counter"), "init")) return;
-    ok(grpc_invoke_np(&a, "add", 1, &now), "add before");
+    if (!call_ok(grpc_object_handle_default_np(&a, "counter/counter"), "init")) return;
+    call_ok(grpc_invoke_np(&a, "add", 1, &now), "add before");
     FILE *f = fopen("READY", "w");
     if (f) fclose(f);
     for (int i = 0; i < 400 && access("GO", F_OK) != 0; i++)
@@ -220,7 +205,7 @@ static void core(void) {
     long now = 0;
     if (grid_object_create_np(&o, NULL, "counter/counter") != GRID_OK) {
         fprintf(stderr, "FAILED: grid_object_create_np: %s\n", grid_last_error());
-        failed = 1;
+        diag_failed = 1;
         return;
     }
     expect(grid_object_invoke_np(o, "add", 2, &now) == GRID_OK && now == 1002, "grid_object_invoke_np: 1002");
@@ -264,6 +249,6 @@ int main(int argc, char *argv[]) {
     else
         return 2;
     if (strcmp(argv[2], "leave") != 0) grpc_finalize();
-    if (!failed) printf("OK\n");
-    return failed;
+    if (!diag_failed) printf("OK\n");
+    return diag_failed;
 }

@@ -4,27 +4,15 @@
 # gridrpc-module, served by a gridrpcd on loopback, used by a grpc.h client (objtest.c)
 # configured by a Ninf-G client.conf. The class's _finalize appends to a file, so the
 # test sees it run on destruct and when a client leaves without destructing.
-. "$top_srcdir/tests/lib.sh"
-cd "$T_TMP" || exit 1
-GRIDRPCD=${GRIDRPCD:-$top_builddir/gridrpcd}
-GRIDRPC_MODULE="$top_builddir/scripts/gridrpc-module"
-GRIDRPC_INCLUDE="$top_srcdir/include"
-export IDLC GRIDRPC_INCLUDE CC
+. "$top_srcdir/tests/common/ng.sh"
 src=$top_srcdir/tests/ngobj
-CLIENT_CFLAGS=${STUB_CFLAGS:-}
 
 if "$GRIDRPC_MODULE" -o counter.so "$src/counter.idl" >build.out 2>&1; then
   ok "counter.idl (DefClass with DefState and DefMethods) builds with gridrpc-module"
 else
   fail "counter.idl does not build with gridrpc-module"; diag <build.out; finish; exit 1
 fi
-# shellcheck disable=SC2086
-if $CC $CLIENT_CFLAGS -o objtest "$src/objtest.c" -I"$top_srcdir/include" -L"$top_builddir/.libs" \
-  -Wl,-rpath,"$top_builddir/.libs" -lgridrpc -lm >cc.out 2>&1; then
-  ok "the grpc.h client builds"
-else
-  fail "building objtest.c"; diag <cc.out; finish; exit 1
-fi
+ng_client objtest "$src/objtest.c" -lm
 
 NGOBJ_FINALIZE_LOG=$T_TMP/finalize.log
 export NGOBJ_FINALIZE_LOG
@@ -32,23 +20,10 @@ export NGOBJ_FINALIZE_LOG
 : >server.out
 "$GRIDRPCD" --host 127.0.0.1 --port 0 --log-level warn --module "$T_TMP/counter.so" >server.out 2>&1 &
 spid=$!
-port=
-i=0
-while [ $i -lt 200 ]; do
-  port=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' server.out | head -n 1)
-  [ -n "$port" ] && break
-  kill -0 $spid 2>/dev/null || break
-  sleep 0.05; i=$((i + 1))
-done
+port=$(listening_port server.out $spid)
 if [ -n "$port" ]; then ok "gridrpcd loads the class (port $port)"; else fail "gridrpcd did not start"; diag <server.out; fi
 
-cat >client.conf <<CONF
-# Ninf-G 5 client configuration
-<SERVER>
-    hostname 127.0.0.1
-    port $port
-</SERVER>
-CONF
+ng_conf "$port"
 
 for t in counter errors cancel array; do
   timeout 60 ./objtest client.conf "$t" >"$t.out" 2>"$t.err"; rc=$?
@@ -116,14 +91,7 @@ NGOBJ_FINALIZE_LOG=$T_TMP/finalize-limit.log
 "$GRIDRPCD" --host 127.0.0.1 --port 0 --log-level warn --module "$T_TMP/counter.so" \
   --max-objects-per-connection 2 >limit-server.out 2>&1 &
 spid=$!
-lport=
-i=0
-while [ $i -lt 200 ]; do
-  lport=$(sed -n 's/^listening on .*:\([0-9][0-9]*\)$/\1/p' limit-server.out | head -n 1)
-  [ -n "$lport" ] && break
-  kill -0 $spid 2>/dev/null || break
-  sleep 0.05; i=$((i + 1))
-done
+lport=$(listening_port limit-server.out $spid)
 if [ -n "$lport" ] && OBJ_TEST_PORT=$lport OBJ_TEST_LIMIT=2 timeout 60 "$top_builddir/obj-hostile-test" >limit.out 2>&1; then
   ok "--max-objects-per-connection 2: at and one past the bound ($(grep -c '^ok' limit.out) checks)"
 else

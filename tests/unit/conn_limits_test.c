@@ -34,20 +34,8 @@
 #include "grm_marshal.h"
 #include "grp_proto.h"
 #include "grw_wire.h"
+#include "raw_peer.h"
 #include "tap.h"
-
-/* Under a sanitizer every thread and allocation costs much more: the flood and the
- * stall are smaller there (the same code paths, fewer of them). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
 
 static const char *gridrpcd, *gridmetad, *module;
 static char job_dir[] = "/tmp/conn-limits-test.XXXXXX"; /* gridrpcd's --job-dir: a temporary folder */
@@ -56,10 +44,6 @@ static pid_t server_pid;
 static grw_reader rd = {.fd = -1}; /* large: one of each, reused */
 static grw_writer wr;
 static int small_rcvbuf; /* nonzero: connect_from sets SO_RCVBUF (a client that reads slowly) */
-
-static long long deadline(double s) {
-    return gr_now_ns() + (long long)(s * 1e9);
-}
 
 static double since(long long t0) {
     return (double)(gr_now_ns() - t0) / 1e9;
@@ -72,6 +56,18 @@ static void pause_s(double s) {
 }
 
 /* ---------------------------------------------------------------- daemons */
+
+/* In the daemon's process: a low soft descriptor limit, as a shell often gives: the
+ * daemon must raise its own to hold its connections (else the stalled ones of "stall"
+ * wait unaccepted, the fault of issue 13). */
+static void low_descriptor_limit(void *unused) {
+    (void)unused;
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur > 256) {
+        r.rlim_cur = 256;
+        setrlimit(RLIMIT_NOFILE, &r);
+    }
+}
 
 /* Starts PROG (gridrpcd or gridmetad) on 127.0.0.1, any port, with ARGS (NULL-ended). */
 static int start(const char *prog, const char *const *args) {
@@ -97,63 +93,13 @@ static int start(const char *prog, const char *const *args) {
     for (int i = 0; args && args[i] && argc < 46; i++)
         argv[argc++] = args[i];
     argv[argc] = NULL;
-    int out[2];
-    if (pipe(out) < 0) return -1;
-    server_pid = fork();
-    if (server_pid < 0) return -1;
-    if (server_pid == 0) {
-        dup2(out[1], 1);
-        close(out[0]);
-        close(out[1]);
-        /* A low soft descriptor limit, as a shell often gives: the daemon must raise its
-         * own to hold its connections (else the stalled ones of "stall" wait unaccepted,
-         * the fault of issue 13). */
-        struct rlimit r;
-        if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur > 256) {
-            r.rlim_cur = 256;
-            setrlimit(RLIMIT_NOFILE, &r);
-        }
-        execv(prog, (char *const *)argv);
-        perror("exec");
-        _exit(127);
-    }
-    close(out[1]);
-    char line[256];
-    size_t n = 0;
-    long long until = deadline(20);
-    while (n < sizeof line - 1) {
-        struct pollfd p = {out[0], POLLIN, 0};
-        int ms = (int)((until - gr_now_ns()) / 1000000);
-        if (ms <= 0 || poll(&p, 1, ms) <= 0) break;
-        if (read(out[0], line + n, 1) <= 0) break;
-        if (line[n] == '\n') break;
-        n++;
-    }
-    line[n] = '\0';
-    close(out[0]);
-    if (sscanf(line, "listening on 127.0.0.1:%d", &port) != 1) {
-        diag("%s did not print its listening line (got '%s')", prog, line);
-        kill(server_pid, SIGKILL);
-        waitpid(server_pid, NULL, 0);
-        return -1;
-    }
-    return 0;
+    port = raw_spawn(argv, low_descriptor_limit, NULL, 20, &server_pid);
+    return port < 0 ? -1 : 0;
 }
 
 /* SIGTERM, at most 5 s, then SIGKILL. Returns the exit status, or -1. */
 static int stop(void) {
-    long long until = deadline(5);
-    int status = 0;
-    pid_t w;
-    kill(server_pid, SIGTERM);
-    while ((w = waitpid(server_pid, &status, WNOHANG)) == 0 && gr_now_ns() < until)
-        pause_s(0.005);
-    if (w == 0) {
-        kill(server_pid, SIGKILL);
-        waitpid(server_pid, &status, 0);
-        return -1;
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return raw_stop_status(server_pid, 5);
 }
 
 /* ---------------------------------------------------------------- raw client */
@@ -181,66 +127,14 @@ static int connect_from(const char *src, int nonblock) {
     return fd;
 }
 
-static int send_all(int fd, const void *p, size_t n) {
-    const char *s = p;
-    while (n > 0) {
-        ssize_t k = send(fd, s, n, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        s += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-/* Reads one message's header (and an ERROR's code and text); returns its type, 0 when
- * the connection closed or nothing came within TIMEOUT. *ID: its request id. */
+/* Reads one message (and an ERROR's code and text); returns its type, 0 when the
+ * connection closed or nothing came within TIMEOUT. *ID: its request id. Replies that
+ * came together stay buffered for the next read on the same fd. */
 static uint32_t read_reply(int fd, int *code, char *msg, size_t msglen, uint64_t *id, double timeout) {
-    grw_header h;
     gr_err e;
-    /* Replies that came together stay buffered for the next read on the same fd. */
-    if (fd != rd.fd || !grw_has_buffered(&rd)) grw_reader_init(&rd, fd, 1 << 26);
-    rd.deadline_ns = deadline(timeout);
-    if (grw_read_header(&rd, &h, &e)) return 0;
-    if (id) *id = h.request_id;
-    if (h.type == GRW_ERROR) {
-        uint32_t c;
-        char *m = NULL;
-        if (grw_read_u32(&rd, &c, &e) || grw_read_string(&rd, 4095, &m, &e)) return 0;
-        if (code) *code = (int)c;
-        if (msg) snprintf(msg, msglen, "%s", m);
-        free(m);
-        grw_end(&rd, &e);
-    } else {
-        grw_skip(&rd, &e);
-    }
-    return h.type;
-}
-
-/* 1 when the peer closes FD within TIMEOUT seconds (EOF or reset). */
-static int closed_within(int fd, double timeout) {
-    long long until = deadline(timeout);
-    char buf[4096];
-    for (;;) {
-        int ms = (int)((until - gr_now_ns()) / 1000000);
-        if (ms <= 0) return 0;
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, ms) <= 0) return 0;
-        ssize_t k = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) return 1;
-    }
-}
-
-static int send_hello(int fd) {
-    gr_err e;
-    grw_writer_init(&wr, fd);
-    int rc = grw_begin(&wr, GRW_HELLO, 0, 1, &e);
-    if (!rc) rc = grw_write_string(&wr, "conn_limits_test", &e);
-    if (!rc) rc = grw_write_u32(&wr, GRW_VERSION, &e);
-    if (!rc) rc = grw_write_u32(&wr, GRW_VERSION, &e);
-    if (!rc) rc = grw_write_string(&wr, "", &e);
-    if (!rc) rc = grw_finish(&wr, &e);
-    return rc;
+    uint32_t t = raw_read_reply(&rd, fd, 1, code, msg, msglen, id, timeout);
+    if (t) grw_skip(&rd, &e);
+    return t;
 }
 
 /* Connects from SRC and says HELLO: the fd once HELLO_OK came, else -1 with the ERROR
@@ -250,7 +144,9 @@ static int hello_from(const char *src, int *code, char *msg, size_t msglen, uint
     if (fd < 0) return -1;
     if (code) *code = 0;
     if (msg && msglen) msg[0] = '\0';
-    if (send_hello(fd) == 0 && read_reply(fd, code, msg, msglen, id, 5) == GRW_HELLO_OK) return fd;
+    if (raw_send_hello(&wr, fd, "conn_limits_test") == 0 &&
+        read_reply(fd, code, msg, msglen, id, 5) == GRW_HELLO_OK)
+        return fd;
     close(fd);
     return -1;
 }
@@ -273,7 +169,7 @@ static grd_desc *descriptor(int fd, const char *name) {
         return NULL;
     grw_header h;
     if (fd != rd.fd || !grw_has_buffered(&rd)) grw_reader_init(&rd, fd, 1 << 26);
-    rd.deadline_ns = deadline(5);
+    rd.deadline_ns = raw_deadline(5);
     if (grw_read_header(&rd, &h, &e) || h.type != GRW_DESCRIPTOR) return NULL;
     char *q = NULL;
     uint8_t *bytes = NULL;
@@ -352,7 +248,7 @@ static int served(const char *src) {
 /* Reads replies on FD until one for request ID comes (others are ignored); its type
  * and ERROR code, 0 when none came within TIMEOUT. */
 static uint32_t reply_for(int fd, uint64_t want, int *code, char *msg, size_t msglen, double timeout) {
-    long long until = deadline(timeout);
+    long long until = raw_deadline(timeout);
     for (;;) {
         double left = (double)(until - gr_now_ns()) / 1e9;
         if (left <= 0) return 0;
@@ -392,8 +288,8 @@ static void connection_limits(const char *prog, const char *what) {
            "%s: a 7th (from 127.0.0.3) gets ERROR GRID_ERR_LIMIT naming --max-connections", what);
     /* The refused connection is closed, not left open. */
     int fd = connect_from("127.0.0.3", 0);
-    int closed = fd >= 0 && send_hello(fd) == 0 && read_reply(fd, NULL, NULL, 0, NULL, 5) == GRW_ERROR &&
-                 closed_within(fd, 3);
+    int closed = fd >= 0 && raw_send_hello(&wr, fd, "conn_limits_test") == 0 &&
+                 read_reply(fd, NULL, NULL, 0, NULL, 5) == GRW_ERROR && raw_closed_within(fd, 3);
     if (fd >= 0) close(fd);
     result(closed, "%s: the refused connection is closed by the server", what);
     /* A connection that closes frees its place (the server notices within a moment). */
@@ -450,7 +346,7 @@ static void flood(const char *prog, const char *what, int count) {
            worst);
     /* Every one of them closes: the refused at once, the 50 admitted after --io-timeout 1
      * without HELLO. */
-    long long until = deadline(6);
+    long long until = raw_deadline(6);
     int open = opened, limit_seen = 0, timeout_seen = 0;
     char *gone = calloc((size_t)opened, 1);
     struct pollfd *p = calloc((size_t)opened, sizeof *p);
@@ -518,7 +414,7 @@ static void stall(const char *prog, const char *what, int count) {
     for (int i = 0; i < count; i++) {
         int fd = connect_from("127.0.0.1", 0);
         if (fd < 0) break;
-        if (send_all(fd, "\x80\x00\x00", 3) != 0) {
+        if (raw_send_all(fd, "\x80\x00\x00", 3) != 0) {
             close(fd);
             break;
         }
@@ -764,7 +660,7 @@ static void slow_reader(void) {
     if (left > 0) pause_s(left);
     int big = 4 << 20;
     if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-    result(ok && closed_within(fd, 10), "slow reader: the stuck connection is closed");
+    result(ok && raw_closed_within(fd, 10), "slow reader: the stuck connection is closed");
     result(served("127.0.0.3"), "slow reader: afterwards a new client is served");
     grd_free(d);
     if (fd >= 0) close(fd);
@@ -825,7 +721,7 @@ static void idle_data(void) {
     ok = ok && grp_write_session_end(&wr, 51, 21, &e) == 0 &&
          reply_for(fd, 51, NULL, NULL, 0, 5) == GRW_DATA_OK;
     long long t0 = gr_now_ns();
-    int closed = ok && closed_within(fd, 4);
+    int closed = ok && raw_closed_within(fd, 4);
     result(closed, "idle data: after SESSION_END it is idle, and closed (%.2f s)", since(t0));
     if (fd >= 0) close(fd);
     result(stop() == 0, "idle data: exits 0 on SIGTERM");
@@ -881,7 +777,7 @@ static void timeouts(void) {
     char msg[4096] = "";
     uint32_t t = fd >= 0 ? read_reply(fd, &code, msg, sizeof msg, NULL, 5) : 0;
     double took = since(t0);
-    int closed = fd >= 0 && closed_within(fd, 3);
+    int closed = fd >= 0 && raw_closed_within(fd, 3);
     diag("silent connection: %s after %.2f s", msg, took);
     result(t == GRW_ERROR && code == GRID_ERR_TIMEOUT && closed && took >= 0.9 && took < 3,
            "timeouts: a connection that sends no HELLO gets ERROR GRID_ERR_TIMEOUT and is closed after "
@@ -905,7 +801,7 @@ static void timeouts(void) {
         frag[2] = (uint8_t)((n + 100) >> 8);
         frag[3] = (uint8_t)(n + 100);
         memcpy(frag + 4, wr.buf + 4, n);
-        ok = send_all(a, frag, 4 + n) == 0;
+        ok = raw_send_all(a, frag, 4 + n) == 0;
     }
     t0 = gr_now_ns();
     int other = ok && served("127.0.0.2");
@@ -913,13 +809,13 @@ static void timeouts(void) {
     result(other && t_other < 0.9,
            "timeouts: while a half CALL stalls, another client's call runs at once (%.3f s, --threads 1)",
            t_other);
-    result(ok && closed_within(a, 4), "timeouts: the stalled half CALL is dropped (--io-timeout 1)");
+    result(ok && raw_closed_within(a, 4), "timeouts: the stalled half CALL is dropped (--io-timeout 1)");
     if (a >= 0) close(a);
 
     /* Idle: a connection that holds nothing closes after --idle-timeout 1. */
     fd = hello_from("127.0.0.1", NULL, NULL, 0, NULL);
     t0 = gr_now_ns();
-    closed = fd >= 0 && closed_within(fd, 4);
+    closed = fd >= 0 && raw_closed_within(fd, 4);
     took = since(t0);
     result(closed && took >= 0.9, "timeouts: an idle connection is closed after --idle-timeout 1 (%.2f s)",
            took);
@@ -938,7 +834,7 @@ static void timeouts(void) {
            "the RESULT comes (%.2f s)",
            took);
     t0 = gr_now_ns();
-    closed = ok && closed_within(fd, 4);
+    closed = ok && raw_closed_within(fd, 4);
     result(closed, "timeouts: ... and closed once idle afterwards (%.2f s)", since(t0));
     if (fd >= 0) close(fd);
 
@@ -1029,7 +925,7 @@ static void *relay_main(void *arg) {
             }
             char buf[65536];
             ssize_t k = recv(p[j].fd, buf, sizeof buf, 0);
-            if (k <= 0 || send_all(from_client ? relay.sfd[i] : relay.cfd[i], buf, (size_t)k) != 0) {
+            if (k <= 0 || raw_send_all(from_client ? relay.sfd[i] : relay.cfd[i], buf, (size_t)k) != 0) {
                 close(relay.cfd[i]);
                 close(relay.sfd[i]);
                 relay.cfd[i] = relay.sfd[i] = -1;
@@ -1188,7 +1084,7 @@ static void meta_full(void) {
         grw_writer_init(&wr, m);
         if (m >= 0 && !grw_begin(&wr, GRW_PING, 0, 3, &e) && !grw_finish(&wr, &e)) {
             grw_reader_init(&rd, m, 1 << 20);
-            rd.deadline_ns = deadline(5);
+            rd.deadline_ns = raw_deadline(5);
             if (!grw_read_header(&rd, &hd, &e) && hd.type == GRW_PONG && !grp_read_pong(&rd, &pong, &e))
                 workers = pong.workers;
         }
@@ -1249,7 +1145,7 @@ static void meta_timeouts(void) {
     if (fd >= 0) close(fd);
     fd = hello_from("127.0.0.1", NULL, NULL, 0, NULL);
     t0 = gr_now_ns();
-    int closed = fd >= 0 && ping(fd) && closed_within(fd, 4);
+    int closed = fd >= 0 && ping(fd) && raw_closed_within(fd, 4);
     took = since(t0);
     result(closed && took >= 0.9,
            "gridmetad: an idle client connection is closed after --idle-timeout 1 (%.2f s)", took);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "gridrpc_stub.h"
+#include "raw_send.h"
 
 extern const gridrpc_stub_module gridrpc_module_test;
 
@@ -258,15 +259,7 @@ void fake_buf_free(fake_buf *b) {
 /* ---------------------------------------------------------------- replies */
 
 int fake_send_raw(int fd, const void *p, size_t n) {
-    const uint8_t *s = p;
-    while (n > 0) {
-        ssize_t k = send(fd, s, n, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        s += k;
-        n -= (size_t)k;
-    }
-    return 0;
+    return raw_send_all(fd, p, n);
 }
 
 static int send_buf(int fd, fake_buf *b) {

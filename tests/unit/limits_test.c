@@ -23,18 +23,8 @@
 #include "grd_desc.h"
 #include "gridrpc_stub.h"
 #include "grw_wire.h"
+#include "raw_peer.h"
 #include "tap.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
 
 extern const gridrpc_stub_module gridrpc_module_test;
 
@@ -51,17 +41,7 @@ static double now_s(void) {
 /* Stops the server: SIGTERM, up to 5 s, then SIGKILL. Also run at exit. */
 static void stop_server(void) {
     if (server_pid <= 0) return;
-    kill(server_pid, SIGTERM);
-    int st;
-    for (int i = 0; i < 250; i++) {
-        if (waitpid(server_pid, &st, WNOHANG) == server_pid) {
-            server_pid = -1;
-            return;
-        }
-        fake_sleep_ms(20);
-    }
-    kill(server_pid, SIGKILL);
-    waitpid(server_pid, &st, 0);
+    raw_stop(server_pid, 5, NULL);
     server_pid = -1;
 }
 
@@ -69,6 +49,14 @@ static void on_signal(int sig) {
     if (server_pid > 0) kill(server_pid, SIGKILL);
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+/* In the server's process: *ARG bytes of address space at most (0: no limit). */
+static void limit_address_space(void *arg) {
+    unsigned long long as_bytes = *(const unsigned long long *)arg;
+    if (!as_bytes) return;
+    struct rlimit rl = {as_bytes, as_bytes};
+    setrlimit(RLIMIT_AS, &rl);
 }
 
 /* Starts gridrpcd with the test module and EXTRA options (NULL-ended); AS_BYTES > 0
@@ -87,41 +75,9 @@ static int start_server(const char *const *extra, unsigned long long as_bytes) {
     for (int i = 0; extra && extra[i] && argc < 39; i++)
         argv[argc++] = extra[i];
     argv[argc] = NULL;
-    int out[2];
-    if (pipe(out) < 0) return -1;
-    fflush(stdout);
-    server_pid = fork();
-    if (server_pid < 0) return -1;
-    if (server_pid == 0) {
-        if (as_bytes) {
-            struct rlimit rl = {as_bytes, as_bytes};
-            setrlimit(RLIMIT_AS, &rl);
-        }
-        dup2(out[1], 1);
-        close(out[0]);
-        close(out[1]);
-        execv(prog, (char *const *)argv);
-        _exit(127);
-    }
-    close(out[1]);
-    char line[256];
-    size_t n = 0;
-    long long until = gr_now_ns() + 20000000000LL;
-    while (n < sizeof line - 1) {
-        struct pollfd p = {out[0], POLLIN, 0};
-        int ms = (int)((until - gr_now_ns()) / 1000000);
-        if (ms <= 0 || poll(&p, 1, ms) <= 0) break;
-        if (read(out[0], line + n, 1) != 1 || line[n] == '\n') break;
-        n++;
-    }
-    line[n] = '\0';
-    close(out[0]);
-    if (sscanf(line, "listening on 127.0.0.1:%d", &port) != 1) {
-        diag("gridrpcd did not print its listening line (got '%s')", line);
-        stop_server();
-        return -1;
-    }
-    return 0;
+    port = raw_spawn(argv, limit_address_space, &as_bytes, 20, &server_pid);
+    if (port < 0) server_pid = -1;
+    return port < 0 ? -1 : 0;
 }
 
 static int alive(void) {
@@ -132,10 +88,7 @@ static int alive(void) {
 /* ---------------------------------------------------------------- raw client */
 
 static int connect_raw(void) {
-    gr_err e;
-    int fd = grw_connect("127.0.0.1", port, 5, &e);
-    if (fd < 0) diag("connect: %s", e.msg);
-    return fd;
+    return raw_connect(port);
 }
 
 static int send_buf(int fd, fake_buf *b) {
@@ -147,33 +100,7 @@ static int send_buf(int fd, fake_buf *b) {
 
 /* Reads one reply header (and an ERROR's code and message). 0: closed or timed out. */
 static uint32_t read_reply(int fd, int *code, char *msg, size_t msglen, double timeout) {
-    grw_header h;
-    gr_err e;
-    grw_reader_init(&rd, fd, 1 << 26);
-    rd.deadline_ns = gr_now_ns() + (long long)(timeout * 1e9);
-    if (grw_read_header(&rd, &h, &e)) return 0;
-    if (h.type == GRW_ERROR) {
-        uint32_t c;
-        char *m = NULL;
-        if (grw_read_u32(&rd, &c, &e) || grw_read_string(&rd, 4095, &m, &e)) return 0;
-        if (code) *code = (int)c;
-        if (msg) snprintf(msg, msglen, "%s", m);
-        free(m);
-    }
-    return h.type;
-}
-
-static int closed_within(int fd, double timeout) {
-    double until = now_s() + timeout;
-    char buf[4096];
-    for (int i = 0; i < 100000; i++) {
-        int ms = (int)((until - now_s()) * 1000);
-        if (ms <= 0) return 0;
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, ms) <= 0) return 0;
-        if (recv(fd, buf, sizeof buf, 0) <= 0) return 1;
-    }
-    return 0;
+    return raw_read_reply(&rd, fd, 0, code, msg, msglen, NULL, timeout);
 }
 
 static int send_hello_with(int fd, const char *client, size_t client_len, const char *token,
@@ -313,7 +240,7 @@ static void max_message_case(void) {
     diag("4104 bytes: type %u code %d: %s", t, code, msg);
     result(t == GRW_ERROR && code == GRID_ERR_LIMIT && strstr(msg, "4096"),
            "--max-message 4096: a CALL of 4104 bytes is ERROR GRID_ERR_LIMIT naming the limit");
-    result(fd >= 0 && closed_within(fd, 5), "--max-message 4096: then the connection is closed");
+    result(fd >= 0 && raw_closed_within(fd, 5), "--max-message 4096: then the connection is closed");
     if (fd >= 0) close(fd);
     result(healthy(), "--max-message 4096: a new client is still served");
 
@@ -479,7 +406,7 @@ static void bulk_stall_case(void) {
     fake_buf_free(&b);
     int code = -1;
     uint32_t t = sent ? read_reply(fd, &code, NULL, 0, 6) : 0;
-    int dropped = (t == GRW_ERROR && code == GRID_ERR_TIMEOUT) || (t == 0 && closed_within(fd, 0.1));
+    int dropped = (t == GRW_ERROR && code == GRID_ERR_TIMEOUT) || (t == 0 && raw_closed_within(fd, 0.1));
     double took = now_s() - t0;
     result(
         dropped && took >= 0.8 && took < 4,

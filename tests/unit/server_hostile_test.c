@@ -20,6 +20,7 @@
 #include "grd_desc.h"
 #include "grm_marshal.h"
 #include "grw_wire.h"
+#include "raw_peer.h"
 #include "tap.h"
 
 static int port;
@@ -30,10 +31,6 @@ static grw_writer wr;
 
 /* ---------------------------------------------------------------- server */
 
-static long long deadline(double s) {
-    return gr_now_ns() + (long long)(s * 1e9);
-}
-
 /* Starts gridrpcd on a free port with MODULE and the options in EXTRA (NULL-ended). */
 static int start_server(const char *gridrpcd, const char *module, const char *const *extra) {
     const char *argv[32] = {gridrpcd,   "--host", "127.0.0.1",   "--port", "0",
@@ -42,57 +39,16 @@ static int start_server(const char *gridrpcd, const char *module, const char *co
     for (int i = 0; extra && extra[i] && argc < 31; i++)
         argv[argc++] = extra[i];
     argv[argc] = NULL;
-    int out[2];
-    if (pipe(out) < 0) return -1;
-    server_pid = fork();
-    if (server_pid < 0) return -1;
-    if (server_pid == 0) {
-        dup2(out[1], 1);
-        close(out[0]);
-        close(out[1]);
-        execv(gridrpcd, (char *const *)argv);
-        perror("exec gridrpcd");
-        _exit(127);
-    }
-    close(out[1]);
-    char line[256];
-    size_t n = 0;
-    long long until = gr_now_ns() + 20000000000LL;
-    while (n < sizeof line - 1) {
-        struct pollfd p = {out[0], POLLIN, 0};
-        int ms = (int)((until - gr_now_ns()) / 1000000);
-        if (ms <= 0 || poll(&p, 1, ms) <= 0) break;
-        ssize_t k = read(out[0], line + n, 1);
-        if (k <= 0) break;
-        if (line[n] == '\n') break;
-        n++;
-    }
-    line[n] = '\0';
-    close(out[0]);
-    if (sscanf(line, "listening on 127.0.0.1:%d", &port) != 1) {
-        diag("gridrpcd did not print its listening line (got '%s')", line);
-        return -1;
-    }
-    return 0;
+    port = raw_spawn(argv, NULL, NULL, 20, &server_pid);
+    return port < 0 ? -1 : 0;
 }
 
 /* Sends SIGTERM and waits up to SECONDS; returns the exit status, or -1. */
 static int stop_server(double seconds, double *took) {
-    long long t0 = gr_now_ns(), until = deadline(seconds);
-    int status = 0;
-    pid_t w;
-    kill(server_pid, SIGTERM);
-    while ((w = waitpid(server_pid, &status, WNOHANG)) == 0 && gr_now_ns() < until) {
-        struct timespec ts = {0, 5000000};
-        nanosleep(&ts, NULL);
-    }
-    if (took) *took = (double)(gr_now_ns() - t0) / 1e9;
-    if (w == 0) {
-        kill(server_pid, SIGKILL);
-        waitpid(server_pid, &status, 0);
-        return -1;
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    int status;
+    double t = raw_stop(server_pid, seconds, &status);
+    if (took) *took = t < 0 ? seconds : t;
+    return t >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 static int server_alive(void) {
@@ -103,41 +59,13 @@ static int server_alive(void) {
 /* ---------------------------------------------------------------- raw client */
 
 static int connect_raw(void) {
-    gr_err e;
-    int fd = grw_connect("127.0.0.1", port, 5, &e);
-    if (fd < 0) diag("connect: %s", e.msg);
-    return fd;
-}
-
-static int send_all(int fd, const void *p, size_t n) {
-    const char *s = p;
-    while (n > 0) {
-        ssize_t k = send(fd, s, n, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        s += k;
-        n -= (size_t)k;
-    }
-    return 0;
+    return raw_connect(port);
 }
 
 /* Reads one reply; for ERROR fills *code and MSG. Returns the type, or 0 when the
  * connection closed or timed out. */
 static uint32_t read_reply(int fd, int *code, char *msg, size_t msglen, double timeout) {
-    grw_header h;
-    gr_err e;
-    grw_reader_init(&rd, fd, 1 << 26);
-    rd.deadline_ns = deadline(timeout);
-    if (grw_read_header(&rd, &h, &e)) return 0;
-    if (h.type == GRW_ERROR) {
-        uint32_t c;
-        char *m = NULL;
-        if (grw_read_u32(&rd, &c, &e) || grw_read_string(&rd, 4095, &m, &e)) return 0;
-        if (code) *code = (int)c;
-        if (msg) snprintf(msg, msglen, "%s", m);
-        free(m);
-    }
-    return h.type;
+    return raw_read_reply(&rd, fd, 0, code, msg, msglen, NULL, timeout);
 }
 
 /* Discards the rest of the current reply. */
@@ -146,39 +74,14 @@ static void skip_reply(void) {
     grw_skip(&rd, &e);
 }
 
-/* 1 when the server closes FD within TIMEOUT seconds (EOF or reset). */
-static int closed_within(int fd, double timeout) {
-    long long until = deadline(timeout);
-    char buf[4096];
-    for (;;) {
-        int ms = (int)((until - gr_now_ns()) / 1000000);
-        if (ms <= 0) return 0;
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, ms) <= 0) return 0;
-        ssize_t k = recv(fd, buf, sizeof buf, 0);
-        if (k <= 0) return 1;
-    }
-}
-
-static int send_hello(int fd) {
-    gr_err e;
-    grw_writer_init(&wr, fd);
-    int rc = grw_begin(&wr, GRW_HELLO, 0, 1, &e);
-    if (!rc) rc = grw_write_string(&wr, "server_hostile_test", &e);
-    if (!rc) rc = grw_write_u32(&wr, 1, &e);
-    if (!rc) rc = grw_write_u32(&wr, 1, &e);
-    if (!rc) rc = grw_write_string(&wr, "", &e);
-    if (!rc) rc = grw_finish(&wr, &e);
-    return rc;
-}
-
 /* Connects and says HELLO; returns the fd or -1. */
 static int connect_hello(void) {
     int fd = connect_raw();
     if (fd < 0) return -1;
     int code = 0;
     char msg[512];
-    if (send_hello(fd) || read_reply(fd, &code, msg, sizeof msg, 5) != GRW_HELLO_OK) {
+    if (raw_send_hello(&wr, fd, "server_hostile_test") ||
+        read_reply(fd, &code, msg, sizeof msg, 5) != GRW_HELLO_OK) {
         diag("HELLO was not answered HELLO_OK");
         close(fd);
         return -1;
@@ -325,7 +228,7 @@ static void hostile_cases(void) {
     {
         int fd = connect_raw();
         const char *http = "GET / HTTP/1.0\r\nHost: x\r\n\r\n";
-        int ok = fd >= 0 && send_all(fd, http, strlen(http)) == 0 && closed_within(fd, 5);
+        int ok = fd >= 0 && raw_send_all(fd, http, strlen(http)) == 0 && raw_closed_within(fd, 5);
         result(ok, "garbage bytes: the connection is dropped");
         if (fd >= 0) close(fd);
         result(healthy(), "after garbage: a new client gets PONG and a good echo");
@@ -339,9 +242,9 @@ static void hostile_cases(void) {
         for (int i = 4; i < (int)sizeof junk; i++)
             junk[i] = (unsigned char)rand();
         int code = -1;
-        int ok = fd >= 0 && send_all(fd, junk, sizeof junk) == 0 &&
+        int ok = fd >= 0 && raw_send_all(fd, junk, sizeof junk) == 0 &&
                  read_reply(fd, &code, NULL, 0, 5) == GRW_ERROR && code == GRID_ERR_PROTOCOL &&
-                 closed_within(fd, 5);
+                 raw_closed_within(fd, 5);
         result(ok, "random bytes in a record: ERROR GRID_ERR_PROTOCOL, then closed");
         if (fd >= 0) close(fd);
         result(healthy(), "after random bytes: a new client gets PONG and a good echo");
@@ -352,9 +255,9 @@ static void hostile_cases(void) {
         unsigned char m[4 + 24] = {0x80, 0, 0, 24, 'N', 'O', 'P', 'E', 0, 0, 0, 1, 0, 0, 0, 9};
         int code = -1;
         char msg[512] = "";
-        int ok = fd >= 0 && send_all(fd, m, sizeof m) == 0 &&
+        int ok = fd >= 0 && raw_send_all(fd, m, sizeof m) == 0 &&
                  read_reply(fd, &code, msg, sizeof msg, 5) == GRW_ERROR && code == GRID_ERR_PROTOCOL &&
-                 closed_within(fd, 5);
+                 raw_closed_within(fd, 5);
         diag("wrong magic: %s", msg);
         result(ok, "wrong magic: ERROR GRID_ERR_PROTOCOL, then closed");
         if (fd >= 0) close(fd);
@@ -367,7 +270,7 @@ static void hostile_cases(void) {
         char msg[512] = "";
         int ok = fd >= 0 && send_empty(fd, GRW_PING, 5) == 0 &&
                  read_reply(fd, &code, msg, sizeof msg, 5) == GRW_ERROR && code == GRID_ERR_PROTOCOL &&
-                 closed_within(fd, 5);
+                 raw_closed_within(fd, 5);
         diag("before HELLO: %s", msg);
         result(ok, "a message before HELLO: ERROR GRID_ERR_PROTOCOL, then closed");
         if (fd >= 0) close(fd);
@@ -382,7 +285,7 @@ static void hostile_cases(void) {
         int ok = d && !begin_call(fd, "test/echo_double", d->hash, 6) && !grw_write_u32(&wr, 8, &e) &&
                  !grw_write_u32(&wr, 5, &e) && !grw_finish(&wr, &e) &&
                  read_reply(fd, &code, NULL, 0, 5) == GRW_ERROR && code == GRID_ERR_PROTOCOL &&
-                 closed_within(fd, 5);
+                 raw_closed_within(fd, 5);
         result(ok, "truncated CALL: ERROR GRID_ERR_PROTOCOL, then closed (got %d)", code);
         grd_free(d);
         if (fd >= 0) close(fd);
@@ -404,10 +307,10 @@ static void hostile_cases(void) {
         int fd = connect_hello();
         unsigned char m[4 + 8] = {0x7f, 0xff, 0xff, 0xff, 0x47, 0x52, 0x50, 0x43, 0, 0, 0, 1};
         long long t0 = gr_now_ns();
-        int ok = fd >= 0 && send_all(fd, m, sizeof m) == 0;
+        int ok = fd >= 0 && raw_send_all(fd, m, sizeof m) == 0;
         /* Meanwhile another client is served at once. */
         int other = ok && healthy();
-        ok = ok && closed_within(fd, 5);
+        ok = ok && raw_closed_within(fd, 5);
         double took = (double)(gr_now_ns() - t0) / 1e9;
         result(other, "a stalled client does not block another one");
         result(ok && took >= 0.9, "a stalled message is dropped after --io-timeout 1 (%.2f s)", took);
@@ -419,7 +322,7 @@ static void hostile_cases(void) {
         int fd = connect_hello();
         grd_desc *d = fd >= 0 ? get_descriptor(fd, "echo_double") : NULL;
         unsigned char m[4 + 20] = {0x00, 0x10, 0x00, 0x00, 0x47, 0x52, 0x50, 0x43, 0, 0, 0, 1, 0, 0, 0, 5};
-        int ok = d && send_all(fd, m, sizeof m) == 0;
+        int ok = d && raw_send_all(fd, m, sizeof m) == 0;
         grd_free(d);
         if (fd >= 0) close(fd);
         result(ok, "half a message, then close");
@@ -504,8 +407,8 @@ static void token_case(const char *gridrpcd, const char *module) {
     }
     int fd = connect_raw(), code = -1;
     char msg[512] = "";
-    int ok = fd >= 0 && send_hello(fd) == 0 && read_reply(fd, &code, msg, sizeof msg, 5) == GRW_ERROR &&
-             closed_within(fd, 5);
+    int ok = fd >= 0 && raw_send_hello(&wr, fd, "server_hostile_test") == 0 &&
+             read_reply(fd, &code, msg, sizeof msg, 5) == GRW_ERROR && raw_closed_within(fd, 5);
     diag("wrong token: %s: %s", grid_error_name(code), msg);
     result(ok, "--token: a HELLO with another token gets ERROR and the connection closes");
     if (fd >= 0) close(fd);

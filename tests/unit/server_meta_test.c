@@ -23,6 +23,7 @@
 #include "grp_auth.h"
 #include "grp_meta.h"
 #include "grp_proto.h"
+#include "raw_peer.h"
 #include "tap.h"
 
 #define MAX_SERVERS 4
@@ -59,6 +60,24 @@ static void on_signal(int sig) {
     raise(sig);
 }
 
+/* What a server's process sets up before gridrpcd runs: GRIDRPC_TOKEN (unset when
+ * NULL) and its stderr (appended to LOG, when not NULL). */
+typedef struct child_setup {
+    const char *env_token, *log;
+} child_setup;
+
+static void setup_child(void *arg) {
+    const child_setup *c = arg;
+    if (c->env_token)
+        setenv("GRIDRPC_TOKEN", c->env_token, 1);
+    else
+        unsetenv("GRIDRPC_TOKEN");
+    if (c->log) {
+        FILE *f = freopen(c->log, "a", stderr);
+        (void)f;
+    }
+}
+
 /* Starts gridrpcd number SLOT with the test module, EXTRA options (NULL-ended) and
  * GRIDRPC_TOKEN=ENV_TOKEN (unset when NULL); its stderr goes to LOG when not NULL.
  * Returns the listening port, or -1. */
@@ -75,63 +94,15 @@ static int start_server(int slot, const char *const *extra, const char *env_toke
     for (int i = 0; extra && extra[i] && argc < 39; i++)
         argv[argc++] = extra[i];
     argv[argc] = NULL;
-    int out[2];
-    if (pipe(out) < 0) return -1;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        if (env_token)
-            setenv("GRIDRPC_TOKEN", env_token, 1);
-        else
-            unsetenv("GRIDRPC_TOKEN");
-        if (log) {
-            FILE *f = freopen(log, "a", stderr);
-            (void)f;
-        }
-        dup2(out[1], 1);
-        close(out[0]);
-        close(out[1]);
-        execv(prog, (char *const *)argv);
-        _exit(127);
-    }
-    pids[slot] = pid;
-    close(out[1]);
-    char line[256];
-    size_t n = 0;
-    long long until = gr_now_ns() + 20000000000LL;
-    while (n < sizeof line - 1) {
-        struct pollfd p = {out[0], POLLIN, 0};
-        int ms = (int)((until - gr_now_ns()) / 1000000);
-        if (ms <= 0 || poll(&p, 1, ms) <= 0) break;
-        if (read(out[0], line + n, 1) != 1 || line[n] == '\n') break;
-        n++;
-    }
-    line[n] = '\0';
-    close(out[0]);
-    int port;
-    if (sscanf(line, "listening on %*[^:]:%d", &port) != 1) {
-        diag("gridrpcd did not print its listening line (got '%s')", line);
-        return -1;
-    }
-    return port;
+    child_setup c = {env_token, log};
+    return raw_spawn(argv, setup_child, &c, 20, &pids[slot]);
 }
 
 /* SIGTERM, then the seconds until it exited (-1: not within LIMIT s; killed). */
 static double stop_server(int slot, double limit, int *status) {
-    double t0 = now_s();
-    kill(pids[slot], SIGTERM);
-    while (now_s() - t0 < limit) {
-        if (waitpid(pids[slot], status, WNOHANG) == pids[slot]) {
-            pids[slot] = 0;
-            return now_s() - t0;
-        }
-        sleep_ms(10);
-    }
-    kill(pids[slot], SIGKILL);
-    waitpid(pids[slot], status, 0);
+    double took = raw_stop(pids[slot], limit, status);
     pids[slot] = 0;
-    return -1;
+    return took;
 }
 
 /* Waits up to SECONDS for COND (an expression) to hold. */
