@@ -43,9 +43,9 @@ for _ in $(seq 1 50); do
 done
 [ "$known" = 2 ] && ok "the client's probes measured both links" || { fail "links measured: $known of 2"; status | diag; }
 
-# busy: the near server (one worker) runs a 2 s call of another client's.
+# busy [SECONDS]: the near server (one worker) runs a call of another client's (2 s).
 busy() {
-  lab_run_bg client "$B/gridrpc" --server 10.77.0.12:7000 call test/sleep 2
+  lab_run_bg client "$B/gridrpc" --server 10.77.0.12:7000 call test/sleep "${1:-2}"
   # Until a heartbeat shows it running: a slow start (sanitizer builds) would leave the
   # server idle when the call under test is scheduled.
   for _ in $(seq 1 40); do
@@ -73,12 +73,15 @@ read -r mct_srv mct_t < <(served_by mct "$B/examples/dmmul" 700)
 sleep 2
 busy
 read -r ll_srv ll_t < <(served_by least-load "$B/examples/dmmul" 700)
-sleep 2
-busy
 echo "# dmmul n=700 (11.8 MB): mct -> $mct_srv in ${mct_t}s; least-load -> $ll_srv in ${ll_t}s"
 [ "$mct_srv" = near ] && ok "mct sends the data-heavy dmmul to the busy server behind the fast link" || fail "mct sent dmmul to $mct_srv"
 [ "$ll_srv" = far ] && ok "least-load sends it to the idle server behind the slow link" || fail "least-load sent dmmul to $ll_srv"
 python3 -c "import sys; sys.exit(0 if $mct_t < $ll_t else 1)" && ok "and mct finishes first (${mct_t}s < ${ll_t}s)" || fail "mct ${mct_t}s is not faster than least-load ${ll_t}s"
+sleep 2
+# 10 s: the EP call (about 1 s of work) must find the near server still busy when it is
+# scheduled, which a loaded machine's slow status and heartbeats can delay by seconds
+# (with 2 s it found it idle under load 12, and rightly went there).
+busy 10
 read -r ep_srv ep_t < <(served_by mct "$B/examples/ep" 22 1)
 echo "# ep m=22 (little data): mct -> $ep_srv in ${ep_t}s"
 [ "$ep_srv" = far ] && ok "mct sends the compute-heavy EP to the idle server even behind the slow link" ||
