@@ -19,7 +19,9 @@ jobs=$(nproc)
 passed=0
 failed=0
 
+t0=$(date +%s)
 bash scripts/setup.sh || { echo "test: setup failed"; echo "0 passed, 1 failed"; exit 1; }
+echo "test: setup took $(($(date +%s) - t0)) s"
 
 # Adds the results recorded by automake's test harness in DIR to the totals.
 count_automake() {
@@ -50,6 +52,7 @@ run_check() { # DIR TIER [TARGET]
 }
 
 for tier in $tiers; do
+  t0=$(date +%s)
   case $tier in
   check)
     run_check build check ;;
@@ -94,6 +97,7 @@ for tier in $tiers; do
   *)
     echo "test: unknown tier '$tier' (check sanitizers tsan fuzz format distcheck)"; one "tier $tier" 1 ;;
   esac
+  echo "test: $tier took $(($(date +%s) - t0)) s"
 done
 
 echo "$passed passed, $failed failed"
