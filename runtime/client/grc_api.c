@@ -1,8 +1,7 @@
 /* grc_api.c: the public synchronous entry points of gridrpc.h (grid_call and its
- * argument-vector and va_list forms, introspection, settings, statistics, reset) over
- * the client core, and the calling thread's last error message: the one per-thread
- * error store of the library, which the OGF layer and the Fortran binding set too
- * (grid_set_last_error_np). */
+ * argument-vector and va_list forms, introspection, settings, statistics, the last
+ * error, reset) over the client core. The error store and the counters they read are
+ * grc_report.c's, below the core, which reports there itself. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +49,6 @@ GRC_SAME_(GRID_MAX_TOKEN_NP, GRP_MAX_TOKEN);
 _Static_assert(sizeof(grm_value) == sizeof(grid_scalar_np), "grm_value is grid_scalar_np");
 #undef GRC_SAME_
 
-static __thread char last_error[1024];
-
 void grid_get_stats_np(grid_stats_np *out) {
     out->descriptor_fetches = __atomic_load_n(&grc_stat_fetches, __ATOMIC_RELAXED);
     out->connections_opened = __atomic_load_n(&grc_stat_connections, __ATOMIC_RELAXED);
@@ -60,24 +57,16 @@ void grid_get_stats_np(grid_stats_np *out) {
     out->bytes_received = __atomic_load_n(&grc_stat_bytes_received, __ATOMIC_RELAXED);
 }
 
-void grc_report(int code, const char *msg) {
-    if (code == GRID_OK)
-        last_error[0] = '\0';
-    else
-        snprintf(last_error, sizeof last_error, "%s", msg && msg[0] ? msg : grid_error_string(code));
-}
-
 static void report(const gr_err *e) {
     grc_report(e->code, e->msg);
 }
 
 const char *grid_last_error(void) {
-    return last_error;
+    return grc_last_error();
 }
 
 void grid_set_last_error_np(const char *msg) {
-    /* MSG may be grid_last_error() itself: copying it onto itself would overlap. */
-    if (msg != last_error) snprintf(last_error, sizeof last_error, "%s", msg ? msg : "");
+    grc_set_last_error(msg);
 }
 
 int grid_call_counted_np(int nargs, const char *name, ...) {
@@ -104,6 +93,15 @@ int grid_call_uncounted_np(const char *name, ...) {
     e.code = rc;
     report(&e);
     return rc;
+}
+
+int grid_last_call_times_np(grid_call_times_np *out) {
+    if (!grc_call_last_times(out)) {
+        memset(out, 0, sizeof *out);
+        grc_report(GRID_ERR_CONFIG, "no synchronous call of this thread has succeeded yet");
+        return GRID_ERR_CONFIG;
+    }
+    return GRID_OK;
 }
 
 int grid_call_va_np(const char *name, int nargs, va_list ap) {
@@ -209,11 +207,11 @@ int grid_array_shape_np(const char *name, void *const *argv, int param, long lon
 
 int grid_set_timeouts_np(double connect_seconds, double call_seconds) {
     if (connect_seconds < 0 || call_seconds < 0) {
-        snprintf(last_error, sizeof last_error, "timeouts must be >= 0 seconds (0: none)");
+        grc_set_last_error("timeouts must be >= 0 seconds (0: none)");
         return GRID_ERR_ARGS;
     }
     grc_config_set_timeouts(connect_seconds, call_seconds, NULL);
-    last_error[0] = '\0';
+    grc_report(GRID_OK, NULL);
     return GRID_OK;
 }
 
@@ -221,14 +219,8 @@ int grid_set_timeouts_from_np(double connect_seconds, double call_seconds, const
     /* Negative: not forced, as in grid_clear_timeouts_np. */
     grc_config_set_timeouts(connect_seconds < 0 ? -1 : connect_seconds, call_seconds < 0 ? -1 : call_seconds,
                             source);
-    last_error[0] = '\0';
+    grc_report(GRID_OK, NULL);
     return GRID_OK;
-}
-
-const char *grc_timeout_text(const grc_config *cfg, char *buf, size_t n) {
-    snprintf(buf, n, "%g s (%s)", cfg->call_timeout,
-             cfg->timeout_source[0] ? cfg->timeout_source : "GRIDRPC_TIMEOUT");
-    return buf;
 }
 
 int grid_set_token_np(const char *token) {
@@ -278,7 +270,7 @@ int grid_set_tls_ca_np(const char *path) {
 void grid_clear_timeouts_np(void) {
     /* Negative: not forced (grc_config.c), so the loaded settings apply again. */
     grc_config_set_timeouts(-1, -1, NULL);
-    last_error[0] = '\0';
+    grc_report(GRID_OK, NULL);
 }
 
 int grid_get_timeouts_np(double *connect_seconds, double *call_seconds) {

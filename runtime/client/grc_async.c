@@ -501,7 +501,7 @@ int grc_call_async_req(grc_req_starter start, const void *ctx, const grc_args *a
         return -rc;
     }
     s->pipe = p;
-    s->deadline_ns = grc_req_deadline(&cfg);
+    s->deadline_ns = grc_config_deadline(&cfg);
 
     pthread_mutex_lock(&alock);
     if (next_id == 0x7fffffff) next_id = 1;

@@ -29,14 +29,12 @@ static entry *find(const grc_target *t) {
     return NULL;
 }
 
-long grc_stat_fetches;
-
 static int fetch(const grc_target *t, const grc_config *cfg, grd_desc **out, gr_err *e) {
     grc_conn *c;
     __atomic_add_fetch(&grc_stat_fetches, 1, __ATOMIC_RELAXED);
     int rc = grc_conn_get(t->host, t->port, cfg, &c, e);
     if (rc) return rc;
-    c->rd.deadline_ns = c->wr.deadline_ns = grc_req_deadline(cfg);
+    c->rd.deadline_ns = c->wr.deadline_ns = grc_config_deadline(cfg);
     grw_header h;
     int in_step = 0;
     rc = grp_write_get_descriptor(&c->wr, c->next_id++, t->name, e);

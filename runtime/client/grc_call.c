@@ -1,7 +1,7 @@
 /* grc_call.c: one synchronous remote call on a pooled connection: the engine's steps
  * (grc_engine.c) with the caller's thread doing the I/O, which is the fastest way for
  * a caller that waits anyway (no hand-off to a reader thread). The public entry points
- * over it are in grc_api.c. */
+ * over it (grid_call, grid_last_call_times_np) are in grc_api.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,21 +10,15 @@
 
 #include "grc_client.h"
 
-long grc_stat_calls;
-
-/* The calling thread's last synchronous call, for grid_last_call_times_np: filled by
+/* The calling thread's last synchronous call, for grc_call_last_times: filled by
  * exchange() as the call goes, valid once it ended well. */
 static __thread grid_call_times_np last_times;
 static __thread int last_times_ok;
 
-int grid_last_call_times_np(grid_call_times_np *out) {
-    if (!last_times_ok) {
-        memset(out, 0, sizeof *out);
-        grc_report(GRID_ERR_CONFIG, "no synchronous call of this thread has succeeded yet");
-        return GRID_ERR_CONFIG;
-    }
+int grc_call_last_times(grid_call_times_np *out) {
+    if (!last_times_ok) return 0;
     *out = last_times;
-    return GRID_OK;
+    return 1;
 }
 
 /* Sends Q on connection C and reads its reply. Returns GRID_OK or the error; sets
@@ -131,7 +125,7 @@ int grc_req_run(grc_req *q, const grc_config *cfg, gr_err *e) {
             if (place_failed && grc_req_failover(q, rc, e) == GRID_OK) continue;
             break;
         }
-        c->rd.deadline_ns = c->wr.deadline_ns = grc_req_deadline(cfg);
+        c->rd.deadline_ns = c->wr.deadline_ns = grc_config_deadline(cfg);
         int broken = 0;
         rc = exchange(c, q, &broken, e);
         if (rc == GRID_ERR_TIMEOUT) {

@@ -53,6 +53,8 @@ int grc_config_get(grc_config *out, gr_err *e);
 void grc_config_set_timeouts(double connect_seconds, double call_seconds, const char *source);
 /* "5 s (GRIDRPC_TIMEOUT)": the call timeout of CFG and where it was set, for messages. */
 const char *grc_timeout_text(const grc_config *cfg, char *buf, size_t n);
+/* The absolute deadline of a call started now under CFG's call timeout (0: none). */
+long long grc_config_deadline(const grc_config *cfg);
 /* Replaces the configured token (GRIDRPC_TOKEN, the file's 'token') until it is called
  * with NULL or grc_config_reset: the OGF layer's grpc_initialize file may name one. */
 /* Replaces the TLS CA file (GRIDRPC_TLS_CA, the file's 'tls_ca') until it is called with
@@ -215,8 +217,6 @@ int grc_req_reply(grc_req *q, grw_reader *r, const grw_header *h, int *in_step, 
  * once per call. GRID_OK: send again; otherwise the error that ends the call (the
  * interface changed in a way the caller's arguments cannot follow, or a second STALE). */
 int grc_req_refresh(grc_req *q, gr_err *e);
-/* The absolute deadline of a call started now (0: none). */
-long long grc_req_deadline(const grc_config *cfg);
 void grc_req_free(grc_req *q);
 /* Prefixes E with the call's function and server ("dmmul on host:port: "). */
 void grc_req_blame(const grc_req *q, gr_err *e);
@@ -281,6 +281,12 @@ void grc_data_flush(const grc_config *cfg);
 /* Ends the session on every server holding its data (SESSION_END), marks every handle
  * lost and starts a new session: grid_reset_np and grpc_finalize. */
 void grc_data_reset(void);
+/* What grid_data_put_np, grid_data_get_np, grid_data_where_np and grid_data_info_np do
+ * (grc_data_api.c reports the outcome): GRID_OK or the error, E saying why. */
+int grc_data_put(grc_data **h, const char *where, int type, size_t count, const void *buf, gr_err *e);
+int grc_data_get(grc_data *h, void *buf, size_t count, gr_err *e);
+const char *grc_data_where(const grc_data *h);
+int grc_data_info(const grc_data *h, int *type, size_t *count, gr_err *e);
 
 /* Binds parameter P of Q's prepared call to handle H with FLAGS (GRP_REF_*): P must be a
  * numeric array; IN takes GRP_REF_IN, OUT GRP_REF_KEEP[|RETURN], INOUT any of them;
@@ -369,6 +375,9 @@ int grc_callback_refuse(grw_reader *r, grw_writer *w, pthread_mutex_t *wlock, co
 
 /* One synchronous call. */
 int grc_call(const char *name, const grc_args *args, gr_err *e);
+/* The times of the calling thread's last synchronous call into *OUT: 1, or 0 when none
+ * has succeeded yet (grid_last_call_times_np). */
+int grc_call_last_times(grid_call_times_np *out);
 /* Runs the prepared request Q (grc_req_start, then any grc_req_bind) on the caller's
  * thread, as grid_call does: copies its IN handles to its server, sends, reads the
  * reply, fails over (routed calls), refreshes after STALE, and records its KEEP handles.
@@ -381,8 +390,14 @@ int grc_txn_active(void);
 /* Records a call of NAME in the calling thread's open transaction. */
 int grc_txn_record(const char *name, const grc_args *args, gr_err *e);
 
-/* Sets the calling thread's last error (grid_last_error). */
+/* ---- what the caller is told (grc_report.c, below everything else) */
+/* Sets the calling thread's last error (grid_last_error): cleared for GRID_OK, else MSG
+ * (or CODE's text when MSG is empty). */
 void grc_report(int code, const char *msg);
+/* The calling thread's last error ("" when none). */
+const char *grc_last_error(void);
+/* Sets the calling thread's last error to MSG as it is (NULL: ""). */
+void grc_set_last_error(const char *msg);
 
 /* ---- asynchronous calls (grc_async.c) */
 /* Starts a call; returns its id (> 0) or -code with E set. */

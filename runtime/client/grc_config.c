@@ -339,6 +339,16 @@ void grc_config_set_policy(int policy) {
     pthread_mutex_unlock(&lock);
 }
 
+const char *grc_timeout_text(const grc_config *cfg, char *buf, size_t n) {
+    snprintf(buf, n, "%g s (%s)", cfg->call_timeout,
+             cfg->timeout_source[0] ? cfg->timeout_source : "GRIDRPC_TIMEOUT");
+    return buf;
+}
+
+long long grc_config_deadline(const grc_config *cfg) {
+    return cfg->call_timeout > 0 ? gr_now_ns() + (long long)(cfg->call_timeout * 1e9) : 0;
+}
+
 void grc_config_reset(void) {
     pthread_mutex_lock(&lock);
     loaded = 0;

@@ -2,7 +2,8 @@
  * objects, the registry that tells a handle from any other pointer passed as an array,
  * the process's data session, and the exchanges with servers (DATA_PUT, DATA_GET,
  * DATA_FREE, DATA_COPY, SESSION_END) over pooled connections. How a handle rides in a
- * call is grc_bind.c's.
+ * call is grc_bind.c's; the public calls, which report their outcome, are
+ * grc_data_api.c's.
  *
  * A handle remembers every server holding a current copy of its data. One lock (dlock)
  * guards the registry, every handle's fields, the session and the lists below; it is
@@ -17,8 +18,6 @@
 
 #include "gr_settings.h"
 #include "grc_client.h"
-
-uint64_t grc_stat_bytes_sent, grc_stat_bytes_received;
 
 typedef struct grc_copy {
     char host[GRC_MAX_HOST];
@@ -312,7 +311,7 @@ static int open_conn(const char *host, int port, const grc_config *cfg, grc_conn
     int rc = grc_conn_get(host, port, cfg, c, e);
     if (rc == GRID_ERR_TIMEOUT) e->code = rc = GRID_ERR_CONNECT;
     if (rc) return rc;
-    (*c)->rd.deadline_ns = (*c)->wr.deadline_ns = grc_req_deadline(cfg);
+    (*c)->rd.deadline_ns = (*c)->wr.deadline_ns = grc_config_deadline(cfg);
     return GRID_OK;
 }
 
@@ -657,13 +656,7 @@ void grc_data_reset(void) {
     free(list);
 }
 
-/* ---- the public API */
-
-static int report(gr_err *e, int rc) {
-    e->code = rc;
-    grc_report(rc, e->msg);
-    return rc;
-}
+/* ---- what the public calls of grc_data_api.c do */
 
 /* The server WHERE names, for grid_data_put_np: *LAZY when the data should wait on the
  * client for its first call (a metaserver picks that call's server). */
@@ -729,59 +722,45 @@ static int resolve_where(const char *where, const grc_config *cfg, char *host, i
         "GRIDRPC_METASERVER or GRIDRPC_SERVER=host:port, or add 'server host:port' to ~/.gridrpc.conf");
 }
 
-int grid_data_put_np(grid_data_np **h, const char *where, int type, size_t count, const void *buf) {
-    gr_err e;
-    gr_clearerr(&e);
-    if (!h) return report(&e, gr_seterr(&e, GRID_ERR_ARGS, "grid_data_put_np: H is NULL"));
+int grc_data_put(grc_data **h, const char *where, int type, size_t count, const void *buf, gr_err *e) {
+    if (!h) return gr_seterr(e, GRID_ERR_ARGS, "grid_data_put_np: H is NULL");
     *h = NULL;
     if (!buf && count)
-        return report(&e,
-                      gr_seterr(&e, GRID_ERR_ARGS, "grid_data_put_np: BUF is NULL but COUNT is %zu", count));
+        return gr_seterr(e, GRID_ERR_ARGS, "grid_data_put_np: BUF is NULL but COUNT is %zu", count);
     grc_config cfg;
     char host[GRC_MAX_HOST] = "";
     int port = 0, lazy = 0;
     grc_data *d = NULL;
-    int rc = grc_config_get(&cfg, &e);
-    if (!rc) rc = grc_data_new(&d, (uint32_t)type, count, &e);
-    if (rc) return report(&e, rc);
-    rc = resolve_where(where, &cfg, host, &port, &lazy, &e);
+    int rc = grc_config_get(&cfg, e);
+    if (!rc) rc = grc_data_new(&d, (uint32_t)type, count, e);
+    if (rc) return rc;
+    rc = resolve_where(where, &cfg, host, &port, &lazy, e);
     if (!rc) grc_data_flush(&cfg);
     size_t bytes = (size_t)grp_data_bytes(d->type, d->count);
     if (!rc && lazy) {
         d->local = malloc(bytes ? bytes : 1);
         if (!d->local)
-            rc = gr_seterr(&e, GRID_ERR_NOMEM, "out of memory for a client copy of %zu bytes", bytes);
+            rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory for a client copy of %zu bytes", bytes);
         else
             memcpy(d->local, buf, bytes);
     } else if (!rc) {
         int remote;
-        rc = put_on(host, port, grc_data_session(), d, buf, &cfg, &remote, &e);
-        if (rc) gr_prefixerr(&e, "grid_data_put_np on %s:%d: ", host, port);
+        rc = put_on(host, port, grc_data_session(), d, buf, &cfg, &remote, e);
+        if (rc) gr_prefixerr(e, "grid_data_put_np on %s:%d: ", host, port);
     }
     if (rc) {
         pthread_mutex_lock(&dlock);
         unregister(d);
         pthread_mutex_unlock(&dlock);
         grc_data_release(d);
-        return report(&e, rc);
+        return rc;
     }
     pthread_mutex_lock(&dlock);
     d->has_data = 1;
     if (!lazy) add_copy(d, host, port, 0);
     pthread_mutex_unlock(&dlock);
     *h = d;
-    return report(&e, GRID_OK);
-}
-
-int grid_data_new_np(grid_data_np **h, int type, size_t count) {
-    gr_err e;
-    gr_clearerr(&e);
-    if (!h) return report(&e, gr_seterr(&e, GRID_ERR_ARGS, "grid_data_new_np: H is NULL"));
-    *h = NULL;
-    grc_data *d;
-    int rc = grc_data_new(&d, (uint32_t)type, count, &e);
-    if (!rc) *h = d;
-    return report(&e, rc);
+    return GRID_OK;
 }
 
 /* D is a live handle (dlock held)? Else E says so, for FN. */
@@ -795,23 +774,21 @@ static int check_live(const grid_data_np *h, const char *fn, gr_err *e) {
     return GRID_OK;
 }
 
-int grid_data_get_np(grid_data_np *h, void *buf, size_t count) {
-    gr_err e;
-    gr_clearerr(&e);
+int grc_data_get(grc_data *h, void *buf, size_t count, gr_err *e) {
     pthread_mutex_lock(&dlock);
-    int rc = check_live(h, "grid_data_get_np", &e);
+    int rc = check_live(h, "grid_data_get_np", e);
     grc_data *d = h;
     if (!rc && count != d->count)
         rc =
-            gr_seterr(&e, GRID_ERR_ARGS, "grid_data_get_np: handle %llu holds %llu %s elements, not %zu",
+            gr_seterr(e, GRID_ERR_ARGS, "grid_data_get_np: handle %llu holds %llu %s elements, not %zu",
                       (unsigned long long)d->id, (unsigned long long)d->count, grd_type_name(d->type), count);
-    if (!rc && !buf && count) rc = gr_seterr(&e, GRID_ERR_ARGS, "grid_data_get_np: BUF is NULL");
-    if (!rc) rc = unusable(d, &e);
+    if (!rc && !buf && count) rc = gr_seterr(e, GRID_ERR_ARGS, "grid_data_get_np: BUF is NULL");
+    if (!rc) rc = unusable(d, e);
     if (!rc) d->refs++;
     pthread_mutex_unlock(&dlock);
-    if (rc) return report(&e, rc);
+    if (rc) return rc;
     grc_config cfg;
-    rc = grc_config_get(&cfg, &e);
+    rc = grc_config_get(&cfg, e);
     if (!rc) grc_data_flush(&cfg);
     size_t bytes = (size_t)grp_data_bytes(d->type, d->count);
     while (!rc) {
@@ -821,10 +798,10 @@ int grid_data_get_np(grid_data_np *h, void *buf, size_t count) {
         if (have) src = d->copies[0];
         int local = !have && d->local && !d->local_done;
         if (local) memcpy(buf, d->local, bytes);
-        if (!have && !local) rc = unusable(d, &e);
+        if (!have && !local) rc = unusable(d, e);
         if (!have && !local && !rc) {
             mark_lost(d, GRID_ERR_CONN_LOST, "no server holds it");
-            rc = unusable(d, &e);
+            rc = unusable(d, e);
         }
         uint64_t ses = session_locked();
         pthread_mutex_unlock(&dlock);
@@ -834,7 +811,7 @@ int grid_data_get_np(grid_data_np *h, void *buf, size_t count) {
         rc = get_from(src.host, src.port, ses, d, buf, &cfg, &remote, &ge);
         if (!rc) break;
         if (remote && rc != GRID_ERR_ARGS) { /* the server refused for a reason of its own */
-            gr_seterr(&e, rc, "grid_data_get_np: handle %llu on %s:%d: %s", (unsigned long long)d->id,
+            gr_seterr(e, rc, "grid_data_get_np: handle %llu on %s:%d: %s", (unsigned long long)d->id,
                       src.host, src.port, ge.msg);
             break;
         }
@@ -843,34 +820,21 @@ int grid_data_get_np(grid_data_np *h, void *buf, size_t count) {
         rc = GRID_OK;
     }
     grc_data_release(d);
-    return report(&e, rc);
+    return rc;
 }
 
-int grid_data_free_np(grid_data_np *h) {
-    gr_err e;
-    gr_clearerr(&e);
-    if (!h) return report(&e, GRID_OK);
-    return report(&e, grc_data_free(h, &e));
-}
-
-const char *grid_data_where_np(const grid_data_np *h) {
+const char *grc_data_where(const grc_data *h) {
     pthread_mutex_lock(&dlock);
     const char *w = h && find_live(h) ? h->where : "";
     pthread_mutex_unlock(&dlock);
     return w;
 }
 
-int grid_data_info_np(const grid_data_np *h, int *type, size_t *count) {
-    gr_err e;
-    gr_clearerr(&e);
+int grc_data_info(const grc_data *h, int *type, size_t *count, gr_err *e) {
     pthread_mutex_lock(&dlock);
-    int rc = check_live(h, "grid_data_info_np", &e);
+    int rc = check_live(h, "grid_data_info_np", e);
     if (!rc && type) *type = (int)h->type;
     if (!rc && count) *count = (size_t)h->count;
     pthread_mutex_unlock(&dlock);
-    return report(&e, rc);
-}
-
-void grid_data_end_session_np(void) {
-    grc_data_reset();
+    return rc;
 }

@@ -105,10 +105,6 @@ void grc_req_free(grc_req *q) {
     q->route.nexclude = 0;
 }
 
-long long grc_req_deadline(const grc_config *cfg) {
-    return cfg->call_timeout > 0 ? gr_now_ns() + (long long)(cfg->call_timeout * 1e9) : 0;
-}
-
 int grc_req_check(const grc_req *q, const grw_limits *server, gr_err *e) {
     const grd_desc *d = q->desc;
     for (uint32_t i = 0; i < d->nparams; i++)

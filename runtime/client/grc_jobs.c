@@ -129,7 +129,7 @@ static int submit(char *jobid, size_t size, const char *name, const grc_args *ar
             grc_conn_put(c, 0);
             break;
         }
-        c->rd.deadline_ns = c->wr.deadline_ns = grc_req_deadline(&cfg);
+        c->rd.deadline_ns = c->wr.deadline_ns = grc_config_deadline(&cfg);
         int broken = 0;
         rc = send_submit(c, &q, hex, &broken, e);
         grc_conn_put(c, broken || rc == GRID_ERR_TIMEOUT);
@@ -183,7 +183,7 @@ static int exchange(const job_ref *j, const grc_config *cfg, job_request send, u
     grc_conn *c;
     int rc = grc_conn_get(j->host, j->port, cfg, &c, e);
     if (rc) return rc;
-    long long deadline = grc_req_deadline(cfg), held = (long long)wait_ms * 1000000LL;
+    long long deadline = grc_config_deadline(cfg), held = (long long)wait_ms * 1000000LL;
     c->rd.deadline_ns = c->wr.deadline_ns = deadline ? deadline + held : 0;
     /* Even without a call timeout the answer starts within the server's hold (the wait
      * asked for, at most GRP_MAX_JOB_WAIT_S) and some slack: a server that stopped

@@ -62,7 +62,7 @@ static int list(const char *server, char ***names, uint32_t *count, gr_err *e) {
     grc_conn *c;
     rc = grc_conn_get(host, port, &cfg, &c, e);
     if (!rc) {
-        c->rd.deadline_ns = c->wr.deadline_ns = grc_req_deadline(&cfg);
+        c->rd.deadline_ns = c->wr.deadline_ns = grc_config_deadline(&cfg);
         uint64_t id = c->next_id++;
         grw_header h;
         int in_step = 0;

@@ -75,7 +75,7 @@ int grid_object_create_np(grid_object_np **out, const char *server, const char *
     if (!rc) {
         grc_conn *c = o->conn;
         uint64_t id = c->next_id++;
-        c->rd.deadline_ns = c->wr.deadline_ns = grc_req_deadline(&cfg);
+        c->rd.deadline_ns = c->wr.deadline_ns = grc_config_deadline(&cfg);
         int broken = 0;
         grw_header h;
         char qualified[GRP_MAX_FUNCTION_NAME + 1];
@@ -163,7 +163,7 @@ static int invoke(grid_object_np *o, const char *method, const grc_args *args, g
         }
         rc = grc_req_check(&q, &c->server, e);
         if (rc) break;
-        c->rd.deadline_ns = c->wr.deadline_ns = grc_req_deadline(&cfg);
+        c->rd.deadline_ns = c->wr.deadline_ns = grc_config_deadline(&cfg);
         uint64_t id = c->next_id++;
         int broken = 0;
         grw_header h;
@@ -291,7 +291,7 @@ int grid_object_destroy_np(grid_object_np *obj) {
         grc_config cfg;
         rc = grc_config_get(&cfg, &e);
         uint64_t id = c->next_id++;
-        c->rd.deadline_ns = c->wr.deadline_ns = grc_req_deadline(&cfg);
+        c->rd.deadline_ns = c->wr.deadline_ns = grc_config_deadline(&cfg);
         int broken = 0;
         grw_header h;
         if (!rc) rc = grp_write_obj_destroy(&c->wr, id, obj->id, &e);

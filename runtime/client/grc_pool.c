@@ -20,8 +20,6 @@
 
 #define GRC_IDLE_MAX 64
 
-long grc_stat_connections;
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static grc_conn *idle;
 static int nidle;

@@ -1,6 +1,6 @@
-/* grc_txn.c: the public transaction calls (grid_transaction_begin, _end, _abort_np,
- * _stats_np) and the recording of the calls made in between. A transaction belongs to
- * the thread that began it. A recorded call has its function resolved and its
+/* grc_txn.c: the recording of the calls made between grid_transaction_begin and _end
+ * (whose public calls are grc_txn_api.c's). A transaction belongs to the thread that
+ * began it. A recorded call has its function resolved and its
  * descriptor fetched at once (so a wrong name or argument count fails the grid_call
  * itself), its scalars and strings copied, and its array pointers kept: arrays are read
  * when the transaction ends, as Ninf's transactions did. */
@@ -11,7 +11,6 @@
 #include "grc_txn.h"
 
 static __thread grc_txn *cur;
-static __thread grc_txn_stats last;
 
 int grc_txn_active(void) {
     return cur != NULL;
@@ -169,76 +168,20 @@ void grc_txn_free_calls(grc_txn *x) {
     }
 }
 
-static void drop(grc_txn *x) {
+int grc_txn_open(void) {
+    if (cur) return GRID_ERR_ARGS;
+    cur = calloc(1, sizeof *cur);
+    return cur ? GRID_OK : GRID_ERR_NOMEM;
+}
+
+grc_txn *grc_txn_take(void) {
+    grc_txn *x = cur;
+    cur = NULL;
+    return x;
+}
+
+void grc_txn_drop(grc_txn *x) {
     grc_txn_free_calls(x);
     free(x->call);
     free(x);
-}
-
-int grid_transaction_begin(void) {
-    if (cur) {
-        grc_report(
-            GRID_ERR_ARGS,
-            "grid_transaction_begin: a transaction is already open on this thread (transactions do not "
-            "nest): end it with grid_transaction_end or drop it with grid_transaction_abort_np first");
-        return GRID_ERR_ARGS;
-    }
-    cur = calloc(1, sizeof *cur);
-    if (!cur) {
-        grc_report(GRID_ERR_NOMEM, "out of memory");
-        return GRID_ERR_NOMEM;
-    }
-    grc_report(GRID_OK, NULL);
-    return GRID_OK;
-}
-
-int grid_transaction_end(void) {
-    if (!cur) {
-        grc_report(GRID_ERR_ARGS, "grid_transaction_end: no transaction is open on this thread: call "
-                                  "grid_transaction_begin first");
-        return GRID_ERR_ARGS;
-    }
-    grc_txn *x = cur;
-    cur = NULL; /* the calls below run for real (a callback's own grid_call too) */
-    gr_err e;
-    gr_clearerr(&e);
-    memset(&last, 0, sizeof last);
-    int rc = grc_txn_execute(x, &last, &e);
-    drop(x);
-    e.code = rc;
-    grc_report(rc, e.msg);
-    return rc;
-}
-
-int grid_transaction_abort_np(void) {
-    if (!cur) {
-        grc_report(GRID_ERR_ARGS, "grid_transaction_abort_np: no transaction is open on this thread");
-        return GRID_ERR_ARGS;
-    }
-    drop(cur);
-    cur = NULL;
-    grc_report(GRID_OK, NULL);
-    return GRID_OK;
-}
-
-int grid_transaction_active_np(void) {
-    return cur != NULL;
-}
-
-int grid_transaction_get_stats_np(grid_transaction_stats_np *out) {
-    if (!out) {
-        grc_report(GRID_ERR_ARGS, "grid_transaction_get_stats_np: OUT is NULL");
-        return GRID_ERR_ARGS;
-    }
-    out->calls = last.calls;
-    out->raw = last.raw;
-    out->war = last.war;
-    out->waw = last.waw;
-    out->reruns = last.reruns;
-    out->by_ref = last.by_ref;
-    out->recomputed = last.recomputed;
-    out->servers = last.servers;
-    out->seconds = last.seconds;
-    grc_report(GRID_OK, NULL);
-    return GRID_OK;
 }

@@ -104,6 +104,14 @@ typedef struct grc_txn {
 int grc_txn_active(void);
 /* Records a call of NAME with ARGS in the open transaction. */
 int grc_txn_record(const char *name, const grc_args *args, gr_err *e);
+/* Opens a transaction on the calling thread: GRID_OK, GRID_ERR_ARGS when one is open
+ * already (they do not nest), GRID_ERR_NOMEM. */
+int grc_txn_open(void);
+/* Takes the calling thread's transaction away (NULL: none is open): from then on its
+ * calls run for real, and X is the caller's to run and drop. */
+grc_txn *grc_txn_take(void);
+/* Frees X and every call it recorded. */
+void grc_txn_drop(grc_txn *x);
 
 /* ---- the graph (grc_txn_graph.c): pure functions over recorded calls */
 

@@ -308,13 +308,43 @@ int gsv_request_failed(gsv_conn *c, const grw_header *h, const char *what, gr_er
 /* ---------------------------------------------------------------- jobs and calls */
 
 typedef struct gsv_callbacks gsv_callbacks; /* gsv_callback.c */
+struct gsv_job;
+
+/* Where the jobs of a kind run. Every job is taken off the queue by a worker thread; a
+ * kind says whether its function may leave the daemon's process (--isolate: a child of
+ * the worker's) or must stay in it, because the job works on state the daemon holds
+ * (an object's, a kept job's, the store's KEEP outputs) or waits on its connection's
+ * reader (callbacks). The runner (gsv_call_answer) and the callbacks' check honour it;
+ * an executor process would be one more place. */
+enum { GSV_WHERE_DAEMON = 0, GSV_WHERE_ISOLABLE = 1 };
+
+/* What a job is and how it behaves, set by the request handler that makes it (CALL in
+ * gsv_request.c, CALL_DATA in gsv_data_call.c, the object requests in gsv_object.c,
+ * SUBMIT in gsv_jobs.c): the scheduler and the call runner only go through it, so
+ * that no feature's code is named there. */
+typedef struct gsv_job_kind {
+    int where; /* GSV_WHERE_* */
+    /* On a worker, once the job is taken off the queue: runs it, answers it and frees it. */
+    void (*run)(struct gsv_server *s, struct gsv_job *job);
+    /* The job is not run (canceled, refused, shutdown): answers it with CODE and MSG
+     * (or keeps it for later) and frees it. */
+    void (*fail)(struct gsv_server *s, struct gsv_job *job, int code, const char *msg);
+    /* Optional, for the kinds run by gsv_call_answer: after the function returned in
+     * the daemon's process and before RESULT goes. Returns GRID_OK, or the error (E)
+     * that answers the call instead. */
+    int (*ran)(struct gsv_job *job, gr_err *e);
+    /* Optional: frees what the kind holds for the job (its priv, its callbacks); called
+     * once, from gsv_job_free. */
+    void (*release)(struct gsv_job *job);
+} gsv_job_kind;
 
 typedef struct gsv_job {
-    gsv_conn *conn;           /* holds a reference; NULL for an object's _finalize after its client left */
-    struct gsv_object *obj;   /* a job of a remote object (gsv_object.c), else NULL */
-    int obj_op;               /* GSV_OBJ_*: what the object job does */
-    struct gsv_job *obj_next; /* the object's queue of jobs waiting for their turn */
-    gsv_callbacks *cb;        /* the function takes callbacks: their state (gsv_callback.c); else NULL */
+    const gsv_job_kind *kind;
+    void *priv;           /* the kind's own state (its object, data refs, kept job); NULL: none */
+    struct gsv_job *next; /* a queue of the kind's own (an object's jobs waiting their turn) */
+    gsv_server *srv;      /* the server it runs on (a kept job has no connection) */
+    gsv_conn *conn;       /* holds a reference; NULL for a kept job */
+    gsv_callbacks *cb;    /* the function takes callbacks: their state (gsv_callback.c); else NULL */
     const gsv_function *fn;
     uint64_t request_id;
     double cost;                   /* predicted flops (SJF key) */
@@ -325,13 +355,21 @@ typedef struct gsv_job {
     pid_t child;                   /* --isolate: the process computing it, while CANCEL may end
                                       it (under sched.lock); 0 otherwise */
     int killed;                    /* under sched.lock: CANCEL ended the child */
-    struct gsv_kept *kept;         /* a submitted job (gsv_jobs.c): no connection; else NULL */
     struct gsv_job *rprev, *rnext; /* sched.running_list, under sched.lock, while invoked */
-    struct gsv_dcall *data;        /* CALL_DATA: its session, refs and held buffers (gsv_data_call.c) */
     int held;                      /* GSV_HELD_*: what gsv_limits_admit counted for it */
     uint64_t held_bytes;           /* the argument bytes it counted */
     grm_call call;                 /* arguments, buffers the job owns; last: sized for the function */
 } gsv_job;
+
+/* A new job of KIND calling F for REQUEST_ID on connection C (a reference is taken; NULL:
+ * none) of server S, its arguments ready to read (gsv_job.c). NULL: out of memory. */
+gsv_job *gsv_job_new(const gsv_job_kind *kind, gsv_server *s, gsv_conn *c, const gsv_function *f,
+                     uint64_t request_id);
+/* Frees JOB: its kind's release, its arguments, what the limits counted, its connection. */
+void gsv_job_free(gsv_job *job);
+/* Invokes JOB's function on this thread, flagged by a CANCEL while it runs
+ * (grpc_is_canceled_np). */
+void gsv_job_invoke(gsv_server *s, gsv_job *job);
 
 /* ---------------------------------------------------------------- limits (gsv_limits.c) */
 
@@ -357,35 +395,32 @@ int gsv_data_conn_holds(const gsv_conn *c);
  * (its _finalize runs); any connection may invoke it by id. Its jobs (create, invoke,
  * destroy) run one at a time in arrival order: only one is in the scheduler at once,
  * the rest wait in the object's own queue. */
-/* GSV_OBJ_DROP: a destroy nobody asked for (the owner left): no reply. */
-enum { GSV_OBJ_CREATE = 1, GSV_OBJ_INVOKE = 2, GSV_OBJ_DESTROY = 3, GSV_OBJ_DROP = 4 };
 /* OBJ_CREATE, OBJ_INVOKE, OBJ_DESTROY: read and answered (or queued) like CALL. */
 int gsv_object_request(gsv_conn *c, const grw_header *h);
-/* Runs an object job on a worker (from gsv_call_run): the method on the object's
- * state, then the reply; frees the job. */
-void gsv_object_run(gsv_server *s, gsv_job *job);
-/* The job is over (from gsv_job_free): the object's next job gets its turn. */
-void gsv_object_job_done(gsv_job *job);
 /* The connection C closes: its objects are destroyed (their _finalize runs). */
 void gsv_objects_conn_closed(gsv_conn *c);
 /* Objects alive now (tests, logs). */
 unsigned gsv_objects_count(void);
 
-/* The job the calling worker invokes now (NULL: none), for grpc_is_canceled_np. */
-void gsv_call_current(gsv_job *job);
 /* CANCEL of an invocation that waits in its object's queue (not yet in the scheduler):
  * takes it out and returns it (the caller answers it), or NULL. */
 gsv_job *gsv_object_cancel(gsv_conn *c, uint64_t request_id);
 
-/* Runs JOB on the current thread: sets the BLAS threads, invokes the function, sends
- * RESULT (or ERROR), logs the call and frees JOB. A large result, or one for a
- * connection busy sending another, is sent by a thread of its own (the worker goes on). */
+/* The scheduler's runner: runs JOB as its kind says (kind->run), which answers and frees it. */
 void gsv_call_run(gsv_server *s, gsv_job *job);
+/* The run of a function call answered on its connection (the CALL and CALL_DATA kinds):
+ * sets the BLAS threads, invokes the function (in a child under --isolate when the kind
+ * is GSV_WHERE_ISOLABLE), sends RESULT (or ERROR), logs the call and frees JOB. A large
+ * result, or one for a connection busy sending another, is sent by a thread of its own
+ * (the worker goes on). */
+void gsv_call_answer(gsv_server *s, gsv_job *job);
 /* Shutdown: waits until no such sender thread is left, or DEADLINE_NS; returns how
  * many are left. */
 unsigned gsv_call_wait_senders(long long deadline_ns);
-/* Answers JOB with ERROR CODE/MSG without running it, logs it and frees JOB. */
+/* JOB is not run: its kind answers it with CODE/MSG (kind->fail) and frees it. */
 void gsv_call_fail(gsv_server *s, gsv_job *job, int code, const char *msg);
+/* The fail of the kinds answered on a connection: ERROR CODE/MSG, logged, JOB freed. */
+void gsv_call_refuse(gsv_server *s, gsv_job *job, int code, const char *msg);
 /* Logs one answered call at info level: time, peer, function, bytes in and out, queue
  * and run time, result (CODE and MSG for an error). */
 void gsv_call_log(const char *peer, const char *function, uint64_t request_id, uint64_t bytes_in,
@@ -396,7 +431,6 @@ void gsv_call_log(const char *peer, const char *function, uint64_t request_id, u
 void gsv_call_log_at(const char *peer, const char *function, uint64_t request_id, uint64_t bytes_in,
                      uint64_t bytes_out, long long queue_ns, long long run_ns, long long t_queued, int code,
                      const char *msg);
-void gsv_job_free(gsv_job *job);
 
 /* Starts the workers (pool mode); every job taken off the queue goes to RUN, which
  * answers and frees it. */
@@ -497,12 +531,8 @@ int gsv_data_copy_start(gsv_conn *c, uint64_t request_id, const struct grp_data_
                         gr_err *e);
 /* "doubles", "scomplex numbers": elements of TYPE, for messages. */
 const char *gsv_data_elems(uint32_t type);
-/* gsv_data_call.c: CALL_DATA: read, bind the refs, queue. */
+/* gsv_data_call.c: CALL_DATA: read, bind the refs, queue (a job of its own kind). */
 int gsv_data_call_request(gsv_conn *c, const grw_header *h);
-/* After the function ran successfully: stores JOB's KEEP outputs (before RESULT goes). */
-void gsv_data_call_done(gsv_job *job);
-/* Frees what JOB holds of the store (references, reservations). */
-void gsv_data_call_release(gsv_job *job);
 
 /* ---------------------------------------------------------------- callbacks (gsv_callback.c) */
 
@@ -510,8 +540,10 @@ void gsv_data_call_release(gsv_job *job);
  * argument vector at the server's side of it. Refuses (E) a function with callbacks
  * under --isolate. */
 int gsv_callback_attach(gsv_server *s, gsv_job *job, gr_err *e);
-/* After invoke: the code of a callback that failed the call (E: why), else GRID_OK. */
-int gsv_callback_failed(const gsv_job *job, gr_err *e);
+/* After invoke: the code of a callback that failed the call (E: why), else GRID_OK (a
+ * kind's ran). */
+int gsv_callback_failed(gsv_job *job, gr_err *e);
+/* Frees JOB's callbacks, if any (from a kind's release). */
 void gsv_callback_detach(gsv_job *job);
 /* The reader read the header H of CALLBACK_RESULT: reads it into the waiting callback's
  * buffers and wakes it. Returns GSV_KEEP or GSV_CLOSE. */
@@ -535,14 +567,6 @@ int gsv_jobs_fetch(gsv_conn *c, const grw_header *h);
 int gsv_jobs_list(gsv_conn *c, const grw_header *h);
 int gsv_jobs_forget(gsv_conn *c, const grw_header *h);
 int gsv_jobs_info(gsv_conn *c, const grw_header *h);
-/* Runs a submitted JOB on a worker (from gsv_call_run): invokes it, keeps its RESULT
- * on disk, frees JOB. */
-void gsv_jobs_run(gsv_server *s, gsv_job *job);
-/* JOB is not run (from gsv_call_fail): a shutdown leaves it to run after the restart;
- * any other CODE is kept as its reply. Frees JOB. */
-void gsv_jobs_fail(gsv_server *s, gsv_job *job, int code, const char *msg);
-/* The server, for threads that have a job without a connection. */
-gsv_server *gsv_jobs_server(void);
 
 /* ---------------------------------------------------------------- listener */
 

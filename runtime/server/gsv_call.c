@@ -1,8 +1,11 @@
-/* gsv_call.c: running one call on a worker thread: give it its share of the BLAS
- * threads, invoke the stub, send RESULT (or ERROR) on the caller's connection, log it,
- * and free everything the call owned so that nothing of it outlives the answer. A
- * result that may keep the worker waiting on a slow reader goes out from a sender
- * thread of its own instead. */
+/* gsv_call.c: the call runner. Any job taken off the queue runs as its kind says
+ * (gsv_call_run); a function call answered on its connection runs here: give it its
+ * share of the BLAS threads, invoke the stub (in a child process under --isolate when
+ * its kind may leave the daemon), send RESULT (or ERROR) on the caller's connection,
+ * log it, and free everything the call owned so that nothing of it outlives the
+ * answer. A result that may keep the worker waiting on a slow reader goes out from a
+ * sender thread of its own instead. What a kind adds on top comes through its
+ * operations (gsv_job_kind): no feature of the server is named here. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -178,22 +181,6 @@ unsigned gsv_call_wait_senders(long long deadline_ns) {
     unsigned n = senders;
     pthread_mutex_unlock(&senders_lock);
     return n;
-}
-
-/* The job the current worker thread is invoking, for grpc_is_canceled_np. */
-static __thread gsv_job *current_job;
-
-/* Called by long-running functions (Ninf-G's cooperative cancel, grpc_executable.h):
- * 1 when the client canceled the call being run on this thread. Exported from gridrpcd
- * for the modules it loads. */
-void gsv_call_current(gsv_job *job) {
-    current_job = job;
-}
-
-int grpc_is_canceled_np(int *error);
-int grpc_is_canceled_np(int *error) {
-    if (error) *error = 0;
-    return current_job && atomic_load(&current_job->canceled) ? 1 : 0;
 }
 
 /* Forks are serialised with the making of each call's channel, so that a child only
@@ -388,35 +375,30 @@ static void run_isolated(gsv_server *s, gsv_job *job, long long queue_ns) {
 }
 
 void gsv_call_run(gsv_server *s, gsv_job *job) {
-    if (job->kept) {
-        gsv_jobs_run(s, job); /* a submitted job: no connection (gsv_jobs.c) */
-        return;
-    }
-    if (job->obj) {
-        gsv_object_run(s, job); /* a method of a remote object: gsv_object.c */
-        return;
-    }
+    job->kind->run(s, job);
+}
+
+void gsv_call_fail(gsv_server *s, gsv_job *job, int code, const char *msg) {
+    job->kind->fail(s, job, code, msg);
+}
+
+void gsv_call_answer(gsv_server *s, gsv_job *job) {
     gr_err e;
     gr_clearerr(&e);
     job->t_started = gr_now_ns();
     long long queue_ns = job->t_started - job->t_queued;
     share_blas_threads(s);
-    if (s->opt.isolate) {
+    if (s->opt.isolate && job->kind->where == GSV_WHERE_ISOLABLE) {
         run_isolated(s, job, queue_ns);
         return;
     }
-    gsv_sched_invoking(s, job, 1);
-    current_job = job;
-    job->fn->stub->invoke(job->call.ptr);
-    current_job = NULL;
-    gsv_sched_invoking(s, job, 0);
+    gsv_job_invoke(s, job);
     long long run_ns = gr_now_ns() - job->t_started;
     gsv_work_learn(s, job, run_ns);
     uint64_t bytes = grp_result_bytes(&job->call);
-    /* A failed callback fails the call (gsv_callback.c). */
-    int rc = gsv_callback_failed(job, &e);
+    /* The kind's own step after the function may still fail the call: before RESULT. */
+    int rc = job->kind->ran ? job->kind->ran(job, &e) : GRID_OK;
     if (!rc) {
-        gsv_data_call_done(job); /* CALL_DATA's KEEP outputs become handles first */
         if (!hand_off(s, job, queue_ns, run_ns, bytes)) finish_call(s, job, queue_ns, run_ns, bytes);
         return;
     }
@@ -427,27 +409,13 @@ void gsv_call_run(gsv_server *s, gsv_job *job) {
     atomic_fetch_add(&s->calls_done, 1);
 }
 
-void gsv_call_fail(gsv_server *s, gsv_job *job, int code, const char *msg) {
-    if (job->kept) {
-        gsv_jobs_fail(s, job, code, msg);
-        return;
-    }
+void gsv_call_refuse(gsv_server *s, gsv_job *job, int code, const char *msg) {
+    (void)s;
     long long queue_ns = gr_now_ns() - job->t_queued;
     gsv_conn_send_error(job->conn, job->request_id, code, msg);
     gsv_call_log(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in, 0, queue_ns, 0, code,
                  msg);
     gsv_job_free(job);
-}
-
-void gsv_job_free(gsv_job *job) {
-    if (!job) return;
-    gsv_callback_detach(job);
-    if (job->obj) gsv_object_job_done(job);
-    if (job->call.desc) grm_release(&job->call);
-    gsv_data_call_release(job);
-    if (job->held) gsv_limits_release(job->conn ? job->conn->srv : gsv_jobs_server(), job);
-    if (job->conn) gsv_conn_unref(job->conn);
-    free(job);
 }
 
 void gsv_call_log(const char *peer, const char *function, uint64_t request_id, uint64_t bytes_in,

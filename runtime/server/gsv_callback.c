@@ -151,8 +151,9 @@ int gsv_callback_attach(gsv_server *s, gsv_job *job, gr_err *e) {
     const grd_desc *d = job->fn->desc;
     job->cb = NULL;
     if (grd_callback_count(d) == 0) return GRID_OK;
-    /* Methods of remote objects run in gridrpcd's process even under --isolate. */
-    if (s->opt.isolate && !job->obj)
+    /* Only a job that stays in gridrpcd's process (a method of a remote object) can wait
+     * on its connection's reader under --isolate. */
+    if (s->opt.isolate && job->kind->where != GSV_WHERE_DAEMON)
         return gr_seterr(e, GRID_ERR_ARGS,
                          "the function takes callbacks, which this server cannot run with calls isolated "
                          "(--isolate): call it on a server without --isolate");
@@ -176,7 +177,7 @@ int gsv_callback_attach(gsv_server *s, gsv_job *job, gr_err *e) {
     return GRID_OK;
 }
 
-int gsv_callback_failed(const gsv_job *job, gr_err *e) {
+int gsv_callback_failed(gsv_job *job, gr_err *e) {
     if (!job->cb || !job->cb->failed) return GRID_OK;
     return gr_seterr(e, job->cb->failed, "%s", job->cb->msg);
 }

@@ -8,7 +8,6 @@
  * (the buffer itself, no copy) before RESULT goes, so the client may use the handle as
  * soon as it has the answer. */
 #include <inttypes.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +23,73 @@ struct gsv_dcall {
     uint64_t reserved;            /* KEEP bytes reserved and not stored yet */
 };
 
+/* After the function ran successfully: stores JOB's KEEP outputs (before RESULT goes). */
+static void keep_outputs(gsv_job *job) {
+    struct gsv_dcall *dc = job->priv;
+    if (!dc) return;
+    const grd_desc *d = job->fn->desc;
+    for (uint32_t k = 0; k < dc->nrefs; k++) {
+        const grp_ref *f = &dc->refs[k];
+        if (!(f->flags & GRP_REF_KEEP)) continue;
+        uint32_t i = f->param;
+        const grd_param *p = &d->params[i];
+        grm_slot *sl = &job->call.sl[i];
+        uint64_t bytes = sl->ext.bytes;
+        /* The output buffer becomes the handle's: no copy. RETURN still sends it from
+         * there, under the call's own reference. */
+        void *buf = sl->own_buf ? job->call.ptr[i] : NULL;
+        if (!buf && bytes) continue; /* never: the server allocated every output */
+        gsv_dbuf *ref = NULL;
+        uint64_t held = gsv_data_store(dc->session, f->handle, p->type, sl->ext.elems, buf, &ref);
+        dc->reserved -= bytes;
+        if (!ref) continue; /* not stored (logged): the buffer stays the call's */
+        sl->own_buf = 0;
+        if (dc->held[k]) gsv_data_release(dc->held[k]); /* the INOUT input's, no longer needed */
+        dc->held[k] = ref;
+        char a[32], b[32];
+        gsv_log(GSV_LOG_INFO,
+                "data keep %s session=%016" PRIx64 " handle=%" PRIu64
+                " from parameter %u (%s) of %s: %" PRIu64 " %s (%s)%s, holding %s",
+                job->conn->peer, dc->session, f->handle, i + 1, p->name, job->fn->qualified, sl->ext.elems,
+                gsv_data_elems(p->type), gsv_data_size(bytes, a, sizeof a),
+                (f->flags & GRP_REF_RETURN) ? " and returned" : "", gsv_data_size(held, b, sizeof b));
+    }
+}
+
+/* Frees what JOB holds of the store (references, reservations). */
+static void release_refs(gsv_job *job) {
+    struct gsv_dcall *dc = job->priv;
+    if (!dc) return;
+    for (uint32_t k = 0; k < dc->nrefs; k++)
+        gsv_data_release(dc->held[k]);
+    if (dc->reserved) gsv_data_unreserve(dc->reserved);
+    free(dc);
+    job->priv = NULL;
+}
+
+/* A failed callback fails the call; else its KEEP outputs become handles. */
+static int data_call_ran(gsv_job *job, gr_err *e) {
+    int rc = gsv_callback_failed(job, e);
+    if (!rc) keep_outputs(job);
+    return rc;
+}
+
+static void data_call_release(gsv_job *job) {
+    gsv_callback_detach(job);
+    release_refs(job);
+}
+
+/* CALL_DATA's job: a call (gsv_call_answer) with data handles bound; it may run in a
+ * child under --isolate (a KEEP output, which must stay here, is refused there). */
+static const gsv_job_kind data_call_kind = {.where = GSV_WHERE_ISOLABLE,
+                                            .run = gsv_call_answer,
+                                            .fail = gsv_call_refuse,
+                                            .ran = data_call_ran,
+                                            .release = data_call_release};
+
 /* Binds the refs of JOB (head read, extents known) and reserves its KEEP outputs. */
 static int bind_refs(gsv_job *job, gr_err *e) {
-    struct gsv_dcall *dc = job->data;
+    struct gsv_dcall *dc = job->priv;
     const grd_desc *d = job->fn->desc;
     const char *fn = job->fn->qualified;
     for (uint32_t k = 0; k < dc->nrefs; k++) {
@@ -107,11 +170,10 @@ int gsv_data_call_request(gsv_conn *c, const grw_header *h) {
         return gsv_request_failed(c, h, "CALL_DATA message", &e);
     }
 
-    gsv_job *job = malloc(offsetof(gsv_job, call) + grm_call_size(f->desc->nparams));
+    gsv_job *job = gsv_job_new(&data_call_kind, s, c, f, h->request_id);
     struct gsv_dcall *dc = calloc(1, sizeof *dc);
-    if (job) memset(job, 0, offsetof(gsv_job, call));
     if (!job || !dc) {
-        free(job);
+        gsv_job_free(job);
         free(dc);
         free(t);
         gr_seterr(&e, GRID_ERR_NOMEM, "the server is out of memory: retry later");
@@ -121,12 +183,7 @@ int gsv_data_call_request(gsv_conn *c, const grw_header *h) {
     dc->nrefs = t->nrefs;
     memcpy(dc->refs, t->refs, t->nrefs * sizeof *t->refs);
     free(t);
-    gsv_conn_ref(c);
-    job->conn = c;
-    job->fn = f;
-    job->request_id = h->request_id;
-    job->data = dc;
-    grm_init(&job->call, f->desc, GRM_SERVER_SIDE);
+    job->priv = dc;
     grp_refs_skip(dc->refs, dc->nrefs, job->call.skip);
     rc = gsv_call_read_args(s, c, job, bind_refs, &e);
     if (rc) {
@@ -137,46 +194,4 @@ int gsv_data_call_request(gsv_conn *c, const grw_header *h) {
     }
     gsv_call_queue(s, job);
     return GSV_KEEP;
-}
-
-void gsv_data_call_done(gsv_job *job) {
-    struct gsv_dcall *dc = job->data;
-    if (!dc) return;
-    const grd_desc *d = job->fn->desc;
-    for (uint32_t k = 0; k < dc->nrefs; k++) {
-        const grp_ref *f = &dc->refs[k];
-        if (!(f->flags & GRP_REF_KEEP)) continue;
-        uint32_t i = f->param;
-        const grd_param *p = &d->params[i];
-        grm_slot *sl = &job->call.sl[i];
-        uint64_t bytes = sl->ext.bytes;
-        /* The output buffer becomes the handle's: no copy. RETURN still sends it from
-         * there, under the call's own reference. */
-        void *buf = sl->own_buf ? job->call.ptr[i] : NULL;
-        if (!buf && bytes) continue; /* never: the server allocated every output */
-        gsv_dbuf *ref = NULL;
-        uint64_t held = gsv_data_store(dc->session, f->handle, p->type, sl->ext.elems, buf, &ref);
-        dc->reserved -= bytes;
-        if (!ref) continue; /* not stored (logged): the buffer stays the call's */
-        sl->own_buf = 0;
-        if (dc->held[k]) gsv_data_release(dc->held[k]); /* the INOUT input's, no longer needed */
-        dc->held[k] = ref;
-        char a[32], b[32];
-        gsv_log(GSV_LOG_INFO,
-                "data keep %s session=%016" PRIx64 " handle=%" PRIu64
-                " from parameter %u (%s) of %s: %" PRIu64 " %s (%s)%s, holding %s",
-                job->conn->peer, dc->session, f->handle, i + 1, p->name, job->fn->qualified, sl->ext.elems,
-                gsv_data_elems(p->type), gsv_data_size(bytes, a, sizeof a),
-                (f->flags & GRP_REF_RETURN) ? " and returned" : "", gsv_data_size(held, b, sizeof b));
-    }
-}
-
-void gsv_data_call_release(gsv_job *job) {
-    struct gsv_dcall *dc = job->data;
-    if (!dc) return;
-    for (uint32_t k = 0; k < dc->nrefs; k++)
-        gsv_data_release(dc->held[k]);
-    if (dc->reserved) gsv_data_unreserve(dc->reserved);
-    free(dc);
-    job->data = NULL;
 }

@@ -14,8 +14,8 @@
  * crash interrupted: never acknowledged) are removed. Finished jobs older than
  * --job-keep are removed by a sweeper thread.
  *
- * A job runs on the worker pool like a call, with no connection: gsv_call_run hands it
- * here (gsv_jobs_run). It runs in the server process even under --isolate. A full disk
+ * A job runs on the worker pool like a call, with no connection: its kind (submit_kind)
+ * runs it here. It runs in the server process even under --isolate. A full disk
  * refuses the SUBMIT (GRID_ERR_IO naming the folder); a result the disk refuses is kept
  * in memory (a memfd) so the job stays fetchable until the server stops, and runs again
  * after a restart since its SUBMIT is still on disk. */
@@ -57,10 +57,6 @@ static struct {
     pthread_t sweeper;
     int sweeping;
 } st = {NULL, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, "", -1, 0, 0};
-
-gsv_server *gsv_jobs_server(void) {
-    return st.s;
-}
 
 static uint64_t now_ms(void) {
     struct timespec ts;
@@ -245,18 +241,15 @@ static void finish(gsv_kept *k, reply_arg *a) {
 
 /* ---------------------------------------------------------------- running */
 
-void gsv_jobs_run(gsv_server *s, gsv_job *job) {
-    gsv_kept *k = job->kept;
+/* Runs a submitted JOB on a worker: invokes it, keeps its RESULT on disk, frees JOB. */
+static void run_kept(gsv_server *s, gsv_job *job) {
+    gsv_kept *k = job->priv;
     pthread_mutex_lock(&st.lock);
     k->j.state = GRP_JOB_RUNNING;
     pthread_mutex_unlock(&st.lock);
     job->t_started = gr_now_ns();
     long long queue_ns = job->t_started - job->t_queued;
-    gsv_sched_invoking(s, job, 1);
-    gsv_call_current(job);
-    job->fn->stub->invoke(job->call.ptr);
-    gsv_call_current(NULL);
-    gsv_sched_invoking(s, job, 0);
+    gsv_job_invoke(s, job);
     long long run_ns = gr_now_ns() - job->t_started;
     gsv_work_learn(s, job, run_ns);
     reply_arg a = {job, GRID_OK, NULL, queue_ns, run_ns};
@@ -269,9 +262,11 @@ void gsv_jobs_run(gsv_server *s, gsv_job *job) {
     atomic_fetch_add(&s->calls_done, 1);
 }
 
-void gsv_jobs_fail(gsv_server *s, gsv_job *job, int code, const char *msg) {
+/* JOB is not run: a shutdown leaves it to run after the restart; any other CODE is kept
+ * as its reply. Frees JOB. */
+static void fail_kept(gsv_server *s, gsv_job *job, int code, const char *msg) {
     (void)s;
-    gsv_kept *k = job->kept;
+    gsv_kept *k = job->priv;
     if (code == GRID_ERR_SHUTDOWN) {
         /* Not run: it stays on disk unfinished and runs after the restart. */
         gsv_log(GSV_LOG_INFO, "job %s: not run before the shutdown; it runs when the server starts again",
@@ -283,6 +278,10 @@ void gsv_jobs_fail(gsv_server *s, gsv_job *job, int code, const char *msg) {
     }
     gsv_job_free(job);
 }
+
+/* A submitted job: no connection; it stays in the server process (its result is kept
+ * here), and what it holds is its gsv_kept, which outlives it (st.list). */
+static const gsv_job_kind submit_kind = {.where = GSV_WHERE_DAEMON, .run = run_kept, .fail = fail_kept};
 
 /* Loads the kept SUBMIT of K and queues it. Returns GRID_OK, or the error that fails the
  * job (E; the function is gone, or the file cannot be read). */
@@ -311,14 +310,11 @@ static int load_and_queue(gsv_server *s, gsv_kept *k, gr_err *e) {
         rc = gr_seterr(e, GRID_ERR_STALE, "the interface of %s changed while the job waited to run again",
                        f->qualified);
     if (!rc) {
-        job = malloc(offsetof(gsv_job, call) + grm_call_size(f->desc->nparams));
+        job = gsv_job_new(&submit_kind, s, NULL, f, 0);
         if (!job) rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
     }
     if (!rc) {
-        memset(job, 0, offsetof(gsv_job, call));
-        job->fn = f;
-        job->kept = k;
-        grm_init(&job->call, f->desc, GRM_SERVER_SIDE);
+        job->priv = k;
         rc = grp_read_call_head(r, &job->call, &s->opt.limits, e);
         if (!rc) rc = grp_read_call_bulk(r, &job->call, e);
         job->bytes_in = r->consumed;
@@ -332,7 +328,7 @@ static int load_and_queue(gsv_server *s, gsv_kept *k, gr_err *e) {
     }
     job->t_queued = gr_now_ns();
     if (gsv_sched_submit(s, job, e) != GRID_OK) {
-        gsv_jobs_fail(s, job, e->code, e->msg);
+        fail_kept(s, job, e->code, e->msg);
         return GRID_OK; /* answered */
     }
     return GRID_OK;
@@ -390,14 +386,11 @@ int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
         gr_seterr(&e, GRID_ERR_CONFIG, "this server keeps no jobs");
         return gsv_request_failed(c, h, "SUBMIT message", &e);
     }
-    gsv_job *job = malloc(offsetof(gsv_job, call) + grm_call_size(f->desc->nparams));
+    gsv_job *job = gsv_job_new(&submit_kind, s, NULL, f, 0);
     if (!job) {
         gr_seterr(&e, GRID_ERR_NOMEM, "the server is out of memory: retry later");
         return gsv_request_failed(c, h, "SUBMIT message", &e);
     }
-    memset(job, 0, offsetof(gsv_job, call));
-    job->fn = f;
-    grm_init(&job->call, f->desc, GRM_SERVER_SIDE);
     int rc = gsv_call_read_args(s, c, job, NULL, &e);
     if (rc) {
         gsv_job_free(job);
@@ -440,7 +433,7 @@ int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
         free(k);
         return gsv_conn_send_error(c, h->request_id, GRID_ERR_IO, msg) ? GSV_CLOSE : GSV_KEEP;
     }
-    job->kept = k;
+    job->priv = k;
     pthread_mutex_lock(&st.lock);
     k->next = st.list;
     st.list = k;
@@ -454,9 +447,9 @@ int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
         !w || gsv_reply_unlock(c, grp_write_job_id(w, GRW_SUBMITTED, h->request_id, k->j.id, &e), &e);
     job->t_queued = gr_now_ns();
     if (atomic_load(&s->stopping))
-        gsv_jobs_fail(s, job, GRID_ERR_SHUTDOWN, "shutting down");
+        fail_kept(s, job, GRID_ERR_SHUTDOWN, "shutting down");
     else if (gsv_sched_submit(s, job, &e) != GRID_OK)
-        gsv_jobs_fail(s, job, e.code, e.msg);
+        fail_kept(s, job, e.code, e.msg);
     return closing ? GSV_CLOSE : GSV_KEEP;
 }
 

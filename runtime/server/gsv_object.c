@@ -14,7 +14,6 @@
  * Methods always run in the server process, --isolate or not: the state lives here.
  * One lock (olock) guards the table and every object's queue; it is never held while
  * another lock is taken or a message is written. */
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +89,8 @@ static void unlist(gsv_object *o) {
     if (o->owner) atomic_fetch_sub(&o->owner->objects, 1);
 }
 
+static const gsv_job_kind create_kind, invoke_kind, destroy_kind, drop_kind;
+
 /* Hands JOB to the scheduler, or answers it when the server will not take it. */
 static void schedule(gsv_server *s, gsv_job *job) {
     gr_err e;
@@ -97,15 +98,15 @@ static void schedule(gsv_server *s, gsv_job *job) {
     int rc = atomic_load(&s->stopping) ? gr_seterr(&e, GRID_ERR_SHUTDOWN, "the server is shutting down")
                                        : gsv_sched_submit(s, job, &e);
     if (rc == GRID_OK) return;
-    if (job->obj_op == GSV_OBJ_DESTROY || job->obj_op == GSV_OBJ_DROP) {
+    if (job->kind == &destroy_kind || job->kind == &drop_kind) {
         /* The object ends anyway: run _finalize here rather than leak its state. */
-        gsv_object_run(s, job);
+        job->kind->run(s, job);
         return;
     }
-    if (job->obj_op == GSV_OBJ_CREATE) {
+    if (job->kind == &create_kind) {
         /* Never made: the client hears so, and nobody can name the object. */
         pthread_mutex_lock(&olock);
-        unlist(job->obj);
+        unlist(job->priv);
         pthread_mutex_unlock(&olock);
     }
     gsv_call_fail(s, job, rc, e.msg);
@@ -115,11 +116,11 @@ static void schedule(gsv_server *s, gsv_job *job) {
  * before it. An invocation of an object destroyed meanwhile (its owner closed while the
  * request was read) is refused: returns 0 and JOB is not the object's. */
 static int submit(gsv_server *s, gsv_job *job) {
-    gsv_object *o = job->obj;
+    gsv_object *o = job->priv;
     pthread_mutex_lock(&olock);
-    if (job->obj_op == GSV_OBJ_INVOKE && !o->listed) {
+    if (job->kind == &invoke_kind && !o->listed) {
         pthread_mutex_unlock(&olock);
-        job->obj = NULL;
+        job->priv = NULL;
         return 0;
     }
     o->jobs++;
@@ -127,9 +128,9 @@ static int submit(gsv_server *s, gsv_job *job) {
     if (now) {
         o->busy = 1;
     } else {
-        job->obj_next = NULL;
+        job->next = NULL;
         if (o->qtail)
-            o->qtail->obj_next = job;
+            o->qtail->next = job;
         else
             o->qhead = job;
         o->qtail = job;
@@ -139,14 +140,16 @@ static int submit(gsv_server *s, gsv_job *job) {
     return 1;
 }
 
-void gsv_object_job_done(gsv_job *job) {
-    gsv_object *o = job->obj;
-    job->obj = NULL;
+/* The job is over (its kind's release): the object's next job gets its turn. */
+static void job_done(gsv_job *job) {
+    gsv_object *o = job->priv;
+    if (!o) return; /* never the object's */
+    job->priv = NULL;
     pthread_mutex_lock(&olock);
     o->jobs--;
     gsv_job *next = o->qhead;
     if (next) {
-        o->qhead = next->obj_next;
+        o->qhead = next->next;
         if (!o->qhead) o->qtail = NULL;
     } else {
         o->busy = 0;
@@ -161,18 +164,11 @@ void gsv_object_job_done(gsv_job *job) {
     }
 }
 
-/* A new job of OP for object O (NULL for a create) on connection C. */
-static gsv_job *new_job(gsv_conn *c, gsv_object *o, const gsv_function *f, int op, uint64_t request_id) {
-    gsv_job *job = malloc(offsetof(gsv_job, call) + grm_call_size(f->desc->nparams));
-    if (!job) return NULL;
-    memset(job, 0, offsetof(gsv_job, call));
-    gsv_conn_ref(c);
-    job->conn = c;
-    job->fn = f;
-    job->obj = o;
-    job->obj_op = op;
-    job->request_id = request_id;
-    grm_init(&job->call, f->desc, GRM_SERVER_SIDE);
+/* A new job of KIND for object O on connection C. */
+static gsv_job *new_job(gsv_conn *c, gsv_object *o, const gsv_function *f, const gsv_job_kind *kind,
+                        uint64_t request_id) {
+    gsv_job *job = gsv_job_new(kind, c->srv, c, f, request_id);
+    if (job) job->priv = o;
     return job;
 }
 
@@ -199,7 +195,7 @@ static int on_create(gsv_conn *c, const grw_header *h) {
     }
     gsv_object *o = calloc(1, sizeof *o);
     if (o) o->state = calloc(1, cls->stub->state_size ? cls->stub->state_size : 1);
-    gsv_job *job = o && o->state ? new_job(c, o, cls->init, GSV_OBJ_CREATE, h->request_id) : NULL;
+    gsv_job *job = o && o->state ? new_job(c, o, cls->init, &create_kind, h->request_id) : NULL;
     if (!job) {
         if (o) free(o->state);
         free(o);
@@ -252,7 +248,7 @@ static int on_invoke(gsv_conn *c, const grw_header *h) {
             f->qualified, (unsigned long long)f->desc->hash, (unsigned long long)t.hash);
         f = NULL;
     }
-    gsv_job *job = f ? new_job(c, o, f, GSV_OBJ_INVOKE, h->request_id) : NULL;
+    gsv_job *job = f ? new_job(c, o, f, &invoke_kind, h->request_id) : NULL;
     if (f && !job) gr_seterr(&e, GRID_ERR_NOMEM, "the server is out of memory: retry later");
     int rc = job ? GRID_OK : e.code;
     if (!rc) rc = grp_read_call_head(&c->r, &job->call, &s->opt.limits, &e);
@@ -269,14 +265,14 @@ static int on_invoke(gsv_conn *c, const grw_header *h) {
             gsv_call_log(c->peer, f ? f->qualified : t.method, h->request_id, c->r.consumed, 0, 0, 0, e.code,
                          e.msg);
         if (job) {
-            job->obj = NULL; /* not submitted: only the read's hold is dropped below */
+            job->priv = NULL; /* not submitted: only the read's hold is dropped below */
             gsv_job_free(job);
         }
     }
     /* The job holds the object from here (submit counts it); then the read's hold goes,
      * never before: a hold of zero lets the object be freed. */
     if (!rc && cbrc) {
-        job->obj = NULL; /* not submitted */
+        job->priv = NULL; /* not submitted */
         gsv_call_fail(s, job, e.code, e.msg);
     }
     int queued = !rc && !cbrc && submit(s, job);
@@ -305,8 +301,8 @@ static int on_invoke(gsv_conn *c, const grw_header *h) {
 /* Ends O (unlisted by the caller, who also took a hold on it: jobs + 1, so that its
  * last job cannot free it meanwhile): queues its _finalize after its other jobs, then
  * drops the hold. */
-static void destroy(gsv_object *o, gsv_conn *c, int op, uint64_t request_id) {
-    gsv_job *job = new_job(c, o, o->cls->final, op, request_id);
+static void destroy(gsv_object *o, gsv_conn *c, const gsv_job_kind *kind, uint64_t request_id) {
+    gsv_job *job = new_job(c, o, o->cls->final, kind, request_id);
     if (job) {
         submit(o->srv, job); /* a destroy is never refused */
     } else {
@@ -336,7 +332,7 @@ static int on_destroy(gsv_conn *c, const grw_header *h) {
     }
     pthread_mutex_unlock(&olock);
     if (!o) return fail(c, h, "OBJ_DESTROY", &e);
-    destroy(o, c, GSV_OBJ_DESTROY, h->request_id);
+    destroy(o, c, &destroy_kind, h->request_id);
     return GSV_KEEP;
 }
 
@@ -345,18 +341,18 @@ gsv_job *gsv_object_cancel(gsv_conn *c, uint64_t request_id) {
     pthread_mutex_lock(&olock);
     for (unsigned b = 0; b < NBUCKETS && !found; b++)
         for (gsv_object *o = buckets[b]; o && !found; o = o->hnext)
-            for (gsv_job **pp = &o->qhead; *pp; pp = &(*pp)->obj_next) {
+            for (gsv_job **pp = &o->qhead; *pp; pp = &(*pp)->next) {
                 gsv_job *j = *pp;
-                if (j->conn != c || j->request_id != request_id || j->obj_op != GSV_OBJ_INVOKE) continue;
-                *pp = j->obj_next;
+                if (j->conn != c || j->request_id != request_id || j->kind != &invoke_kind) continue;
+                *pp = j->next;
                 if (o->qtail == j) {
                     o->qtail = NULL;
-                    for (gsv_job *k = o->qhead; k; k = k->obj_next)
+                    for (gsv_job *k = o->qhead; k; k = k->next)
                         o->qtail = k;
                 }
                 /* It never had its turn: the object's running job keeps it alive. */
                 o->jobs--;
-                j->obj = NULL;
+                j->priv = NULL;
                 found = j;
                 break;
             }
@@ -383,7 +379,7 @@ void gsv_objects_conn_closed(gsv_conn *c) {
         if (!o) return;
         gsv_log(GSV_LOG_DEBUG, "%s: connection closed: destroying its object of %s", c->peer,
                 o->cls->qualified);
-        destroy(o, c, GSV_OBJ_DROP, 0);
+        destroy(o, c, &drop_kind, 0);
     }
 }
 
@@ -399,10 +395,10 @@ int gsv_object_request(gsv_conn *c, const grw_header *h) {
 
 static int reply(gsv_server *s, gsv_job *job, long long queue_ns, long long run_ns, uint64_t *bytes,
                  gr_err *e) {
-    gsv_object *o = job->obj;
-    *bytes = job->obj_op == GSV_OBJ_INVOKE ? grp_result_bytes(&job->call) : 64;
+    gsv_object *o = job->priv;
+    *bytes = job->kind == &invoke_kind ? grp_result_bytes(&job->call) : 64;
     /* A failed callback fails the invocation (gsv_callback.c). */
-    if (job->obj_op == GSV_OBJ_INVOKE && gsv_callback_failed(job, e)) {
+    if (job->kind == &invoke_kind && gsv_callback_failed(job, e)) {
         *bytes = 0;
         gsv_conn_send_error(job->conn, job->request_id, e->code, e->msg);
         return e->code;
@@ -410,9 +406,9 @@ static int reply(gsv_server *s, gsv_job *job, long long queue_ns, long long run_
     grw_writer *w = gsv_reply_lock(job->conn, *bytes);
     if (!w) return gr_seterr(e, GRID_ERR_CONN_LOST, "the connection was lost before the reply could be sent");
     int rc;
-    if (job->obj_op == GSV_OBJ_CREATE) {
+    if (job->kind == &create_kind) {
         rc = grp_write_obj_created(w, job->request_id, o->id, o->cls->qualified, e);
-    } else if (job->obj_op == GSV_OBJ_DESTROY) {
+    } else if (job->kind == &destroy_kind) {
         rc = grp_write_empty(w, GRW_OBJ_DESTROYED, job->request_id, e);
     } else {
         grp_result_times t = {(uint64_t)queue_ns, (uint64_t)run_ns};
@@ -422,8 +418,10 @@ static int reply(gsv_server *s, gsv_job *job, long long queue_ns, long long run_
     return rc;
 }
 
-void gsv_object_run(gsv_server *s, gsv_job *job) {
-    gsv_object *o = job->obj;
+/* Runs an object job on a worker: the method on the object's state, then the reply;
+ * frees the job. */
+static void run(gsv_server *s, gsv_job *job) {
+    gsv_object *o = job->priv;
     gr_err e;
     gr_clearerr(&e);
     job->t_started = gr_now_ns();
@@ -431,15 +429,11 @@ void gsv_object_run(gsv_server *s, gsv_job *job) {
     if (job->fn->stub) {
         /* gridrpc_stub.h: the entry after the last argument is the object's state. */
         job->call.ptr[job->fn->desc->nparams] = o->state;
-        gsv_sched_invoking(s, job, 1);
-        gsv_call_current(job); /* a CANCEL flags it for grpc_is_canceled_np */
-        job->fn->stub->invoke(job->call.ptr);
-        gsv_call_current(NULL);
-        gsv_sched_invoking(s, job, 0);
+        gsv_job_invoke(s, job); /* a CANCEL flags it for grpc_is_canceled_np */
     }
     long long run_ns = gr_now_ns() - job->t_started;
     uint64_t bytes = 0;
-    int rc = job->obj_op == GSV_OBJ_DROP ? GRID_OK : reply(s, job, queue_ns, run_ns, &bytes, &e);
+    int rc = job->kind == &drop_kind ? GRID_OK : reply(s, job, queue_ns, run_ns, &bytes, &e);
     char what[GRP_MAX_FUNCTION_NAME + 40];
     snprintf(what, sizeof what, "%s [object %016llx]", job->fn->qualified, (unsigned long long)o->id);
     gsv_call_log_at(job->conn->peer, what, job->request_id, job->bytes_in, rc ? 0 : bytes, queue_ns, run_ns,
@@ -447,3 +441,21 @@ void gsv_object_run(gsv_server *s, gsv_job *job) {
     gsv_job_free(job);
     atomic_fetch_add(&s->calls_done, 1);
 }
+
+static void release(gsv_job *job) {
+    gsv_callback_detach(job);
+    job_done(job);
+}
+
+/* An object's jobs run in gridrpcd's process, --isolate or not: the state lives here.
+ * One not run is answered like a call (gsv_call_refuse); its release gives the
+ * object's next job its turn. DROP, a destroy nobody asked for (the owner left), has
+ * no reply. */
+static const gsv_job_kind create_kind = {
+    .where = GSV_WHERE_DAEMON, .run = run, .fail = gsv_call_refuse, .release = release};
+static const gsv_job_kind invoke_kind = {
+    .where = GSV_WHERE_DAEMON, .run = run, .fail = gsv_call_refuse, .release = release};
+static const gsv_job_kind destroy_kind = {
+    .where = GSV_WHERE_DAEMON, .run = run, .fail = gsv_call_refuse, .release = release};
+static const gsv_job_kind drop_kind = {
+    .where = GSV_WHERE_DAEMON, .run = run, .fail = gsv_call_refuse, .release = release};

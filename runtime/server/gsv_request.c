@@ -5,7 +5,6 @@
 #include "config.h"
 
 #include <stdio.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -158,6 +157,14 @@ static int on_cancel(gsv_conn *c, const grw_header *h) {
     return GSV_KEEP;
 }
 
+/* CALL's job: answered on its connection, in a child process under --isolate; a failed
+ * callback (gsv_callback.c) fails it, and its callbacks go with it. */
+static const gsv_job_kind call_kind = {.where = GSV_WHERE_ISOLABLE,
+                                       .run = gsv_call_answer,
+                                       .fail = gsv_call_refuse,
+                                       .ran = gsv_callback_failed,
+                                       .release = gsv_callback_detach};
+
 static int on_call(gsv_conn *c, const grw_header *h) {
     gsv_server *s = c->srv;
     gr_err e;
@@ -176,19 +183,11 @@ static int on_call(gsv_conn *c, const grw_header *h) {
         return gsv_request_failed(c, h, "CALL message", &e);
     }
 
-    /* Only the job's header is zeroed: grm_init prepares as many argument slots as the
-     * function has, not the whole table (a null call stays cheap). */
-    gsv_job *job = malloc(offsetof(gsv_job, call) + grm_call_size(f->desc->nparams));
-    if (job) memset(job, 0, offsetof(gsv_job, call));
+    gsv_job *job = gsv_job_new(&call_kind, s, c, f, h->request_id);
     if (!job) {
         gr_seterr(&e, GRID_ERR_NOMEM, "the server is out of memory: retry later");
         return gsv_request_failed(c, h, "CALL message", &e);
     }
-    gsv_conn_ref(c);
-    job->conn = c;
-    job->fn = f;
-    job->request_id = h->request_id;
-    grm_init(&job->call, f->desc, GRM_SERVER_SIDE);
     int rc = gsv_call_read_args(s, c, job, NULL, &e);
     if (rc) {
         if (e.code != GRID_ERR_CONN_LOST && e.code != GRID_ERR_TIMEOUT)

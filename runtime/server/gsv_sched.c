@@ -91,7 +91,7 @@ static void *pool_worker(void *arg) {
 
 static void *thread_worker(void *arg) {
     gsv_job *job = arg;
-    gsv_server *s = job->conn ? job->conn->srv : gsv_jobs_server(); /* a submitted job has none */
+    gsv_server *s = job->srv;
     run_counted(s, job);
     pthread_mutex_lock(&s->sched.lock);
     s->sched.threads--;
@@ -235,8 +235,10 @@ void gsv_sched_stop(gsv_server *s) {
     q->len = q->cap = 0;
     pthread_cond_broadcast(&q->work);
     pthread_mutex_unlock(&q->lock);
+    /* Each through its kind: a kept job stays on disk to run after the restart. */
     for (size_t i = 0; i < n; i++)
-        gsv_call_fail(s, left[i], GRID_ERR_SHUTDOWN, "the server is shutting down: retry on another server");
+        left[i]->kind->fail(s, left[i], GRID_ERR_SHUTDOWN,
+                            "the server is shutting down: retry on another server");
     free(left);
 }
 
