@@ -134,7 +134,8 @@ TEST_F(Async, CancelRunningCall) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     auto t0 = std::chrono::steady_clock::now();
     ASSERT_EQ(GRID_OK, grid_cancel(id));
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500)); // released at once
+    // Released at once: well before the 5 s call would end, with room for a loaded machine.
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2500));
     EXPECT_EQ(GRID_ERR_CANCELED, grid_wait(id));
     EXPECT_EQ(GRID_ERR_CANCELED, grid_call_error_np(id));
     // The server saw the flag and stopped early: the next call on it runs promptly.

@@ -502,7 +502,8 @@ TEST_F(Ogf, CancelQueuedAndRunningCalls) {
     auto t0 = std::chrono::steady_clock::now();
     EXPECT_EQ(GRPC_NO_ERROR, grpc_cancel_all());
     EXPECT_EQ(GRPC_SESSION_FAILED, grpc_wait_all());
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+    // Well before the 5 s call would end (room for a loaded machine, not for waiting it out).
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2500));
     EXPECT_EQ(GRPC_CANCELED_NP, grpc_get_error(running2));
     EXPECT_EQ(GRPC_NO_ERROR, grpc_get_error(running));
     for (double v : out)
@@ -807,7 +808,8 @@ TEST_F(Ogf, WaitTransferReturnsOnceTheServerHoldsTheArguments) {
         Paused stop(own.pid());
         auto t0 = std::chrono::steady_clock::now();
         ASSERT_EQ(GRPC_NO_ERROR, grpc_call_async(&fast, &late, 0.0));
-        EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(300));
+        // The server is stopped: a call that waited for it would never return here.
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
         EXPECT_EQ(GRPC_NOT_COMPLETED, grpc_probe(late));
     }
     EXPECT_EQ(GRPC_NO_ERROR, grpc_wait(late));
