@@ -143,31 +143,10 @@ static const char help_text[] =
     "Exit status: 0 after a clean shutdown, 1 if the server cannot start, 2 on a usage error.\n"
     "See docs/server.md.\n";
 
-/* Reports a usage error on stderr, naming the option; returns the exit status 2. */
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = gr_usage_verror("gridrpcd", fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-/* A count (--threads): not a setting of gr_settings, as it has no unit. */
-static int parse_count(const char *opt, const char *v, unsigned long max, unsigned *out) {
-    char msg[600];
-    return gr_opt_count(opt, v, max, out, msg, sizeof msg) ? usage_error("%s", msg) : 0;
-}
-
-/* A count of at least 1 (a limit of 0 would refuse everything). */
-static int parse_positive(const char *opt, const char *v, unsigned long max, unsigned *out) {
-    unsigned n;
-    int rc = parse_count(opt, v, max, &n);
-    if (rc) return rc;
-    if (n == 0) return usage_error("%s: '%s' must be at least 1", opt, v);
-    *out = n;
-    return 0;
-}
+/* The daemon core's usage errors and counts (gdm_opts.c), in gridrpcd's name. */
+#define usage_error(...) gdm_usage_error("gridrpcd", __VA_ARGS__)
+#define parse_count(opt, v, max, out) gdm_opt_count("gridrpcd", opt, v, max, out)
+#define parse_positive(opt, v, max, out) gdm_opt_positive("gridrpcd", opt, v, max, out)
 
 static int parse_size(const char *opt, const char *v, uint64_t max, uint64_t *out) {
     char err[512];
