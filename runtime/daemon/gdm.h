@@ -170,5 +170,24 @@ int gdm_usage_error(const char *prog, const char *fmt, ...) __attribute__((forma
 int gdm_opt_count(const char *prog, const char *opt, const char *v, unsigned long max, unsigned *out);
 /* The same, at least 1 (a limit of 0 would refuse everything). */
 int gdm_opt_positive(const char *prog, const char *opt, const char *v, unsigned long max, unsigned *out);
+/* An address to listen on (--host) into *OUT: 0, or the usage error's status. */
+int gdm_opt_host(const char *prog, const char *opt, const char *v, const char **out);
+/* A port (--port, 0: any) into *OUT: 0, or the usage error's status. */
+int gdm_opt_port(const char *prog, const char *opt, const char *v, int *out);
+/* A token (--token) into *OUT: 0, or the usage error's status. */
+int gdm_opt_token(const char *prog, const char *opt, const char *v, const char **out);
+/* --tls-cert and --tls-key come together: 0, or the usage error's status. */
+int gdm_opt_tls_pair(const char *prog, const char *cert, const char *key);
+
+struct option;
+/* Reads the command line with getopt_long: -h prints HELP, -V the version (both: 0);
+ * a missing value, an unknown option or a word that is not an option is a usage error
+ * (its status, 2); every other option goes to APPLY(CTX, VAL, VALUE), which returns 0
+ * or a status. Returns -1 when the daemon is to run. SHORTOPTS: its flags beyond hV. */
+int gdm_opt_parse(const char *prog, int argc, char **argv, const char *shortopts,
+                  const struct option *longopts, const char *help, const char *extra_arg,
+                  int (*apply)(void *ctx, int val, const char *v), void *ctx);
+/* "--name" of the option of LONGOPTS whose value is VAL, for messages. */
+const char *gdm_opt_name(const struct option *longopts, int val, char *buf, size_t n);
 
 #endif /* GDM_H */
