@@ -1,7 +1,8 @@
 /* gms.h: the internals of gridmetad, the metaserver, shared by its files (prefix gms_).
  * One file per job: options, logging, the in-memory state (servers, links, pending work,
  * decisions), the schedulers (pure functions over a snapshot of candidates), the SQLite
- * registry and its writer thread, the network (listener, one thread per connection),
+ * registry and its writer thread, the network (the daemon core of runtime/daemon: the
+ * listener, one thread per connection),
  * the status JSON and the HTTP server, main.
  *
  * Threads and what they own:
