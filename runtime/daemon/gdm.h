@@ -14,7 +14,6 @@
 #define GDM_H
 
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/socket.h>
