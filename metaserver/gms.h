@@ -1,7 +1,8 @@
 /* gms.h: the internals of gridmetad, the metaserver, shared by its files (prefix gms_).
  * One file per job: options, logging, the in-memory state (servers, links, pending work,
  * decisions), the schedulers (pure functions over a snapshot of candidates), the SQLite
- * registry and its writer thread, the network (listener, one thread per connection),
+ * registry and its writer thread, the network (the daemon core of runtime/daemon: the
+ * listener, one thread per connection),
  * the status JSON and the HTTP server, main.
  *
  * Threads and what they own:
@@ -22,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gdm.h"
 #include "gr_error.h"
 #include "gr_log.h"
 #include "grp_auth.h"
@@ -382,34 +384,25 @@ extern const unsigned int gms_status_html_len;
 
 typedef struct gms_conn gms_conn;
 typedef struct gms_net {
+    gdm_daemon dm; /* the listener, the connections and their limits (runtime/daemon) */
     gms_state *st;
     const gms_options *opt;
-    int fd;
-    struct grw_tls_ctx *tls; /* the listener's TLS context, or NULL */
-    pthread_mutex_t lock;    /* the connection list */
-    gms_conn *conns;
-    unsigned nconns;
-    int stopping;
-    struct gr_connlimit *connlimit; /* per address and in total (runtime/common/gr_connlimit.c) */
 } gms_net;
 
+/* A connection: the core's fields (fd, peer, addr, r, w, tls, hello_done; gdm.h), then
+ * the metaserver's. */
 struct gms_conn {
+    GDM_CONN_HEAD;
     gms_net *net;
-    int fd;
-    char peer[80];      /* "host:port" */
     char peer_host[64]; /* the site of a client that declares none */
-    int hello_done;
     int server;         /* it registered a server: its heartbeats keep it, never idle-closed */
-    long long hello_by; /* HELLO must come before this (gr_now_ns; --io-timeout) */
-    struct sockaddr_storage addr;
-    gms_conn *prev, *next;
-    struct grw_tls *tls; /* the TLS session (a TLS listener), set before any write */
-    grw_reader r;
-    grw_writer w;
 };
 
-enum { GMS_KEEP = 0, GMS_CLOSE = 1, GMS_REFUSE = 2 };
+enum { GMS_KEEP = GDM_KEEP, GMS_CLOSE = GDM_CLOSE, GMS_REFUSE = GDM_REFUSE };
 
+/* Sets up N's daemon core for ST and the options O (no socket yet); 0, or -1 when out
+ * of memory. */
+int gms_net_init(gms_net *n, gms_state *st, const gms_options *o);
 gms_net *gms_net_listen(gms_state *st, const gms_options *o, gr_err *e);
 /* Accepts until SIGFD reports SIGTERM or SIGINT, then closes every connection. */
 void gms_net_run(gms_net *n, int sigfd);
@@ -417,12 +410,13 @@ void gms_net_free(gms_net *n);
 /* Answers the request whose header H was read (gms_request.c). */
 int gms_request_serve(gms_conn *c, const grw_header *h);
 /* Writes ERROR CODE/MSG; 0, or -1 when the connection is broken. */
-int gms_conn_send_error(gms_conn *c, uint64_t id, int code, const char *msg);
-/* A writer on C's socket with the I/O deadline set for BYTES. */
-grw_writer *gms_conn_writer(gms_conn *c, uint64_t bytes);
-
-/* "host:port" ("[v6]:port") of a socket address; HOST alone into HOSTONLY if not NULL. */
-struct sockaddr;
-void gms_format_addr(const struct sockaddr *sa, char *out, size_t len, char *hostonly, size_t hostlen);
+static inline int gms_conn_send_error(gms_conn *c, uint64_t id, int code, const char *msg) {
+    return gdm_send_error(&c->core, id, code, msg) ? -1 : 0;
+}
+/* A writer on C's socket with the I/O deadline set for BYTES (the connection's thread
+ * is its only writer). */
+static inline grw_writer *gms_conn_writer(gms_conn *c, uint64_t bytes) {
+    return gdm_writer(&c->core, bytes);
+}
 
 #endif /* GMS_H */

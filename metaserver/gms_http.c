@@ -3,7 +3,6 @@
  * JSON of gms_status.c. We bind the socket ourselves (loopback by default, any free
  * port for 0) and hand it to the library, so the address printed is the one bound. */
 #include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,36 +67,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 }
 
 struct gms_http *gms_http_start(gms_state *st, const char *host, int port, gr_err *e) {
-    struct addrinfo hints, *res = NULL, *ai;
-    char ps[16];
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    snprintf(ps, sizeof ps, "%d", port);
-    int rc = getaddrinfo(host, ps, &hints, &res);
-    if (rc) {
-        gr_seterr(e, GRID_ERR_CONFIG, "--http-host '%s': cannot resolve the address: %s", host,
-                  gai_strerror(rc));
-        return NULL;
-    }
-    int fd = -1, err = 0;
-    for (ai = res; ai; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-        if (fd < 0) {
-            err = errno;
-            continue;
-        }
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 64) == 0) break;
-        err = errno;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
+    int err;
+    int fd = gdm_bind(host, port, 64, "--http-host", &err, e);
     if (fd < 0) {
-        gr_seterr(e, GRID_ERR_CONFIG, "--http %s:%d: cannot listen: %s", host, port, strerror(err));
+        if (err) gr_seterr(e, GRID_ERR_CONFIG, "--http %s:%d: cannot listen: %s", host, port, strerror(err));
         return NULL;
     }
     struct gms_http *h = calloc(1, sizeof *h);
@@ -116,13 +89,8 @@ struct gms_http *gms_http_start(gms_state *st, const char *host, int port, gr_er
         gr_seterr(e, GRID_ERR_INTERNAL, "--http: libmicrohttpd could not start");
         return NULL;
     }
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
     char where[80];
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-        gms_format_addr((struct sockaddr *)&ss, where, sizeof where, NULL, 0);
-    else
-        snprintf(where, sizeof where, "%s:%d", host, port);
+    gdm_where(fd, host, port, where, sizeof where);
     printf("http on %s\n", where);
     fflush(stdout);
     gms_log(GMS_LOG_INFO, "status page on http://%s/ (JSON: /api/status)", where);

@@ -2,11 +2,9 @@
  * listener, the status page, the sweeper thread; then, on SIGTERM or SIGINT, a clean
  * shutdown (connections closed, the registry's queued writes committed, exit 0). */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,18 +47,8 @@ int main(int argc, char **argv) {
     if (rc >= 0) return rc;
     gr_log_init("gridmetad", opt.log_level);
 
-    signal(SIGPIPE, SIG_IGN);
-    /* Blocked before any thread starts, so SIGTERM and SIGINT reach only the signalfd. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    int sigfd = signalfd(-1, &set, SFD_CLOEXEC);
-    if (sigfd < 0) {
-        perror("gridmetad: signalfd");
-        return 1;
-    }
+    int sigfd = gdm_signals("gridmetad"); /* before any thread starts */
+    if (sigfd < 0) return 1;
 
     gr_err e;
     /* A key file that others may read stops the metaserver before it listens. */
@@ -101,9 +89,7 @@ int main(int argc, char **argv) {
     pthread_mutex_unlock(&sweeper.lock);
     pthread_join(sweep, NULL);
     gms_http_stop(http);
-    pthread_mutex_lock(&net->lock);
-    unsigned left = net->nconns;
-    pthread_mutex_unlock(&net->lock);
+    unsigned left = gdm_conns_open(&net->dm);
     if (left) {
         /* A connection thread still runs (stuck in a write?): commit what is queued and
          * leave without freeing what it may touch. */

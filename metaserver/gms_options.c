@@ -81,29 +81,10 @@ static const char help_text[] =
     "Exit status: 0 after SIGTERM or SIGINT, 1 if it cannot start, 2 on a usage error.\n"
     "See docs/metaserver.md.\n";
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = gr_usage_verror("gridmetad", fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-static int parse_count(const char *opt, const char *v, unsigned long max, unsigned *out) {
-    char msg[600];
-    return gr_opt_count(opt, v, max, out, msg, sizeof msg) ? usage_error("%s", msg) : 0;
-}
-
-/* A count of at least 1 (a limit of 0 would refuse everything). */
-static int parse_positive(const char *opt, const char *v, unsigned long max, unsigned *out) {
-    unsigned n;
-    int rc = parse_count(opt, v, max, &n);
-    if (rc) return rc;
-    if (n == 0) return usage_error("%s: '%s' must be at least 1", opt, v);
-    *out = n;
-    return 0;
-}
+/* The daemon core's usage errors and counts (gdm_opts.c), in gridmetad's name. */
+#define usage_error(...) gdm_usage_error("gridmetad", __VA_ARGS__)
+#define parse_count(opt, v, max, out) gdm_opt_count("gridmetad", opt, v, max, out)
+#define parse_positive(opt, v, max, out) gdm_opt_positive("gridmetad", opt, v, max, out)
 
 enum {
     OPT_HOST = 256,
@@ -153,30 +134,15 @@ static const struct option long_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-static const char *option_name(int val, char *buf, size_t n) {
-    return gr_opt_name(long_options, val, buf, n);
-}
-
-/* What getopt_long refused, said the way a person typed it. */
-static int bad_option(const char *arg, int opt) {
-    char msg[700];
-    gr_opt_refused(long_options, arg, opt, msg, sizeof msg);
-    return usage_error("%s", msg);
-}
-
-static int apply(gms_options *o, int val, const char *v) {
+static int apply(void *ctx, int val, const char *v) {
+    gms_options *o = ctx;
     static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
     char name[64], err[512];
-    const char *opt = option_name(val, name, sizeof name);
+    const char *opt = gdm_opt_name(long_options, val, name, sizeof name);
     double secs;
     switch (val) {
-    case OPT_HOST:
-        if (!*v) return usage_error("%s: empty address", opt);
-        o->host = v;
-        return 0;
-    case OPT_PORT:
-        if (gr_parse_port(v, GR_PORT_ZERO, &o->port, err, sizeof err)) return usage_error("%s: %s", opt, err);
-        return 0;
+    case OPT_HOST: return gdm_opt_host("gridmetad", opt, v, &o->host);
+    case OPT_PORT: return gdm_opt_port("gridmetad", opt, v, &o->port);
     case OPT_DB:
         if (!*v) return usage_error("%s: empty file name (use ':memory:' to keep nothing)", opt);
         o->db = v;
@@ -188,23 +154,13 @@ static int apply(gms_options *o, int val, const char *v) {
         o->policy = p;
         return 0;
     }
-    case OPT_HTTP:
-        if (gr_parse_port(v, GR_PORT_ZERO, &o->http_port, err, sizeof err))
-            return usage_error("%s: %s", opt, err);
-        return 0;
-    case OPT_HTTP_HOST:
-        if (!*v) return usage_error("%s: empty address", opt);
-        o->http_host = v;
-        return 0;
+    case OPT_HTTP: return gdm_opt_port("gridmetad", opt, v, &o->http_port);
+    case OPT_HTTP_HOST: return gdm_opt_host("gridmetad", opt, v, &o->http_host);
     case OPT_KEY_FILE:
         if (!*v) return usage_error("%s: empty file name", opt);
         o->key_file = v;
         return 0;
-    case OPT_TOKEN:
-        if (strlen(v) > GRP_MAX_TOKEN)
-            return usage_error("%s: a token has at most %d bytes", opt, GRP_MAX_TOKEN);
-        o->token = v;
-        return 0;
+    case OPT_TOKEN: return gdm_opt_token("gridmetad", opt, v, &o->token);
     case OPT_HEARTBEAT:
         if (gr_parse_duration(v, &secs, err, sizeof err)) return usage_error("%s: %s", opt, err);
         /* A bare number is seconds in the settings grammar; "1000" almost surely meant ms. */
@@ -270,23 +226,8 @@ int gms_options_parse(int argc, char **argv, gms_options *o) {
             return usage_error("GRIDRPC_TOKEN: a token has at most %d bytes", GRP_MAX_TOKEN);
         o->token = env;
     }
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "+:hVv", long_options, NULL)) != -1) {
-        char name[64];
-        int rc = 0;
-        switch (c) {
-        case 'h': fputs(help_text, stdout); return 0;
-        case 'V': printf("gridmetad (GridRPC) %s\n", PACKAGE_VERSION); return 0;
-        case ':': return usage_error("%s needs a value", option_name(optopt, name, sizeof name));
-        case '?': return bad_option(argv[optind - 1], optopt);
-        default: rc = apply(o, c, optarg);
-        }
-        if (rc) return rc;
-    }
-    if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
-    if (!o->tls_cert != !o->tls_key)
-        return usage_error(o->tls_cert ? "--tls-cert needs --tls-key FILE (the certificate's private key)"
-                                       : "--tls-key needs --tls-cert FILE (the certificate it belongs to)");
+    int rc = gdm_opt_parse("gridmetad", argc, argv, "v", long_options, help_text, "", apply, o);
+    if (rc >= 0) return rc;
+    if ((rc = gdm_opt_tls_pair("gridmetad", o->tls_cert, o->tls_key))) return rc;
     return -1;
 }

@@ -25,7 +25,7 @@ fi
 
 san="-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
 inc="-Ibuild -Iinclude -Iruntime/desc -Iruntime/common -Iruntime/wire -Iruntime/marshal -Iruntime/proto
-     -Iruntime/client -Iruntime/ogf -Iruntime/server -Imetaserver
+     -Iruntime/client -Iruntime/ogf -Iruntime/daemon -Iruntime/server -Imetaserver
      $(pkg-config --cflags libtirpc openssl sqlite3 2>/dev/null)"
 libs="$(pkg-config --libs libtirpc openssl sqlite3 2>/dev/null) -lpthread -lm -ldl"
 # ANTLR 4.9's headers do not compile with clang: Vocabulary's const members have no
@@ -42,7 +42,7 @@ antlr_inc="-isystem $out/antlr4-runtime"
 
 # The runtime the targets call: every decoder and parser, not the daemons' main loops.
 core_c="runtime/version.c $(ls runtime/desc/*.c runtime/common/*.c runtime/wire/*.c runtime/marshal/*.c \
-  runtime/proto/*.c runtime/client/*.c runtime/ogf/*.c) $(ls runtime/server/gsv_*.c | grep -v gsv_main.c)
+  runtime/proto/*.c runtime/client/*.c runtime/ogf/*.c runtime/daemon/*.c) $(ls runtime/server/gsv_*.c | grep -v gsv_main.c)
   $(ls metaserver/gms_*.c | grep -v -e gms_main.c -e gms_http.c)"
 idl_cxx="idlc/src/diag.cpp idlc/src/preprocess.cpp idlc/src/parse.cpp idlc/src/sema.cpp idlc/src/printer.cpp
   idlc/src/emit_descriptor.cpp idlc/src/emit_stub.cpp idlc/src/emit_client.cpp $(ls idlc/gen/*.cpp)"

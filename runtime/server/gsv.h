@@ -11,15 +11,15 @@
  *   meta         with --metaserver: registers and sends heartbeats (gsv_meta.c); it
  *                only reads the load counters, so it never holds up a call.
  * Locks (never nested: no lock is taken while another is held):
- *   gsv_server.lock   the connection list and the reader count;
+ *   gsv_server.dm.lock  the connection list and counts (the daemon core, gdm.h);
  *   gsv_sched.lock    the queue and the running/queued counters;
- *   gsv_conn.wlock    one whole message on a connection's socket at a time (held while
+ *   gsv_conn.wlock    (gdm.h) one whole message on a connection's socket at a time (held while
  *                     writing, so pipelined calls of one connection never interleave;
  *                     with --isolate, while the call's child writes its RESULT, never
  *                     while it computes);
  *   gsv_server.blas_lock  changes of the process-wide OpenBLAS thread count;
  *   the connection counts' (runtime/common/gr_connlimit.c): at accept, and when a
- *                     connection's last reference goes (gsv_conn_unref).
+ *                     connection's last reference goes (gdm_conn_unref).
  * The limits on calls (gsv_limits.c) are atomics, without a lock.
  * The registry and the options never change after startup and are read without locks.
  */
@@ -33,6 +33,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "gdm.h"
 #include "gr_log.h"
 #include "grd_desc.h"
 #include "grp_auth.h"
@@ -219,16 +220,14 @@ struct gsv_conn;
 typedef struct gsv_server {
     gsv_options opt;
     gsv_registry reg;
-    unsigned cores;   /* CPUs this process may use, rounded up (gsv_cpus.c) */
-    double cpus;      /* the same, unrounded: a cgroup quota may give 0.4 */
-    unsigned workers; /* pool size (thread mode: reported as cores) */
-    int listen_fd;
+    unsigned cores;          /* CPUs this process may use, rounded up (gsv_cpus.c) */
+    double cpus;             /* the same, unrounded: a cgroup quota may give 0.4 */
+    unsigned workers;        /* pool size (thread mode: reported as cores) */
+    int listen_fd;           /* dm.fd while the accept loop runs, else -1 */
     struct grw_tls_ctx *tls; /* the listener's TLS context (--tls-cert), or NULL */
     atomic_int stopping;     /* SIGTERM/SIGINT seen: no new calls run */
 
-    pthread_mutex_t lock; /* conns, nreaders */
-    struct gsv_conn *conns;
-    unsigned nreaders;
+    gdm_daemon dm; /* the listener, the connections and their limits (runtime/daemon) */
 
     gsv_sched sched;
 
@@ -238,66 +237,59 @@ typedef struct gsv_server {
     pthread_mutex_t blas_lock;
     int blas_threads; /* under blas_lock: the value last set, 0 before the first */
 
-    atomic_ullong calls_done;       /* calls run and answered (HEARTBEAT's calls_done) */
-    struct gsv_meta *meta;          /* the registration thread, or NULL (no --metaserver) */
-    grp_keyset keys;                /* --key-file's, loaded at start; n 0: none (grp_auth.h) */
-    grp_keyset meta_keys;           /* --metaserver-key-file's, else a copy of keys */
-    struct gr_connlimit *connlimit; /* connections per address and in total (gsv_listen.c) */
-    atomic_uint calls_open;         /* calls read and not yet answered (gsv_limits.c) */
-    atomic_ullong call_bytes;       /* bytes of their arguments */
+    atomic_ullong calls_done; /* calls run and answered (HEARTBEAT's calls_done) */
+    struct gsv_meta *meta;    /* the registration thread, or NULL (no --metaserver) */
+    grp_keyset keys;          /* --key-file's, loaded at start; n 0: none (grp_auth.h) */
+    grp_keyset meta_keys;     /* --metaserver-key-file's, else a copy of keys */
+    atomic_uint calls_open;   /* calls read and not yet answered (gsv_limits.c) */
+    atomic_ullong call_bytes; /* bytes of their arguments */
 } gsv_server;
 
 /* An absolute deadline for moving BYTES to or from a peer: the I/O timeout plus time
  * for the bytes at a floor rate, so large messages on slow links are not cut off. */
-long long gsv_io_deadline(const gsv_server *s, uint64_t bytes);
+static inline long long gsv_io_deadline(const gsv_server *s, uint64_t bytes) {
+    return gdm_io_deadline(&s->dm, bytes);
+}
 
 /* ---------------------------------------------------------------- connections */
 
+/* A connection: the core's fields (fd, peer, addr, refs: the reader plus one per job
+ * in flight, wlock, w, broken, tls, r, hello_done; gdm.h), then the server's. */
 typedef struct gsv_conn {
+    GDM_CONN_HEAD;
     gsv_server *srv;
-    int fd;
-    char peer[80];                /* "host:port" */
-    struct sockaddr_storage addr; /* the peer's, as counted by srv->connlimit */
-    atomic_uint calls;            /* its calls read and not yet answered (gsv_limits.c) */
-    atomic_uint objects;          /* remote objects it owns (gsv_object.c) */
-    atomic_int refs;              /* the reader thread, plus one per job in flight */
-    pthread_mutex_t wlock;        /* whole messages on the socket; guards w and broken */
-    int broken;                   /* a write failed: later writes are skipped */
-    grw_writer w;
-    struct grw_tls *tls;          /* the TLS session (a TLS listener), set before any write */
-    grw_reader r;                 /* the reader thread's only */
-    int hello_done;               /* reader thread only */
-    long long hello_by;           /* HELLO must come before this (gr_now_ns; --io-timeout) */
-    struct gsv_dconn *data;       /* reader thread only: the data sessions it joined (gsv_data.c) */
-    struct gsv_conn *prev, *next; /* srv->conns, under srv->lock */
+    atomic_uint calls;      /* its calls read and not yet answered (gsv_limits.c) */
+    atomic_uint objects;    /* remote objects it owns (gsv_object.c) */
+    struct gsv_dconn *data; /* reader thread only: the data sessions it joined (gsv_data.c) */
 } gsv_conn;
 
-/* Starts serving FD (accepted, tuned, admitted by srv->connlimit as coming from SA) on
- * a reader thread of its own. */
-int gsv_conn_start(gsv_server *s, int fd, const char *peer, const struct sockaddr *sa, socklen_t salen);
-void gsv_conn_ref(gsv_conn *c);
-/* Drops a reference; the last one closes the socket and frees the connection. */
-void gsv_conn_unref(gsv_conn *c);
-/* Sends ERROR for REQUEST_ID (whole message, under the write lock). */
-int gsv_conn_send_error(gsv_conn *c, uint64_t request_id, int code, const char *msg);
-/* Ends the connection at once: the reader wakes up and the socket stops carrying
- * anything; used after a failed write and at shutdown. */
-void gsv_conn_abort(gsv_conn *c);
-/* Shutdown: aborts every connection and waits (until DEADLINE_NS) for the readers. */
-void gsv_conns_close_all(gsv_server *s, long long deadline_ns);
-/* Takes the write lock and returns the connection's writer, ready for one whole message
- * (a grp_write_* call), with a send deadline sized for BYTES; NULL (lock released)
- * when the connection can no longer carry one. */
-grw_writer *gsv_reply_lock(gsv_conn *c, uint64_t bytes);
-/* Releases the lock taken by gsv_reply_lock; RC: how writing the message went. Returns
- * 0, or -1 when the connection broke (it is aborted). */
-int gsv_reply_unlock(gsv_conn *c, int rc, gr_err *e);
+/* The core's connection functions (gdm.h) on a server's connection: references (the
+ * last closes the socket), sending an ERROR, aborting, and one whole message under the
+ * write lock (gsv_reply_lock: NULL when the connection can no longer carry one). */
+static inline void gsv_conn_ref(gsv_conn *c) {
+    gdm_conn_ref(&c->core);
+}
+static inline void gsv_conn_unref(gsv_conn *c) {
+    gdm_conn_unref(&c->core);
+}
+static inline int gsv_conn_send_error(gsv_conn *c, uint64_t request_id, int code, const char *msg) {
+    return gdm_send_error(&c->core, request_id, code, msg);
+}
+static inline void gsv_conn_abort(gsv_conn *c) {
+    gdm_conn_abort(&c->core);
+}
+static inline grw_writer *gsv_reply_lock(gsv_conn *c, uint64_t bytes) {
+    return gdm_reply_lock(&c->core, bytes);
+}
+static inline int gsv_reply_unlock(gsv_conn *c, int rc, gr_err *e) {
+    return gdm_reply_unlock(&c->core, rc, e);
+}
 
 /* ---------------------------------------------------------------- requests */
 
 /* What the reader does after a request: go on; close (the peer left or the socket
  * failed); or refuse (an ERROR was just sent and the connection ends: linger). */
-enum { GSV_KEEP = 0, GSV_CLOSE = 1, GSV_REFUSE = 2 };
+enum { GSV_KEEP = GDM_KEEP, GSV_CLOSE = GDM_CLOSE, GSV_REFUSE = GDM_REFUSE };
 
 /* Reads the body of the request whose header is H and answers it (or queues it).
  * Returns GSV_KEEP, GSV_CLOSE or GSV_REFUSE. */
@@ -570,10 +562,12 @@ int gsv_jobs_info(gsv_conn *c, const grw_header *h);
 
 /* ---------------------------------------------------------------- listener */
 
+/* Sets up the daemon core (s->dm) for the options: 0, or -1 when out of memory. */
+int gsv_daemon_init(gsv_server *s);
 /* Binds the listening socket and prints "listening on HOST:PORT" on stdout. */
 int gsv_listen(gsv_server *s, gr_err *e);
-/* Accepts connections until SIGTERM or SIGINT arrives on SIGFD (a signalfd). */
-void gsv_accept_loop(gsv_server *s, int sigfd);
+/* The core's hooks for a server's connections (gsv_conn.c). */
+void gsv_conn_hooks(gdm_config *cfg);
 
 /* ---------------------------------------------------------------- metaserver */
 

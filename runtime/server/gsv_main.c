@@ -2,15 +2,11 @@
  * graceful shutdown that a SIGTERM or SIGINT starts (stop accepting, answer queued
  * calls GRID_ERR_SHUTDOWN, let running calls finish and send their results, exit 0
  * within --shutdown-timeout). */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "gr_connlimit.h"
-#include "gr_linger.h"
 #include "gsv.h"
 
 /* Modules named with --module must load; directories are searched leniently. The
@@ -80,20 +76,9 @@ int main(int argc, char **argv) {
     if (!s->opt.blas_threads && obt && atoi(obt) > 0 && atoi(obt) <= 4096)
         s->opt.blas_threads = (unsigned)atoi(obt);
 
-    /* A client that vanishes must cost a failed write, not the process. */
-    signal(SIGPIPE, SIG_IGN);
-    /* Blocked before any thread exists (module constructors such as OpenBLAS's start
-     * threads), so SIGTERM and SIGINT reach only the signalfd. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    int sigfd = signalfd(-1, &set, SFD_CLOEXEC);
-    if (sigfd < 0) {
-        perror("gridrpcd: signalfd");
-        return 1;
-    }
+    /* Before any thread exists (module constructors such as OpenBLAS's start threads). */
+    int sigfd = gdm_signals("gridrpcd");
+    if (sigfd < 0) return 1;
 
     /* Cores: what the affinity mask and a cgroup quota leave (a quota of 0.4 CPU is one
      * core, and a speed of 0.4 of one). */
@@ -103,7 +88,6 @@ int main(int argc, char **argv) {
     s->listen_fd = -1;
     atomic_init(&s->stopping, 0);
     atomic_init(&s->calls_done, 0);
-    pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->blas_lock, NULL);
 
     /* A key file that others may read stops the server before it serves anything. */
@@ -112,20 +96,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gridrpcd: %s\n", ke.msg);
         return 1;
     }
-    /* Every connection holds a descriptor: make room for --max-connections of them,
-     * plus the refused ones lingering and the server's own files. */
-    unsigned long want = (unsigned long)s->opt.max_conns + GR_LINGER_MAX + 128;
-    unsigned long have = gr_raise_nofile(want);
-    if (have < want)
-        gsv_log(GSV_LOG_WARN,
-                "only %lu file descriptors may be open (ulimit -n; the hard limit): fewer than "
-                "--max-connections %u needs (%lu); connections past that are refused",
-                have, s->opt.max_conns, want);
-    s->connlimit = gr_connlimit_new(s->opt.max_conns, s->opt.max_conns_per_addr);
-    if (!s->connlimit) {
+    if (gsv_daemon_init(s)) {
         fprintf(stderr, "gridrpcd: out of memory\n");
         return 1;
     }
+    gdm_raise_nofile(&s->dm, 128);
     atomic_init(&s->calls_open, 0);
     atomic_init(&s->call_bytes, 0);
 
@@ -146,7 +121,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gridrpcd: %s\n", e.msg);
         return 1;
     }
-    gsv_accept_loop(s, sigfd);
+    gdm_accept_loop(&s->dm, sigfd);
+    s->listen_fd = -1;
     /* The metaserver stops hearing from this server first: it is marked down after its
      * missed beats, while running calls finish here. */
     gsv_meta_stop(s);
@@ -165,13 +141,10 @@ int main(int argc, char **argv) {
         /* Workers are still inside module code: skip atexit handlers and destructors. */
         _exit(0);
     }
-    gsv_conns_close_all(s, gr_now_ns() + 2000000000LL);
+    gdm_close_all(&s->dm, gr_now_ns() + 2000000000LL);
     gsv_sched_join(s);
     gsv_log(GSV_LOG_INFO, "stopped");
-    pthread_mutex_lock(&s->lock);
-    int readers = s->nreaders != 0;
-    pthread_mutex_unlock(&s->lock);
-    if (!readers) {
+    if (!gdm_conns_open(&s->dm)) {
         gsv_data_stop(); /* no reader can name a session any more */
         gsv_registry_free(&s->reg);
         grw_tls_ctx_free(s->tls);

@@ -143,31 +143,10 @@ static const char help_text[] =
     "Exit status: 0 after a clean shutdown, 1 if the server cannot start, 2 on a usage error.\n"
     "See docs/server.md.\n";
 
-/* Reports a usage error on stderr, naming the option; returns the exit status 2. */
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = gr_usage_verror("gridrpcd", fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-/* A count (--threads): not a setting of gr_settings, as it has no unit. */
-static int parse_count(const char *opt, const char *v, unsigned long max, unsigned *out) {
-    char msg[600];
-    return gr_opt_count(opt, v, max, out, msg, sizeof msg) ? usage_error("%s", msg) : 0;
-}
-
-/* A count of at least 1 (a limit of 0 would refuse everything). */
-static int parse_positive(const char *opt, const char *v, unsigned long max, unsigned *out) {
-    unsigned n;
-    int rc = parse_count(opt, v, max, &n);
-    if (rc) return rc;
-    if (n == 0) return usage_error("%s: '%s' must be at least 1", opt, v);
-    *out = n;
-    return 0;
-}
+/* The daemon core's usage errors and counts (gdm_opts.c), in gridrpcd's name. */
+#define usage_error(...) gdm_usage_error("gridrpcd", __VA_ARGS__)
+#define parse_count(opt, v, max, out) gdm_opt_count("gridrpcd", opt, v, max, out)
+#define parse_positive(opt, v, max, out) gdm_opt_positive("gridrpcd", opt, v, max, out)
 
 static int parse_size(const char *opt, const char *v, uint64_t max, uint64_t *out) {
     char err[512];
@@ -322,42 +301,24 @@ static const struct option long_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* "--name" of the option whose value is VAL, for messages. */
-static const char *option_name(int val, char *buf, size_t n) {
-    return gr_opt_name(long_options, val, buf, n);
-}
-
-/* What getopt_long refused (OPT: its optopt; ARG: the word it stopped at), said the
- * way a person typed it: an unknown short option, a value given to a flag, or an
- * unknown or ambiguous long name. */
-static int bad_option(const char *arg, int opt) {
-    char msg[700];
-    gr_opt_refused(long_options, arg, opt, msg, sizeof msg);
-    return usage_error("%s", msg);
-}
-
 /* parse_choice's index is the option's value. */
 _Static_assert(GSV_MODE_POOL == 0 && GSV_MODE_THREAD == 1 && GSV_QUEUE_FCFS == 0 && GSV_QUEUE_SJF == 1 &&
                    GSV_LOG_ERROR == 0 && GSV_LOG_WARN == 1 && GSV_LOG_INFO == 2 && GSV_LOG_DEBUG == 3,
                "the choices of --mode, --queue and --log-level are listed in the order of their values");
 
 /* Applies option VAL with value V (NULL for flags). */
-static int apply(gsv_options *o, int val, const char *v) {
+static int apply(void *ctx, int val, const char *v) {
+    gsv_options *o = ctx;
     static const char *const modes[] = {"pool", "thread", NULL}, *const queues[] = {"fcfs", "sjf", NULL},
                              *const levels[] = {"error", "warn", "info", "debug", NULL};
     char name[64];
-    const char *opt = option_name(val, name, sizeof name);
+    const char *opt = gdm_opt_name(long_options, val, name, sizeof name);
     char err[512];
     uint64_t n;
     int rc;
     switch (val) {
-    case OPT_HOST:
-        if (!*v) return usage_error("%s: empty address", opt);
-        o->host = v;
-        return 0;
-    case OPT_PORT:
-        if (gr_parse_port(v, GR_PORT_ZERO, &o->port, err, sizeof err)) return usage_error("%s: %s", opt, err);
-        return 0;
+    case OPT_HOST: return gdm_opt_host("gridrpcd", opt, v, &o->host);
+    case OPT_PORT: return gdm_opt_port("gridrpcd", opt, v, &o->port);
     case OPT_MODULE: return push(&o->modules, &o->nmodules, v);
     case OPT_MODULE_DIR: return push(&o->module_dirs, &o->nmodule_dirs, v);
     case OPT_DEFAULT_MODULES: o->defaults = 1; return 0;
@@ -370,11 +331,7 @@ static int apply(gsv_options *o, int val, const char *v) {
         if (!*v) return usage_error("%s: empty file name", opt);
         *(val == OPT_KEY_FILE ? &o->key_file : &o->meta_key_file) = v;
         return 0;
-    case OPT_TOKEN:
-        if (strlen(v) > GRP_MAX_TOKEN)
-            return usage_error("%s: a token has at most %d bytes", opt, GRP_MAX_TOKEN);
-        o->token = v;
-        return 0;
+    case OPT_TOKEN: return gdm_opt_token("gridrpcd", opt, v, &o->token);
     case OPT_MAX_MESSAGE:
         if ((rc = parse_size(opt, v, (uint64_t)1 << 62, &n))) return rc;
         o->limits.max_message = n;
@@ -418,11 +375,7 @@ static int apply(gsv_options *o, int val, const char *v) {
         if (*t <= 0) return usage_error("%s: '%s' must be more than 0", opt, v);
         return 0;
     }
-    case OPT_METASERVER_TOKEN:
-        if (strlen(v) > GRP_MAX_TOKEN)
-            return usage_error("%s: a token has at most %d bytes", opt, GRP_MAX_TOKEN);
-        o->meta_token = v;
-        return 0;
+    case OPT_METASERVER_TOKEN: return gdm_opt_token("gridrpcd", opt, v, &o->meta_token);
     case OPT_JOB_DIR:
         if (!*v) return usage_error("%s: empty folder name", opt);
         if (strlen(v) > 3500) return usage_error("%s: the path is too long", opt);
@@ -482,24 +435,9 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     o->max_sessions_per_conn = 4096;
     o->max_call_memory = default_data_memory();
 
-    /* '+': stop at the first word that is not an option (it is a mistake, reported
-     * below); ':': report a missing value here rather than through getopt. */
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "+:hV", long_options, NULL)) != -1) {
-        char name[64];
-        int rc = 0;
-        switch (c) {
-        case 'h': fputs(help_text, stdout); return 0;
-        case 'V': printf("gridrpcd (GridRPC) %s\n", PACKAGE_VERSION); return 0;
-        case ':': return usage_error("%s needs a value", option_name(optopt, name, sizeof name));
-        case '?': return bad_option(argv[optind - 1], optopt);
-        default: rc = apply(o, c, optarg);
-        }
-        if (rc) return rc;
-    }
-    if (optind < argc)
-        return usage_error("unexpected argument '%s': modules are given with --module", argv[optind]);
+    int rc = gdm_opt_parse("gridrpcd", argc, argv, "", long_options, help_text,
+                           ": modules are given with --module", apply, o);
+    if (rc >= 0) return rc;
     /* Naming modules means serving those: the defaults only when asked for. */
     if (o->nmodules == 0 && o->nmodule_dirs == 0) o->defaults = 1;
     /* The metaserver-only options do nothing alone: say so rather than ignore them. */
@@ -507,9 +445,7 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
         return usage_error("--advertise, --name, --speed and --metaserver-token need --metaserver HOST:PORT");
     if (!o->meta_port && o->meta_key_file)
         return usage_error("--metaserver-key-file needs --metaserver HOST:PORT");
-    if (!o->tls_cert != !o->tls_key)
-        return usage_error(o->tls_cert ? "--tls-cert needs --tls-key FILE (the certificate's private key)"
-                                       : "--tls-key needs --tls-cert FILE (the certificate it belongs to)");
+    if ((rc = gdm_opt_tls_pair("gridrpcd", o->tls_cert, o->tls_key))) return rc;
     return -1;
 }
 

@@ -6,7 +6,7 @@
  * nothing of ours: libmicrohttpd reads the request and gms_http.c compares the path.
  *
  * One input is one connection: up to 16 messages, the first of which must be HELLO (as
- * gms_net.c's serve_one requires), replies read and dropped by a thread. The state is
+ * the daemon core's reader requires: gdm_reader.c), replies read and dropped by a thread. The state is
  * new for every input, so a finding replays alone; after the connection the sweeper
  * runs as if a day had passed, and the status is checked again. A SCHEDULE that finds
  * every server full is held 2 ms (--max-hold), reading the REPORTs that follow it, so
@@ -214,13 +214,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int policy = GRP_POLICY_MCT + (size ? data[size - 1] % 3 : 0);
     if (gms_state_init(&st, policy, opt.heartbeat_ms, opt.down_after)) abort();
     gms_net net;
-    memset(&net, 0, sizeof net);
-    net.st = &st;
-    net.opt = &opt;
-    net.fd = -1;
+    if (gms_net_init(&net, &st, &opt)) abort();
     gms_conn *c = calloc(1, sizeof *c);
+    c->dm = &net.dm;
     c->net = &net;
     c->fd = fd;
+    pthread_mutex_init(&c->wlock, NULL);
     snprintf(c->peer, sizeof c->peer, "192.0.2.1:40000");
     snprintf(c->peer_host, sizeof c->peer_host, "192.0.2.1");
     grw_reader_init(&c->r, fd, GMS_MAX_MESSAGE);
@@ -250,7 +249,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     close(fd);
     pthread_join(drainer, NULL);
     close(peer);
+    pthread_mutex_destroy(&c->wlock);
     free(c);
+    gdm_free(&net.dm);
     gms_state_free(&st);
     return 0;
 }

@@ -89,9 +89,7 @@ static void start_server(void) {
     atomic_init(&s->calls_done, 0);
     atomic_init(&s->calls_open, 0);
     atomic_init(&s->call_bytes, 0);
-    s->connlimit = gr_connlimit_new(s->opt.max_conns, s->opt.max_conns_per_addr);
-    if (!s->connlimit) abort();
-    pthread_mutex_init(&s->lock, NULL);
+    if (gsv_daemon_init(s)) abort();
     pthread_mutex_init(&s->blas_lock, NULL);
     gr_err e;
     if (gsv_registry_load(&s->reg, s->opt.modules[0], &e) != GRID_OK ||
@@ -127,13 +125,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(40000)};
     sa.sin_addr.s_addr = htonl(0xc0000201); /* 192.0.2.1 */
     unsigned open;
-    if (gr_connlimit_admit(server.connlimit, (const struct sockaddr *)&sa, &open) != GR_CONN_OK) {
+    if (gr_connlimit_admit(server.dm.connlimit, (const struct sockaddr *)&sa, &open) != GR_CONN_OK) {
         close(sv[0]);
         close(sv[1]);
         return 0;
     }
-    if (gsv_conn_start(&server, sv[0], "192.0.2.1:40000", (const struct sockaddr *)&sa, sizeof sa) !=
-        GRID_OK) {
+    if (gdm_conn_start(&server.dm, sv[0], (const struct sockaddr *)&sa, sizeof sa) != GRID_OK) {
         close(sv[1]);
         return 0;
     }

@@ -1,6 +1,6 @@
-/* gr_linger.c: the refused sockets an accept loop lets drain before closing them
- * (gr_linger.h). Every read is non-blocking: a peer can never hold the loop. */
-#include "gr_linger.h"
+/* gdm_linger.c: the refused sockets an accept loop lets drain before closing them
+ * (gdm_linger.h). Every read is non-blocking: a peer can never hold the loop. */
+#include "gdm_linger.h"
 
 #include <errno.h>
 #include <string.h>
@@ -8,21 +8,21 @@
 #include <unistd.h>
 
 #include "gr_error.h"
-#include "grp_proto.h"
+#include "grp_proto.h" /* the refusal is an ERROR message */
 
-void gr_linger_init(gr_linger *l) {
+void gdm_linger_init(gdm_linger *l) {
     l->n = 0;
 }
 
-static void drop(gr_linger *l, unsigned i) {
+static void drop(gdm_linger *l, unsigned i) {
     close(l->fd[i]);
     l->n--;
     l->fd[i] = l->fd[l->n];
     l->until[i] = l->until[l->n];
 }
 
-void gr_linger_add(gr_linger *l, int fd, double seconds) {
-    if (l->n == GR_LINGER_MAX) {
+void gdm_linger_add(gdm_linger *l, int fd, double seconds) {
+    if (l->n == GDM_LINGER_MAX) {
         /* Full (a flood): the one closest to its end goes now. */
         unsigned oldest = 0;
         for (unsigned i = 1; i < l->n; i++)
@@ -35,7 +35,7 @@ void gr_linger_add(gr_linger *l, int fd, double seconds) {
     l->n++;
 }
 
-unsigned gr_linger_fill(const gr_linger *l, struct pollfd *p) {
+unsigned gdm_linger_fill(const gdm_linger *l, struct pollfd *p) {
     for (unsigned i = 0; i < l->n; i++) {
         p[i].fd = l->fd[i];
         p[i].events = POLLIN;
@@ -44,7 +44,7 @@ unsigned gr_linger_fill(const gr_linger *l, struct pollfd *p) {
     return l->n;
 }
 
-int gr_linger_timeout_ms(const gr_linger *l) {
+int gdm_linger_timeout_ms(const gdm_linger *l) {
     if (l->n == 0) return -1;
     long long first = l->until[0];
     for (unsigned i = 1; i < l->n; i++)
@@ -53,11 +53,11 @@ int gr_linger_timeout_ms(const gr_linger *l) {
     return left <= 0 ? 0 : (int)(left / 1000000) + 1;
 }
 
-void gr_linger_service(gr_linger *l, const struct pollfd *p, unsigned n) {
+void gdm_linger_service(gdm_linger *l, const struct pollfd *p, unsigned n) {
     long long now = gr_now_ns();
     /* Mark first (P is in the order of l->fd), then drop from the end so the indices of
      * the entries still to visit do not move. */
-    unsigned char done[GR_LINGER_MAX];
+    unsigned char done[GDM_LINGER_MAX];
     memset(done, 0, sizeof done);
     for (unsigned i = 0; i < n && i < l->n; i++) {
         if (p[i].fd != l->fd[i]) continue;
@@ -76,19 +76,19 @@ void gr_linger_service(gr_linger *l, const struct pollfd *p, unsigned n) {
         if (done[i] || l->until[i] <= now) drop(l, i);
 }
 
-void gr_linger_close_all(gr_linger *l) {
+void gdm_linger_close_all(gdm_linger *l) {
     while (l->n)
         drop(l, l->n - 1);
 }
 
-unsigned gr_refuse(gr_linger *linger, gr_refusals *r, int fd, const char *msg) {
+unsigned gdm_refuse(gdm_linger *linger, gdm_refusals *r, int fd, const char *msg) {
     static grw_writer w; /* the accept loop's only; large */
     gr_err e;
     grw_writer_init(&w, fd);
     w.deadline_ns = gr_now_ns();
     grp_write_error(&w, 0, GRID_ERR_LIMIT, msg, &e);
     if (linger) {
-        gr_linger_add(linger, fd, 0.2);
+        gdm_linger_add(linger, fd, 0.2);
     } else {
         shutdown(fd, SHUT_WR);
         close(fd);
