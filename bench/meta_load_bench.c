@@ -102,7 +102,7 @@ static int expect(conn *c, uint32_t want, gr_err *e) {
     if (grp_read_header(c->r, &h, e)) die("reading a reply", e);
     if (h.type == want) return 0;
     grp_error er;
-    if (h.type != GRW_ERROR || grp_read_error(c->r, &er, e)) die("unexpected reply", e);
+    if (h.type != GRP_ERROR || grp_read_error(c->r, &er, e)) die("unexpected reply", e);
     snprintf(e->msg, sizeof e->msg, "%.900s", er.message);
     return er.code ? er.code : GRID_ERR_PROTOCOL;
 }
@@ -206,7 +206,7 @@ static void register_servers(conn *c, fake *v, unsigned nservers) {
         gr_err e;
         grp_register_ok ok;
         if (grp_write_register(c->w, c->next_id++, &m, &e)) die("REGISTER", &e);
-        if (expect(c, GRW_REGISTER_OK, &e) || grp_read_register_ok(c->r, &ok, &e)) die("REGISTER", &e);
+        if (expect(c, GRP_REGISTER_OK, &e) || grp_read_register_ok(c->r, &ok, &e)) die("REGISTER", &e);
         v[i].id = ok.server_id;
         v[i].cores = m.cores;
     }
@@ -223,7 +223,7 @@ static void beat_all(conn *c, const fake *v, unsigned nservers) {
                             .loadavg = rand() % 400 / 100.0};
         gr_err e;
         if (grp_write_heartbeat(c->w, c->next_id++, &hb, &e)) die("HEARTBEAT", &e);
-        if (expect(c, GRW_HEARTBEAT_OK, &e) || grp_read_empty(c->r, &e)) die("HEARTBEAT", &e);
+        if (expect(c, GRP_HEARTBEAT_OK, &e) || grp_read_empty(c->r, &e)) die("HEARTBEAT", &e);
     }
 }
 
@@ -294,7 +294,7 @@ static void client_main(int mode, int who, const char *host, int port, int ready
         if (mode == MODE_PROBE) {
             uint32_t len;
             if (grp_write_probe(c.w, c.next_id++, 0, 0, &e)) die("PROBE", &e);
-            if (expect(&c, GRW_PROBE_OK, &e) || grp_read_probe_ok(c.r, &len, &e)) die("PROBE", &e);
+            if (expect(&c, GRP_PROBE_OK, &e) || grp_read_probe_ok(c.r, &len, &e)) die("PROBE", &e);
             record(res, now() - t0);
             res->count++;
             continue;
@@ -303,7 +303,7 @@ static void client_main(int mode, int who, const char *host, int port, int ready
         make_request(&q, i, site);
         grp_schedule_ok ok;
         if (grp_write_schedule(c.w, c.next_id++, &q, &e)) die("SCHEDULE", &e);
-        int rc = expect(&c, GRW_SCHEDULE_OK, &e);
+        int rc = expect(&c, GRP_SCHEDULE_OK, &e);
         if (rc) {
             if (!res->errors++) snprintf(res->first_error, sizeof res->first_error, "%.190s", e.msg);
             continue;

@@ -50,16 +50,16 @@ static void serve_one(int fd, const char *host, int port) {
         grw_header h;
         if (grp_read_header(&rd, &h, &e)) return;
         int rc;
-        if (h.type == GRW_HELLO) {
+        if (h.type == GRP_HELLO) {
             grp_hello m;
             grp_hello_ok ok;
             memset(&ok, 0, sizeof ok);
             snprintf(ok.server, sizeof ok.server, "meta_route_bench");
             ok.version = GRW_VERSION;
-            grw_limits_default(&ok.limits);
+            grp_limits_default(&ok.limits);
             rc = grp_read_hello(&rd, &m, &e);
             if (!rc) rc = grp_write_hello_ok(&wr, h.request_id, &ok, &e);
-        } else if (h.type == GRW_SCHEDULE) {
+        } else if (h.type == GRP_SCHEDULE) {
             grp_schedule m;
             grp_schedule_ok ok;
             memset(&ok, 0, sizeof ok);
@@ -69,10 +69,10 @@ static void serve_one(int fd, const char *host, int port) {
             snprintf(ok.host, sizeof ok.host, "%s", host);
             ok.port = (uint32_t)port;
             if (!rc) rc = grp_write_schedule_ok(&wr, h.request_id, &ok, &e);
-        } else if (h.type == GRW_REPORT) {
+        } else if (h.type == GRP_REPORT) {
             grp_report m;
             rc = grp_read_report(&rd, &m, &e);
-        } else if (h.type == GRW_SERVERS) {
+        } else if (h.type == GRP_SERVERS) {
             char site[GRP_MAX_SITE + 1];
             rc = grp_read_servers(&rd, site, &e);
             /* no list: the bench measures calls, not the link probe */

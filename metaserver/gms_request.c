@@ -72,7 +72,7 @@ static int on_hello(gms_conn *c, const grw_header *h) {
     memset(&ok, 0, sizeof ok);
     snprintf(ok.server, sizeof ok.server, "gridmetad %s", PACKAGE_VERSION);
     ok.version = GRW_VERSION;
-    grw_limits_default(&ok.limits);
+    grp_limits_default(&ok.limits);
     ok.limits.max_message = GMS_MAX_MESSAGE;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     ok.cores = n > 0 ? (uint32_t)n : 1;
@@ -148,7 +148,7 @@ static int on_heartbeat(gms_conn *c, const grw_header *h) {
                 (unsigned long long)m.server_id);
         return gms_conn_send_error(c, h->request_id, GRID_ERR_NOT_FOUND, msg) ? GMS_CLOSE : GMS_KEEP;
     }
-    return sent(c, grp_write_empty(gms_conn_writer(c, 0), GRW_HEARTBEAT_OK, h->request_id, &e), &e);
+    return sent(c, grp_write_empty(gms_conn_writer(c, 0), GRP_HEARTBEAT_OK, h->request_id, &e), &e);
 }
 
 static int on_unregister(gms_conn *c, const grw_header *h) {
@@ -160,7 +160,7 @@ static int on_unregister(gms_conn *c, const grw_header *h) {
         snprintf(msg, sizeof msg, "server id %llu is not registered here", (unsigned long long)id);
         return gms_conn_send_error(c, h->request_id, GRID_ERR_NOT_FOUND, msg) ? GMS_CLOSE : GMS_KEEP;
     }
-    return sent(c, grp_write_empty(gms_conn_writer(c, 0), GRW_UNREGISTER_OK, h->request_id, &e), &e);
+    return sent(c, grp_write_empty(gms_conn_writer(c, 0), GRP_UNREGISTER_OK, h->request_id, &e), &e);
 }
 
 static const char *site_of(const gms_conn *c, const char *declared) {
@@ -210,11 +210,11 @@ static int serve_reports(gms_conn *c) {
             c->net->opt->io_timeout > 0 ? gr_now_ns() + (long long)(c->net->opt->io_timeout * 1e9) : 0;
         int rc = grp_read_header(&c->r, &h, &e);
         if (rc) return rc == GRID_ERR_CONN_LOST ? GMS_CLOSE : failed(c, &h, "message", &e);
-        if (h.type != GRW_REPORT) {
+        if (h.type != GRP_REPORT) {
             char msg[200];
             snprintf(msg, sizeof msg,
                      "%s (type %u) while a SCHEDULE awaits its answer: only REPORT may come then",
-                     grw_type_name(h.type), h.type);
+                     grp_type_name(h.type), h.type);
             gms_log(GMS_LOG_WARN, "%s: closing the connection: %s", c->peer, msg);
             gms_conn_send_error(c, h.request_id, GRID_ERR_PROTOCOL, msg);
             return GMS_REFUSE;
@@ -286,21 +286,21 @@ static int on_servers(gms_conn *c, const grw_header *h) {
 
 int gms_request_serve(gms_conn *c, const grw_header *h) {
     switch (h->type) {
-    case GRW_HELLO: return on_hello(c, h);
-    case GRW_PING: return on_ping(c, h);
-    case GRW_LIST: return on_list(c, h);
-    case GRW_PROBE: return on_probe(c, h);
-    case GRW_REGISTER: return on_register(c, h);
-    case GRW_HEARTBEAT: return on_heartbeat(c, h);
-    case GRW_UNREGISTER: return on_unregister(c, h);
-    case GRW_SCHEDULE: return on_schedule(c, h);
-    case GRW_REPORT: return on_report(c, h);
-    case GRW_SERVERS: return on_servers(c, h);
+    case GRP_HELLO: return on_hello(c, h);
+    case GRP_PING: return on_ping(c, h);
+    case GRP_LIST: return on_list(c, h);
+    case GRP_PROBE: return on_probe(c, h);
+    case GRP_REGISTER: return on_register(c, h);
+    case GRP_HEARTBEAT: return on_heartbeat(c, h);
+    case GRP_UNREGISTER: return on_unregister(c, h);
+    case GRP_SCHEDULE: return on_schedule(c, h);
+    case GRP_REPORT: return on_report(c, h);
+    case GRP_SERVERS: return on_servers(c, h);
     }
     char msg[200];
     snprintf(msg, sizeof msg,
              "unexpected message %s (type %u): a metaserver does not run calls; ask SCHEDULE for a server",
-             grw_type_name(h->type), h->type);
+             grp_type_name(h->type), h->type);
     gms_log(GMS_LOG_WARN, "%s: closing the connection: %s", c->peer, msg);
     gms_conn_send_error(c, h->request_id, GRID_ERR_PROTOCOL, msg);
     return GMS_REFUSE;

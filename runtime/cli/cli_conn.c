@@ -87,7 +87,7 @@ int cli_connect(const cli_opts *o, const char *host, int port, int is_meta, cli_
         return code;
     }
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     grw_reader_init(&c->rd, c->fd, lim.max_message);
     grw_writer_init(&c->wr, c->fd);
     c->rd.tls = c->wr.tls = c->tls;
@@ -131,9 +131,9 @@ int cli_reply(cli_conn *c, uint64_t id, uint32_t expected, const char *what, gr_
 int cli_list_functions(cli_conn *c, char ***names, uint32_t *count, gr_err *e) {
     set_deadline(c);
     uint64_t id = c->next_id++;
-    int rc = grp_write_empty(&c->wr, GRW_LIST, id, e);
+    int rc = grp_write_empty(&c->wr, GRP_LIST, id, e);
     if (rc) return blame(c, rc, "LIST", e);
-    rc = cli_reply(c, id, GRW_LIST_OK, "LIST", e);
+    rc = cli_reply(c, id, GRP_LIST_OK, "LIST", e);
     if (!rc) rc = grp_read_list_ok(&c->rd, names, count, e);
     return rc;
 }
@@ -143,7 +143,7 @@ int cli_get_descriptor(cli_conn *c, const char *name, char *qualified, grd_desc 
     uint64_t id = c->next_id++;
     int rc = grp_write_get_descriptor(&c->wr, id, name, e);
     if (rc) return blame(c, rc, "GET_DESCRIPTOR", e);
-    rc = cli_reply(c, id, GRW_DESCRIPTOR, "GET_DESCRIPTOR", e);
+    rc = cli_reply(c, id, GRP_DESCRIPTOR, "GET_DESCRIPTOR", e);
     if (!rc) rc = grp_read_descriptor(&c->rd, qualified, out, e);
     return rc;
 }
@@ -151,9 +151,9 @@ int cli_get_descriptor(cli_conn *c, const char *name, char *qualified, grd_desc 
 int cli_ping(cli_conn *c, grp_pong *out, gr_err *e) {
     set_deadline(c);
     uint64_t id = c->next_id++;
-    int rc = grp_write_empty(&c->wr, GRW_PING, id, e);
+    int rc = grp_write_empty(&c->wr, GRP_PING, id, e);
     if (rc) return blame(c, rc, "PING", e);
-    rc = cli_reply(c, id, GRW_PONG, "PING", e);
+    rc = cli_reply(c, id, GRP_PONG, "PING", e);
     if (!rc) rc = grp_read_pong(&c->rd, out, e);
     return rc;
 }
@@ -163,7 +163,7 @@ int cli_servers(cli_conn *c, const char *site, grp_server_info **v, uint32_t *co
     uint64_t id = c->next_id++;
     int rc = grp_write_servers(&c->wr, id, site, e);
     if (rc) return blame(c, rc, "SERVERS", e);
-    rc = cli_reply(c, id, GRW_SERVERS_OK, "SERVERS", e);
+    rc = cli_reply(c, id, GRP_SERVERS_OK, "SERVERS", e);
     if (!rc) rc = grp_read_servers_ok(&c->rd, v, count, e);
     return rc;
 }

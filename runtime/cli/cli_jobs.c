@@ -57,8 +57,8 @@ int cli_job_head(cli_opts *o, const char *host, int port, const char *hex, grp_j
     if (rc) return rc;
     set_deadline(c, 0);
     uint64_t id = c->next_id++, hash;
-    rc = grp_write_job_id(&c->wr, GRW_JOB_INFO, id, hex, e);
-    if (!rc) rc = cli_reply(c, id, GRW_JOB_INFO_OK, "JOB_INFO", e);
+    rc = grp_write_job_id(&c->wr, GRP_JOB_INFO, id, hex, e);
+    if (!rc) rc = cli_reply(c, id, GRP_JOB_INFO_OK, "JOB_INFO", e);
     if (!rc) rc = grp_read_job_info_ok(&c->rd, info, &hash, e);
     if (!rc && info->state == GRP_JOB_FAILED) {
         /* Nothing to size: the fetch gives its error (its function may be gone). */
@@ -105,8 +105,8 @@ static int list_jobs(cli_opts *o, const char *host, int port, grp_job **v, uint3
     if (rc) return rc;
     set_deadline(c, 0);
     uint64_t id = c->next_id++;
-    rc = grp_write_empty(&c->wr, GRW_JOBS, id, e);
-    if (!rc) rc = cli_reply(c, id, GRW_JOBS_OK, "JOBS", e);
+    rc = grp_write_empty(&c->wr, GRP_JOBS, id, e);
+    if (!rc) rc = cli_reply(c, id, GRP_JOBS_OK, "JOBS", e);
     if (!rc) rc = grp_read_jobs_ok(&c->rd, v, n, e);
     cli_close(c);
     return rc;

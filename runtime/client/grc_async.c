@@ -225,7 +225,7 @@ static unsigned next_ping(grc_session *s) {
 
 /* Writes the PING of generation GEN for session ID (the caller holds the wlock). */
 static int write_ping(grc_pipe *p, int id, unsigned gen, gr_err *e) {
-    return grp_write_empty(&p->conn->wr, GRW_PING, ((uint64_t)gen << 32) | (uint32_t)id, e);
+    return grp_write_empty(&p->conn->wr, GRP_PING, ((uint64_t)gen << 32) | (uint32_t)id, e);
 }
 
 /* Sends session S's CALL again after GRID_ERR_STALE, with the descriptor fetched anew;
@@ -278,7 +278,7 @@ static int handle_one(grc_pipe *p, gr_err *e) {
                       "stopped (check its log)");
         return -1;
     }
-    if (h.type == GRW_PONG) return on_pong(p, &h, e) ? -1 : 0;
+    if (h.type == GRP_PONG) return on_pong(p, &h, e) ? -1 : 0;
     pthread_mutex_lock(&alock);
     grc_session *s = h.request_id <= 0x7fffffff ? find((int)h.request_id) : NULL;
     int discard = !s || s->done;
@@ -288,13 +288,13 @@ static int handle_one(grc_pipe *p, gr_err *e) {
     int code = GRID_OK, in_step = 1, resent = 0, moved = 0, more = 0;
     if (discard) {
         /* A callback of a call that ended here is answered, so the body goes on. */
-        rc = h.type == GRW_CALLBACK ? grc_callback_refuse(&c->rd, &c->wr, &p->wlock, &h, GRID_ERR_CANCELED,
+        rc = h.type == GRP_CALLBACK ? grc_callback_refuse(&c->rd, &c->wr, &p->wlock, &h, GRID_ERR_CANCELED,
                                                           "the call ended on the client (canceled or timed "
                                                           "out): its callbacks no longer run",
                                                           e)
                                     : grw_skip(&c->rd, e);
         in_step = rc == GRID_OK;
-    } else if (h.type == GRW_CALLBACK) {
+    } else if (h.type == GRP_CALLBACK) {
         /* The body calls one of the caller's functions: it runs here, on the thread
          * reading this connection's replies (grc_callback.c), and the call goes on. */
         code = grc_callback_serve(&s->req, &c->rd, &c->wr, &p->wlock, &c->server, &h, e);
@@ -541,7 +541,7 @@ static void send_cancel(grc_session *s) {
     gr_err e;
     if (!p || p->dead) return;
     pthread_mutex_lock(&p->wlock);
-    grp_write_empty(&p->conn->wr, GRW_CANCEL, (uint64_t)s->id, &e);
+    grp_write_empty(&p->conn->wr, GRP_CANCEL, (uint64_t)s->id, &e);
     pthread_mutex_unlock(&p->wlock);
 }
 

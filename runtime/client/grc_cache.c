@@ -39,7 +39,7 @@ static int fetch(const grc_target *t, const grc_config *cfg, grd_desc **out, gr_
     int in_step = 0;
     rc = grp_write_get_descriptor(&c->wr, c->next_id++, t->name, e);
     if (!rc) rc = grp_read_header(&c->rd, &h, e);
-    if (!rc) rc = grp_expect(&c->rd, &h, GRW_DESCRIPTOR, "GET_DESCRIPTOR", &in_step, e);
+    if (!rc) rc = grp_expect(&c->rd, &h, GRP_DESCRIPTOR, "GET_DESCRIPTOR", &in_step, e);
     if (!rc) {
         char qualified[GRP_MAX_FUNCTION_NAME + 1];
         rc = grp_read_descriptor(&c->rd, qualified, out, e);

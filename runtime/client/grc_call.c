@@ -49,7 +49,7 @@ static int exchange(grc_conn *c, grc_req *q, int *broken, gr_err *e) {
             return gr_seterr(e, GRID_ERR_PROTOCOL, "reply to request %llu while waiting for %llu",
                              (unsigned long long)h.request_id, (unsigned long long)id);
         }
-        if (h.type != GRW_CALLBACK) break;
+        if (h.type != GRP_CALLBACK) break;
         /* The body calls one of the caller's functions: run it on this thread (grc_callback.c). */
         rc = grc_callback_serve(q, &c->rd, &c->wr, NULL, &c->server, &h, e);
         if (rc) {

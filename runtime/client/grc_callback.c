@@ -158,7 +158,7 @@ int grc_callback_serve(grc_req *q, grw_reader *r, grw_writer *w, pthread_mutex_t
     }
     grm_init(c, d, GRM_SERVER_SIDE);
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     lim.max_message = r->max_message;
     rc = grp_read_callback_args(r, c, &lim, e);
     if (rc) {
@@ -193,7 +193,7 @@ int grc_callback_await(grc_req *q, grw_reader *r, grw_writer *w, const grw_limit
                        grw_header *h, gr_err *e) {
     for (;;) {
         int rc = grp_read_header(r, h, e);
-        if (rc || h->type != GRW_CALLBACK || h->request_id != id) return rc;
+        if (rc || h->type != GRP_CALLBACK || h->request_id != id) return rc;
         rc = grc_callback_serve(q, r, w, NULL, server, h, e);
         if (rc) return rc;
     }

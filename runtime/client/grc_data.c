@@ -335,7 +335,7 @@ static int await_reply(grc_conn *c, uint64_t id, uint32_t type, const char *what
     int in_step = 1;
     rc = grp_expect(&c->rd, &h, type, what, &in_step, e);
     *broken = !in_step;
-    *remote = rc && h.type == GRW_ERROR;
+    *remote = rc && h.type == GRP_ERROR;
     return rc;
 }
 
@@ -368,7 +368,7 @@ static int put_on(const char *host, int port, uint64_t ses, const grc_data *d, c
     int broken = 0;
     rc = grp_write_data_put(&c->wr, id, di, d->type, d->count, buf, e);
     if (rc) broken = 1;
-    if (!rc) rc = await_reply(c, id, GRW_DATA_OK, "DATA_PUT", remote, &broken, e);
+    if (!rc) rc = await_reply(c, id, GRP_DATA_OK, "DATA_PUT", remote, &broken, e);
     if (!rc && (rc = grp_read_empty(&c->rd, e)) != 0) broken = 1;
     return done(c, broken, rc);
 }
@@ -388,7 +388,7 @@ static int simple(const char *host, int port, int kind, grp_data_id di, const gr
     rc = kind == X_FREE ? grp_write_data_free(&c->wr, id, di, e)
                         : grp_write_session_end(&c->wr, id, di.session, e);
     if (rc) broken = 1;
-    if (!rc) rc = await_reply(c, id, GRW_DATA_OK, what, remote, &broken, e);
+    if (!rc) rc = await_reply(c, id, GRP_DATA_OK, what, remote, &broken, e);
     if (!rc && (rc = grp_read_empty(&c->rd, e)) != 0) broken = 1;
     return done(c, broken, rc);
 }
@@ -405,7 +405,7 @@ static int get_from(const char *host, int port, uint64_t ses, const grc_data *d,
     int broken = 0;
     rc = grp_write_data_get(&c->wr, id, di, e);
     if (rc) broken = 1;
-    if (!rc) rc = await_reply(c, id, GRW_DATA, "DATA_GET", remote, &broken, e);
+    if (!rc) rc = await_reply(c, id, GRP_DATA, "DATA_GET", remote, &broken, e);
     uint32_t type = 0;
     uint64_t count = 0;
     if (!rc) {
@@ -448,7 +448,7 @@ static int copy_from(const grc_copy *src, const char *host, int port, uint64_t s
     int broken = 0;
     rc = grp_write_data_copy(&c->wr, id, &m, e);
     if (rc) broken = 1;
-    if (!rc) rc = await_reply(c, id, GRW_DATA_OK, "DATA_COPY", remote, &broken, e);
+    if (!rc) rc = await_reply(c, id, GRP_DATA_OK, "DATA_COPY", remote, &broken, e);
     if (!rc && (rc = grp_read_empty(&c->rd, e)) != 0) broken = 1;
     return done(c, broken, rc);
 }

@@ -27,7 +27,7 @@ static int fill(grm_call *call, const grd_desc *d, const grc_args *args, gr_err 
                          args->nargs == 1 ? "was" : "were");
     }
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     if (!args->ap) return grm_from_argv(call, d, args->argv, &lim, e);
     va_list aq;
     va_copy(aq, *args->ap);
@@ -135,7 +135,7 @@ int grc_req_send(const grc_req *q, grw_writer *w, uint64_t id, const grw_limits 
 }
 
 int grc_req_reply(grc_req *q, grw_reader *r, const grw_header *h, int *in_step, gr_err *e) {
-    int rc = grp_expect(r, h, GRW_RESULT, "CALL", in_step, e);
+    int rc = grp_expect(r, h, GRP_RESULT, "CALL", in_step, e);
     if (rc) return rc;
     rc = grp_read_result(r, q->call, &q->route.times, e);
     *in_step = rc == GRID_OK;
@@ -259,7 +259,7 @@ static int rebuild(grm_call *call, const grd_desc *d, gr_err *e) {
         argv[i] = own[i] ? (void *)&saved[i] : call->ptr[i];
     }
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     int rc = grm_from_argv(call, d, argv, &lim, e);
     /* Point the values back into the call, which outlives this frame. */
     for (uint32_t i = 0; i < n; i++)

@@ -82,7 +82,7 @@ static int send_submit(grc_conn *c, grc_req *q, char hex[GRP_MAX_JOB_ID + 1], in
         return rc;
     }
     int in_step = 0;
-    rc = grp_expect(&c->rd, &h, GRW_SUBMITTED, "SUBMIT", &in_step, e);
+    rc = grp_expect(&c->rd, &h, GRP_SUBMITTED, "SUBMIT", &in_step, e);
     if (!rc) rc = grp_read_job_id(&c->rd, hex, e);
     *broken = rc == GRID_OK ? 0 : !in_step;
     return rc;
@@ -168,11 +168,11 @@ typedef int (*job_request)(grw_writer *w, uint64_t id, const job_ref *j, uint32_
 
 static int req_info(grw_writer *w, uint64_t id, const job_ref *j, uint32_t wait_ms, gr_err *e) {
     (void)wait_ms;
-    return grp_write_job_id(w, GRW_JOB_INFO, id, j->hex, e);
+    return grp_write_job_id(w, GRP_JOB_INFO, id, j->hex, e);
 }
 static int req_forget(grw_writer *w, uint64_t id, const job_ref *j, uint32_t wait_ms, gr_err *e) {
     (void)wait_ms;
-    return grp_write_job_id(w, GRW_FORGET, id, j->hex, e);
+    return grp_write_job_id(w, GRP_FORGET, id, j->hex, e);
 }
 static int req_fetch(grw_writer *w, uint64_t id, const job_ref *j, uint32_t wait_ms, gr_err *e) {
     return grp_write_fetch(w, id, j->hex, wait_ms, e);
@@ -212,7 +212,7 @@ static int job_info(const job_ref *j, const grc_config *cfg, grp_job *info, uint
     int rc = exchange(j, cfg, req_info, 0, &c, &h, e);
     if (rc) return rc;
     int in_step = 0;
-    rc = grp_expect(&c->rd, &h, GRW_JOB_INFO_OK, "JOB_INFO", &in_step, e);
+    rc = grp_expect(&c->rd, &h, GRP_JOB_INFO_OK, "JOB_INFO", &in_step, e);
     if (!rc) rc = grp_read_job_info_ok(&c->rd, info, hash, e);
     if (!rc) {
         gr_err se;
@@ -249,7 +249,7 @@ static int fetch(const char *jobid, double wait_s, const grc_args *args, gr_err 
         int in_step = 0;
         rc = exchange(&j, &cfg, req_fetch, 0, &c, &h, e);
         if (!rc) {
-            rc = grp_expect(&c->rd, &h, GRW_RESULT, "FETCH", &in_step, e);
+            rc = grp_expect(&c->rd, &h, GRP_RESULT, "FETCH", &in_step, e);
             if (!rc) rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the server answered a failed job with its RESULT");
             grc_conn_put(c, !in_step);
         }
@@ -287,7 +287,7 @@ static int fetch(const char *jobid, double wait_s, const grc_args *args, gr_err 
         rc = exchange(&j, &cfg, req_fetch, wait_ms, &c, &h, e);
         if (rc) break;
         int in_step = 0;
-        if (h.type == GRW_JOB_STATE) {
+        if (h.type == GRP_JOB_STATE) {
             rc = grp_read_job_state(&c->rd, &info, e);
             grc_conn_put(c, rc != GRID_OK);
             if (rc) break;
@@ -413,7 +413,7 @@ int grid_job_forget_np(const char *jobid) {
     if (!rc) rc = exchange(&j, &cfg, req_forget, 0, &c, &h, &e);
     if (!rc) {
         int in_step = 0;
-        rc = grp_expect(&c->rd, &h, GRW_FORGOTTEN, "FORGET", &in_step, &e);
+        rc = grp_expect(&c->rd, &h, GRP_FORGOTTEN, "FORGET", &in_step, &e);
         if (!rc) rc = grp_read_empty(&c->rd, &e);
         grc_conn_put(c, rc != GRID_OK && !in_step);
     }

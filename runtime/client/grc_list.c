@@ -66,12 +66,12 @@ static int list(const char *server, char ***names, uint32_t *count, gr_err *e) {
         uint64_t id = c->next_id++;
         grw_header h;
         int in_step = 0;
-        rc = grp_write_empty(&c->wr, GRW_LIST, id, e);
+        rc = grp_write_empty(&c->wr, GRP_LIST, id, e);
         if (!rc) rc = grp_read_header(&c->rd, &h, e);
         if (!rc && h.request_id != id)
             rc = gr_seterr(e, GRID_ERR_PROTOCOL, "reply to request %llu while waiting for %llu",
                            (unsigned long long)h.request_id, (unsigned long long)id);
-        if (!rc) rc = grp_expect(&c->rd, &h, GRW_LIST_OK, "LIST", &in_step, e);
+        if (!rc) rc = grp_expect(&c->rd, &h, GRP_LIST_OK, "LIST", &in_step, e);
         if (!rc) in_step = (rc = grp_read_list_ok(&c->rd, names, count, e)) == GRID_OK;
         grc_conn_put(c, !in_step);
     }

@@ -333,7 +333,7 @@ static int fetch_servers(const grc_config *cfg, gr_err *e) {
     grw_header h = {0};
     int in_step = 0;
     int rc = grp_write_servers(&conn->wr, id, cfg->site, e);
-    if (!rc) rc = await(id, GRW_SERVERS_OK, "SERVERS", &h, &in_step, e);
+    if (!rc) rc = await(id, GRP_SERVERS_OK, "SERVERS", &h, &in_step, e);
     if (rc) {
         if (!in_step) transport_failed(cfg, e);
         return rc;
@@ -402,7 +402,7 @@ static int ask(grc_req *q, const grc_config *cfg, grp_schedule_ok *ok, int *unre
     if (!rc) {
         conn_busy = 1;
         pthread_mutex_unlock(&mlock);
-        rc = await(id, GRW_SCHEDULE_OK, "SCHEDULE", &h, &in_step, e);
+        rc = await(id, GRP_SCHEDULE_OK, "SCHEDULE", &h, &in_step, e);
         if (!rc) rc = grp_read_schedule_ok(&conn->rd, ok, e);
         if (!rc) bare_host(ok->host, (int)ok->port);
         pthread_mutex_lock(&mlock);
@@ -414,7 +414,7 @@ static int ask(grc_req *q, const grc_config *cfg, grp_schedule_ok *ok, int *unre
         }
     }
     if (rc) {
-        if (!in_step || h.type == GRW_SCHEDULE_OK) {
+        if (!in_step || h.type == GRP_SCHEDULE_OK) {
             transport_failed(cfg, e);
             *unreachable = 1;
         }

@@ -81,7 +81,7 @@ int grid_object_create_np(grid_object_np **out, const char *server, const char *
         char qualified[GRP_MAX_FUNCTION_NAME + 1];
         rc = grp_write_obj_create(&c->wr, id, o->t.name, &e);
         if (rc) broken = 1;
-        if (!rc) rc = expect(c, NULL, id, GRW_OBJ_CREATED, "OBJ_CREATE", &h, &broken, &e);
+        if (!rc) rc = expect(c, NULL, id, GRP_OBJ_CREATED, "OBJ_CREATE", &h, &broken, &e);
         if (!rc) rc = grp_read_obj_created(&c->rd, &o->id, qualified, &e);
         if (rc) {
             /* The class or the server refused (ERROR, in step) or the stream is lost:
@@ -169,7 +169,7 @@ static int invoke(grid_object_np *o, const char *method, const grc_args *args, g
         grw_header h;
         rc = grc_req_send(&q, &c->wr, id, &c->server, e);
         if (rc) broken = 1;
-        if (!rc) rc = expect(c, &q, id, GRW_RESULT, "OBJ_INVOKE", &h, &broken, e);
+        if (!rc) rc = expect(c, &q, id, GRP_RESULT, "OBJ_INVOKE", &h, &broken, e);
         if (!rc) {
             rc = grp_read_result(&c->rd, q.call, &q.route.times, e);
             broken = rc != GRID_OK; /* the reply was read whole, or the stream is lost */
@@ -295,7 +295,7 @@ int grid_object_destroy_np(grid_object_np *obj) {
         int broken = 0;
         grw_header h;
         if (!rc) rc = grp_write_obj_destroy(&c->wr, id, obj->id, &e);
-        if (!rc) rc = expect(c, NULL, id, GRW_OBJ_DESTROYED, "OBJ_DESTROY", &h, &broken, &e);
+        if (!rc) rc = expect(c, NULL, id, GRP_OBJ_DESTROYED, "OBJ_DESTROY", &h, &broken, &e);
         if (!rc) rc = grp_read_empty(&c->rd, &e);
         /* Closed either way: if the destroy failed, the closing destroys the object. */
         grc_conn_put(c, 1);

@@ -112,7 +112,7 @@ int grc_conn_get(const char *host, int port, const grc_config *cfg, grc_conn **o
     snprintf(c->host, sizeof c->host, "%s", host);
     c->port = port;
     c->next_id = 1;
-    grw_limits_default(&c->server);
+    grp_limits_default(&c->server);
     grw_reader_init(&c->rd, fd, c->server.max_message);
     grw_writer_init(&c->wr, fd);
     c->rd.tls = c->wr.tls = tls;

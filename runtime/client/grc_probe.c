@@ -57,8 +57,8 @@ static int measure(grc_conn *c, const target *t) {
     for (int i = 0; i < PINGS; i++) {
         uint64_t id = c->next_id++;
         long long t0 = gr_now_ns();
-        int rc = grp_write_empty(&c->wr, GRW_PING, id, &e);
-        if (!rc) rc = exchange_head(c, GRW_PONG, "PING", id, &in_step, &e);
+        int rc = grp_write_empty(&c->wr, GRP_PING, id, &e);
+        if (!rc) rc = exchange_head(c, GRP_PONG, "PING", id, &in_step, &e);
         grp_pong pong;
         if (!rc) rc = grp_read_pong(&c->rd, &pong, &e);
         if (rc) return in_step && rc != GRID_ERR_PROTOCOL ? 0 : -1;
@@ -73,7 +73,7 @@ static int measure(grc_conn *c, const target *t) {
     uint32_t got = 0;
     int rc = grp_write_probe(&c->wr, id, PROBE_BYTES, PROBE_BYTES, &e);
     if (rc) return -1;
-    rc = exchange_head(c, GRW_PROBE_OK, "PROBE", id, &in_step, &e);
+    rc = exchange_head(c, GRP_PROBE_OK, "PROBE", id, &in_step, &e);
     if (rc) return in_step ? 0 : -1; /* an ERROR: the server does not answer PROBE */
     rc = grp_read_probe_ok(&c->rd, &got, &e);
     if (rc) return -1;

@@ -90,10 +90,10 @@ static int serve_one(gdm_conn *c) {
         return refuse(c, h.request_id,
                       rc == GRID_ERR_LIMIT || rc == GRID_ERR_TIMEOUT ? rc : GRID_ERR_PROTOCOL, e.msg);
     }
-    if (!c->hello_done && h.type != GRW_HELLO) {
+    if (!c->hello_done && h.type != GRP_HELLO) {
         char msg[160];
         snprintf(msg, sizeof msg, "the first message on a connection must be HELLO, not %s (type %u)",
-                 grw_type_name(h.type), h.type);
+                 grp_type_name(h.type), h.type);
         return refuse(c, h.request_id, GRID_ERR_PROTOCOL, msg);
     }
     return o->serve(c, &h);

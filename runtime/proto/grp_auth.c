@@ -29,7 +29,7 @@ static int read_fixed(grw_reader *r, uint8_t *out, uint32_t n, const char *what,
 }
 
 int grp_write_auth_challenge(grw_writer *w, uint64_t id, const uint8_t nonce[GRP_AUTH_NONCE], gr_err *e) {
-    int rc = grw_begin(w, GRW_AUTH_CHALLENGE, 0, id, e);
+    int rc = grw_begin(w, GRP_AUTH_CHALLENGE, 0, id, e);
     if (!rc) rc = grw_write_opaque(w, nonce, GRP_AUTH_NONCE, e);
     if (!rc) rc = grw_finish(w, e);
     return rc;
@@ -42,7 +42,7 @@ int grp_read_auth_challenge(grw_reader *r, uint8_t nonce[GRP_AUTH_NONCE], gr_err
 }
 
 int grp_write_auth(grw_writer *w, uint64_t id, const grp_auth *m, gr_err *e) {
-    int rc = grw_begin(w, GRW_AUTH, 0, id, e);
+    int rc = grw_begin(w, GRP_AUTH, 0, id, e);
     if (!rc) rc = grw_write_string(w, m->key_id, e);
     if (!rc) rc = grw_write_opaque(w, m->client_nonce, GRP_AUTH_NONCE, e);
     if (!rc) rc = grw_write_opaque(w, m->client_mac, GRP_AUTH_MAC, e);
@@ -69,7 +69,7 @@ int grp_read_auth(grw_reader *r, grp_auth *m, gr_err *e) {
 }
 
 int grp_write_auth_ok(grw_writer *w, uint64_t id, const uint8_t mac[GRP_AUTH_MAC], gr_err *e) {
-    int rc = grw_begin(w, GRW_AUTH_OK, 0, id, e);
+    int rc = grw_begin(w, GRP_AUTH_OK, 0, id, e);
     if (!rc) rc = grw_write_opaque(w, mac, GRP_AUTH_MAC, e);
     if (!rc) rc = grw_finish(w, e);
     return rc;
@@ -156,7 +156,7 @@ static int answer_challenge(grw_reader *r, grw_writer *w, uint64_t id, const grp
     memcpy(a.key_id, k->id, sizeof a.key_id);
     rc = grp_write_auth(w, id, &a, e);
     if (!rc) rc = next_header(r, h, "AUTH", e);
-    if (rc || h->type != GRW_AUTH_OK) return rc;
+    if (rc || h->type != GRP_AUTH_OK) return rc;
     rc = grp_read_auth_ok(r, got, e);
     if (!rc) rc = grp_auth_server_mac(k, a.client_nonce, snonce, want, e);
     if (rc) return rc;
@@ -178,7 +178,7 @@ int grp_auth_hello(grw_reader *r, grw_writer *w, uint64_t id, const grp_hello *m
     memset(&h, 0, sizeof h);
     int rc = grp_write_hello(w, id, m, e);
     if (!rc) rc = next_header(r, &h, "HELLO", e);
-    if (!rc && h.type == GRW_AUTH_CHALLENGE) {
+    if (!rc && h.type == GRP_AUTH_CHALLENGE) {
         if (!k)
             return gr_seterr(
                 e, GRID_ERR_CONFIG,
@@ -186,13 +186,13 @@ int grp_auth_hello(grw_reader *r, grw_writer *w, uint64_t id, const grp_hello *m
                 "has none: %s, with a copy of the key file it runs with (--key-file)",
                 how && *how ? how : "give this program a key file");
         rc = answer_challenge(r, w, id, k, &h, &proven, e);
-        if (!rc && !proven && h.type != GRW_ERROR)
+        if (!rc && !proven && h.type != GRP_ERROR)
             return gr_seterr(e, GRID_ERR_PROTOCOL, "the server answered AUTH with %s (type %u), not AUTH_OK",
-                             grw_type_name(h.type), h.type);
+                             grp_type_name(h.type), h.type);
     }
-    if (!rc) rc = grp_expect(r, &h, GRW_HELLO_OK, proven ? "AUTH" : "HELLO", &in_step, e);
+    if (!rc) rc = grp_expect(r, &h, GRP_HELLO_OK, proven ? "AUTH" : "HELLO", &in_step, e);
     if (rc) {
-        if (h.type == GRW_ERROR && rc != GRID_ERR_PROTOCOL && refused) *refused = 1;
+        if (h.type == GRP_ERROR && rc != GRID_ERR_PROTOCOL && refused) *refused = 1;
         return rc;
     }
     rc = grp_read_hello_ok(r, ok, e);
@@ -221,12 +221,12 @@ int grp_auth_serve(grw_reader *r, grw_writer *w, uint64_t id, const grp_keyset *
                          "the client closed the connection instead of answering AUTH_CHALLENGE "
                          "(it has no key file?)");
     if (rc) return rc;
-    if (h.type != GRW_AUTH)
+    if (h.type != GRP_AUTH)
         return gr_seterr(e, GRID_ERR_CONFIG,
                          "authentication required: this server has keys (--key-file) and the client answered "
                          "AUTH_CHALLENGE with %s instead of AUTH: give the client the server's key file "
                          "(GRIDRPC_KEY_FILE, grid_set_key_file_np, gridrpc --key-file)",
-                         grw_type_name(h.type));
+                         grp_type_name(h.type));
     grp_auth a;
     rc = grp_read_auth(r, &a, e);
     if (rc) return rc;

@@ -11,7 +11,7 @@
 
 int grp_write_call(grw_writer *w, uint64_t id, const char *name, uint64_t hash, const grm_call *c,
                    const grw_limits *lim, gr_err *e) {
-    return grp_write_call_as(w, GRW_CALL, id, name, hash, c, lim, e);
+    return grp_write_call_as(w, GRP_CALL, id, name, hash, c, lim, e);
 }
 
 int grp_write_call_as(grw_writer *w, uint32_t type, uint64_t id, const char *name, uint64_t hash,
@@ -86,7 +86,7 @@ uint64_t grp_call_bytes(const char *name, const grm_call *c) {
 
 int grp_write_result(grw_writer *w, uint64_t id, const grp_result_times *t, const grm_call *c,
                      const grw_limits *lim, gr_err *e) {
-    int rc = grw_begin(w, GRW_RESULT, 0, id, e);
+    int rc = grw_begin(w, GRP_RESULT, 0, id, e);
     if (!rc) rc = grw_write_u64(w, t->queue_ns, e);
     if (!rc) rc = grw_write_u64(w, t->run_ns, e);
     if (!rc) rc = grm_write_head(w, c, GRM_TO_CLIENT, lim, e);
@@ -99,7 +99,7 @@ int grp_read_result(grw_reader *r, grm_call *c, grp_result_times *t, gr_err *e) 
     /* The arrays land in the caller's own buffers, sized by the caller and checked
      * against the call's extents; the message limit still bounds the whole. */
     grw_limits mine;
-    grw_limits_default(&mine);
+    grp_limits_default(&mine);
     mine.max_message = r->max_message;
     mine.max_array = (uint64_t)-1 >> 1;
     mine.max_head = 0xffffffffu;

@@ -12,7 +12,7 @@
 
 int grp_write_callback(grw_writer *w, uint64_t id, uint32_t index, uint32_t seq, const grm_call *c,
                        const grw_limits *lim, gr_err *e) {
-    int rc = grw_begin(w, GRW_CALLBACK, 0, id, e);
+    int rc = grw_begin(w, GRP_CALLBACK, 0, id, e);
     if (!rc) rc = grw_write_u32(w, index, e);
     if (!rc) rc = grw_write_u32(w, seq, e);
     if (!rc) rc = grm_write_head(w, c, GRM_TO_SERVER, lim, e);
@@ -42,7 +42,7 @@ int grp_write_callback_result(grw_writer *w, uint64_t id, uint32_t index, uint32
                               const char *msg, const grm_call *c, const grw_limits *lim, gr_err *e) {
     char cut[GRP_MAX_ERROR_MESSAGE + 1];
     snprintf(cut, sizeof cut, "%s", code && msg ? msg : "");
-    int rc = grw_begin(w, GRW_CALLBACK_RESULT, 0, id, e);
+    int rc = grw_begin(w, GRP_CALLBACK_RESULT, 0, id, e);
     if (!rc) rc = grw_write_u32(w, index, e);
     if (!rc) rc = grw_write_u32(w, seq, e);
     if (!rc) rc = grw_write_i32(w, code, e);
@@ -76,7 +76,7 @@ int grp_read_callback_result_args(grw_reader *r, grm_call *c, gr_err *e) {
     /* As RESULT: the arguments land in buffers the body gave, sized by the callback's
      * extents; the reader's message limit bounds the whole. */
     grw_limits mine;
-    grw_limits_default(&mine);
+    grp_limits_default(&mine);
     mine.max_message = r->max_message;
     mine.max_array = (uint64_t)-1 >> 1;
     mine.max_head = 0xffffffffu;

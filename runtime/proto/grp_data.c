@@ -91,7 +91,7 @@ int grp_read_data_elems(grw_reader *r, uint32_t type, uint64_t count, void *buf,
 
 int grp_write_data_put(grw_writer *w, uint64_t id, grp_data_id d, uint32_t type, uint64_t count,
                        const void *elems, gr_err *e) {
-    int rc = grw_begin(w, GRW_DATA_PUT, 0, id, e);
+    int rc = grw_begin(w, GRP_DATA_PUT, 0, id, e);
     if (!rc) rc = grw_write_u64(w, d.session, e);
     if (!rc) rc = grw_write_u64(w, d.handle, e);
     if (!rc) rc = write_typed(w, type, count, elems, e);
@@ -109,7 +109,7 @@ int grp_read_data_put(grw_reader *r, grp_data_id *d, uint32_t *type, uint64_t *c
 }
 
 int grp_write_data(grw_writer *w, uint64_t id, uint32_t type, uint64_t count, const void *elems, gr_err *e) {
-    int rc = grw_begin(w, GRW_DATA, 0, id, e);
+    int rc = grw_begin(w, GRP_DATA, 0, id, e);
     if (!rc) rc = write_typed(w, type, count, elems, e);
     if (!rc) rc = grw_finish(w, e);
     return rc;
@@ -138,7 +138,7 @@ static int read_id(grw_reader *r, const char *msg, grp_data_id *d, gr_err *e) {
 }
 
 int grp_write_data_get(grw_writer *w, uint64_t id, grp_data_id d, gr_err *e) {
-    return write_id(w, GRW_DATA_GET, id, d, e);
+    return write_id(w, GRP_DATA_GET, id, d, e);
 }
 
 int grp_read_data_get(grw_reader *r, grp_data_id *d, gr_err *e) {
@@ -146,7 +146,7 @@ int grp_read_data_get(grw_reader *r, grp_data_id *d, gr_err *e) {
 }
 
 int grp_write_data_free(grw_writer *w, uint64_t id, grp_data_id d, gr_err *e) {
-    return write_id(w, GRW_DATA_FREE, id, d, e);
+    return write_id(w, GRP_DATA_FREE, id, d, e);
 }
 
 int grp_read_data_free(grw_reader *r, grp_data_id *d, gr_err *e) {
@@ -156,7 +156,7 @@ int grp_read_data_free(grw_reader *r, grp_data_id *d, gr_err *e) {
 /* ---------------------------------------------------------------- DATA_COPY, SESSION_END */
 
 int grp_write_data_copy(grw_writer *w, uint64_t id, const grp_data_copy *m, gr_err *e) {
-    int rc = grw_begin(w, GRW_DATA_COPY, 0, id, e);
+    int rc = grw_begin(w, GRP_DATA_COPY, 0, id, e);
     if (!rc) rc = grw_write_u64(w, m->d.session, e);
     if (!rc) rc = grw_write_u64(w, m->d.handle, e);
     if (!rc) rc = grw_write_string(w, m->host, e);
@@ -179,7 +179,7 @@ int grp_read_data_copy(grw_reader *r, grp_data_copy *m, gr_err *e) {
 }
 
 int grp_write_session_end(grw_writer *w, uint64_t id, uint64_t session, gr_err *e) {
-    int rc = grw_begin(w, GRW_SESSION_END, 0, id, e);
+    int rc = grw_begin(w, GRP_SESSION_END, 0, id, e);
     if (!rc) rc = grw_write_u64(w, session, e);
     if (!rc) rc = grw_finish(w, e);
     return rc;
@@ -267,7 +267,7 @@ int grp_write_call_data(grw_writer *w, uint64_t id, const char *name, uint64_t h
     if (skip[GRM_TO_SERVER] != c->skip[GRM_TO_SERVER] || skip[GRM_TO_CLIENT] != c->skip[GRM_TO_CLIENT])
         return gr_seterr(e, GRID_ERR_INTERNAL, "CALL_DATA: the call's skip masks are not its refs'");
     if (session == 0) return gr_seterr(e, GRID_ERR_INTERNAL, "CALL_DATA: session 0");
-    rc = grw_begin(w, GRW_CALL_DATA, 0, id, e);
+    rc = grw_begin(w, GRP_CALL_DATA, 0, id, e);
     if (!rc) rc = grw_write_string(w, name, e);
     if (!rc) rc = grw_write_u64(w, hash, e);
     if (!rc) rc = grw_write_u64(w, session, e);

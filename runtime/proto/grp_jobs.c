@@ -35,7 +35,7 @@ static int check_id(const char *job, gr_err *e) {
 
 int grp_write_submit(grw_writer *w, uint64_t id, const char *name, uint64_t hash, const grm_call *c,
                      const grw_limits *lim, gr_err *e) {
-    return grp_write_call_as(w, GRW_SUBMIT, id, name, hash, c, lim, e);
+    return grp_write_call_as(w, GRP_SUBMIT, id, name, hash, c, lim, e);
 }
 
 /* ---------------------------------------------------------------- job ids */
@@ -63,7 +63,7 @@ int grp_read_job_id(grw_reader *r, char job[GRP_MAX_JOB_ID + 1], gr_err *e) {
 
 int grp_write_fetch(grw_writer *w, uint64_t id, const char *job, uint32_t wait_ms, gr_err *e) {
     int rc = check_id(job, e);
-    if (!rc) rc = grw_begin(w, GRW_FETCH, 0, id, e);
+    if (!rc) rc = grw_begin(w, GRP_FETCH, 0, id, e);
     if (!rc) rc = grw_write_string(w, job, e);
     if (!rc) rc = grw_write_u32(w, wait_ms, e);
     if (!rc) rc = grw_finish(w, e);
@@ -120,7 +120,7 @@ static int read_job(grw_reader *r, grp_job *j, gr_err *e) {
 }
 
 int grp_write_job_state(grw_writer *w, uint64_t id, const grp_job *j, gr_err *e) {
-    int rc = grw_begin(w, GRW_JOB_STATE, 0, id, e);
+    int rc = grw_begin(w, GRP_JOB_STATE, 0, id, e);
     if (!rc) rc = write_job(w, j, e);
     if (!rc) rc = grw_finish(w, e);
     return rc;
@@ -137,7 +137,7 @@ int grp_read_job_state(grw_reader *r, grp_job *j, gr_err *e) {
 int grp_write_jobs_ok(grw_writer *w, uint64_t id, const grp_job *v, uint32_t count, gr_err *e) {
     if (count > GRP_MAX_JOBS)
         return gr_seterr(e, GRID_ERR_LIMIT, "%u jobs exceed the JOBS_OK limit of %u", count, GRP_MAX_JOBS);
-    int rc = grw_begin(w, GRW_JOBS_OK, 0, id, e);
+    int rc = grw_begin(w, GRP_JOBS_OK, 0, id, e);
     if (!rc) rc = grw_write_u32(w, count, e);
     for (uint32_t i = 0; i < count && !rc; i++)
         rc = write_job(w, &v[i], e);
@@ -177,7 +177,7 @@ int grp_read_jobs_ok(grw_reader *r, grp_job **v, uint32_t *count, gr_err *e) {
 
 int grp_write_job_info_ok(grw_writer *w, uint64_t id, const grp_job *j, uint64_t hash, const void *head,
                           uint32_t len, gr_err *e) {
-    int rc = grw_begin(w, GRW_JOB_INFO_OK, 0, id, e);
+    int rc = grw_begin(w, GRP_JOB_INFO_OK, 0, id, e);
     if (!rc) rc = write_job(w, j, e);
     if (!rc) rc = grw_write_u64(w, hash, e);
     if (!rc) rc = grw_write_opaque(w, head, len, e);

@@ -46,7 +46,4 @@
 #define GRP_DEFAULT_MAX_ARRAY (1ull << 30)   /* bytes of one array argument */
 #define GRP_DEFAULT_MAX_HEAD (64u << 20)     /* bytes of a call's head section */
 
-/* Record marking: a fragment may be at most 2^31 - 1 bytes; writers stay well under. */
-#define GRP_MAX_FRAGMENT (1ull << 30)
-
 #endif /* GRP_LIMITS_H */

@@ -14,11 +14,11 @@ _Static_assert(GRP_MAX_DESCRIPTOR == GRD_MAX_ENCODED, "a DESCRIPTOR carries one 
 _Static_assert(GRP_MAX_FUNCTION_NAME >= 2 * GRD_MAX_NAME + 1, "\"module/function\" fits a function name");
 
 int grp_known_type(uint32_t type) {
-    return (type >= GRW_HELLO && type <= GRW_AUTH_OK) ||
-           (type >= GRW_REGISTER && type <= GRW_UNREGISTER_OK) ||
-           (type >= GRW_DATA_PUT && type <= GRW_CALL_DATA) ||
-           (type >= GRW_OBJ_CREATE && type <= GRW_OBJ_DESTROYED) || type == GRW_CALLBACK ||
-           (type >= GRW_SUBMIT && type <= GRW_JOB_INFO_OK) || type == GRW_CALLBACK_RESULT;
+    return (type >= GRP_HELLO && type <= GRP_AUTH_OK) ||
+           (type >= GRP_REGISTER && type <= GRP_UNREGISTER_OK) ||
+           (type >= GRP_DATA_PUT && type <= GRP_CALL_DATA) ||
+           (type >= GRP_OBJ_CREATE && type <= GRP_OBJ_DESTROYED) || type == GRP_CALLBACK ||
+           (type >= GRP_SUBMIT && type <= GRP_JOB_INFO_OK) || type == GRP_CALLBACK_RESULT;
 }
 
 int grp_read_header(grw_reader *r, grw_header *h, gr_err *e) {
@@ -34,7 +34,7 @@ int grp_read_header(grw_reader *r, grw_header *h, gr_err *e) {
 /* ---------------------------------------------------------------- HELLO, HELLO_OK */
 
 int grp_write_hello(grw_writer *w, uint64_t id, const grp_hello *m, gr_err *e) {
-    int rc = grw_begin(w, GRW_HELLO, 0, id, e);
+    int rc = grw_begin(w, GRP_HELLO, 0, id, e);
     if (!rc) rc = grw_write_string(w, m->client, e);
     if (!rc) rc = grw_write_u32(w, m->min_version, e);
     if (!rc) rc = grw_write_u32(w, m->max_version, e);
@@ -53,7 +53,7 @@ int grp_read_hello(grw_reader *r, grp_hello *m, gr_err *e) {
 }
 
 int grp_write_hello_ok(grw_writer *w, uint64_t id, const grp_hello_ok *m, gr_err *e) {
-    int rc = grw_begin(w, GRW_HELLO_OK, 0, id, e);
+    int rc = grw_begin(w, GRP_HELLO_OK, 0, id, e);
     if (!rc) rc = grw_write_string(w, m->server, e);
     if (!rc) rc = grw_write_u32(w, m->version, e);
     if (!rc) rc = grw_write_u64(w, m->limits.max_message, e);
@@ -83,7 +83,7 @@ int grp_read_hello_ok(grw_reader *r, grp_hello_ok *m, gr_err *e) {
 /* ---------------------------------------------------------------- descriptors */
 
 int grp_write_get_descriptor(grw_writer *w, uint64_t id, const char *name, gr_err *e) {
-    int rc = grw_begin(w, GRW_GET_DESCRIPTOR, 0, id, e);
+    int rc = grw_begin(w, GRP_GET_DESCRIPTOR, 0, id, e);
     if (!rc) rc = grw_write_string(w, name, e);
     if (!rc) rc = grw_finish(w, e);
     return rc;
@@ -97,7 +97,7 @@ int grp_read_get_descriptor(grw_reader *r, char name[GRP_MAX_FUNCTION_NAME + 1],
 
 int grp_write_descriptor(grw_writer *w, uint64_t id, const char *qualified, const void *bytes, uint32_t len,
                          gr_err *e) {
-    int rc = grw_begin(w, GRW_DESCRIPTOR, 0, id, e);
+    int rc = grw_begin(w, GRP_DESCRIPTOR, 0, id, e);
     if (!rc) rc = grw_write_string(w, qualified, e);
     if (!rc) rc = grw_write_opaque(w, bytes, len, e);
     if (!rc) rc = grw_finish(w, e);
@@ -126,7 +126,7 @@ int grp_read_descriptor(grw_reader *r, char qualified[GRP_MAX_FUNCTION_NAME + 1]
 int grp_write_error(grw_writer *w, uint64_t id, int code, const char *msg, gr_err *e) {
     size_t n = strlen(msg);
     if (n > GRP_MAX_ERROR_MESSAGE) n = GRP_MAX_ERROR_MESSAGE;
-    int rc = grw_begin(w, GRW_ERROR, 0, id, e);
+    int rc = grw_begin(w, GRP_ERROR, 0, id, e);
     if (!rc) rc = grw_write_i32(w, code, e);
     if (!rc) rc = grw_write_opaque(w, msg, (uint32_t)n, e);
     if (!rc) rc = grw_finish(w, e);
@@ -171,7 +171,7 @@ int grp_read_empty(grw_reader *r, gr_err *e) {
 int grp_write_pong(grw_writer *w, uint64_t id, const grp_pong *m, gr_err *e) {
     uint64_t bits;
     memcpy(&bits, &m->loadavg, sizeof bits); /* XDR double: IEEE 754, big-endian */
-    int rc = grw_begin(w, GRW_PONG, 0, id, e);
+    int rc = grw_begin(w, GRP_PONG, 0, id, e);
     if (!rc) rc = grw_write_u32(w, m->running, e);
     if (!rc) rc = grw_write_u32(w, m->queued, e);
     if (!rc) rc = grw_write_u32(w, m->workers, e);
@@ -197,7 +197,7 @@ int grp_write_list_ok(grw_writer *w, uint64_t id, const char *const *names, uint
     if (count > GRP_MAX_LIST_COUNT)
         return gr_seterr(e, GRID_ERR_LIMIT, "%u functions exceed the LIST_OK limit of %u", count,
                          GRP_MAX_LIST_COUNT);
-    int rc = grw_begin(w, GRW_LIST_OK, 0, id, e);
+    int rc = grw_begin(w, GRP_LIST_OK, 0, id, e);
     if (!rc) rc = grw_write_u32(w, count, e);
     for (uint32_t i = 0; i < count && !rc; i++)
         rc = grw_write_string(w, names[i], e);
@@ -246,14 +246,14 @@ int grp_expect(grw_reader *r, const grw_header *h, uint32_t expected, const char
                gr_err *e) {
     *in_step = 0;
     if (h->type == expected) return GRID_OK;
-    if (h->type == GRW_ERROR) {
+    if (h->type == GRP_ERROR) {
         grp_error m;
         int rc = grp_read_error(r, &m, e);
         if (rc) return rc;
         *in_step = m.code != GRID_ERR_PROTOCOL;
         return gr_seterr(e, m.code, "%s", m.message);
     }
-    return gr_seterr(e, GRID_ERR_PROTOCOL, "the server answered %s with %s", what, grw_type_name(h->type));
+    return gr_seterr(e, GRID_ERR_PROTOCOL, "the server answered %s with %s", what, grp_type_name(h->type));
 }
 
 void grp_plain_refusal(int fd, long long deadline_ns, gr_err *e) {
@@ -267,7 +267,7 @@ void grp_plain_refusal(int fd, long long deadline_ns, gr_err *e) {
         grp_error m;
         /* GRID_ERR_PROTOCOL is a plain server's answer to the TLS hello it could not read:
          * E already says that it does not speak TLS. */
-        if (grp_read_header(r, &h, &pe) == GRID_OK && h.type == GRW_ERROR &&
+        if (grp_read_header(r, &h, &pe) == GRID_OK && h.type == GRP_ERROR &&
             grp_read_error(r, &m, &pe) == GRID_OK && m.code != GRID_ERR_PROTOCOL)
             gr_seterr(e, m.code, "the server refused the connection before TLS: %s", m.message);
         free(r);
@@ -286,4 +286,69 @@ int grp_dial(const char *host, int port, double timeout, const char *ca_file, st
         if (strcmp(was, e->msg) != 0) gr_prefixerr(e, "connecting to %s:%d: ", host, port);
     }
     return fd;
+}
+
+const char *grp_type_name(uint32_t type) {
+    switch (type) {
+    case GRP_HELLO: return "HELLO";
+    case GRP_HELLO_OK: return "HELLO_OK";
+    case GRP_GET_DESCRIPTOR: return "GET_DESCRIPTOR";
+    case GRP_DESCRIPTOR: return "DESCRIPTOR";
+    case GRP_CALL: return "CALL";
+    case GRP_RESULT: return "RESULT";
+    case GRP_ERROR: return "ERROR";
+    case GRP_CANCEL: return "CANCEL";
+    case GRP_PING: return "PING";
+    case GRP_PONG: return "PONG";
+    case GRP_LIST: return "LIST";
+    case GRP_LIST_OK: return "LIST_OK";
+    case GRP_PROBE: return "PROBE";
+    case GRP_PROBE_OK: return "PROBE_OK";
+    case GRP_AUTH_CHALLENGE: return "AUTH_CHALLENGE";
+    case GRP_AUTH: return "AUTH";
+    case GRP_AUTH_OK: return "AUTH_OK";
+    case GRP_REGISTER: return "REGISTER";
+    case GRP_REGISTER_OK: return "REGISTER_OK";
+    case GRP_HEARTBEAT: return "HEARTBEAT";
+    case GRP_HEARTBEAT_OK: return "HEARTBEAT_OK";
+    case GRP_SCHEDULE: return "SCHEDULE";
+    case GRP_SCHEDULE_OK: return "SCHEDULE_OK";
+    case GRP_REPORT: return "REPORT";
+    case GRP_SERVERS: return "SERVERS";
+    case GRP_SERVERS_OK: return "SERVERS_OK";
+    case GRP_UNREGISTER: return "UNREGISTER";
+    case GRP_UNREGISTER_OK: return "UNREGISTER_OK";
+    case GRP_DATA_PUT: return "DATA_PUT";
+    case GRP_DATA_OK: return "DATA_OK";
+    case GRP_DATA_GET: return "DATA_GET";
+    case GRP_DATA: return "DATA";
+    case GRP_DATA_FREE: return "DATA_FREE";
+    case GRP_DATA_COPY: return "DATA_COPY";
+    case GRP_SESSION_END: return "SESSION_END";
+    case GRP_CALL_DATA: return "CALL_DATA";
+    case GRP_SUBMIT: return "SUBMIT";
+    case GRP_SUBMITTED: return "SUBMITTED";
+    case GRP_FETCH: return "FETCH";
+    case GRP_JOB_STATE: return "JOB_STATE";
+    case GRP_JOBS: return "JOBS";
+    case GRP_JOBS_OK: return "JOBS_OK";
+    case GRP_FORGET: return "FORGET";
+    case GRP_FORGOTTEN: return "FORGOTTEN";
+    case GRP_JOB_INFO: return "JOB_INFO";
+    case GRP_JOB_INFO_OK: return "JOB_INFO_OK";
+    case GRP_OBJ_CREATE: return "OBJ_CREATE";
+    case GRP_OBJ_CREATED: return "OBJ_CREATED";
+    case GRP_OBJ_INVOKE: return "OBJ_INVOKE";
+    case GRP_OBJ_DESTROY: return "OBJ_DESTROY";
+    case GRP_OBJ_DESTROYED: return "OBJ_DESTROYED";
+    case GRP_CALLBACK: return "CALLBACK";
+    case GRP_CALLBACK_RESULT: return "CALLBACK_RESULT";
+    }
+    return "?";
+}
+
+void grp_limits_default(grw_limits *l) {
+    l->max_message = GRP_DEFAULT_MAX_MESSAGE;
+    l->max_array = GRP_DEFAULT_MAX_ARRAY;
+    l->max_head = GRP_DEFAULT_MAX_HEAD;
 }

@@ -60,7 +60,7 @@ int grp_write_register(grw_writer *w, uint64_t id, const grp_register *m, gr_err
     if (m->nfunctions > GRP_MAX_FUNCTIONS)
         return gr_seterr(e, GRID_ERR_LIMIT, "%u functions exceed REGISTER's limit of %u", m->nfunctions,
                          GRP_MAX_FUNCTIONS);
-    int rc = grw_begin(w, GRW_REGISTER, 0, id, e);
+    int rc = grw_begin(w, GRP_REGISTER, 0, id, e);
     if (!rc) rc = grw_write_string(w, m->name, e);
     if (!rc) rc = grw_write_string(w, m->host, e);
     if (!rc) rc = grw_write_u32(w, m->port, e);
@@ -121,7 +121,7 @@ int grp_read_register(grw_reader *r, grp_register *m, gr_err *e) {
 }
 
 int grp_write_register_ok(grw_writer *w, uint64_t id, const grp_register_ok *m, gr_err *e) {
-    int rc = grw_begin(w, GRW_REGISTER_OK, 0, id, e);
+    int rc = grw_begin(w, GRP_REGISTER_OK, 0, id, e);
     if (!rc) rc = grw_write_u64(w, m->server_id, e);
     if (!rc) rc = grw_write_u32(w, m->heartbeat_ms, e);
     if (!rc) rc = grw_finish(w, e);
@@ -142,7 +142,7 @@ int grp_read_register_ok(grw_reader *r, grp_register_ok *m, gr_err *e) {
 /* ---------------------------------------------------------------- HEARTBEAT */
 
 int grp_write_heartbeat(grw_writer *w, uint64_t id, const grp_heartbeat *m, gr_err *e) {
-    int rc = grw_begin(w, GRW_HEARTBEAT, 0, id, e);
+    int rc = grw_begin(w, GRP_HEARTBEAT, 0, id, e);
     if (!rc) rc = grw_write_u64(w, m->server_id, e);
     if (!rc) rc = grw_write_u32(w, m->running, e);
     if (!rc) rc = grw_write_u32(w, m->queued, e);
@@ -177,7 +177,7 @@ int grp_write_schedule(grw_writer *w, uint64_t id, const grp_schedule *m, gr_err
     if (m->naffinity > GRP_MAX_AFFINITY)
         return gr_seterr(e, GRID_ERR_LIMIT, "%u affinity entries exceed the limit of %u", m->naffinity,
                          GRP_MAX_AFFINITY);
-    int rc = grw_begin(w, GRW_SCHEDULE, 0, id, e);
+    int rc = grw_begin(w, GRP_SCHEDULE, 0, id, e);
     if (!rc) rc = grw_write_string(w, m->function, e);
     if (!rc) rc = grw_write_string(w, m->site, e);
     if (!rc) rc = grw_write_u32(w, m->policy, e);
@@ -236,7 +236,7 @@ int grp_read_schedule(grw_reader *r, grp_schedule *m, gr_err *e) {
 }
 
 int grp_write_schedule_ok(grw_writer *w, uint64_t id, const grp_schedule_ok *m, gr_err *e) {
-    int rc = grw_begin(w, GRW_SCHEDULE_OK, 0, id, e);
+    int rc = grw_begin(w, GRP_SCHEDULE_OK, 0, id, e);
     if (!rc) rc = grw_write_u64(w, m->decision, e);
     if (!rc) rc = grw_write_u64(w, m->server_id, e);
     if (!rc) rc = grw_write_string(w, m->host, e);
@@ -261,7 +261,7 @@ int grp_read_schedule_ok(grw_reader *r, grp_schedule_ok *m, gr_err *e) {
 /* ---------------------------------------------------------------- REPORT */
 
 int grp_write_report(grw_writer *w, uint64_t id, const grp_report *m, gr_err *e) {
-    int rc = grw_begin(w, GRW_REPORT, 0, id, e);
+    int rc = grw_begin(w, GRP_REPORT, 0, id, e);
     if (!rc) rc = grw_write_u64(w, m->decision, e);
     if (!rc) rc = grw_write_u64(w, m->server_id, e);
     if (!rc) rc = grw_write_i32(w, m->code, e);
@@ -301,7 +301,7 @@ int grp_read_report(grw_reader *r, grp_report *m, gr_err *e) {
 /* ---------------------------------------------------------------- UNREGISTER */
 
 int grp_write_unregister(grw_writer *w, uint64_t id, uint64_t server_id, gr_err *e) {
-    int rc = grw_begin(w, GRW_UNREGISTER, 0, id, e);
+    int rc = grw_begin(w, GRP_UNREGISTER, 0, id, e);
     if (!rc) rc = grw_write_u64(w, server_id, e);
     if (!rc) rc = grw_finish(w, e);
     return rc;
@@ -316,7 +316,7 @@ int grp_read_unregister(grw_reader *r, uint64_t *server_id, gr_err *e) {
 /* ---------------------------------------------------------------- SERVERS */
 
 int grp_write_servers(grw_writer *w, uint64_t id, const char *site, gr_err *e) {
-    int rc = grw_begin(w, GRW_SERVERS, 0, id, e);
+    int rc = grw_begin(w, GRP_SERVERS, 0, id, e);
     if (!rc) rc = grw_write_string(w, site, e);
     if (!rc) rc = grw_finish(w, e);
     return rc;
@@ -332,7 +332,7 @@ int grp_write_servers_ok(grw_writer *w, uint64_t id, const grp_server_info *v, u
     if (count > GRP_MAX_SERVERS)
         return gr_seterr(e, GRID_ERR_LIMIT, "%u servers exceed SERVERS_OK's limit of %u", count,
                          GRP_MAX_SERVERS);
-    int rc = grw_begin(w, GRW_SERVERS_OK, 0, id, e);
+    int rc = grw_begin(w, GRP_SERVERS_OK, 0, id, e);
     if (!rc) rc = grw_write_u32(w, count, e);
     for (uint32_t i = 0; i < count && !rc; i++) {
         const grp_server_info *s = &v[i];
@@ -464,7 +464,7 @@ static int read_discard(grw_reader *r, uint32_t *len, gr_err *e) {
 int grp_write_probe(grw_writer *w, uint64_t id, uint32_t len, uint32_t reply, gr_err *e) {
     if (len > GRP_MAX_PROBE || reply > GRP_MAX_PROBE)
         return gr_seterr(e, GRID_ERR_LIMIT, "a probe moves at most %u bytes each way", GRP_MAX_PROBE);
-    int rc = grw_begin(w, GRW_PROBE, 0, id, e);
+    int rc = grw_begin(w, GRP_PROBE, 0, id, e);
     if (!rc) rc = grw_write_u32(w, reply, e);
     if (!rc) rc = write_zeros(w, len, e);
     if (!rc) rc = grw_finish(w, e);
@@ -484,7 +484,7 @@ int grp_read_probe(grw_reader *r, uint32_t *len, uint32_t *reply, gr_err *e) {
 int grp_write_probe_ok(grw_writer *w, uint64_t id, uint32_t len, gr_err *e) {
     if (len > GRP_MAX_PROBE)
         return gr_seterr(e, GRID_ERR_LIMIT, "a probe moves at most %u bytes each way", GRP_MAX_PROBE);
-    int rc = grw_begin(w, GRW_PROBE_OK, 0, id, e);
+    int rc = grw_begin(w, GRP_PROBE_OK, 0, id, e);
     if (!rc) rc = write_zeros(w, len, e);
     if (!rc) rc = grw_finish(w, e);
     return rc;

@@ -11,6 +11,7 @@
 
 #include "gr_error.h"
 #include "grp_limits.h"
+#include "grp_types.h"
 #include "grw_wire.h"
 
 #ifdef __cplusplus

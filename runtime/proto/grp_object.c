@@ -4,7 +4,7 @@
 #include "grp_proto.h"
 
 int grp_write_obj_create(grw_writer *w, uint64_t id, const char *cls, gr_err *e) {
-    int rc = grw_begin(w, GRW_OBJ_CREATE, 0, id, e);
+    int rc = grw_begin(w, GRP_OBJ_CREATE, 0, id, e);
     if (!rc) rc = grw_write_string(w, cls, e);
     if (!rc) rc = grw_finish(w, e);
     return rc;
@@ -18,7 +18,7 @@ int grp_read_obj_create(grw_reader *r, char cls[GRP_MAX_FUNCTION_NAME + 1], gr_e
 }
 
 int grp_write_obj_created(grw_writer *w, uint64_t id, uint64_t object, const char *qualified, gr_err *e) {
-    int rc = grw_begin(w, GRW_OBJ_CREATED, 0, id, e);
+    int rc = grw_begin(w, GRP_OBJ_CREATED, 0, id, e);
     if (!rc) rc = grw_write_u64(w, object, e);
     if (!rc) rc = grw_write_string(w, qualified, e);
     if (!rc) rc = grw_finish(w, e);
@@ -36,7 +36,7 @@ int grp_read_obj_created(grw_reader *r, uint64_t *object, char qualified[GRP_MAX
 
 int grp_write_obj_invoke(grw_writer *w, uint64_t id, uint64_t object, const char *method, uint64_t hash,
                          const grm_call *c, const grw_limits *lim, gr_err *e) {
-    int rc = grw_begin(w, GRW_OBJ_INVOKE, 0, id, e);
+    int rc = grw_begin(w, GRP_OBJ_INVOKE, 0, id, e);
     if (!rc) rc = grw_write_u64(w, object, e);
     if (!rc) rc = grw_write_string(w, method, e);
     if (!rc) rc = grw_write_u64(w, hash, e);
@@ -57,7 +57,7 @@ int grp_read_obj_invoke_target(grw_reader *r, grp_invoke_target *t, gr_err *e) {
 }
 
 int grp_write_obj_destroy(grw_writer *w, uint64_t id, uint64_t object, gr_err *e) {
-    int rc = grw_begin(w, GRW_OBJ_DESTROY, 0, id, e);
+    int rc = grw_begin(w, GRP_OBJ_DESTROY, 0, id, e);
     if (!rc) rc = grw_write_u64(w, object, e);
     if (!rc) rc = grw_finish(w, e);
     return rc;

@@ -18,6 +18,7 @@
 #include "grd_desc.h"
 #include "grm_marshal.h"
 #include "grp_limits.h"
+#include "grp_types.h"
 #include "grw_wire.h"
 
 #ifdef __cplusplus
@@ -196,7 +197,7 @@ int grp_read_obj_destroy(grw_reader *r, uint64_t *object, gr_err *e);
  * handle are nonzero 64-bit ids the client picks; one datum keeps its (session, handle)
  * on every server holding a copy. Elements are of a number type (GRD_CHAR..GRD_DCOMPLEX)
  * and travel as CALL's bulk carries one whole array of that type and count. DATA_OK is
- * empty: grp_write_empty(w, GRW_DATA_OK, ...) and grp_read_empty. */
+ * empty: grp_write_empty(w, GRP_DATA_OK, ...) and grp_read_empty. */
 typedef struct grp_data_id {
     uint64_t session, handle;
 } grp_data_id;

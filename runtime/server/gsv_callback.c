@@ -101,7 +101,7 @@ static int cb_call(const gridrpc_stub_callback *self, void **args) {
     grm_call *c = malloc(grm_call_size(d->nparams));
     if (!c) return fail(cs, idx, GRID_ERR_NOMEM, "the server is out of memory");
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     if (grm_from_argv(c, d, args, &lim, &e)) {
         free(c);
         return fail(cs, idx, e.code, "the body passed bad arguments: %s", e.msg);

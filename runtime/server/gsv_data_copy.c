@@ -69,7 +69,7 @@ static int send_copy(copy_job *j, gr_err *e) {
                        gsv_data_size(j->b->bytes, b, sizeof b));
     }
     if (!rc) rc = grp_write_data_put(&j->w, 2, j->m.d, j->b->type, j->b->count, j->b->p, e);
-    if (!rc) rc = reply(j, GRW_DATA_OK, "DATA_PUT", e);
+    if (!rc) rc = reply(j, GRP_DATA_OK, "DATA_PUT", e);
     if (!rc) rc = grp_read_empty(&j->r, e);
     grw_tls_free(tls);
     close(fd);
@@ -100,7 +100,7 @@ static void *copy_main(void *arg) {
                 c->peer, j->m.d.session, j->m.d.handle, j->m.host, j->m.port,
                 gsv_data_size(j->b->bytes, a, sizeof a), ms);
         grw_writer *w = gsv_reply_lock(c, 0);
-        if (w) gsv_reply_unlock(c, grp_write_empty(w, GRW_DATA_OK, j->request_id, &e), &e);
+        if (w) gsv_reply_unlock(c, grp_write_empty(w, GRP_DATA_OK, j->request_id, &e), &e);
     }
     gsv_data_release(j->b);
     gsv_conn_unref(c);

@@ -30,7 +30,7 @@ static int answer_ok(gsv_conn *c, const grw_header *h) {
     gr_err e;
     grw_writer *w = gsv_reply_lock(c, 0);
     if (!w) return GSV_CLOSE;
-    return gsv_reply_unlock(c, grp_write_empty(w, GRW_DATA_OK, h->request_id, &e), &e) ? GSV_CLOSE : GSV_KEEP;
+    return gsv_reply_unlock(c, grp_write_empty(w, GRP_DATA_OK, h->request_id, &e), &e) ? GSV_CLOSE : GSV_KEEP;
 }
 
 static int answer_error(gsv_conn *c, const grw_header *h, const gr_err *e) {
@@ -135,11 +135,11 @@ static int on_copy(gsv_conn *c, const grw_header *h) {
 
 int gsv_data_request(gsv_conn *c, const grw_header *h) {
     switch (h->type) {
-    case GRW_DATA_PUT: return on_put(c, h);
-    case GRW_DATA_GET: return on_get(c, h);
-    case GRW_DATA_FREE: return on_free(c, h);
-    case GRW_SESSION_END: return on_session_end(c, h);
-    case GRW_DATA_COPY: return on_copy(c, h);
+    case GRP_DATA_PUT: return on_put(c, h);
+    case GRP_DATA_GET: return on_get(c, h);
+    case GRP_DATA_FREE: return on_free(c, h);
+    case GRP_SESSION_END: return on_session_end(c, h);
+    case GRP_DATA_COPY: return on_copy(c, h);
     }
     return gsv_data_call_request(c, h);
 }

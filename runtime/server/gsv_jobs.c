@@ -299,7 +299,7 @@ static int load_and_queue(gsv_server *s, gsv_kept *k, gr_err *e) {
         grw_reader_init(r, fd, s->opt.limits.max_message);
         rc = grp_read_header(r, &h, e);
     }
-    if (!rc && h.type != GRW_SUBMIT)
+    if (!rc && h.type != GRP_SUBMIT)
         rc = gr_seterr(e, GRID_ERR_IO, "%s/%s is not a kept SUBMIT", st.dir, name);
     if (!rc) rc = grp_read_call_target(r, &t, e);
     const gsv_function *f = NULL;
@@ -444,7 +444,7 @@ int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
     /* Acknowledged before it runs: from here on the job is the server's. */
     grw_writer *w = gsv_reply_lock(c, 0);
     int closing =
-        !w || gsv_reply_unlock(c, grp_write_job_id(w, GRW_SUBMITTED, h->request_id, k->j.id, &e), &e);
+        !w || gsv_reply_unlock(c, grp_write_job_id(w, GRP_SUBMITTED, h->request_id, k->j.id, &e), &e);
     job->t_queued = gr_now_ns();
     if (atomic_load(&s->stopping))
         fail_kept(s, job, GRID_ERR_SHUTDOWN, "shutting down");
@@ -606,7 +606,7 @@ int gsv_jobs_forget(gsv_conn *c, const grw_header *h) {
     gsv_log(GSV_LOG_INFO, "%s: job %s forgotten", c->peer, id);
     grw_writer *w = gsv_reply_lock(c, 0);
     if (!w) return GSV_CLOSE;
-    return gsv_reply_unlock(c, grp_write_empty(w, GRW_FORGOTTEN, h->request_id, &e), &e) ? GSV_CLOSE
+    return gsv_reply_unlock(c, grp_write_empty(w, GRP_FORGOTTEN, h->request_id, &e), &e) ? GSV_CLOSE
                                                                                          : GSV_KEEP;
 }
 
@@ -729,7 +729,7 @@ static void read_reply_state(gsv_kept *k, int fd) {
     k->j.state = GRP_JOB_DONE;
     if (!r) return;
     grw_reader_init(r, fd, st.s->opt.limits.max_message);
-    if (grp_read_header(r, &h, &e) == GRID_OK && h.type == GRW_ERROR) {
+    if (grp_read_header(r, &h, &e) == GRID_OK && h.type == GRP_ERROR) {
         grp_error m;
         k->j.state = GRP_JOB_FAILED;
         k->j.code = grp_read_error(r, &m, &e) == GRID_OK ? m.code : GRID_ERR_IO;

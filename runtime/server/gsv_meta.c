@@ -185,7 +185,7 @@ static int say_hello(gsv_meta *m, gr_err *e) {
 static int do_register(gsv_meta *m, gr_err *e) {
     begin_write(m);
     int in_step, rc = grp_write_register(&m->w, ++m->next_id, &m->reg, e);
-    if (!rc) rc = read_reply(m, GRW_REGISTER_OK, "REGISTER", &in_step, e);
+    if (!rc) rc = read_reply(m, GRP_REGISTER_OK, "REGISTER", &in_step, e);
     grp_register_ok ok;
     if (!rc) rc = grp_read_register_ok(&m->r, &ok, e);
     if (rc) return rc;
@@ -212,7 +212,7 @@ static int beat(gsv_meta *m, int *in_step, gr_err *e) {
     begin_write(m);
     int rc = grp_write_heartbeat(&m->w, ++m->next_id, &hb, e);
     *in_step = 0;
-    if (!rc) rc = read_reply(m, GRW_HEARTBEAT_OK, "HEARTBEAT", in_step, e);
+    if (!rc) rc = read_reply(m, GRP_HEARTBEAT_OK, "HEARTBEAT", in_step, e);
     if (!rc) rc = grp_read_empty(&m->r, e);
     return rc;
 }
@@ -231,7 +231,7 @@ static void say_goodbye(gsv_meta *m) {
     int in_step = 0;
     int rc = grp_write_unregister(&m->w, ++m->next_id, m->server_id, &e);
     if (!rc) rc = grp_read_header(&m->r, &h, &e);
-    if (!rc) rc = grp_expect(&m->r, &h, GRW_UNREGISTER_OK, "UNREGISTER", &in_step, &e);
+    if (!rc) rc = grp_expect(&m->r, &h, GRP_UNREGISTER_OK, "UNREGISTER", &in_step, &e);
     if (!rc) rc = grp_read_empty(&m->r, &e);
     if (rc)
         gsv_log(GSV_LOG_DEBUG, "metaserver %s: UNREGISTER: %s", m->where, e.msg);
@@ -296,7 +296,7 @@ static int session(gsv_meta *m, int *registered, gr_err *e) {
                     gr_seterr(e, rc, "the metaserver closed the connection");
                 if (!rc)
                     rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the metaserver sent %s unasked",
-                                   grw_type_name(h.type));
+                                   grp_type_name(h.type));
                 return rc;
             }
             int in_step;

@@ -385,8 +385,8 @@ void gsv_objects_conn_closed(gsv_conn *c) {
 
 int gsv_object_request(gsv_conn *c, const grw_header *h) {
     switch (h->type) {
-    case GRW_OBJ_CREATE: return on_create(c, h);
-    case GRW_OBJ_INVOKE: return on_invoke(c, h);
+    case GRP_OBJ_CREATE: return on_create(c, h);
+    case GRP_OBJ_INVOKE: return on_invoke(c, h);
     default: return on_destroy(c, h);
     }
 }
@@ -409,7 +409,7 @@ static int reply(gsv_server *s, gsv_job *job, long long queue_ns, long long run_
     if (job->kind == &create_kind) {
         rc = grp_write_obj_created(w, job->request_id, o->id, o->cls->qualified, e);
     } else if (job->kind == &destroy_kind) {
-        rc = grp_write_empty(w, GRW_OBJ_DESTROYED, job->request_id, e);
+        rc = grp_write_empty(w, GRP_OBJ_DESTROYED, job->request_id, e);
     } else {
         grp_result_times t = {(uint64_t)queue_ns, (uint64_t)run_ns};
         rc = grp_write_result(w, job->request_id, &t, &job->call, &s->opt.limits, e);

@@ -417,7 +417,7 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     o->port = 7000;
     o->mode = GSV_MODE_POOL;
     o->queue = GSV_QUEUE_FCFS;
-    grw_limits_default(&o->limits);
+    grp_limits_default(&o->limits);
     o->io_timeout = 60;
     o->shutdown_timeout = 30;
     o->log_level = GSV_LOG_INFO;

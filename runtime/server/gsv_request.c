@@ -238,32 +238,32 @@ void gsv_call_queue(gsv_server *s, gsv_job *job) {
 
 int gsv_request_serve(gsv_conn *c, const grw_header *h) {
     switch (h->type) {
-    case GRW_HELLO: return on_hello(c, h);
-    case GRW_GET_DESCRIPTOR: return on_get_descriptor(c, h);
-    case GRW_CALL: return on_call(c, h);
-    case GRW_CANCEL: return on_cancel(c, h);
-    case GRW_PING: return on_ping(c, h);
-    case GRW_LIST: return on_list(c, h);
-    case GRW_PROBE: return on_probe(c, h);
-    case GRW_CALLBACK_RESULT: return gsv_callback_result(c, h);
-    case GRW_DATA_PUT:
-    case GRW_DATA_GET:
-    case GRW_DATA_FREE:
-    case GRW_DATA_COPY:
-    case GRW_SESSION_END:
-    case GRW_CALL_DATA: return gsv_data_request(c, h);
-    case GRW_OBJ_CREATE:
-    case GRW_OBJ_INVOKE:
-    case GRW_OBJ_DESTROY: return gsv_object_request(c, h);
+    case GRP_HELLO: return on_hello(c, h);
+    case GRP_GET_DESCRIPTOR: return on_get_descriptor(c, h);
+    case GRP_CALL: return on_call(c, h);
+    case GRP_CANCEL: return on_cancel(c, h);
+    case GRP_PING: return on_ping(c, h);
+    case GRP_LIST: return on_list(c, h);
+    case GRP_PROBE: return on_probe(c, h);
+    case GRP_CALLBACK_RESULT: return gsv_callback_result(c, h);
+    case GRP_DATA_PUT:
+    case GRP_DATA_GET:
+    case GRP_DATA_FREE:
+    case GRP_DATA_COPY:
+    case GRP_SESSION_END:
+    case GRP_CALL_DATA: return gsv_data_request(c, h);
+    case GRP_OBJ_CREATE:
+    case GRP_OBJ_INVOKE:
+    case GRP_OBJ_DESTROY: return gsv_object_request(c, h);
     /* two-phase calls: gsv_jobs.c */
-    case GRW_SUBMIT: return gsv_jobs_submit(c, h);
-    case GRW_FETCH: return gsv_jobs_fetch(c, h);
-    case GRW_JOBS: return gsv_jobs_list(c, h);
-    case GRW_FORGET: return gsv_jobs_forget(c, h);
-    case GRW_JOB_INFO: return gsv_jobs_info(c, h);
+    case GRP_SUBMIT: return gsv_jobs_submit(c, h);
+    case GRP_FETCH: return gsv_jobs_fetch(c, h);
+    case GRP_JOBS: return gsv_jobs_list(c, h);
+    case GRP_FORGET: return gsv_jobs_forget(c, h);
+    case GRP_JOB_INFO: return gsv_jobs_info(c, h);
     }
     char msg[160];
-    snprintf(msg, sizeof msg, "unexpected message %s (type %u) from a client", grw_type_name(h->type),
+    snprintf(msg, sizeof msg, "unexpected message %s (type %u) from a client", grp_type_name(h->type),
              h->type);
     gsv_log(GSV_LOG_WARN, "%s: closing the connection: %s", c->peer, msg);
     gsv_conn_send_error(c, h->request_id, GRID_ERR_PROTOCOL, msg);

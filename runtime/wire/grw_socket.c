@@ -21,12 +21,6 @@ void grw_tune_socket(int fd) {
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
 }
 
-void grw_limits_default(grw_limits *l) {
-    l->max_message = GRP_DEFAULT_MAX_MESSAGE;
-    l->max_array = GRP_DEFAULT_MAX_ARRAY;
-    l->max_head = GRP_DEFAULT_MAX_HEAD;
-}
-
 /* Waits for a non-blocking connect to finish within TIMEOUT seconds (0: forever). */
 static int wait_connected(int fd, double timeout) {
     struct pollfd p = {fd, POLLOUT, 0};

@@ -12,7 +12,6 @@
 #include <sys/uio.h>
 
 #include "gr_error.h"
-#include "grp_limits.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,72 +20,8 @@ extern "C" {
 #define GRW_MAGIC 0x47525043u /* "GRPC" */
 #define GRW_VERSION 1u
 #define GRW_HEADER_BYTES 24u
-
-enum grw_type {
-    GRW_HELLO = 1,
-    GRW_HELLO_OK = 2,
-    GRW_GET_DESCRIPTOR = 3,
-    GRW_DESCRIPTOR = 4,
-    GRW_CALL = 5,
-    GRW_RESULT = 6,
-    GRW_ERROR = 7,
-    GRW_CANCEL = 8,
-    GRW_PING = 9,
-    GRW_PONG = 10,
-    GRW_LIST = 11,
-    GRW_LIST_OK = 12,
-    GRW_PROBE = 13, /* bandwidth probe: any peer that answers CALL */
-    GRW_PROBE_OK = 14,
-    /* 15-17: the key handshake after HELLO (runtime/proto/grp_auth.c) */
-    GRW_AUTH_CHALLENGE = 15, /* server -> client: a nonce to prove the key on */
-    GRW_AUTH = 16,           /* client -> server: the key's id, the client's nonce and proof */
-    GRW_AUTH_OK = 17,        /* server -> client: the server's proof; HELLO_OK follows */
-    /* 20-39: the metaserver's (grp_meta.h) */
-    GRW_REGISTER = 20,
-    GRW_REGISTER_OK = 21,
-    GRW_HEARTBEAT = 22,
-    GRW_HEARTBEAT_OK = 23,
-    GRW_SCHEDULE = 24,
-    GRW_SCHEDULE_OK = 25,
-    GRW_REPORT = 26, /* no reply */
-    GRW_SERVERS = 27,
-    GRW_SERVERS_OK = 28,
-    GRW_UNREGISTER = 29,
-    GRW_UNREGISTER_OK = 30,
-    /* Remote data handles: runtime/proto/grp_data.c */
-    GRW_DATA_PUT = 40,
-    GRW_DATA_OK = 41, /* the reply to DATA_PUT, DATA_FREE, DATA_COPY, SESSION_END */
-    GRW_DATA_GET = 42,
-    GRW_DATA = 43,
-    GRW_DATA_FREE = 44,
-    GRW_DATA_COPY = 45,
-    GRW_SESSION_END = 46,
-    GRW_CALL_DATA = 47, /* answered RESULT, as CALL */
-    /* Remote objects (Ninf-G's DefClass): runtime/proto/grp_object.c */
-    GRW_OBJ_CREATE = 60,
-    GRW_OBJ_CREATED = 61,
-    GRW_OBJ_INVOKE = 62, /* answered RESULT, as CALL */
-    GRW_OBJ_DESTROY = 63,
-    GRW_OBJ_DESTROYED = 64,
-    /* 48-49 reserved for remote data. */
-    /* 50-59: two-phase calls (jobs kept on the server's disk): runtime/proto/grp_jobs.c */
-    GRW_SUBMIT = 50,      /* a CALL to be kept: answered SUBMITTED */
-    GRW_SUBMITTED = 51,   /* the job id */
-    GRW_FETCH = 52,       /* answered RESULT (as CALL's), JOB_STATE (not done yet) or ERROR */
-    GRW_JOB_STATE = 53,   /* one job's state */
-    GRW_JOBS = 54,        /* list the jobs */
-    GRW_JOBS_OK = 55,     /* their states */
-    GRW_FORGET = 56,      /* delete a job */
-    GRW_FORGOTTEN = 57,   /* empty */
-    GRW_JOB_INFO = 58,    /* what a fetch needs to size the outputs */
-    GRW_JOB_INFO_OK = 59, /* state, descriptor hash and the SUBMIT's head */
-    /* 70-79: client callbacks during a call (grp_callback.c) */
-    GRW_CALLBACK = 70,       /* server -> client: run callback INDEX of call request_id */
-    GRW_CALLBACK_RESULT = 71 /* client -> server: its code and OUT arguments */
-};
-
-/* Returns a static name for a message type ("CALL"), or "?". */
-const char *grw_type_name(uint32_t type);
+/* Record marking: a fragment may be at most 2^31 - 1 bytes; writers stay well under. */
+#define GRW_MAX_FRAGMENT ((size_t)1 << 30)
 
 typedef struct grw_header {
     uint32_t magic, version, type, flags;
@@ -99,8 +34,6 @@ typedef struct grw_limits {
     uint64_t max_array;   /* bytes of one array argument */
     uint32_t max_head;    /* bytes of a call's head section (scalars, strings, files) */
 } grw_limits;
-/* The defaults of grp_limits.h (GRP_DEFAULT_MAX_*). */
-void grw_limits_default(grw_limits *l);
 
 /* ---- socket helpers ---- */
 

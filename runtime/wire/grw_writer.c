@@ -99,7 +99,6 @@ int grw_begin(grw_writer *w, uint32_t type, uint32_t flags, uint64_t request_id,
 
 #define GRW_BUF_CAP (sizeof(((grw_writer *)0)->buf) - 4)
 /* Fragments never exceed this, well under record marking's 2^31 - 1. */
-#define GRW_MAX_FRAGMENT ((size_t)GRP_MAX_FRAGMENT)
 
 int grw_write(grw_writer *w, const void *src, size_t n, gr_err *e) {
     const uint8_t *s = src;
@@ -244,63 +243,4 @@ void grw_swap_words(void *p, size_t n, unsigned word) {
 #else
     grw_copy_swap(p, p, n, word);
 #endif
-}
-
-const char *grw_type_name(uint32_t type) {
-    switch (type) {
-    case GRW_HELLO: return "HELLO";
-    case GRW_HELLO_OK: return "HELLO_OK";
-    case GRW_GET_DESCRIPTOR: return "GET_DESCRIPTOR";
-    case GRW_DESCRIPTOR: return "DESCRIPTOR";
-    case GRW_CALL: return "CALL";
-    case GRW_RESULT: return "RESULT";
-    case GRW_ERROR: return "ERROR";
-    case GRW_CANCEL: return "CANCEL";
-    case GRW_PING: return "PING";
-    case GRW_PONG: return "PONG";
-    case GRW_LIST: return "LIST";
-    case GRW_LIST_OK: return "LIST_OK";
-    case GRW_PROBE: return "PROBE";
-    case GRW_PROBE_OK: return "PROBE_OK";
-    case GRW_AUTH_CHALLENGE: return "AUTH_CHALLENGE";
-    case GRW_AUTH: return "AUTH";
-    case GRW_AUTH_OK: return "AUTH_OK";
-    case GRW_REGISTER: return "REGISTER";
-    case GRW_REGISTER_OK: return "REGISTER_OK";
-    case GRW_HEARTBEAT: return "HEARTBEAT";
-    case GRW_HEARTBEAT_OK: return "HEARTBEAT_OK";
-    case GRW_SCHEDULE: return "SCHEDULE";
-    case GRW_SCHEDULE_OK: return "SCHEDULE_OK";
-    case GRW_REPORT: return "REPORT";
-    case GRW_SERVERS: return "SERVERS";
-    case GRW_SERVERS_OK: return "SERVERS_OK";
-    case GRW_UNREGISTER: return "UNREGISTER";
-    case GRW_UNREGISTER_OK: return "UNREGISTER_OK";
-    case GRW_DATA_PUT: return "DATA_PUT";
-    case GRW_DATA_OK: return "DATA_OK";
-    case GRW_DATA_GET: return "DATA_GET";
-    case GRW_DATA: return "DATA";
-    case GRW_DATA_FREE: return "DATA_FREE";
-    case GRW_DATA_COPY: return "DATA_COPY";
-    case GRW_SESSION_END: return "SESSION_END";
-    case GRW_CALL_DATA: return "CALL_DATA";
-    case GRW_SUBMIT: return "SUBMIT";
-    case GRW_SUBMITTED: return "SUBMITTED";
-    case GRW_FETCH: return "FETCH";
-    case GRW_JOB_STATE: return "JOB_STATE";
-    case GRW_JOBS: return "JOBS";
-    case GRW_JOBS_OK: return "JOBS_OK";
-    case GRW_FORGET: return "FORGET";
-    case GRW_FORGOTTEN: return "FORGOTTEN";
-    case GRW_JOB_INFO: return "JOB_INFO";
-    case GRW_JOB_INFO_OK: return "JOB_INFO_OK";
-    case GRW_OBJ_CREATE: return "OBJ_CREATE";
-    case GRW_OBJ_CREATED: return "OBJ_CREATED";
-    case GRW_OBJ_INVOKE: return "OBJ_INVOKE";
-    case GRW_OBJ_DESTROY: return "OBJ_DESTROY";
-    case GRW_OBJ_DESTROYED: return "OBJ_DESTROYED";
-    case GRW_CALLBACK: return "CALLBACK";
-    case GRW_CALLBACK_RESULT: return "CALLBACK_RESULT";
-    }
-    return "?";
 }

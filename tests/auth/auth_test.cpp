@@ -142,13 +142,13 @@ TEST(AuthCodec, RoundTrip) {
     fill(a.client_nonce, 32, 1);
     fill(a.client_mac, 32, 100);
     ASSERT_EQ(GRID_OK, grp_write_auth(p.w, 9, &a, &e));
-    p.header(GRW_AUTH, 9);
+    p.header(GRP_AUTH, 9);
     ASSERT_EQ(GRID_OK, grp_read_auth(p.r, &b, &e)) << e.msg;
     EXPECT_STREQ(a.key_id, b.key_id);
     EXPECT_EQ(0, memcmp(a.client_nonce, b.client_nonce, 32));
     EXPECT_EQ(0, memcmp(a.client_mac, b.client_mac, 32));
-    EXPECT_STREQ("AUTH_CHALLENGE", grw_type_name(GRW_AUTH_CHALLENGE));
-    EXPECT_EQ(1, grp_known_type(GRW_AUTH_OK));
+    EXPECT_STREQ("AUTH_CHALLENGE", grp_type_name(GRP_AUTH_CHALLENGE));
+    EXPECT_EQ(1, grp_known_type(GRP_AUTH_OK));
 }
 
 // Writes message TYPE with BODY (a function of the writer) and decodes it with READ.
@@ -182,15 +182,15 @@ TEST(AuthCodec, DecodersRefuseBadInput) {
     gr_err we;
     // A nonce one byte short, one long.
     EXPECT_EQ(GRID_ERR_PROTOCOL, decode(
-                                     GRW_AUTH_CHALLENGE,
+                                     GRP_AUTH_CHALLENGE,
                                      [&](grw_writer *w) { grw_write_opaque(w, z, 31, &we); }, challenge, &e));
     EXPECT_NE(nullptr, strstr(e.msg, "nonce of 31 bytes")) << e.msg;
     EXPECT_EQ(GRID_ERR_PROTOCOL, decode(
-                                     GRW_AUTH_CHALLENGE,
+                                     GRP_AUTH_CHALLENGE,
                                      [&](grw_writer *w) { grw_write_opaque(w, z, 33, &we); }, challenge, &e));
     // Trailing bytes.
     EXPECT_EQ(GRID_ERR_PROTOCOL, decode(
-                                     GRW_AUTH_CHALLENGE,
+                                     GRP_AUTH_CHALLENGE,
                                      [&](grw_writer *w) {
                                          grw_write_opaque(w, z, 32, &we);
                                          grw_write_u32(w, 0, &we);
@@ -199,7 +199,7 @@ TEST(AuthCodec, DecodersRefuseBadInput) {
     // Key ids: uppercase, too short, too long.
     for (const char *id : {"5DA5700DF5D822ED", "5da5700df5d822e", "5da5700df5d822ed0"}) {
         EXPECT_NE(GRID_OK, decode(
-                               GRW_AUTH,
+                               GRP_AUTH,
                                [&](grw_writer *w) {
                                    grw_write_string(w, id, &we);
                                    grw_write_opaque(w, z, 32, &we);
@@ -210,7 +210,7 @@ TEST(AuthCodec, DecodersRefuseBadInput) {
     }
     // A MAC of 16 bytes in AUTH, of 0 in AUTH_OK.
     EXPECT_EQ(GRID_ERR_PROTOCOL, decode(
-                                     GRW_AUTH,
+                                     GRP_AUTH,
                                      [&](grw_writer *w) {
                                          grw_write_string(w, kKeyId, &we);
                                          grw_write_opaque(w, z, 32, &we);
@@ -219,10 +219,10 @@ TEST(AuthCodec, DecodersRefuseBadInput) {
                                      auth, &e));
     EXPECT_EQ(GRID_ERR_PROTOCOL,
               decode(
-                  GRW_AUTH_OK, [&](grw_writer *w) { grw_write_opaque(w, z, 0, &we); }, auth_ok, &e));
+                  GRP_AUTH_OK, [&](grw_writer *w) { grw_write_opaque(w, z, 0, &we); }, auth_ok, &e));
     // And the well-formed one passes (the checks above fail for the reason given).
     EXPECT_EQ(GRID_OK, decode(
-                           GRW_AUTH,
+                           GRP_AUTH,
                            [&](grw_writer *w) {
                                grw_write_string(w, kKeyId, &we);
                                grw_write_opaque(w, z, 32, &we);
@@ -403,7 +403,7 @@ void serve(Link *l, const grp_keyset *ks, Served *out) {
     grp_hello_ok ok = {};
     snprintf(ok.server, sizeof ok.server, "test");
     ok.version = GRW_VERSION;
-    grw_limits_default(&ok.limits);
+    grp_limits_default(&ok.limits);
     grp_write_hello_ok(l->w[1], h.request_id, &ok, &we);
 }
 
@@ -544,7 +544,7 @@ TEST(AuthHandshake, ReplayedAuthIsRefused) {
     grw_header h;
     uint8_t n[32];
     ASSERT_EQ(GRID_OK, grp_read_header(l.r[0], &h, &e));
-    ASSERT_EQ((uint32_t)GRW_AUTH_CHALLENGE, h.type);
+    ASSERT_EQ((uint32_t)GRP_AUTH_CHALLENGE, h.type);
     ASSERT_EQ(GRID_OK, grp_read_auth_challenge(l.r[0], n, &e));
     ASSERT_EQ(GRID_OK, grp_write_auth(l.w[0], 1, &recorded, &e));
     t.join();

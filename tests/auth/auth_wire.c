@@ -184,8 +184,8 @@ int main(int argc, char **argv) {
     close(r.listen_fd);
     diag("captured %zu bytes to the server, %zu to the client", r.to_server.n, r.to_client.n);
 
-    result(has_type(&r.to_client, GRW_AUTH_CHALLENGE) && has_type(&r.to_server, GRW_AUTH) &&
-               has_type(&r.to_client, GRW_AUTH_OK) && has_type(&r.to_server, GRW_CALL),
+    result(has_type(&r.to_client, GRP_AUTH_CHALLENGE) && has_type(&r.to_server, GRP_AUTH) &&
+               has_type(&r.to_client, GRP_AUTH_OK) && has_type(&r.to_server, GRP_CALL),
            "the capture holds AUTH_CHALLENGE, AUTH, AUTH_OK and the CALL");
     result(contains(&r.to_server, token, strlen(token)),
            "the capture sees HELLO's contents: the token travels in clear (why --token is weaker)");
@@ -225,11 +225,11 @@ int main(int argc, char **argv) {
         int got_challenge = 0, got_error = 0, got_other = 0, code = 0;
         char msg[GRP_MAX_ERROR_MESSAGE + 1] = "";
         while (grp_read_header(rd, &h, &e) == GRID_OK) {
-            if (h.type == GRW_AUTH_CHALLENGE && grp_read_auth_challenge(rd, nonce, &e) == GRID_OK) {
+            if (h.type == GRP_AUTH_CHALLENGE && grp_read_auth_challenge(rd, nonce, &e) == GRID_OK) {
                 got_challenge = 1;
                 /* The nonce of the recorded session is in the capture: this one differs. */
                 if (contains(&r.to_client, nonce, sizeof nonce)) got_other |= 4;
-            } else if (h.type == GRW_ERROR) {
+            } else if (h.type == GRP_ERROR) {
                 grp_error m;
                 if (grp_read_error(rd, &m, &e) == GRID_OK) {
                     got_error = 1;
@@ -237,7 +237,7 @@ int main(int argc, char **argv) {
                     snprintf(msg, sizeof msg, "%s", m.message);
                 }
             } else {
-                got_other |= h.type == GRW_RESULT || h.type == GRW_HELLO_OK || h.type == GRW_AUTH_OK ? 1 : 2;
+                got_other |= h.type == GRP_RESULT || h.type == GRP_HELLO_OK || h.type == GRP_AUTH_OK ? 1 : 2;
                 grw_skip(rd, &e);
             }
         }

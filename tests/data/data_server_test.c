@@ -151,7 +151,7 @@ static int put(cli *c, uint64_t session, uint64_t handle, uint32_t type, uint64_
     grp_data_id d = {session, handle};
     c->w.deadline_ns = gr_now_ns() + 60000000000LL;
     int rc = grp_write_data_put(&c->w, ++c->id, d, type, count, p, &c->e);
-    if (!rc) rc = reply(c, GRW_DATA_OK, "DATA_PUT");
+    if (!rc) rc = reply(c, GRP_DATA_OK, "DATA_PUT");
     if (!rc) rc = grp_read_empty(&c->r, &c->e);
     return rc;
 }
@@ -162,7 +162,7 @@ static int get(cli *c, uint64_t session, uint64_t handle, uint32_t type, uint64_
     uint32_t t;
     uint64_t n;
     int rc = grp_write_data_get(&c->w, ++c->id, d, &c->e);
-    if (!rc) rc = reply(c, GRW_DATA, "DATA_GET");
+    if (!rc) rc = reply(c, GRP_DATA, "DATA_GET");
     if (!rc) rc = grp_read_data(&c->r, &t, &n, grp_data_bytes(type, count), &c->e);
     if (!rc && (t != type || n != count))
         return gr_seterr(&c->e, GRID_ERR_ARGS, "DATA holds %llu of type %u", (unsigned long long)n, t);
@@ -171,7 +171,7 @@ static int get(cli *c, uint64_t session, uint64_t handle, uint32_t type, uint64_
 }
 
 static int simple(cli *c, int rc) {
-    if (!rc) rc = reply(c, GRW_DATA_OK, "request");
+    if (!rc) rc = reply(c, GRP_DATA_OK, "request");
     if (!rc) rc = grp_read_empty(&c->r, &c->e);
     return rc;
 }
@@ -193,7 +193,7 @@ static int copy(cli *c, uint64_t session, uint64_t handle, int port) {
 static grd_desc *describe(cli *c, const char *name) {
     char q[GRP_MAX_FUNCTION_NAME + 1];
     grd_desc *d = NULL;
-    if (grp_write_get_descriptor(&c->w, ++c->id, name, &c->e) || reply(c, GRW_DESCRIPTOR, "GET_DESCRIPTOR") ||
+    if (grp_write_get_descriptor(&c->w, ++c->id, name, &c->e) || reply(c, GRP_DESCRIPTOR, "GET_DESCRIPTOR") ||
         grp_read_descriptor(&c->r, q, &d, &c->e))
         diag("descriptor of %s: %s", name, c->e.msg);
     return d;
@@ -203,7 +203,7 @@ static grd_desc *describe(cli *c, const char *name) {
 static int call(cli *c, const char *name, const grd_desc *d, void **argv, uint64_t session,
                 const grp_ref *refs, uint32_t nrefs) {
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     grm_call *k = calloc(1, grm_call_size(d->nparams));
     int rc = grm_from_argv(k, d, argv, &lim, &c->e);
     if (!rc) {
@@ -213,7 +213,7 @@ static int call(cli *c, const char *name, const grd_desc *d, void **argv, uint64
                    : grp_write_call(&c->w, ++c->id, name, d->hash, k, &lim, &c->e);
     }
     grp_result_times t;
-    if (!rc) rc = reply(c, GRW_RESULT, "CALL");
+    if (!rc) rc = reply(c, GRP_RESULT, "CALL");
     if (!rc) rc = grp_read_result(&c->r, k, &t, &c->e);
     free(k);
     return rc;

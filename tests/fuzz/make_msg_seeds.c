@@ -43,7 +43,7 @@ static void seed(const char *dir, const char *file, const char *fn, int result, 
     va_start(ap, id);
     gr_err e;
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     if (grm_from_va(c, d, ap, &lim, &e)) {
         fprintf(stderr, "%s: %s\n", fn, e.msg);
         exit(1);

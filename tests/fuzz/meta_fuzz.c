@@ -234,7 +234,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* As serve_one. With issue 13's keys (gridmetad --key-file) AUTH must follow
          * HELLO: mirror that check here, and give this target a key so that a seed of
          * HELLO, AUTH reaches the requests behind it. */
-        if (!c->hello_done && h.type != GRW_HELLO) break;
+        if (!c->hello_done && h.type != GRP_HELLO) break;
         if (gms_request_serve(c, &h) != GMS_KEEP) break;
     }
     status(&st);

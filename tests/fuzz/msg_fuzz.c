@@ -141,10 +141,10 @@ static int data_message(grw_reader *r, uint32_t type, const grw_limits *lim) {
     grp_data_id d = {0, 0};
     uint32_t t;
     uint64_t n;
-    int rc = type == GRW_DATA_PUT ? grp_read_data_put(r, &d, &t, &n, lim->max_array, &e)
+    int rc = type == GRP_DATA_PUT ? grp_read_data_put(r, &d, &t, &n, lim->max_array, &e)
                                   : grp_read_data(r, &t, &n, lim->max_array, &e);
     if (rc) return rc;
-    if (type == GRW_DATA_PUT && (d.session == 0 || d.handle == 0)) abort();
+    if (type == GRP_DATA_PUT && (d.session == 0 || d.handle == 0)) abort();
     uint64_t bytes = grp_data_bytes(t, n);
     if (!grp_data_type_ok(t) || bytes > lim->max_array || (n && !bytes)) abort();
     void *buf = malloc((size_t)bytes + 1);
@@ -195,7 +195,7 @@ static int callback_message(grw_reader *r, uint32_t type, const grw_limits *lim)
     if (!d) return grw_skip(r, &e);
     grm_call *c = malloc(grm_call_size(d->nparams));
     int rc;
-    if (type == GRW_CALLBACK) {
+    if (type == GRP_CALLBACK) {
         grp_callback_target t;
         grm_init(c, d, GRM_SERVER_SIDE);
         rc = grp_read_callback_target(r, &t, &e);
@@ -223,7 +223,7 @@ static int callback_message(grw_reader *r, uint32_t type, const grw_limits *lim)
 static int meta_message(grw_reader *r, uint32_t type) {
     gr_err e;
     switch (type) {
-    case GRW_REGISTER: {
+    case GRP_REGISTER: {
         grp_register m;
         int rc = grp_read_register(r, &m, &e);
         if (!rc && (m.nfunctions > GRP_MAX_FUNCTIONS || m.port == 0 || m.port > 65535 || !(m.speed >= 0)))
@@ -233,39 +233,39 @@ static int meta_message(grw_reader *r, uint32_t type) {
         grp_register_free(&m);
         return rc;
     }
-    case GRW_REGISTER_OK: {
+    case GRP_REGISTER_OK: {
         grp_register_ok m;
         return grp_read_register_ok(r, &m, &e);
     }
-    case GRW_HEARTBEAT: {
+    case GRP_HEARTBEAT: {
         grp_heartbeat m;
         return grp_read_heartbeat(r, &m, &e);
     }
-    case GRW_SCHEDULE: {
+    case GRP_SCHEDULE: {
         grp_schedule m;
         int rc = grp_read_schedule(r, &m, &e);
         if (!rc && (m.policy >= GRP_POLICY_COUNT || m.nexclude > GRP_MAX_EXCLUDE || !(m.flops >= 0))) abort();
         return rc;
     }
-    case GRW_SCHEDULE_OK: {
+    case GRP_SCHEDULE_OK: {
         grp_schedule_ok m;
         return grp_read_schedule_ok(r, &m, &e);
     }
-    case GRW_REPORT: {
+    case GRP_REPORT: {
         grp_report m;
         int rc = grp_read_report(r, &m, &e);
         if (!rc && (m.code < GRID_OK || m.code >= GRID_ERROR_COUNT_NP)) abort();
         return rc;
     }
-    case GRW_UNREGISTER: {
+    case GRP_UNREGISTER: {
         uint64_t id;
         return grp_read_unregister(r, &id, &e);
     }
-    case GRW_SERVERS: {
+    case GRP_SERVERS: {
         char site[GRP_MAX_SITE + 1];
         return grp_read_servers(r, site, &e);
     }
-    case GRW_SERVERS_OK: {
+    case GRP_SERVERS_OK: {
         grp_server_info *v;
         uint32_t n;
         int rc = grp_read_servers_ok(r, &v, &n, &e);
@@ -274,46 +274,46 @@ static int meta_message(grw_reader *r, uint32_t type) {
         grp_servers_free(v, n);
         return rc;
     }
-    case GRW_PROBE: {
+    case GRP_PROBE: {
         uint32_t len, reply;
         return grp_read_probe(r, &len, &reply, &e);
     }
-    case GRW_PROBE_OK: {
+    case GRP_PROBE_OK: {
         uint32_t len;
         return grp_read_probe_ok(r, &len, &e);
     }
-    case GRW_OBJ_CREATE: {
+    case GRP_OBJ_CREATE: {
         char cls[GRP_MAX_FUNCTION_NAME + 1];
         int rc = grp_read_obj_create(r, cls, &e);
         if (!rc && !cls[0]) abort();
         return rc;
     }
-    case GRW_OBJ_CREATED: {
+    case GRP_OBJ_CREATED: {
         char q[GRP_MAX_FUNCTION_NAME + 1];
         uint64_t id;
         int rc = grp_read_obj_created(r, &id, q, &e);
         if (!rc && id == 0) abort();
         return rc;
     }
-    case GRW_OBJ_DESTROY: {
+    case GRP_OBJ_DESTROY: {
         uint64_t id;
         return grp_read_obj_destroy(r, &id, &e);
     }
-    case GRW_DATA_GET:
-    case GRW_DATA_FREE: {
+    case GRP_DATA_GET:
+    case GRP_DATA_FREE: {
         grp_data_id d;
-        int rc = type == GRW_DATA_GET ? grp_read_data_get(r, &d, &e) : grp_read_data_free(r, &d, &e);
+        int rc = type == GRP_DATA_GET ? grp_read_data_get(r, &d, &e) : grp_read_data_free(r, &d, &e);
         if (!rc && (d.session == 0 || d.handle == 0)) abort();
         return rc;
     }
-    case GRW_DATA_COPY: {
+    case GRP_DATA_COPY: {
         grp_data_copy m;
         int rc = grp_read_data_copy(r, &m, &e);
         if (!rc && (m.d.session == 0 || m.d.handle == 0 || !m.host[0] || m.port == 0 || m.port > 65535))
             abort();
         return rc;
     }
-    case GRW_SESSION_END: {
+    case GRP_SESSION_END: {
         uint64_t session;
         int rc = grp_read_session_end(r, &session, &e);
         if (!rc && session == 0) abort();
@@ -337,26 +337,26 @@ static int job_message(grw_reader *r, uint32_t type, const grw_limits *lim) {
     gr_err e;
     char job[GRP_MAX_JOB_ID + 1];
     switch (type) {
-    case GRW_SUBMITTED:
-    case GRW_FORGET:
-    case GRW_JOB_INFO: {
+    case GRP_SUBMITTED:
+    case GRP_FORGET:
+    case GRP_JOB_INFO: {
         int rc = grp_read_job_id(r, job, &e);
         if (!rc && !grp_job_id_ok(job)) abort();
         return rc;
     }
-    case GRW_FETCH: {
+    case GRP_FETCH: {
         uint32_t wait;
         int rc = grp_read_fetch(r, job, &wait, &e);
         if (!rc && !grp_job_id_ok(job)) abort();
         return rc;
     }
-    case GRW_JOB_STATE: {
+    case GRP_JOB_STATE: {
         grp_job j;
         int rc = grp_read_job_state(r, &j, &e);
         if (!rc) check_job(&j);
         return rc;
     }
-    case GRW_JOBS_OK: {
+    case GRP_JOBS_OK: {
         grp_job *v;
         uint32_t n;
         int rc = grp_read_jobs_ok(r, &v, &n, &e);
@@ -366,7 +366,7 @@ static int job_message(grw_reader *r, uint32_t type, const grw_limits *lim) {
         free(v);
         return rc;
     }
-    case GRW_JOB_INFO_OK: {
+    case GRP_JOB_INFO_OK: {
         grp_job j;
         uint64_t hash;
         int rc = grp_read_job_info_ok(r, &j, &hash, &e);
@@ -389,36 +389,36 @@ static int job_message(grw_reader *r, uint32_t type, const grw_limits *lim) {
 static int small_message(grw_reader *r, uint32_t type) {
     gr_err e;
     switch (type) {
-    case GRW_HELLO: {
+    case GRP_HELLO: {
         grp_hello m;
         return grp_read_hello(r, &m, &e);
     }
-    case GRW_HELLO_OK: {
+    case GRP_HELLO_OK: {
         grp_hello_ok m;
         return grp_read_hello_ok(r, &m, &e);
     }
-    case GRW_GET_DESCRIPTOR: {
+    case GRP_GET_DESCRIPTOR: {
         char name[GRP_MAX_FUNCTION_NAME + 1];
         return grp_read_get_descriptor(r, name, &e);
     }
-    case GRW_DESCRIPTOR: {
+    case GRP_DESCRIPTOR: {
         char name[GRP_MAX_FUNCTION_NAME + 1];
         grd_desc *d = NULL;
         int rc = grp_read_descriptor(r, name, &d, &e);
         grd_free(d);
         return rc;
     }
-    case GRW_ERROR: {
+    case GRP_ERROR: {
         grp_error m;
         int rc = grp_read_error(r, &m, &e);
         if (!rc && (m.code <= GRID_OK || m.code >= GRID_ERROR_COUNT_NP)) abort(); /* must be validated */
         return rc;
     }
-    case GRW_PONG: {
+    case GRP_PONG: {
         grp_pong m;
         return grp_read_pong(r, &m, &e);
     }
-    case GRW_LIST_OK: {
+    case GRP_LIST_OK: {
         char **names;
         uint32_t n;
         int rc = grp_read_list_ok(r, &names, &n, &e);
@@ -426,15 +426,15 @@ static int small_message(grw_reader *r, uint32_t type) {
         return rc;
     }
     /* The key handshake (grp_auth.c). */
-    case GRW_AUTH_CHALLENGE: {
+    case GRP_AUTH_CHALLENGE: {
         uint8_t nonce[GRP_AUTH_NONCE];
         return grp_read_auth_challenge(r, nonce, &e);
     }
-    case GRW_AUTH: {
+    case GRP_AUTH: {
         grp_auth m;
         return grp_read_auth(r, &m, &e);
     }
-    case GRW_AUTH_OK: {
+    case GRP_AUTH_OK: {
         uint8_t mac[GRP_AUTH_MAC];
         return grp_read_auth_ok(r, mac, &e);
     }
@@ -469,21 +469,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         gr_err e;
         if (grp_read_header(r, &h, &e)) break;
         int rc;
-        if (h.type == GRW_SUBMIT && (h.request_id & 1))
+        if (h.type == GRP_SUBMIT && (h.request_id & 1))
             rc = kept_submit(r, &lim);
-        else if (h.type == GRW_CALL || h.type == GRW_SUBMIT)
+        else if (h.type == GRP_CALL || h.type == GRP_SUBMIT)
             rc = server_call(r, &lim);
-        else if (h.type >= GRW_SUBMITTED && h.type <= GRW_JOB_INFO_OK)
+        else if (h.type >= GRP_SUBMITTED && h.type <= GRP_JOB_INFO_OK)
             rc = job_message(r, h.type, &lim);
-        else if (h.type == GRW_OBJ_INVOKE)
+        else if (h.type == GRP_OBJ_INVOKE)
             rc = server_invoke(r, &lim);
-        else if (h.type == GRW_CALL_DATA)
+        else if (h.type == GRP_CALL_DATA)
             rc = server_call_data(r, &lim);
-        else if (h.type == GRW_DATA_PUT || h.type == GRW_DATA)
+        else if (h.type == GRP_DATA_PUT || h.type == GRP_DATA)
             rc = data_message(r, h.type, &lim);
-        else if (h.type == GRW_RESULT)
+        else if (h.type == GRP_RESULT)
             rc = client_result(r, &lim, h.request_id);
-        else if (h.type == GRW_CALLBACK || h.type == GRW_CALLBACK_RESULT)
+        else if (h.type == GRP_CALLBACK || h.type == GRP_CALLBACK_RESULT)
             rc = callback_message(r, h.type, &lim);
         else
             rc = small_message(r, h.type);

@@ -148,8 +148,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             uint32_t mark = (uint32_t)buf[at] << 24 | (uint32_t)buf[at + 1] << 16 |
                             (uint32_t)buf[at + 2] << 8 | buf[at + 3];
             uint32_t type = (uint32_t)buf[at + 14] << 8 | buf[at + 15];
-            fprintf(stderr, " %s", grw_type_name(type));
-            if (type == GRW_ERROR && at + 36 <= got && at + 36 <= sizeof buf) {
+            fprintf(stderr, " %s", grp_type_name(type));
+            if (type == GRP_ERROR && at + 36 <= got && at + 36 <= sizeof buf) {
                 uint32_t n = (uint32_t)buf[at + 34] << 8 | buf[at + 35];
                 if (at + 36 + n <= got && at + 36 + n <= sizeof buf)
                     fprintf(stderr, " (%.*s)", (int)n, buf + at + 36);

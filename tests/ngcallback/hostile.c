@@ -62,13 +62,13 @@ static int call_until_callback(peer *p, const grd_desc *d, uint64_t id, grp_call
     grm_call *c = malloc(grm_call_size(d->nparams));
     gr_err e;
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     grw_header h;
     int rc = grm_from_argv(c, d, argv, &lim, &e);
     if (!rc) rc = grp_write_call(&p->w, id, "callback/cb_many", d->hash, c, &lim, &e);
     if (!rc) rc = grp_read_header(&p->r, &h, &e);
-    if (!rc && (h.type != GRW_CALLBACK || h.request_id != id))
-        rc = gr_seterr(&e, GRID_ERR_PROTOCOL, "expected CALLBACK, got %s", grw_type_name(h.type));
+    if (!rc && (h.type != GRP_CALLBACK || h.request_id != id))
+        rc = gr_seterr(&e, GRID_ERR_PROTOCOL, "expected CALLBACK, got %s", grp_type_name(h.type));
     if (!rc) rc = grp_read_callback_target(&p->r, t, &e);
     if (!rc) rc = grw_skip(&p->r, &e);
     free(c);
@@ -86,8 +86,8 @@ static void expect_error(peer *p, uint64_t id, const char *what, const char *wan
         check(0, what, e.msg);
         return;
     }
-    if (h.type != GRW_ERROR || h.request_id != id) {
-        check(0, what, grw_type_name(h.type));
+    if (h.type != GRP_ERROR || h.request_id != id) {
+        check(0, what, grp_type_name(h.type));
         return;
     }
     rc = grp_read_error(&p->r, &m, &e);
@@ -99,7 +99,7 @@ static void answer_raw(peer *p, uint64_t id, const grp_callback_target *t, uint3
                        uint32_t head_len, uint32_t bulk_len) {
     gr_err e;
     static const unsigned char zeros[256];
-    grw_begin(&p->w, GRW_CALLBACK_RESULT, 0, id, &e);
+    grw_begin(&p->w, GRP_CALLBACK_RESULT, 0, id, &e);
     grw_write_u32(&p->w, t->index, &e);
     grw_write_u32(&p->w, seq, &e);
     grw_write_i32(&p->w, code, &e);
@@ -114,8 +114,8 @@ static int pong(peer *p) {
     gr_err e;
     grw_header h;
     grp_pong m;
-    return grp_write_empty(&p->w, GRW_PING, 99, &e) == 0 && grp_read_header(&p->r, &h, &e) == 0 &&
-           h.type == GRW_PONG && grp_read_pong(&p->r, &m, &e) == 0;
+    return grp_write_empty(&p->w, GRP_PING, 99, &e) == 0 && grp_read_header(&p->r, &h, &e) == 0 &&
+           h.type == GRP_PONG && grp_read_pong(&p->r, &m, &e) == 0;
 }
 
 /* callback-hostile HOST PORT leave: a call whose body calls back only after its client
@@ -128,7 +128,7 @@ static int leave(const char *host, int port) {
     peer *p = dial(host, port);
     grd_desc *da = NULL;
     if (grp_write_get_descriptor(&p->w, 3, "callback/cb_after", &e) || grp_read_header(&p->r, &h, &e) ||
-        h.type != GRW_DESCRIPTOR || grp_read_descriptor(&p->r, q, &da, &e)) {
+        h.type != GRP_DESCRIPTOR || grp_read_descriptor(&p->r, q, &da, &e)) {
         fprintf(stderr, "descriptor of cb_after: %s\n", e.msg);
         return 2;
     }
@@ -138,7 +138,7 @@ static int leave(const char *host, int port) {
     memcpy(&av[2], &fn, sizeof fn);
     grm_call *c = malloc(grm_call_size(da->nparams));
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     if (grm_from_argv(c, da, av, &lim, &e) ||
         grp_write_call(&p->w, 20, "callback/cb_after", da->hash, c, &lim, &e))
         check(0, "sending cb_after", e.msg);
@@ -164,7 +164,7 @@ int main(int argc, char **argv) {
     char q[GRP_MAX_FUNCTION_NAME + 1];
     peer *p = dial(host, port);
     if (grp_write_get_descriptor(&p->w, 2, "callback/cb_many", &e) || grp_read_header(&p->r, &h, &e) ||
-        h.type != GRW_DESCRIPTOR || grp_read_descriptor(&p->r, q, &d, &e)) {
+        h.type != GRP_DESCRIPTOR || grp_read_descriptor(&p->r, q, &d, &e)) {
         fprintf(stderr, "descriptor: %s\n", e.msg);
         return 2;
     }

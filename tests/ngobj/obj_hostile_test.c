@@ -60,7 +60,7 @@ static uint32_t reply(conn *c, int *code, char *msg, size_t n) {
     grw_header h;
     c->r.deadline_ns = gr_now_ns() + 10000000000LL;
     if (grp_read_header(&c->r, &h, &e)) return 0;
-    if (h.type == GRW_ERROR) {
+    if (h.type == GRP_ERROR) {
         grp_error m;
         if (grp_read_error(&c->r, &m, &e)) return 0;
         *code = m.code;
@@ -74,8 +74,8 @@ static int in_step(conn *c) {
     gr_err e;
     int code;
     char msg[64];
-    if (grp_write_empty(&c->w, GRW_PING, c->next++, &e)) return 0;
-    if (reply(c, &code, msg, sizeof msg) != GRW_PONG) return 0;
+    if (grp_write_empty(&c->w, GRP_PING, c->next++, &e)) return 0;
+    if (reply(c, &code, msg, sizeof msg) != GRP_PONG) return 0;
     grp_pong p;
     return grp_read_pong(&c->r, &p, &e) == GRID_OK;
 }
@@ -86,7 +86,7 @@ static uint64_t create(conn *c, const char *cls) {
     char msg[512], q[GRP_MAX_FUNCTION_NAME + 1];
     uint64_t id = 0;
     if (grp_write_obj_create(&c->w, c->next++, cls, &e)) return 0;
-    if (reply(c, &code, msg, sizeof msg) != GRW_OBJ_CREATED) {
+    if (reply(c, &code, msg, sizeof msg) != GRP_OBJ_CREATED) {
         printf("# create %s: %d %s\n", cls, code, msg);
         return 0;
     }
@@ -100,7 +100,7 @@ static grd_desc *describe(conn *c, const char *name) {
     char msg[512], q[GRP_MAX_FUNCTION_NAME + 1];
     grd_desc *d = NULL;
     if (grp_write_get_descriptor(&c->w, c->next++, name, &e)) return NULL;
-    if (reply(c, &code, msg, sizeof msg) != GRW_DESCRIPTOR) return NULL;
+    if (reply(c, &code, msg, sizeof msg) != GRP_DESCRIPTOR) return NULL;
     if (grp_read_descriptor(&c->r, q, &d, &e)) return NULL;
     return d;
 }
@@ -110,7 +110,7 @@ static uint32_t add(conn *c, uint64_t id, const grd_desc *d, uint64_t hash, int 
                     char *msg, size_t msgn) {
     gr_err e;
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     void *argv[2] = {&n, now};
     grm_call *call = malloc(grm_call_size(d->nparams));
     uint32_t t = 0;
@@ -118,7 +118,7 @@ static uint32_t add(conn *c, uint64_t id, const grd_desc *d, uint64_t hash, int 
         !grp_write_obj_invoke(&c->w, c->next++, id, "add", hash, call, &lim, &e)) {
         t = reply(c, code, msg, msgn);
         grp_result_times times;
-        if (t == GRW_RESULT && grp_read_result(&c->r, call, &times, &e)) t = 0;
+        if (t == GRP_RESULT && grp_read_result(&c->r, call, &times, &e)) t = 0;
     }
     free(call);
     return t;
@@ -128,7 +128,7 @@ static int destroy(conn *c, uint64_t id, int *code, char *msg, size_t n) {
     gr_err e;
     if (grp_write_obj_destroy(&c->w, c->next++, id, &e)) return 0;
     uint32_t t = reply(c, code, msg, n);
-    if (t == GRW_OBJ_DESTROYED) grp_read_empty(&c->r, &e);
+    if (t == GRP_OBJ_DESTROYED) grp_read_empty(&c->r, &e);
     return (int)t;
 }
 
@@ -147,12 +147,12 @@ static int limit_case(int n) {
     uint32_t t =
         a && !grp_write_obj_create(&a->w, a->next++, "counter", &e) ? reply(a, &code, msg, sizeof msg) : 0;
     printf("# one past: %s\n", msg);
-    result(t == GRW_ERROR && code == GRID_ERR_LIMIT && strstr(msg, "--max-objects-per-connection"),
+    result(t == GRP_ERROR && code == GRID_ERR_LIMIT && strstr(msg, "--max-objects-per-connection"),
            "one more is ERROR GRID_ERR_LIMIT naming --max-objects-per-connection");
     result(a && in_step(a), "the connection still answers");
     uint64_t other = b ? create(b, "counter") : 0;
     result(other != 0, "another connection still makes its own object");
-    result(a && made > 0 && destroy(a, ids[0], &code, msg, sizeof msg) == GRW_OBJ_DESTROYED,
+    result(a && made > 0 && destroy(a, ids[0], &code, msg, sizeof msg) == GRP_OBJ_DESTROYED,
            "one of them is destroyed");
     result(a && create(a, "counter") != 0, "then one more is made on that connection");
     if (a) close_conn(a);
@@ -192,27 +192,27 @@ int main(void) {
     for (unsigned i = 0; i < 3; i++) {
         code = 0;
         uint32_t t = add(a, ids[i], d, d->hash, 1, &now, &code, msg, sizeof msg);
-        result(t == GRW_ERROR && code == GRID_ERR_NOT_FOUND && strstr(msg, "does not exist"),
+        result(t == GRP_ERROR && code == GRID_ERR_NOT_FOUND && strstr(msg, "does not exist"),
                "OBJ_INVOKE of unknown object %016llx: NOT_FOUND (%s)", (unsigned long long)ids[i], msg);
         result(in_step(a), "the connection still answers");
     }
     code = 0;
-    result(destroy(a, 0x1234, &code, msg, sizeof msg) == GRW_ERROR && code == GRID_ERR_NOT_FOUND,
+    result(destroy(a, 0x1234, &code, msg, sizeof msg) == GRP_ERROR && code == GRID_ERR_NOT_FOUND,
            "OBJ_DESTROY of an unknown object: NOT_FOUND");
 
     /* A real object, then a destroyed one. */
     uint64_t id = create(a, "counter/counter");
     result(id != 0, "OBJ_CREATE counter/counter");
-    result(add(a, id, d, d->hash, 5, &now, &code, msg, sizeof msg) == GRW_RESULT && now == 1005,
+    result(add(a, id, d, d->hash, 5, &now, &code, msg, sizeof msg) == GRP_RESULT && now == 1005,
            "OBJ_INVOKE add(5) after _initialize: 1005");
     code = 0;
-    result(add(a, id, d, d->hash ^ 1, 5, &now, &code, msg, sizeof msg) == GRW_ERROR && code == GRID_ERR_STALE,
+    result(add(a, id, d, d->hash ^ 1, 5, &now, &code, msg, sizeof msg) == GRP_ERROR && code == GRID_ERR_STALE,
            "a stale descriptor hash: STALE (%s)", msg);
     result(in_step(a), "the connection still answers");
     /* An unknown method: the body is skipped whole. */
     {
         gr_err e;
-        grw_begin(&a->w, GRW_OBJ_INVOKE, 0, a->next++, &e);
+        grw_begin(&a->w, GRP_OBJ_INVOKE, 0, a->next++, &e);
         grw_write_u64(&a->w, id, &e);
         grw_write_string(&a->w, "nosuch", &e);
         grw_write_u64(&a->w, 1, &e);
@@ -221,7 +221,7 @@ int main(void) {
         grw_finish(&a->w, &e);
         code = 0;
         uint32_t t = reply(a, &code, msg, sizeof msg);
-        result(t == GRW_ERROR && code == GRID_ERR_NOT_FOUND && strstr(msg, "counter/counter") &&
+        result(t == GRP_ERROR && code == GRID_ERR_NOT_FOUND && strstr(msg, "counter/counter") &&
                    strstr(msg, "nosuch") && strstr(msg, "add"),
                "an unknown method: NOT_FOUND naming the class and its methods (%s)", msg);
         result(in_step(a), "the connection still answers");
@@ -232,7 +232,7 @@ int main(void) {
         int sizes[] = {0x7fffffff, -5};
         for (unsigned i = 0; sd && i < 2; i++) {
             gr_err e;
-            grw_begin(&a->w, GRW_OBJ_INVOKE, 0, a->next++, &e);
+            grw_begin(&a->w, GRP_OBJ_INVOKE, 0, a->next++, &e);
             grw_write_u64(&a->w, id, &e);
             grw_write_string(&a->w, "scale", &e);
             grw_write_u64(&a->w, sd->hash, &e);
@@ -241,7 +241,7 @@ int main(void) {
             grw_finish(&a->w, &e);
             code = 0;
             uint32_t t = reply(a, &code, msg, sizeof msg);
-            result(t == GRW_ERROR && (code == GRID_ERR_LIMIT || code == GRID_ERR_ARGS),
+            result(t == GRP_ERROR && (code == GRID_ERR_LIMIT || code == GRID_ERR_ARGS),
                    "scale with n = %d: refused (%s)", sizes[i], msg);
         }
         result(sd != NULL, "GET_DESCRIPTOR of counter/counter.scale");
@@ -252,28 +252,28 @@ int main(void) {
     }
     /* Another connection may invoke the object while its owner lives. */
     conn *b = open_conn();
-    result(add(b, id, d, d->hash, 1, &now, &code, msg, sizeof msg) == GRW_RESULT && now == 1006,
+    result(add(b, id, d, d->hash, 1, &now, &code, msg, sizeof msg) == GRP_RESULT && now == 1006,
            "another connection invokes the object: 1006");
     code = 0;
-    result(destroy(b, id, &code, msg, sizeof msg) == GRW_OBJ_DESTROYED, "OBJ_DESTROY: OBJ_DESTROYED");
+    result(destroy(b, id, &code, msg, sizeof msg) == GRP_OBJ_DESTROYED, "OBJ_DESTROY: OBJ_DESTROYED");
     code = 0;
-    result(add(a, id, d, d->hash, 1, &now, &code, msg, sizeof msg) == GRW_ERROR && code == GRID_ERR_NOT_FOUND,
+    result(add(a, id, d, d->hash, 1, &now, &code, msg, sizeof msg) == GRP_ERROR && code == GRID_ERR_NOT_FOUND,
            "a destroyed object: NOT_FOUND");
     code = 0;
-    result(destroy(a, id, &code, msg, sizeof msg) == GRW_ERROR && code == GRID_ERR_NOT_FOUND,
+    result(destroy(a, id, &code, msg, sizeof msg) == GRP_ERROR && code == GRID_ERR_NOT_FOUND,
            "destroying it again: NOT_FOUND");
 
     /* An object dies with the connection that created it. */
     conn *owner = open_conn();
     uint64_t oid = create(owner, "counter");
-    result(oid != 0 && add(b, oid, d, d->hash, 2, &now, &code, msg, sizeof msg) == GRW_RESULT && now == 1002,
+    result(oid != 0 && add(b, oid, d, d->hash, 2, &now, &code, msg, sizeof msg) == GRP_RESULT && now == 1002,
            "an object of another connection works");
     close_conn(owner);
     int gone = 0;
     for (int i = 0; i < 100 && !gone; i++) {
         code = 0;
         uint32_t t = add(b, oid, d, d->hash, 1, &now, &code, msg, sizeof msg);
-        gone = t == GRW_ERROR && code == GRID_ERR_NOT_FOUND;
+        gone = t == GRP_ERROR && code == GRID_ERR_NOT_FOUND;
         if (!gone) {
             struct timespec ts = {0, 20000000};
             nanosleep(&ts, NULL);

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "grp_types.h"
 #include "gr_scheme.h"
 #include "gr_settings.h"
 #include "grw_tls.h"
@@ -66,7 +67,7 @@ static void *writer_main(void *p) {
         grw_writer_init(w, a->e->fd);
         w->tls = a->e->tls;
         w->deadline_ns = deadline();
-        int rc = grw_begin(w, GRW_DATA, 0, s + 1, &err);
+        int rc = grw_begin(w, GRP_DATA, 0, s + 1, &err);
         if (!rc) rc = grw_write_u32(w, a->id, &err);
         if (!rc) rc = grw_write_u32(w, s, &err);
         if (!rc) rc = grw_write(w, buf, BYTES, &err);

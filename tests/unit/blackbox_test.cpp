@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "grp_types.h"
 #include "fake_server.h"
 #include "gridrpc.h"
 #include "server_fixture.h"
@@ -80,9 +81,9 @@ int call_through(Path p) {
 
 uint32_t type_of(Path p) {
     switch (p) {
-    case Path::Hello: return GRW_HELLO;
-    case Path::Descriptor: return GRW_GET_DESCRIPTOR;
-    default: return GRW_CALL;
+    case Path::Hello: return GRP_HELLO;
+    case Path::Descriptor: return GRP_GET_DESCRIPTOR;
+    default: return GRP_CALL;
     }
 }
 
@@ -129,7 +130,7 @@ class ErrorMessage : public Blackbox, public ::testing::WithParamInterface<bool>
 TEST_P(ErrorMessage, OverTheLimitIsLimitError) {
     bool async = GetParam();
     Path p = async ? Path::AsyncCall : Path::SyncCall;
-    ErrorOn s{GRW_CALL, GRID_ERR_FAILED, std::string(4095, 'm')};
+    ErrorOn s{GRP_CALL, GRID_ERR_FAILED, std::string(4095, 'm')};
     fake(error_on, &s);
     int rc = call_through(p);
     EXPECT_EQ(GRID_ERR_FAILED, rc) << grid_last_error();
@@ -165,7 +166,7 @@ uint32_t be32(const uint8_t *b) {
 // Checks that CALL echo_float carries kFloatIn big-endian; answers kFloatOut big-endian.
 int float_server(fake_server *fs, int fd, const fake_msg *m, void *user) {
     auto *call_ok = static_cast<std::atomic<int> *>(user);
-    if (m->h.type != GRW_CALL) return fake_default_reply(fs, fd, m, user);
+    if (m->h.type != GRP_CALL) return fake_default_reply(fs, fd, m, user);
     // name (string "test/echo_float": 4 + 16), hash (8), head (4 + int n), bulk.
     const size_t bulk = 20 + 8 + 8;
     int ok = m->len == bulk + 12 && be32(m->body + 32) == 3;
@@ -176,7 +177,7 @@ int float_server(fake_server *fs, int fd, const fake_msg *m, void *user) {
     }
     call_ok->store(ok ? 1 : -1);
     fake_buf b = {nullptr, 0, 0};
-    fake_buf_begin(&b, GRW_RESULT, m->h.request_id);
+    fake_buf_begin(&b, GRP_RESULT, m->h.request_id);
     fake_buf_u64(&b, 0);
     fake_buf_u64(&b, 0);
     fake_buf_u32(&b, 0);
@@ -212,9 +213,9 @@ struct HalfResult {
 // Answers CALL echo_double(n) with a RESULT of n 7.0s: half of it, a 300 ms pause, the rest.
 int half_result(fake_server *fs, int fd, const fake_msg *m, void *user) {
     auto *s = static_cast<HalfResult *>(user);
-    if (m->h.type != GRW_CALL) return fake_default_reply(fs, fd, m, user);
+    if (m->h.type != GRP_CALL) return fake_default_reply(fs, fd, m, user);
     fake_buf b = {nullptr, 0, 0};
-    fake_buf_begin(&b, GRW_RESULT, m->h.request_id);
+    fake_buf_begin(&b, GRP_RESULT, m->h.request_id);
     fake_buf_u64(&b, 0);
     fake_buf_u64(&b, 0);
     fake_buf_u32(&b, 0);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grp_types.h"
 #include "fake_server.h"
 #include "grd_desc.h"
 #include "gridrpc.h"
@@ -43,7 +44,7 @@ static void send_buf(int fd, fake_buf *b) {
 /* CALLBACK for callback parameter INDEX of call ID with N doubles of c. */
 static void send_callback(int fd, uint64_t id, uint32_t index, int n) {
     fake_buf b = {0};
-    fake_buf_begin(&b, GRW_CALLBACK, id);
+    fake_buf_begin(&b, GRP_CALLBACK, id);
     fake_buf_u32(&b, index);
     fake_buf_u32(&b, 1);
     fake_buf_u32(&b, 0); /* head: no scalars travel */
@@ -58,7 +59,7 @@ static void send_callback(int fd, uint64_t id, uint32_t index, int n) {
 
 static void send_result(int fd, uint64_t id) {
     fake_buf b = {0};
-    fake_buf_begin(&b, GRW_RESULT, id);
+    fake_buf_begin(&b, GRP_RESULT, id);
     fake_buf_u64(&b, 0);
     fake_buf_u64(&b, 0);
     fake_buf_u32(&b, 0); /* head: nothing travels back */
@@ -66,15 +67,15 @@ static void send_result(int fd, uint64_t id) {
 }
 
 static int handler(fake_server *fs, int fd, const fake_msg *m, void *user) {
-    if (m->h.type == GRW_GET_DESCRIPTOR && strstr(fake_msg_name(m), "cbf")) {
+    if (m->h.type == GRP_GET_DESCRIPTOR && strstr(fake_msg_name(m), "cbf")) {
         fake_buf b = {0};
-        fake_buf_begin(&b, GRW_DESCRIPTOR, m->h.request_id);
+        fake_buf_begin(&b, GRP_DESCRIPTOR, m->h.request_id);
         fake_buf_string(&b, "test/cbf", 8);
         fake_buf_string(&b, (const char *)desc_bytes, desc_len);
         send_buf(fd, &b);
         return FAKE_KEEP;
     }
-    if (m->h.type == GRW_CALL) {
+    if (m->h.type == GRP_CALL) {
         pthread_mutex_lock(&lock);
         int now = mode;
         pthread_mutex_unlock(&lock);
@@ -86,7 +87,7 @@ static int handler(fake_server *fs, int fd, const fake_msg *m, void *user) {
         }
         return FAKE_KEEP;
     }
-    if (m->h.type == GRW_CALLBACK_RESULT) {
+    if (m->h.type == GRP_CALLBACK_RESULT) {
         /* index, seq, code, message, then (code 0) head length 0 and d[3] */
         pthread_mutex_lock(&lock);
         if (m->len >= 16) {

@@ -145,7 +145,7 @@ static int hello_from(const char *src, int *code, char *msg, size_t msglen, uint
     if (code) *code = 0;
     if (msg && msglen) msg[0] = '\0';
     if (raw_send_hello(&wr, fd, "conn_limits_test") == 0 &&
-        read_reply(fd, code, msg, msglen, id, 5) == GRW_HELLO_OK)
+        read_reply(fd, code, msg, msglen, id, 5) == GRP_HELLO_OK)
         return fd;
     close(fd);
     return -1;
@@ -154,8 +154,8 @@ static int hello_from(const char *src, int *code, char *msg, size_t msglen, uint
 static int ping(int fd) {
     gr_err e;
     grw_writer_init(&wr, fd);
-    if (grw_begin(&wr, GRW_PING, 0, 3, &e) || grw_finish(&wr, &e)) return 0;
-    return read_reply(fd, NULL, NULL, 0, NULL, 5) == GRW_PONG;
+    if (grw_begin(&wr, GRP_PING, 0, 3, &e) || grw_finish(&wr, &e)) return 0;
+    return read_reply(fd, NULL, NULL, 0, NULL, 5) == GRP_PONG;
 }
 
 static uint32_t reply_for(int fd, uint64_t want, int *code, char *msg, size_t msglen, double timeout);
@@ -164,13 +164,13 @@ static uint32_t reply_for(int fd, uint64_t want, int *code, char *msg, size_t ms
 static grd_desc *descriptor(int fd, const char *name) {
     gr_err e;
     grw_writer_init(&wr, fd);
-    if (grw_begin(&wr, GRW_GET_DESCRIPTOR, 0, 2, &e) || grw_write_string(&wr, name, &e) ||
+    if (grw_begin(&wr, GRP_GET_DESCRIPTOR, 0, 2, &e) || grw_write_string(&wr, name, &e) ||
         grw_finish(&wr, &e))
         return NULL;
     grw_header h;
     if (fd != rd.fd || !grw_has_buffered(&rd)) grw_reader_init(&rd, fd, 1 << 26);
     rd.deadline_ns = raw_deadline(5);
-    if (grw_read_header(&rd, &h, &e) || h.type != GRW_DESCRIPTOR) return NULL;
+    if (grw_read_header(&rd, &h, &e) || h.type != GRP_DESCRIPTOR) return NULL;
     char *q = NULL;
     uint8_t *bytes = NULL;
     uint32_t len = 0;
@@ -197,7 +197,7 @@ static uint64_t descriptor_hash(int fd, const char *name) {
 static int echo_send(int fd, const grd_desc *d, int n) {
     gr_err e;
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     double *in = calloc((size_t)n + 1, sizeof *in), *out = calloc((size_t)n + 1, sizeof *out);
     grm_call *c = calloc(1, grm_call_size(d->nparams));
     grm_init(c, d, GRM_CLIENT_SIDE);
@@ -206,7 +206,7 @@ static int echo_send(int fd, const grd_desc *d, int n) {
     c->ptr[2] = out;
     int ok = grm_prepare(c, &lim, &e) == GRID_OK;
     grw_writer_init(&wr, fd);
-    ok = ok && !grw_begin(&wr, GRW_CALL, 0, 77, &e) && !grw_write_string(&wr, "test/echo_double", &e) &&
+    ok = ok && !grw_begin(&wr, GRP_CALL, 0, 77, &e) && !grw_write_string(&wr, "test/echo_double", &e) &&
          !grw_write_u64(&wr, d->hash, &e) && !grm_write_head(&wr, c, GRM_TO_SERVER, &lim, &e) &&
          !grm_write_bulk(&wr, c, GRM_TO_SERVER, &e) && !grw_finish(&wr, &e);
     grm_release(c);
@@ -228,7 +228,7 @@ static uint64_t send_sleep(int fd, uint64_t hash, double seconds, uint64_t id) {
     memcpy(&bits, &seconds, sizeof bits);
     grw_writer_init(&wr, fd);
     wr.tally = &sent;
-    int rc = grw_begin(&wr, GRW_CALL, 0, id, &e) || grw_write_string(&wr, "test/sleep", &e) ||
+    int rc = grw_begin(&wr, GRP_CALL, 0, id, &e) || grw_write_string(&wr, "test/sleep", &e) ||
              grw_write_u64(&wr, hash, &e) || grw_write_u32(&wr, 8, &e) || grw_write_u64(&wr, bits, &e) ||
              grw_finish(&wr, &e);
     wr.tally = NULL;
@@ -240,7 +240,7 @@ static int served(const char *src) {
     int fd = hello_from(src, NULL, NULL, 0, NULL);
     if (fd < 0) return 0;
     uint64_t h = descriptor_hash(fd, "sleep");
-    int ok = h && send_sleep(fd, h, 0, 9) && read_reply(fd, NULL, NULL, 0, NULL, 5) == GRW_RESULT;
+    int ok = h && send_sleep(fd, h, 0, 9) && read_reply(fd, NULL, NULL, 0, NULL, 5) == GRP_RESULT;
     close(fd);
     return ok;
 }
@@ -289,7 +289,7 @@ static void connection_limits(const char *prog, const char *what) {
     /* The refused connection is closed, not left open. */
     int fd = connect_from("127.0.0.3", 0);
     int closed = fd >= 0 && raw_send_hello(&wr, fd, "conn_limits_test") == 0 &&
-                 read_reply(fd, NULL, NULL, 0, NULL, 5) == GRW_ERROR && raw_closed_within(fd, 3);
+                 read_reply(fd, NULL, NULL, 0, NULL, 5) == GRP_ERROR && raw_closed_within(fd, 3);
     if (fd >= 0) close(fd);
     result(closed, "%s: the refused connection is closed by the server", what);
     /* A connection that closes frees its place (the server notices within a moment). */
@@ -364,8 +364,8 @@ static void flood(const char *prog, const char *what, int count) {
             char buf[512];
             ssize_t got = recv(fds[map[k]], buf, sizeof buf, MSG_DONTWAIT);
             /* An ERROR: header (24 bytes after the fragment mark), then code 10 = LIMIT. */
-            if (got >= 32 && buf[15] == GRW_ERROR && buf[31] == GRID_ERR_LIMIT) limit_seen++;
-            if (got >= 32 && buf[15] == GRW_ERROR && buf[31] == GRID_ERR_TIMEOUT) timeout_seen++;
+            if (got >= 32 && buf[15] == GRP_ERROR && buf[31] == GRID_ERR_LIMIT) limit_seen++;
+            if (got >= 32 && buf[15] == GRP_ERROR && buf[31] == GRID_ERR_TIMEOUT) timeout_seen++;
             if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
                 gone[map[k]] = 1;
                 open--;
@@ -490,7 +490,7 @@ static void call_counts(void) {
     uint32_t t = ok && send_sleep(a, h, 0, 13) ? reply_for(a, 13, &code, msg, sizeof msg, 5) : 0;
     diag("A's 3rd call: %s", msg);
     result(
-        t == GRW_ERROR && code == GRID_ERR_LIMIT && strstr(msg, "--max-calls-per-connection 2"),
+        t == GRP_ERROR && code == GRID_ERR_LIMIT && strstr(msg, "--max-calls-per-connection 2"),
         "calls: a 3rd call on one connection (2 waiting or running) gets GRID_ERR_LIMIT naming the option");
     /* B: one call makes 3 in all (the total bound); its second is one past. */
     uint32_t tb = ok && send_sleep(b, h, 0, 21) ? 1 : 0;
@@ -498,15 +498,15 @@ static void call_counts(void) {
     msg[0] = '\0';
     uint32_t t2 = tb && send_sleep(b, h, 0, 22) ? reply_for(b, 22, &code, msg, sizeof msg, 5) : 0;
     diag("B's 2nd call: %s", msg);
-    result(t2 == GRW_ERROR && code == GRID_ERR_LIMIT && strstr(msg, "--max-calls 3"),
+    result(t2 == GRP_ERROR && code == GRID_ERR_LIMIT && strstr(msg, "--max-calls 3"),
            "calls: a 4th call in all (3 waiting or running) gets GRID_ERR_LIMIT naming --max-calls");
-    result(reply_for(a, 11, NULL, NULL, 0, 5) == GRW_RESULT &&
-               reply_for(a, 12, NULL, NULL, 0, 5) == GRW_RESULT &&
-               reply_for(b, 21, NULL, NULL, 0, 5) == GRW_RESULT,
+    result(reply_for(a, 11, NULL, NULL, 0, 5) == GRP_RESULT &&
+               reply_for(a, 12, NULL, NULL, 0, 5) == GRP_RESULT &&
+               reply_for(b, 21, NULL, NULL, 0, 5) == GRP_RESULT,
            "calls: the 3 calls within the bounds are answered RESULT");
     /* Both connections go on: a new call each is served. */
-    result(send_sleep(a, h, 0, 14) && reply_for(a, 14, NULL, NULL, 0, 5) == GRW_RESULT &&
-               send_sleep(b, h, 0, 23) && reply_for(b, 23, NULL, NULL, 0, 5) == GRW_RESULT,
+    result(send_sleep(a, h, 0, 14) && reply_for(a, 14, NULL, NULL, 0, 5) == GRP_RESULT &&
+               send_sleep(b, h, 0, 23) && reply_for(b, 23, NULL, NULL, 0, 5) == GRP_RESULT,
            "calls: after the refusals both connections go on (a new call each is answered)");
     if (a >= 0) close(a);
     if (b >= 0) close(b);
@@ -534,7 +534,7 @@ static void call_memory(void) {
     const char *at = strstr(msg, "the call's ");
     if (at) sscanf(at, "the call's %llu bytes", &one);
     diag("under 1 byte: %s", msg);
-    result(t == GRW_ERROR && code == GRID_ERR_LIMIT && one > 0 && one <= rec &&
+    result(t == GRP_ERROR && code == GRID_ERR_LIMIT && one > 0 && one <= rec &&
                strstr(msg, "cannot run here"),
            "call memory: a call larger than the whole limit gets GRID_ERR_LIMIT saying it cannot run here "
            "(%llu bytes counted of a %llu-byte message)",
@@ -570,15 +570,15 @@ static void call_memory(void) {
         if (!lower) {
             diag("3rd call: %s", m3);
             result(
-                t1 == GRW_RESULT && t2 == GRW_RESULT,
+                t1 == GRP_RESULT && t2 == GRP_RESULT,
                 "call memory: two calls of %llu bytes under --max-call-memory %s (at the bound) are served",
                 one, lim);
-            result(t3 == GRW_ERROR && c3 == GRID_ERR_LIMIT && strstr(m3, "--max-call-memory") &&
+            result(t3 == GRP_ERROR && c3 == GRID_ERR_LIMIT && strstr(m3, "--max-call-memory") &&
                        strstr(m3, "past the server's limit"),
                    "call memory: a third (one past) gets GRID_ERR_LIMIT with the figures");
         } else {
             diag("2nd call: %s", m2);
-            result(t1 == GRW_RESULT && t2 == GRW_ERROR && c2 == GRID_ERR_LIMIT && c3 == GRID_ERR_LIMIT,
+            result(t1 == GRP_RESULT && t2 == GRP_ERROR && c2 == GRID_ERR_LIMIT && c3 == GRID_ERR_LIMIT,
                    "call memory: under --max-call-memory %s (one byte less) the second call is one past and "
                    "refused, while the first runs",
                    lim);
@@ -606,18 +606,18 @@ static void sizes(void) {
         int code = 0;
         char msg[4096] = "";
         if (!past) {
-            result(d && echo(fd, d, 1000, &code, msg, sizeof msg) == GRW_RESULT,
+            result(d && echo(fd, d, 1000, &code, msg, sizeof msg) == GRP_RESULT,
                    "sizes: an array of 8000 bytes under --max-array 8000 is served");
             uint32_t t = d ? echo(fd, d, 1001, &code, msg, sizeof msg) : 0;
             diag("1001 doubles: %s", msg);
-            result(t == GRW_ERROR && code == GRID_ERR_LIMIT && ping(fd),
+            result(t == GRP_ERROR && code == GRID_ERR_LIMIT && ping(fd),
                    "sizes: one of 8008 bytes gets GRID_ERR_LIMIT, the connection goes on");
-            result(h && send_sleep(fd, h, 0, 5) && reply_for(fd, 5, NULL, NULL, 0, 5) == GRW_RESULT,
+            result(h && send_sleep(fd, h, 0, 5) && reply_for(fd, 5, NULL, NULL, 0, 5) == GRP_RESULT,
                    "sizes: a head of 8 bytes under --max-head 8 is served");
         } else {
             uint32_t t = h && send_sleep(fd, h, 0, 5) ? reply_for(fd, 5, &code, msg, sizeof msg, 5) : 0;
             diag("head under --max-head 7: %s", msg);
-            result(t == GRW_ERROR && code == GRID_ERR_LIMIT && ping(fd),
+            result(t == GRP_ERROR && code == GRID_ERR_LIMIT && ping(fd),
                    "sizes: the same head under --max-head 7 gets GRID_ERR_LIMIT, the connection goes on");
         }
         grd_free(d);
@@ -650,7 +650,7 @@ static void slow_reader(void) {
     long long t0 = gr_now_ns();
     uint32_t t = h && send_sleep(b, h, 0, 8) ? reply_for(b, 8, NULL, NULL, 0, 20) : 0;
     double took = since(t0);
-    result(t == GRW_RESULT && took < 5,
+    result(t == GRP_RESULT && took < 5,
            "slow reader: the stuck result holds no worker: a call from another client runs at once "
            "(after %.2f s)",
            took);
@@ -690,11 +690,11 @@ static void sessions(void) {
             t[i] = reply_for(fd, 40 + (uint64_t)i, i == 2 ? &code : NULL, i == 2 ? msg : NULL, sizeof msg, 5);
     }
     diag("a third session: %s", msg);
-    result(t[0] == GRW_DATA_OK && t[1] == GRW_DATA_OK,
+    result(t[0] == GRP_DATA_OK && t[1] == GRP_DATA_OK,
            "sessions: data in 2 sessions on one connection (the bound) is kept");
-    result(t[2] == GRW_ERROR && code == GRID_ERR_LIMIT && strstr(msg, "--max-sessions-per-connection 2"),
+    result(t[2] == GRP_ERROR && code == GRID_ERR_LIMIT && strstr(msg, "--max-sessions-per-connection 2"),
            "sessions: a third session gets GRID_ERR_LIMIT naming the option");
-    result(t[3] == GRW_DATA_OK && ping(fd), "sessions: the connection goes on, in a session it already uses");
+    result(t[3] == GRP_DATA_OK && ping(fd), "sessions: the connection goes on, in a session it already uses");
     if (fd >= 0) close(fd);
     result(stop() == 0, "sessions: exits 0 on SIGTERM");
 }
@@ -714,12 +714,12 @@ static void idle_data(void) {
     grp_data_id d = {21, 1};
     grw_writer_init(&wr, fd);
     int ok = fd >= 0 && grp_write_data_put(&wr, 50, d, GRD_DOUBLE, 1, &v, &e) == 0 &&
-             reply_for(fd, 50, NULL, NULL, 0, 5) == GRW_DATA_OK;
+             reply_for(fd, 50, NULL, NULL, 0, 5) == GRP_DATA_OK;
     pause_s(1.8);
     result(ok && ping(fd), "idle data: a connection whose session holds data is kept past --idle-timeout 1");
     grw_writer_init(&wr, fd);
     ok = ok && grp_write_session_end(&wr, 51, 21, &e) == 0 &&
-         reply_for(fd, 51, NULL, NULL, 0, 5) == GRW_DATA_OK;
+         reply_for(fd, 51, NULL, NULL, 0, 5) == GRP_DATA_OK;
     long long t0 = gr_now_ns();
     int closed = ok && raw_closed_within(fd, 4);
     result(closed, "idle data: after SESSION_END it is idle, and closed (%.2f s)", since(t0));
@@ -779,7 +779,7 @@ static void timeouts(void) {
     double took = since(t0);
     int closed = fd >= 0 && raw_closed_within(fd, 3);
     diag("silent connection: %s after %.2f s", msg, took);
-    result(t == GRW_ERROR && code == GRID_ERR_TIMEOUT && closed && took >= 0.9 && took < 3,
+    result(t == GRP_ERROR && code == GRID_ERR_TIMEOUT && closed && took >= 0.9 && took < 3,
            "timeouts: a connection that sends no HELLO gets ERROR GRID_ERR_TIMEOUT and is closed after "
            "--io-timeout 1 (%.2f s)",
            took);
@@ -790,7 +790,7 @@ static void timeouts(void) {
     uint64_t h = a >= 0 ? descriptor_hash(a, "sleep") : 0;
     gr_err e;
     grw_writer_init(&wr, a);
-    int ok = h && !grw_begin(&wr, GRW_CALL, 0, 5, &e) && !grw_write_string(&wr, "test/sleep", &e) &&
+    int ok = h && !grw_begin(&wr, GRP_CALL, 0, 5, &e) && !grw_write_string(&wr, "test/sleep", &e) &&
              !grw_write_u64(&wr, h, &e) && !grw_write_u32(&wr, 8, &e);
     /* Flush what is buffered as an unfinished fragment: header and 4 of its bytes. */
     uint8_t frag[4 + 4096];
@@ -827,7 +827,7 @@ static void timeouts(void) {
     ok = fd >= 0 && h && send_sleep(fd, h, 2.5, 7);
     pause_s(1.5); /* past --idle-timeout: the connection still reads requests */
     int pong = ok && ping(fd);
-    ok = ok && reply_for(fd, 7, NULL, NULL, 0, 6) == GRW_RESULT;
+    ok = ok && reply_for(fd, 7, NULL, NULL, 0, 6) == GRP_RESULT;
     took = since(t0);
     result(ok && pong && took >= 2.4,
            "timeouts: a connection with a call running past --idle-timeout is kept: it answers PING, then "
@@ -1082,10 +1082,10 @@ static void meta_full(void) {
         grw_header hd;
         grp_pong pong;
         grw_writer_init(&wr, m);
-        if (m >= 0 && !grw_begin(&wr, GRW_PING, 0, 3, &e) && !grw_finish(&wr, &e)) {
+        if (m >= 0 && !grw_begin(&wr, GRP_PING, 0, 3, &e) && !grw_finish(&wr, &e)) {
             grw_reader_init(&rd, m, 1 << 20);
             rd.deadline_ns = raw_deadline(5);
-            if (!grw_read_header(&rd, &hd, &e) && hd.type == GRW_PONG && !grp_read_pong(&rd, &pong, &e))
+            if (!grw_read_header(&rd, &hd, &e) && hd.type == GRP_PONG && !grp_read_pong(&rd, &pong, &e))
                 workers = pong.workers;
         }
         if (m >= 0) close(m);
@@ -1140,7 +1140,7 @@ static void meta_timeouts(void) {
     int code = 0;
     uint32_t t = fd >= 0 ? read_reply(fd, &code, NULL, 0, NULL, 5) : 0;
     double took = since(t0);
-    result(t == GRW_ERROR && code == GRID_ERR_TIMEOUT && took >= 0.9 && took < 3,
+    result(t == GRP_ERROR && code == GRID_ERR_TIMEOUT && took >= 0.9 && took < 3,
            "gridmetad: no HELLO within --io-timeout 1: ERROR GRID_ERR_TIMEOUT (%.2f s)", took);
     if (fd >= 0) close(fd);
     fd = hello_from("127.0.0.1", NULL, NULL, 0, NULL);

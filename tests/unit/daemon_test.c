@@ -27,7 +27,7 @@ typedef struct toy_conn {
 static int toy_serve(gdm_conn *core, const grw_header *h) {
     toy_conn *c = (toy_conn *)core;
     gr_err e;
-    if (h->type == GRW_HELLO) {
+    if (h->type == GRP_HELLO) {
         grp_hello m;
         if (grp_read_hello(&c->r, &m, &e)) return GDM_CLOSE;
         c->hello_done = 1;
@@ -37,7 +37,7 @@ static int toy_serve(gdm_conn *core, const grw_header *h) {
         ok.version = GRW_VERSION;
         return grp_write_hello_ok(gdm_writer(core, 0), h->request_id, &ok, &e) ? GDM_CLOSE : GDM_KEEP;
     }
-    if (h->type == GRW_PING && grp_read_empty(&c->r, &e) == GRID_OK) {
+    if (h->type == GRP_PING && grp_read_empty(&c->r, &e) == GRID_OK) {
         grp_pong p;
         memset(&p, 0, sizeof p);
         p.running = ++c->served;
@@ -71,13 +71,13 @@ static int dial(void) {
     return -1;
 }
 
-/* Sends a HELLO (TYPE: GRW_HELLO) or an empty message of TYPE with request id ID. */
+/* Sends a HELLO (TYPE: GRP_HELLO) or an empty message of TYPE with request id ID. */
 static int send_msg(int fd, uint32_t type, uint64_t id) {
     static grw_writer w;
     gr_err e;
     grw_writer_init(&w, fd);
     w.deadline_ns = gr_now_ns() + 5000000000LL;
-    if (type != GRW_HELLO) return grp_write_empty(&w, type, id, &e);
+    if (type != GRP_HELLO) return grp_write_empty(&w, type, id, &e);
     grp_hello m;
     memset(&m, 0, sizeof m);
     snprintf(m.client, sizeof m.client, "daemon-test");
@@ -92,10 +92,10 @@ static int recv_msg(grw_reader *r, grw_header *h, grp_error *err, grp_pong *pong
     r->deadline_ns = gr_now_ns() + 5000000000LL;
     int rc = grp_read_header(r, h, &e);
     if (rc) return rc;
-    if (h->type == GRW_ERROR) return grp_read_error(r, err, &e);
-    if (h->type == GRW_PONG) return grp_read_pong(r, pong, &e);
+    if (h->type == GRP_ERROR) return grp_read_error(r, err, &e);
+    if (h->type == GRP_PONG) return grp_read_pong(r, pong, &e);
     grp_hello_ok ok;
-    if (h->type == GRW_HELLO_OK) return grp_read_hello_ok(r, &ok, &e);
+    if (h->type == GRP_HELLO_OK) return grp_read_hello_ok(r, &ok, &e);
     return GRID_ERR_PROTOCOL;
 }
 
@@ -145,7 +145,7 @@ int main(void) {
     /* Two connections from 127.0.0.1 are its most; the third is refused. */
     int p = dial(), q = dial(), x = dial();
     grw_reader_init(&r, x, 1 << 20);
-    int ok = p >= 0 && q >= 0 && x >= 0 && recv_msg(&r, &h, &err, &pong) == GRID_OK && h.type == GRW_ERROR &&
+    int ok = p >= 0 && q >= 0 && x >= 0 && recv_msg(&r, &h, &err, &pong) == GRID_OK && h.type == GRP_ERROR &&
              err.code == GRID_ERR_LIMIT && strstr(err.message, "toy refuses 127.0.0.1: 1, 2 open, limit 2");
     result(ok, "over the per-address limit: %s", ok ? err.message : "");
     close(x);
@@ -154,20 +154,20 @@ int main(void) {
     wait_open(0);
 
     int a = dial();
-    ok = a >= 0 && send_msg(a, GRW_HELLO, 1) == GRID_OK;
+    ok = a >= 0 && send_msg(a, GRP_HELLO, 1) == GRID_OK;
     grw_reader_init(&r, a, 1 << 20);
-    ok = ok && recv_msg(&r, &h, &err, &pong) == GRID_OK && h.type == GRW_HELLO_OK && h.request_id == 1;
+    ok = ok && recv_msg(&r, &h, &err, &pong) == GRID_OK && h.type == GRP_HELLO_OK && h.request_id == 1;
     result(ok, "HELLO is handed to serve() and answered");
-    ok = send_msg(a, GRW_PING, 2) == GRID_OK && send_msg(a, GRW_PING, 3) == GRID_OK &&
-         recv_msg(&r, &h, &err, &pong) == GRID_OK && h.type == GRW_PONG && pong.running == 1 &&
-         recv_msg(&r, &h, &err, &pong) == GRID_OK && h.type == GRW_PONG && h.request_id == 3 &&
+    ok = send_msg(a, GRP_PING, 2) == GRID_OK && send_msg(a, GRP_PING, 3) == GRID_OK &&
+         recv_msg(&r, &h, &err, &pong) == GRID_OK && h.type == GRP_PONG && pong.running == 1 &&
+         recv_msg(&r, &h, &err, &pong) == GRID_OK && h.type == GRP_PONG && h.request_id == 3 &&
          pong.running == 2;
     result(ok, "two requests on one connection, answered in order");
 
     int b = dial();
     grw_reader_init(&r, b, 1 << 20);
-    ok = b >= 0 && send_msg(b, GRW_PING, 7) == GRID_OK && recv_msg(&r, &h, &err, &pong) == GRID_OK &&
-         h.type == GRW_ERROR && err.code == GRID_ERR_PROTOCOL && strstr(err.message, "must be HELLO");
+    ok = b >= 0 && send_msg(b, GRP_PING, 7) == GRID_OK && recv_msg(&r, &h, &err, &pong) == GRID_OK &&
+         h.type == GRP_ERROR && err.code == GRID_ERR_PROTOCOL && strstr(err.message, "must be HELLO");
     result(ok, "a first message other than HELLO is refused: %s", ok ? err.message : "");
     close(b);
 

@@ -119,7 +119,7 @@ class FakeServer {
     bool answer(grw_reader *r, grw_writer *w, const grw_header &h) {
         gr_err e;
         switch (h.type) {
-        case GRW_HELLO: {
+        case GRP_HELLO: {
             grp_hello m;
             if (grp_read_hello(r, &m, &e)) return false;
             if (script_.hello_error != kNone)
@@ -127,11 +127,11 @@ class FakeServer {
             grp_hello_ok ok = {};
             snprintf(ok.server, sizeof ok.server, "fake");
             ok.version = GRW_VERSION;
-            grw_limits_default(&ok.limits);
+            grp_limits_default(&ok.limits);
             ok.workers = ok.cores = 1;
             return !grp_write_hello_ok(w, h.request_id, &ok, &e);
         }
-        case GRW_GET_DESCRIPTOR: {
+        case GRP_GET_DESCRIPTOR: {
             char name[GRP_MAX_FUNCTION_NAME + 1];
             if (grp_read_get_descriptor(r, name, &e)) return false;
             if (script_.descriptor_error != kNone)
@@ -143,7 +143,7 @@ class FakeServer {
             return !grp_write_descriptor(w, h.request_id, name, f->descriptor,
                                          static_cast<uint32_t>(f->descriptor_len), &e);
         }
-        case GRW_CALL: {
+        case GRP_CALL: {
             grp_call_target t;
             if (grp_read_call_target(r, &t, &e)) return false;
             calls_++;
@@ -164,7 +164,7 @@ class FakeServer {
             grm_call *c = static_cast<grm_call *>(malloc(grm_call_size(d->nparams)));
             grm_init(c, d, GRM_SERVER_SIDE);
             grw_limits lim;
-            grw_limits_default(&lim);
+            grp_limits_default(&lim);
             bool ok = !grp_read_call_head(r, c, &lim, &e) && !grp_read_call_bulk(r, c, &e);
             if (ok) {
                 f->invoke(c->ptr);

@@ -44,7 +44,7 @@ static int stopping(fake_meta *fm) {
 static int serve(fake_meta *fm, const grw_header *h) {
     gr_err e;
     int rc = -1;
-    if (h->type == GRW_HELLO) {
+    if (h->type == GRP_HELLO) {
         grp_hello m;
         if (grp_read_hello(&fm->r, &m, &e)) return -1;
         pthread_mutex_lock(&fm->lock);
@@ -54,10 +54,10 @@ static int serve(fake_meta *fm, const grw_header *h) {
         memset(&ok, 0, sizeof ok);
         snprintf(ok.server, sizeof ok.server, "fake gridmetad");
         ok.version = GRW_VERSION;
-        grw_limits_default(&ok.limits);
+        grp_limits_default(&ok.limits);
         ok.workers = ok.cores = 1;
         rc = grp_write_hello_ok(&fm->w, h->request_id, &ok, &e);
-    } else if (h->type == GRW_REGISTER) {
+    } else if (h->type == GRP_REGISTER) {
         grp_register m;
         if (grp_read_register(&fm->r, &m, &e)) {
             fprintf(stderr, "fake_meta: bad REGISTER: %s\n", e.msg);
@@ -71,7 +71,7 @@ static int serve(fake_meta *fm, const grw_header *h) {
         grp_register_ok ok = {fm->server_id, fm->heartbeat_ms};
         pthread_mutex_unlock(&fm->lock);
         rc = grp_write_register_ok(&fm->w, h->request_id, &ok, &e);
-    } else if (h->type == GRW_HEARTBEAT) {
+    } else if (h->type == GRP_HEARTBEAT) {
         grp_heartbeat m;
         if (grp_read_heartbeat(&fm->r, &m, &e)) return -1;
         pthread_mutex_lock(&fm->lock);
@@ -91,17 +91,17 @@ static int serve(fake_meta *fm, const grw_header *h) {
             rc = grp_write_error(&fm->w, h->request_id, GRID_ERR_NOT_FOUND, "no such server: register again",
                                  &e);
         else
-            rc = grp_write_empty(&fm->w, GRW_HEARTBEAT_OK, h->request_id, &e);
-    } else if (h->type == GRW_UNREGISTER) {
+            rc = grp_write_empty(&fm->w, GRP_HEARTBEAT_OK, h->request_id, &e);
+    } else if (h->type == GRP_UNREGISTER) {
         uint64_t id;
         if (grp_read_unregister(&fm->r, &id, &e)) return -1;
         pthread_mutex_lock(&fm->lock);
         fm->unregistrations++;
         fm->unregistered = id;
         pthread_mutex_unlock(&fm->lock);
-        rc = grp_write_empty(&fm->w, GRW_UNREGISTER_OK, h->request_id, &e);
+        rc = grp_write_empty(&fm->w, GRP_UNREGISTER_OK, h->request_id, &e);
     } else {
-        fprintf(stderr, "fake_meta: unexpected %s\n", grw_type_name(h->type));
+        fprintf(stderr, "fake_meta: unexpected %s\n", grp_type_name(h->type));
     }
     return rc ? -1 : 0;
 }

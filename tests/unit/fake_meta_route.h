@@ -140,31 +140,31 @@ class FakeMeta {
             grw_header h;
             if (grp_read_header(rd, &h, &e)) break;
             int rc = 0;
-            if (h.type == GRW_HELLO) {
+            if (h.type == GRP_HELLO) {
                 grp_hello m;
                 rc = grp_read_hello(rd, &m, &e);
                 grp_hello_ok ok{};
                 snprintf(ok.server, sizeof ok.server, "fake gridmetad");
                 ok.version = GRW_VERSION;
-                grw_limits_default(&ok.limits);
+                grp_limits_default(&ok.limits);
                 ok.workers = ok.cores = 1;
                 if (!rc) rc = grp_write_hello_ok(wr, h.request_id, &ok, &e);
-            } else if (h.type == GRW_SERVERS) {
+            } else if (h.type == GRP_SERVERS) {
                 char site[GRP_MAX_SITE + 1];
                 rc = grp_read_servers(rd, site, &e);
                 if (!rc) rc = answer_servers(wr, h.request_id, &e);
-            } else if (h.type == GRW_SCHEDULE) {
+            } else if (h.type == GRP_SCHEDULE) {
                 grp_schedule m;
                 rc = grp_read_schedule(rd, &m, &e);
                 if (!rc) rc = answer_schedule(wr, h.request_id, m, &e);
-            } else if (h.type == GRW_REPORT) {
+            } else if (h.type == GRP_REPORT) {
                 grp_report m;
                 rc = grp_read_report(rd, &m, &e);
                 if (!rc) {
                     std::lock_guard<std::mutex> g(mu_);
                     reports_.push_back(m);
                 }
-            } else if (h.type == GRW_PING) {
+            } else if (h.type == GRP_PING) {
                 rc = grp_read_empty(rd, &e);
                 grp_pong p{};
                 if (!rc) rc = grp_write_pong(wr, h.request_id, &p, &e);

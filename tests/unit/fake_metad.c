@@ -34,17 +34,17 @@ static void serve(int fd) {
         gr_err e = {0, ""};
         grw_header h;
         if (grp_read_header(r, &h, &e)) break;
-        if (h.type == GRW_HELLO) {
+        if (h.type == GRP_HELLO) {
             grp_hello m;
             if (grp_read_hello(r, &m, &e)) break;
             grp_hello_ok ok;
             memset(&ok, 0, sizeof ok);
             snprintf(ok.server, sizeof ok.server, "fake-metad");
             ok.version = GRW_VERSION;
-            grw_limits_default(&ok.limits);
+            grp_limits_default(&ok.limits);
             ok.workers = ok.cores = 1;
             if (grp_write_hello_ok(w, h.request_id, &ok, &e)) break;
-        } else if (h.type == GRW_SERVERS) {
+        } else if (h.type == GRP_SERVERS) {
             char site[GRP_MAX_SITE + 1];
             if (grp_read_servers(r, site, &e)) break;
             fprintf(stderr, "SERVERS site=%s\n", site);

@@ -1,6 +1,7 @@
 /* fake_server.c: the scriptable fake server of fake_server.h. Its framing reader is its
  * own (not grw_reader), so a fault in the library's reader cannot hide itself. Every
  * wait is bounded: reads poll in 100 ms steps and give up when the server stops. */
+#include "grp_types.h"
 #include "fake_server.h"
 
 #include <arpa/inet.h>
@@ -271,7 +272,7 @@ static int send_buf(int fd, fake_buf *b) {
 
 int fake_send_error(int fd, uint64_t request_id, int32_t code, const char *msg) {
     fake_buf b = {0};
-    fake_buf_begin(&b, GRW_ERROR, request_id);
+    fake_buf_begin(&b, GRP_ERROR, request_id);
     fake_buf_u32(&b, (uint32_t)code);
     fake_buf_string(&b, msg, strlen(msg));
     return send_buf(fd, &b);
@@ -279,7 +280,7 @@ int fake_send_error(int fd, uint64_t request_id, int32_t code, const char *msg) 
 
 int fake_send_hello_ok(int fd, uint64_t request_id) {
     fake_buf b = {0};
-    fake_buf_begin(&b, GRW_HELLO_OK, request_id);
+    fake_buf_begin(&b, GRP_HELLO_OK, request_id);
     fake_buf_string(&b, "fake_server", 11);
     fake_buf_u32(&b, GRW_VERSION);
     fake_buf_u64(&b, (uint64_t)1 << 30); /* max_message */
@@ -298,7 +299,7 @@ int fake_send_descriptor(int fd, uint64_t request_id, const char *function) {
         char q[512];
         snprintf(q, sizeof q, "test/%s", f->name);
         fake_buf b = {0};
-        fake_buf_begin(&b, GRW_DESCRIPTOR, request_id);
+        fake_buf_begin(&b, GRP_DESCRIPTOR, request_id);
         fake_buf_string(&b, q, strlen(q));
         fake_buf_string(&b, (const char *)f->descriptor, f->descriptor_len);
         return send_buf(fd, &b);
@@ -320,23 +321,23 @@ const char *fake_msg_name(const fake_msg *m) {
 int fake_default_reply(fake_server *fs, int fd, const fake_msg *m, void *user) {
     (void)fs, (void)user;
     switch (m->h.type) {
-    case GRW_HELLO: return fake_send_hello_ok(fd, m->h.request_id) ? FAKE_CLOSE : FAKE_KEEP;
-    case GRW_GET_DESCRIPTOR: {
+    case GRP_HELLO: return fake_send_hello_ok(fd, m->h.request_id) ? FAKE_CLOSE : FAKE_KEEP;
+    case GRP_GET_DESCRIPTOR: {
         const char *name = fake_msg_name(m);
         const char *slash = strchr(name, '/');
         if (fake_send_descriptor(fd, m->h.request_id, slash ? slash + 1 : name) == 0) return FAKE_KEEP;
         return fake_send_error(fd, m->h.request_id, GRID_ERR_NOT_FOUND, "no such function") ? FAKE_CLOSE
                                                                                             : FAKE_KEEP;
     }
-    case GRW_PING: {
+    case GRP_PING: {
         fake_buf b = {0};
-        fake_buf_begin(&b, GRW_PONG, m->h.request_id);
+        fake_buf_begin(&b, GRP_PONG, m->h.request_id);
         for (int i = 0; i < 4; i++)
             fake_buf_u32(&b, 0);
         fake_buf_u64(&b, 0);
         return send_buf(fd, &b) ? FAKE_CLOSE : FAKE_KEEP;
     }
-    case GRW_CANCEL: return FAKE_KEEP;
+    case GRP_CANCEL: return FAKE_KEEP;
     default:
         return fake_send_error(fd, m->h.request_id, GRID_ERR_FAILED, "the fake server does not serve this")
                    ? FAKE_CLOSE

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grp_types.h"
 #include "fake_server.h"
 #include "grd_desc.h"
 #include "gridrpc_stub.h"
@@ -106,7 +107,7 @@ static uint32_t read_reply(int fd, int *code, char *msg, size_t msglen, double t
 static int send_hello_with(int fd, const char *client, size_t client_len, const char *token,
                            size_t token_len) {
     fake_buf b = {0};
-    fake_buf_begin(&b, GRW_HELLO, 1);
+    fake_buf_begin(&b, GRP_HELLO, 1);
     fake_buf_string(&b, client, client_len);
     fake_buf_u32(&b, 1);
     fake_buf_u32(&b, 1);
@@ -118,10 +119,10 @@ static int send_hello_with(int fd, const char *client, size_t client_len, const 
  * leave it refused: ERROR or closed). */
 static int said_hello(int fd) {
     fake_buf b = {0};
-    fake_buf_begin(&b, GRW_PING, 2);
+    fake_buf_begin(&b, GRP_PING, 2);
     uint32_t t = send_buf(fd, &b) == 0 ? read_reply(fd, NULL, NULL, 0, 5) : 0;
-    if (t != GRW_PONG) diag("a PING after the refused HELLO: reply type %u", t);
-    return t == GRW_PONG;
+    if (t != GRP_PONG) diag("a PING after the refused HELLO: reply type %u", t);
+    return t == GRP_PONG;
 }
 
 /* Connects and says HELLO (with TOKEN); returns the fd or -1. */
@@ -129,7 +130,7 @@ static int connect_hello_token(const char *token) {
     int fd = connect_raw();
     if (fd < 0) return -1;
     if (send_hello_with(fd, "limits_test", 11, token, strlen(token)) ||
-        read_reply(fd, NULL, NULL, 0, 5) != GRW_HELLO_OK) {
+        read_reply(fd, NULL, NULL, 0, 5) != GRP_HELLO_OK) {
         diag("HELLO was not answered HELLO_OK");
         close(fd);
         return -1;
@@ -162,7 +163,7 @@ static uint64_t hash_of(const char *function) {
 static void begin_call(fake_buf *b, const char *function, uint64_t id) {
     char q[256];
     snprintf(q, sizeof q, "test/%s", function);
-    fake_buf_begin(b, GRW_CALL, id);
+    fake_buf_begin(b, GRP_CALL, id);
     fake_buf_string(b, q, strlen(q));
     fake_buf_u64(b, hash_of(function));
 }
@@ -190,7 +191,7 @@ static int echo_ok(int fd, int n) {
     int code = 0;
     char msg[512] = "";
     uint32_t t = send_buf(fd, &b) == 0 ? read_reply(fd, &code, msg, sizeof msg, 10) : 0;
-    if (t != GRW_RESULT) {
+    if (t != GRP_RESULT) {
         diag("echo_double(%d): reply type %u, code %d: %s", n, t, code, msg);
         return 0;
     }
@@ -238,7 +239,7 @@ static void max_message_case(void) {
     char msg[512] = "";
     uint32_t t = fd >= 0 && send_buf(fd, &b) == 0 ? read_reply(fd, &code, msg, sizeof msg, 5) : 0;
     diag("4104 bytes: type %u code %d: %s", t, code, msg);
-    result(t == GRW_ERROR && code == GRID_ERR_LIMIT && strstr(msg, "4096"),
+    result(t == GRP_ERROR && code == GRID_ERR_LIMIT && strstr(msg, "4096"),
            "--max-message 4096: a CALL of 4104 bytes is ERROR GRID_ERR_LIMIT naming the limit");
     result(fd >= 0 && raw_closed_within(fd, 5), "--max-message 4096: then the connection is closed");
     if (fd >= 0) close(fd);
@@ -264,7 +265,7 @@ static void max_message_case(void) {
     code = -1;
     t = sent ? read_reply(fd, &code, msg, sizeof msg, 5) : 0;
     result(
-        t == GRW_ERROR && code == GRID_ERR_LIMIT,
+        t == GRP_ERROR && code == GRID_ERR_LIMIT,
         "--max-message 4096: 4864 bytes in 512-byte fragments is ERROR GRID_ERR_LIMIT (got type %u code %d)",
         t, code);
     if (fd >= 0) close(fd);
@@ -296,7 +297,7 @@ static void head_before_malloc_case(void) {
     char msg[512] = "";
     uint32_t t = fd >= 0 && send_buf(fd, &b) == 0 ? read_reply(fd, &code, msg, sizeof msg, 5) : 0;
     diag("4 GiB head: type %u code %d: %s", t, code, msg);
-    result(t == GRW_ERROR && code == GRID_ERR_LIMIT,
+    result(t == GRP_ERROR && code == GRID_ERR_LIMIT,
            "a head announcing 4 GiB over --max-message 4096 is GRID_ERR_LIMIT before any allocation (not "
            "GRID_ERR_NOMEM)");
     if (fd >= 0) close(fd);
@@ -323,10 +324,10 @@ static void hello_case(void) {
                          ? read_reply(fd, &code, msg, sizeof msg, 5)
                          : 0;
         if (len == 255)
-            result(t == GRW_HELLO_OK, "HELLO with a client name of 255 bytes is HELLO_OK (type %u)", t);
+            result(t == GRP_HELLO_OK, "HELLO with a client name of 255 bytes is HELLO_OK (type %u)", t);
         else {
             diag("client name 256: %s", msg);
-            result(t == GRW_ERROR && code == GRID_ERR_LIMIT && !said_hello(fd),
+            result(t == GRP_ERROR && code == GRID_ERR_LIMIT && !said_hello(fd),
                    "HELLO with a client name of 256 bytes is ERROR GRID_ERR_LIMIT and no HELLO (type %u code "
                    "%d)",
                    t, code);
@@ -341,10 +342,10 @@ static void hello_case(void) {
                          ? read_reply(fd, &code, msg, sizeof msg, 5)
                          : 0;
         if (len == 1024)
-            result(t == GRW_HELLO_OK, "HELLO with the right token of 1024 bytes is HELLO_OK (type %u)", t);
+            result(t == GRP_HELLO_OK, "HELLO with the right token of 1024 bytes is HELLO_OK (type %u)", t);
         else {
             diag("token 1025: %s", msg);
-            result(t == GRW_ERROR && code == GRID_ERR_LIMIT && !said_hello(fd),
+            result(t == GRP_ERROR && code == GRID_ERR_LIMIT && !said_hello(fd),
                    "HELLO with a token of 1025 bytes is ERROR GRID_ERR_LIMIT and no HELLO (type %u code %d)",
                    t, code);
         }
@@ -376,7 +377,7 @@ static void overflow_case(void) {
     fake_buf_u32(&b, 1u << 20);
     uint32_t t = fd >= 0 && send_buf(fd, &b) == 0 ? read_reply(fd, &code, msg, sizeof msg, 5) : 0;
     diag("2^61 doubles: type %u code %d: %s", t, code, msg);
-    result(t == GRW_ERROR && code == GRID_ERR_LIMIT,
+    result(t == GRP_ERROR && code == GRID_ERR_LIMIT,
            "an array of 2^61 doubles (2^64 bytes) is ERROR GRID_ERR_LIMIT, not a wrapped-around size");
     if (fd >= 0) close(fd);
     result(healthy(), "after the overflowing size: a new client is still served");
@@ -406,7 +407,7 @@ static void bulk_stall_case(void) {
     fake_buf_free(&b);
     int code = -1;
     uint32_t t = sent ? read_reply(fd, &code, NULL, 0, 6) : 0;
-    int dropped = (t == GRW_ERROR && code == GRID_ERR_TIMEOUT) || (t == 0 && raw_closed_within(fd, 0.1));
+    int dropped = (t == GRP_ERROR && code == GRID_ERR_TIMEOUT) || (t == 0 && raw_closed_within(fd, 0.1));
     double took = now_s() - t0;
     result(
         dropped && took >= 0.8 && took < 4,
@@ -440,7 +441,7 @@ static void float_order_case(void) {
     gr_err e;
     uint64_t q, r;
     uint32_t head;
-    int ok = t == GRW_RESULT && !grw_read_u64(&rd, &q, &e) && !grw_read_u64(&rd, &r, &e) &&
+    int ok = t == GRP_RESULT && !grw_read_u64(&rd, &q, &e) && !grw_read_u64(&rd, &r, &e) &&
              !grw_read_u32(&rd, &head, &e) && head == 0;
     for (int i = 0; ok && i < 4; i++) {
         uint32_t u;

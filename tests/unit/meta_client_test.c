@@ -144,7 +144,7 @@ static int reply(int fd, uint32_t expected, gr_err *e) {
     int rc = grp_read_header(&rd, &h, e);
     if (rc) return rc;
     int in_step;
-    return grp_expect(&rd, &h, expected, grw_type_name(expected), &in_step, e);
+    return grp_expect(&rd, &h, expected, grp_type_name(expected), &in_step, e);
 }
 
 static int hello(int fd, const char *token) {
@@ -192,7 +192,7 @@ static uint64_t do_register(int fd, const char *host, uint32_t port, uint32_t co
     gr_err e;
     prep(fd);
     if (grp_write_register(&wr, next_id++, &m, &e)) return 0;
-    if (reply(fd, GRW_REGISTER_OK, &e)) {
+    if (reply(fd, GRP_REGISTER_OK, &e)) {
         printf("# REGISTER: %s\n", e.msg);
         return 0;
     }
@@ -206,7 +206,7 @@ static int beat(int fd, uint64_t id, uint32_t running, gr_err *e) {
     grp_heartbeat m = {id, running, 0, 2, 2, 0.5, 0, 0};
     prep(fd);
     if (grp_write_heartbeat(&wr, next_id++, &m, e)) return e->code;
-    int rc = reply(fd, GRW_HEARTBEAT_OK, e);
+    int rc = reply(fd, GRP_HEARTBEAT_OK, e);
     if (!rc) rc = grp_read_empty(&rd, e);
     return rc;
 }
@@ -225,7 +225,7 @@ static int schedule(int fd, const char *fn, const uint64_t *exclude, uint32_t ne
     m.nexclude = nexclude;
     prep(fd);
     if (grp_write_schedule(&wr, next_id++, &m, e)) return e->code;
-    int rc = reply(fd, GRW_SCHEDULE_OK, e);
+    int rc = reply(fd, GRP_SCHEDULE_OK, e);
     if (!rc) rc = grp_read_schedule_ok(&rd, ok, e);
     return rc;
 }
@@ -245,7 +245,7 @@ static uint64_t register_one(int fd, uint32_t port, const char *fn) {
     m.functions = &f;
     gr_err e;
     prep(fd);
-    if (grp_write_register(&wr, next_id++, &m, &e) || reply(fd, GRW_REGISTER_OK, &e)) return 0;
+    if (grp_write_register(&wr, next_id++, &m, &e) || reply(fd, GRP_REGISTER_OK, &e)) return 0;
     grp_register_ok ok;
     return grp_read_register_ok(&rd, &ok, &e) ? 0 : ok.server_id;
 }
@@ -288,7 +288,7 @@ static void test_hold(int port) {
     prep(fa);
     grp_write_report(&wr, next_id++, &rep, &e);
     int waited = ms_until_readable(fb, 3000);
-    int rc = waited >= 0 ? reply(fb, GRW_SCHEDULE_OK, &e) : -1;
+    int rc = waited >= 0 ? reply(fb, GRP_SCHEDULE_OK, &e) : -1;
     if (!rc) rc = grp_read_schedule_ok(&rd, &s3, &e);
     ok(rc == GRID_OK && s3.server_id == id && waited < 900,
        "a REPORT makes room: the held SCHEDULE is answered at once (%d ms), with that server", waited);
@@ -302,7 +302,7 @@ static void test_hold(int port) {
     /* A server that stops says UNREGISTER: down at once, not after missed beats. */
     prep(fa);
     rc = grp_write_unregister(&wr, next_id++, id, &e);
-    if (!rc) rc = reply(fa, GRW_UNREGISTER_OK, &e);
+    if (!rc) rc = reply(fa, GRP_UNREGISTER_OK, &e);
     if (!rc) rc = grp_read_empty(&rd, &e);
     grp_server_info *v = NULL;
     uint32_t n = 0;
@@ -313,7 +313,7 @@ static void test_hold(int port) {
     ok(schedule(fa, "only", NULL, 0, &s3, &e) == GRID_ERR_CONNECT, "SCHEDULE no longer chooses it");
     prep(fa);
     rc = grp_write_unregister(&wr, next_id++, 987654, &e);
-    if (!rc) rc = reply(fa, GRW_UNREGISTER_OK, &e);
+    if (!rc) rc = reply(fa, GRP_UNREGISTER_OK, &e);
     ok(rc == GRID_ERR_NOT_FOUND, "UNREGISTER of an unknown id: GRID_ERR_NOT_FOUND (%s)", e.msg);
     close(fa);
     close(fb);
@@ -322,7 +322,7 @@ static void test_hold(int port) {
 static int servers(int fd, grp_server_info **v, uint32_t *n, gr_err *e) {
     prep(fd);
     if (grp_write_servers(&wr, next_id++, "testsite", e)) return e->code;
-    int rc = reply(fd, GRW_SERVERS_OK, e);
+    int rc = reply(fd, GRP_SERVERS_OK, e);
     if (!rc) rc = grp_read_servers_ok(&rd, v, n, e);
     return rc;
 }
@@ -339,8 +339,8 @@ static int responsive(int port) {
     if (fd < 0) return 0;
     gr_err e;
     prep(fd);
-    int rc = grp_write_empty(&wr, GRW_PING, next_id++, &e);
-    if (!rc) rc = reply(fd, GRW_PONG, &e);
+    int rc = grp_write_empty(&wr, GRP_PING, next_id++, &e);
+    if (!rc) rc = reply(fd, GRP_PONG, &e);
     grp_pong p;
     if (!rc) rc = grp_read_pong(&rd, &p, &e);
     close(fd);
@@ -357,7 +357,7 @@ static int hostile(int port, int hello_first, const void *raw, size_t len) {
         return -1;
     }
     gr_err e;
-    int rc = reply(fd, GRW_PONG, &e);
+    int rc = reply(fd, GRP_PONG, &e);
     close(fd);
     return rc;
 }
@@ -482,8 +482,8 @@ int main(void) {
     prep(fd);
     char **names = NULL;
     uint32_t nn = 0;
-    rc = grp_write_empty(&wr, GRW_LIST, next_id++, &e);
-    if (!rc) rc = reply(fd, GRW_LIST_OK, &e);
+    rc = grp_write_empty(&wr, GRP_LIST, next_id++, &e);
+    if (!rc) rc = reply(fd, GRP_LIST_OK, &e);
     if (!rc) rc = grp_read_list_ok(&rd, &names, &nn, &e);
     ok(rc == GRID_OK && nn == 2 && strcmp(names[0], "ep/ep") == 0 && strcmp(names[1], "linalg/dmmul") == 0,
        "LIST: the union of the servers' functions");
@@ -491,8 +491,8 @@ int main(void) {
 
     prep(fd);
     grp_pong pong;
-    rc = grp_write_empty(&wr, GRW_PING, next_id++, &e);
-    if (!rc) rc = reply(fd, GRW_PONG, &e);
+    rc = grp_write_empty(&wr, GRP_PING, next_id++, &e);
+    if (!rc) rc = reply(fd, GRP_PONG, &e);
     if (!rc) rc = grp_read_pong(&rd, &pong, &e);
     ok(rc == GRID_OK && pong.cores == 4 && pong.workers == 4, "PING: totals over the up servers (%u cores)",
        pong.cores);
@@ -500,7 +500,7 @@ int main(void) {
     prep(fd);
     uint32_t plen = 0;
     rc = grp_write_probe(&wr, next_id++, 100000, 200000, &e);
-    if (!rc) rc = reply(fd, GRW_PROBE_OK, &e);
+    if (!rc) rc = reply(fd, GRP_PROBE_OK, &e);
     if (!rc) rc = grp_read_probe_ok(&rd, &plen, &e);
     ok(rc == GRID_OK && plen == 200000, "PROBE 100 KB, 200 KB back: PROBE_OK of the size asked");
 
@@ -530,23 +530,23 @@ int main(void) {
     /* A PING before HELLO. */
     int pfd = dial(d.port);
     prep(pfd);
-    grp_write_empty(&wr, GRW_PING, 7, &e);
-    ok(reply(pfd, GRW_PONG, &e) == GRID_ERR_PROTOCOL && strstr(e.msg, "HELLO"),
+    grp_write_empty(&wr, GRP_PING, 7, &e);
+    ok(reply(pfd, GRP_PONG, &e) == GRID_ERR_PROTOCOL && strstr(e.msg, "HELLO"),
        "a request before HELLO: ERROR (%s)", e.msg);
     close(pfd);
     /* A CALL header to the metaserver, after HELLO. */
     pfd = session(d.port);
     prep(pfd);
-    grw_begin(&wr, GRW_CALL, 0, 9, &e);
+    grw_begin(&wr, GRP_CALL, 0, 9, &e);
     grw_write_u32(&wr, 0, &e);
     grw_finish(&wr, &e);
-    ok(reply(pfd, GRW_RESULT, &e) == GRID_ERR_PROTOCOL && responsive(d.port),
+    ok(reply(pfd, GRP_RESULT, &e) == GRID_ERR_PROTOCOL && responsive(d.port),
        "a message the metaserver does not take (CALL): ERROR GRID_ERR_PROTOCOL (%s)", e.msg);
     close(pfd);
     /* A REGISTER whose count of functions lies. */
     pfd = session(d.port);
     prep(pfd);
-    grw_begin(&wr, GRW_REGISTER, 0, 11, &e);
+    grw_begin(&wr, GRP_REGISTER, 0, 11, &e);
     grw_write_string(&wr, "liar", &e);
     grw_write_string(&wr, "127.0.0.1", &e);
     grw_write_u32(&wr, 7009, &e);
@@ -555,17 +555,17 @@ int main(void) {
     grw_write_u64(&wr, 0, &e);
     grw_write_u32(&wr, 4000000, &e);
     grw_finish(&wr, &e);
-    rc = reply(pfd, GRW_REGISTER_OK, &e);
+    rc = reply(pfd, GRP_REGISTER_OK, &e);
     ok((rc == GRID_ERR_LIMIT || rc == GRID_ERR_PROTOCOL) && responsive(d.port),
        "a REGISTER claiming 4 million functions: ERROR (%s), the daemon survives", e.msg);
     close(pfd);
     /* A SCHEDULE whose body is cut short (message ends early). */
     pfd = session(d.port);
     prep(pfd);
-    grw_begin(&wr, GRW_SCHEDULE, 0, 12, &e);
+    grw_begin(&wr, GRP_SCHEDULE, 0, 12, &e);
     grw_write_string(&wr, "dmmul", &e);
     grw_finish(&wr, &e);
-    ok(reply(pfd, GRW_SCHEDULE_OK, &e) != GRID_OK && responsive(d.port),
+    ok(reply(pfd, GRP_SCHEDULE_OK, &e) != GRID_OK && responsive(d.port),
        "a truncated SCHEDULE: ERROR (%s), the daemon survives", e.msg);
     close(pfd);
     ok(alive(&d), "gridmetad is still running after the hostile input");

@@ -133,7 +133,7 @@ TEST_F(MetaRoute, BytesInIsTheCallOnTheWire) {
     } seen;
     fake_server *fs = fake_server_start(
         [](fake_server *f, int fd, const fake_msg *m, void *user) -> int {
-            if (m->h.type == GRW_CALL) {
+            if (m->h.type == GRP_CALL) {
                 static_cast<Seen *>(user)->call_bytes = GRW_HEADER_BYTES + m->len;
                 return fake_send_error(fd, m->h.request_id, GRID_ERR_FAILED, "scripted failure") ? FAKE_CLOSE
                                                                                                  : FAKE_KEEP;
@@ -289,10 +289,10 @@ struct DroppingServer {
         fs = fake_server_start(
             [](fake_server *f, int fd, const fake_msg *m, void *user) -> int {
                 auto *self = static_cast<DroppingServer *>(user);
-                if (m->h.type == GRW_CALL) return FAKE_CLOSE;
-                if (m->h.type != GRW_GET_DESCRIPTOR) return fake_default_reply(f, fd, m, user);
+                if (m->h.type == GRP_CALL) return FAKE_CLOSE;
+                if (m->h.type != GRP_GET_DESCRIPTOR) return fake_default_reply(f, fd, m, user);
                 fake_buf b = {nullptr, 0, 0};
-                fake_buf_begin(&b, GRW_DESCRIPTOR, m->h.request_id);
+                fake_buf_begin(&b, GRP_DESCRIPTOR, m->h.request_id);
                 fake_buf_string(&b, "test/null_call", 14);
                 fake_buf_string(&b, reinterpret_cast<const char *>(self->desc.data()), self->desc.size());
                 fake_buf_finish(&b);

@@ -849,7 +849,9 @@ TEST_F(Ogf, OneProbeSeesAReplyAlreadyReceived) {
         EXPECT_TRUE(rc == GRPC_NO_ERROR || rc == GRPC_NOT_COMPLETED) << "call " << i << ": " << rc;
         (rc == GRPC_NO_ERROR ? seen : pending)++;
         EXPECT_EQ(GRPC_NO_ERROR, grpc_wait(id));
-        if (rc == GRPC_NOT_COMPLETED) EXPECT_EQ(GRPC_NO_ERROR, grpc_probe(id)) << "after grpc_wait, call " << i;
+        if (rc == GRPC_NOT_COMPLETED) {
+            EXPECT_EQ(GRPC_NO_ERROR, grpc_probe(id)) << "after grpc_wait, call " << i;
+        }
     }
     EXPECT_GE(seen, 1) << "no probe saw a reply 50 ms after the call (" << pending << " still pending)";
 }

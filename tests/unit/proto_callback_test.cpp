@@ -183,7 +183,7 @@ TEST(CallbackMessages, RoundTrip) {
     Pair p;
     gr_err e;
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     // The server's side: the body's buffers.
     int k = 3;
     double c[6] = {1, 2, 3, 4, 5, 6}, d[3] = {0, 0, 0};
@@ -194,7 +194,7 @@ TEST(CallbackMessages, RoundTrip) {
     ASSERT_EQ(GRID_OK, grp_write_callback(p.w, kId, 2, 7, sc, &lim, &e)) << e.msg;
 
     // The client's side: allocates, runs, answers.
-    p.header(GRW_CALLBACK, kId);
+    p.header(GRP_CALLBACK, kId);
     grp_callback_target t;
     ASSERT_EQ(GRID_OK, grp_read_callback_target(p.r, &t, &e)) << e.msg;
     EXPECT_EQ(2u, t.index);
@@ -212,7 +212,7 @@ TEST(CallbackMessages, RoundTrip) {
         << e.msg;
 
     // The server reads the answer into the body's buffers.
-    p.header(GRW_CALLBACK_RESULT, kId);
+    p.header(GRP_CALLBACK_RESULT, kId);
     grp_callback_status st;
     ASSERT_EQ(GRID_OK, grp_read_callback_status(p.r, &st, &e)) << e.msg;
     EXPECT_EQ(2u, st.index);
@@ -233,7 +233,7 @@ TEST(CallbackMessages, AFailureCarriesItsCodeAndMessage) {
     ASSERT_EQ(GRID_OK,
               grp_write_callback_result(p.w, 5, 1, 2, GRID_ERR_ARGS, "no function", nullptr, nullptr, &e))
         << e.msg;
-    p.header(GRW_CALLBACK_RESULT, 5);
+    p.header(GRP_CALLBACK_RESULT, 5);
     grp_callback_status st;
     ASSERT_EQ(GRID_OK, grp_read_callback_status(p.r, &st, &e)) << e.msg;
     EXPECT_EQ(GRID_ERR_ARGS, st.code);
@@ -244,7 +244,7 @@ TEST(CallbackMessages, AFailureCarriesItsCodeAndMessage) {
 void write_status(Pair &p, uint32_t index, uint32_t seq, int32_t code, size_t extra) {
     gr_err e;
     std::vector<uint8_t> zeros(extra, 0);
-    grw_begin(p.w, GRW_CALLBACK_RESULT, 0, 9, &e);
+    grw_begin(p.w, GRP_CALLBACK_RESULT, 0, 9, &e);
     grw_write_u32(p.w, index, &e);
     grw_write_u32(p.w, seq, &e);
     grw_write_i32(p.w, code, &e);
@@ -259,30 +259,30 @@ TEST(CallbackMessages, HostileAnswersAreRefused) {
     {
         Pair p;
         write_status(p, 0, 1, 99, 0);
-        p.header(GRW_CALLBACK_RESULT, 9);
+        p.header(GRP_CALLBACK_RESULT, 9);
         EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_callback_status(p.r, &st, &e));
         EXPECT_NE(nullptr, strstr(e.msg, "unknown code 99")) << e.msg;
     }
     {
         Pair p;
         write_status(p, 0, 1, -1, 0);
-        p.header(GRW_CALLBACK_RESULT, 9);
+        p.header(GRP_CALLBACK_RESULT, 9);
         EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_callback_status(p.r, &st, &e)) << "a negative code";
     }
     {
         Pair p;
         write_status(p, 0, 1, GRID_ERR_ARGS, 8);
-        p.header(GRW_CALLBACK_RESULT, 9);
+        p.header(GRP_CALLBACK_RESULT, 9);
         EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_callback_status(p.r, &st, &e)) << "arguments after a failure";
     }
     {
         // A CALLBACK whose callback number cannot be a parameter.
         Pair p;
-        grw_begin(p.w, GRW_CALLBACK, 0, 9, &e);
+        grw_begin(p.w, GRP_CALLBACK, 0, 9, &e);
         grw_write_u32(p.w, GRD_MAX_PARAMS, &e);
         grw_write_u32(p.w, 1, &e);
         grw_finish(p.w, &e);
-        p.header(GRW_CALLBACK, 9);
+        p.header(GRP_CALLBACK, 9);
         grp_callback_target t;
         EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_callback_target(p.r, &t, &e));
     }
@@ -295,13 +295,13 @@ TEST(CallbackMessages, HostileAnswersAreRefused) {
         const char *msg = "";
         void *argv[4] = {&k, c, d, &msg};
         grw_limits lim;
-        grw_limits_default(&lim);
+        grp_limits_default(&lim);
         grm_call *sc = static_cast<grm_call *>(malloc(grm_call_size(cd->nparams)));
         ASSERT_EQ(GRID_OK, grm_from_argv(sc, cd, argv, &lim, &e)) << e.msg;
         for (size_t bulk : {16u, 32u}) {
             Pair p;
             write_status(p, 2, 1, GRID_OK, 4 + bulk); // head length 0, then the bulk
-            p.header(GRW_CALLBACK_RESULT, 9);
+            p.header(GRP_CALLBACK_RESULT, 9);
             ASSERT_EQ(GRID_OK, grp_read_callback_status(p.r, &st, &e)) << e.msg;
             EXPECT_NE(GRID_OK, grp_read_callback_result_args(p.r, sc, &e)) << bulk << " bytes of bulk";
         }
@@ -316,7 +316,7 @@ TEST(CallbackGolden, Messages) {
     ASSERT_NE(nullptr, cd);
     gr_err e;
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     int k = 2;
     double c[4] = {1, -2, 0.5, 1e10}, d[2] = {3.25, -0.0};
     const char *msg = "hi";

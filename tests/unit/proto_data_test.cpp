@@ -57,7 +57,7 @@ void put_round_trip(uint32_t type, uint64_t count) {
     Pair p;
     gr_err e;
     ASSERT_EQ(GRID_OK, grp_write_data_put(p.w, 3, kId, type, count, src.data(), &e)) << e.msg;
-    p.header(GRW_DATA_PUT, 3);
+    p.header(GRP_DATA_PUT, 3);
     grp_data_id d;
     uint32_t t;
     uint64_t n;
@@ -97,7 +97,7 @@ TEST(ProtoData, DataIsReadIntoTheCallersBuffer) {
     gr_err e;
     int32_t v[3] = {1, -2, 1 << 30}, got[3] = {0, 0, 0};
     ASSERT_EQ(GRID_OK, grp_write_data(p.w, 8, GRD_INT, 3, v, &e)) << e.msg;
-    p.header(GRW_DATA, 8);
+    p.header(GRP_DATA, 8);
     uint32_t t;
     uint64_t n;
     ASSERT_EQ(GRID_OK, grp_read_data(p.r, &t, &n, sizeof got, &e)) << e.msg;
@@ -112,27 +112,27 @@ TEST(ProtoData, SmallMessagesRoundTrip) {
     gr_err e;
     grp_data_id d;
     ASSERT_EQ(GRID_OK, grp_write_data_get(p.w, 1, kId, &e));
-    p.header(GRW_DATA_GET, 1);
+    p.header(GRP_DATA_GET, 1);
     ASSERT_EQ(GRID_OK, grp_read_data_get(p.r, &d, &e)) << e.msg;
     EXPECT_EQ(kId.handle, d.handle);
     ASSERT_EQ(GRID_OK, grp_write_data_free(p.w, 2, kId, &e));
-    p.header(GRW_DATA_FREE, 2);
+    p.header(GRP_DATA_FREE, 2);
     ASSERT_EQ(GRID_OK, grp_read_data_free(p.r, &d, &e)) << e.msg;
     EXPECT_EQ(kId.session, d.session);
     grp_data_copy c = {kId, "node7.example.org", 9123}, c2;
     ASSERT_EQ(GRID_OK, grp_write_data_copy(p.w, 3, &c, &e));
-    p.header(GRW_DATA_COPY, 3);
+    p.header(GRP_DATA_COPY, 3);
     ASSERT_EQ(GRID_OK, grp_read_data_copy(p.r, &c2, &e)) << e.msg;
     EXPECT_STREQ("node7.example.org", c2.host);
     EXPECT_EQ(9123u, c2.port);
     EXPECT_EQ(kId.handle, c2.d.handle);
     uint64_t s = 0;
     ASSERT_EQ(GRID_OK, grp_write_session_end(p.w, 4, kId.session, &e));
-    p.header(GRW_SESSION_END, 4);
+    p.header(GRP_SESSION_END, 4);
     ASSERT_EQ(GRID_OK, grp_read_session_end(p.r, &s, &e)) << e.msg;
     EXPECT_EQ(kId.session, s);
-    ASSERT_EQ(GRID_OK, grp_write_empty(p.w, GRW_DATA_OK, 5, &e));
-    p.header(GRW_DATA_OK, 5);
+    ASSERT_EQ(GRID_OK, grp_write_empty(p.w, GRP_DATA_OK, 5, &e));
+    p.header(GRP_DATA_OK, 5);
     EXPECT_EQ(GRID_OK, grp_read_empty(p.r, &e));
 }
 
@@ -149,7 +149,7 @@ template <typename B, typename D> int decode_of(uint32_t type, B body, D decode,
 
 int put_of(uint64_t session, uint64_t handle, uint32_t type, uint64_t count, uint64_t max_bytes, gr_err *e) {
     return decode_of(
-        GRW_DATA_PUT,
+        GRP_DATA_PUT,
         [&](grw_writer *w, gr_err *le) {
             grw_write_u64(w, session, le);
             grw_write_u64(w, handle, le);
@@ -188,7 +188,7 @@ TEST(ProtoData, PutRefusesIdsTypesAndCountsBeforeAllocating) {
     Pair p;
     double x[4] = {0};
     grp_write_data_put(p.w, 1, kId, GRD_DOUBLE, 1, x, &e);
-    p.header(GRW_DATA_PUT, 1);
+    p.header(GRP_DATA_PUT, 1);
     grp_data_id d;
     uint32_t t;
     uint64_t n;
@@ -208,15 +208,15 @@ TEST(ProtoData, SmallDecodersRefuseIdsZeroPortsAndTrailingBytes) {
             grw_write_u64(w, h, le);
         };
     };
-    EXPECT_EQ(GRID_ERR_PROTOCOL, decode_of(GRW_DATA_GET, ids(0, 3), get, &e));
-    EXPECT_EQ(GRID_ERR_PROTOCOL, decode_of(GRW_DATA_GET, ids(3, 0), get, &e));
+    EXPECT_EQ(GRID_ERR_PROTOCOL, decode_of(GRP_DATA_GET, ids(0, 3), get, &e));
+    EXPECT_EQ(GRID_ERR_PROTOCOL, decode_of(GRP_DATA_GET, ids(3, 0), get, &e));
     auto freer = [](grw_reader *r, gr_err *le) {
         grp_data_id d;
         return grp_read_data_free(r, &d, le);
     };
-    EXPECT_EQ(GRID_ERR_PROTOCOL, decode_of(GRW_DATA_FREE, ids(0, 3), freer, &e));
+    EXPECT_EQ(GRID_ERR_PROTOCOL, decode_of(GRP_DATA_FREE, ids(0, 3), freer, &e));
     EXPECT_EQ(GRID_ERR_PROTOCOL, decode_of(
-                                     GRW_DATA_FREE,
+                                     GRP_DATA_FREE,
                                      [](grw_writer *w, gr_err *le) {
                                          grw_write_u64(w, 1, le);
                                          grw_write_u64(w, 1, le);
@@ -229,7 +229,7 @@ TEST(ProtoData, SmallDecodersRefuseIdsZeroPortsAndTrailingBytes) {
     };
     EXPECT_EQ(GRID_ERR_PROTOCOL,
               decode_of(
-                  GRW_SESSION_END, [](grw_writer *w, gr_err *le) { grw_write_u64(w, 0, le); }, end, &e));
+                  GRP_SESSION_END, [](grw_writer *w, gr_err *le) { grw_write_u64(w, 0, le); }, end, &e));
     auto copy = [](grw_reader *r, gr_err *le) {
         grp_data_copy m;
         return grp_read_data_copy(r, &m, le);
@@ -242,14 +242,14 @@ TEST(ProtoData, SmallDecodersRefuseIdsZeroPortsAndTrailingBytes) {
             grw_write_u32(w, port, le);
         };
     };
-    EXPECT_EQ(GRID_OK, decode_of(GRW_DATA_COPY, copy_body("h", 65535), copy, &e)) << e.msg;
-    EXPECT_EQ(GRID_ERR_PROTOCOL, decode_of(GRW_DATA_COPY, copy_body("h", 0), copy, &e));
-    EXPECT_EQ(GRID_ERR_PROTOCOL, decode_of(GRW_DATA_COPY, copy_body("h", 65536), copy, &e));
+    EXPECT_EQ(GRID_OK, decode_of(GRP_DATA_COPY, copy_body("h", 65535), copy, &e)) << e.msg;
+    EXPECT_EQ(GRID_ERR_PROTOCOL, decode_of(GRP_DATA_COPY, copy_body("h", 0), copy, &e));
+    EXPECT_EQ(GRID_ERR_PROTOCOL, decode_of(GRP_DATA_COPY, copy_body("h", 65536), copy, &e));
     EXPECT_NE(nullptr, strstr(e.msg, "port 65536")) << e.msg;
-    EXPECT_EQ(GRID_ERR_PROTOCOL, decode_of(GRW_DATA_COPY, copy_body("", 80), copy, &e));
-    EXPECT_EQ(GRID_OK, decode_of(GRW_DATA_COPY, copy_body(std::string(GRP_MAX_HOST, 'h'), 80), copy, &e));
+    EXPECT_EQ(GRID_ERR_PROTOCOL, decode_of(GRP_DATA_COPY, copy_body("", 80), copy, &e));
+    EXPECT_EQ(GRID_OK, decode_of(GRP_DATA_COPY, copy_body(std::string(GRP_MAX_HOST, 'h'), 80), copy, &e));
     EXPECT_EQ(GRID_ERR_LIMIT,
-              decode_of(GRW_DATA_COPY, copy_body(std::string(GRP_MAX_HOST + 1, 'h'), 80), copy, &e));
+              decode_of(GRP_DATA_COPY, copy_body(std::string(GRP_MAX_HOST + 1, 'h'), 80), copy, &e));
 }
 
 // ---------------------------------------------------------------- refs
@@ -324,7 +324,7 @@ struct EchoCall {
     grm_call *c = nullptr;
     grw_limits lim;
     EchoCall() {
-        grw_limits_default(&lim);
+        grp_limits_default(&lim);
         void *argv[3] = {&n, in, out};
         c = new_call(d);
         gr_err e;
@@ -351,7 +351,7 @@ TEST(ProtoData, CallDataLeavesTheReferencedArrayOut) {
     ASSERT_EQ(GRID_OK, grp_write_call_data(p.w, 11, "test/echo_double", k.d->hash, kId.session, refs, 2, k.c,
                                            &k.lim, &e))
         << e.msg;
-    p.header(GRW_CALL_DATA, 11);
+    p.header(GRP_CALL_DATA, 11);
     grp_call_data_target t;
     ASSERT_EQ(GRID_OK, grp_read_call_data_target(p.r, &t, &e)) << e.msg;
     EXPECT_STREQ("test/echo_double", t.name);
@@ -383,7 +383,7 @@ TEST(ProtoData, CallDataLeavesTheReferencedArrayOut) {
     // RESULT without the kept OUT array: the client's buffer is left alone.
     grp_result_times times = {1, 2};
     ASSERT_EQ(GRID_OK, grp_write_result(p.w, 11, &times, s, &k.lim, &e)) << e.msg;
-    p.header(GRW_RESULT, 11);
+    p.header(GRP_RESULT, 11);
     ASSERT_EQ(GRID_OK, grp_read_result(p.r, k.c, &times, &e)) << e.msg;
     EXPECT_EQ(7.0, k.out[0]);
     EXPECT_EQ(7.0, k.out[2]);
@@ -392,7 +392,7 @@ TEST(ProtoData, CallDataLeavesTheReferencedArrayOut) {
     grp_refs_skip(ret, 2, s->skip);
     grp_refs_skip(ret, 2, k.c->skip);
     ASSERT_EQ(GRID_OK, grp_write_result(p.w, 12, &times, s, &k.lim, &e)) << e.msg;
-    p.header(GRW_RESULT, 12);
+    p.header(GRP_RESULT, 12);
     ASSERT_EQ(GRID_OK, grp_read_result(p.r, k.c, &times, &e)) << e.msg;
     EXPECT_EQ(8.0, k.out[0]);
     EXPECT_EQ(12.0, k.out[2]);
@@ -418,7 +418,7 @@ TEST(ProtoData, CallDataWriterRefusesMasksThatAreNotItsRefs) {
 // A CALL_DATA target with N refs written by REF(k); returns what the decoder says.
 template <typename R> int target_of(uint64_t session, uint32_t n, R ref, gr_err *e) {
     return decode_of(
-        GRW_CALL_DATA,
+        GRP_CALL_DATA,
         [&](grw_writer *w, gr_err *le) {
             grw_write_string(w, "test/echo_double", le);
             grw_write_u64(w, 1, le);
@@ -476,7 +476,7 @@ TEST(ProtoData, CallDataTargetRefusesBadRefs) {
                                      &e));
     // Cut short inside the refs.
     int rc = decode_of(
-        GRW_CALL_DATA,
+        GRP_CALL_DATA,
         [](grw_writer *w, gr_err *le) {
             grw_write_string(w, "f", le);
             grw_write_u64(w, 1, le);
@@ -497,12 +497,12 @@ TEST(ProtoData, TypesAreKnownAndNamed) {
                            "DATA_FREE", "DATA_COPY", "SESSION_END", "CALL_DATA"};
     for (uint32_t t = 40; t <= 47; t++) {
         EXPECT_EQ(1, grp_known_type(t)) << t;
-        EXPECT_STREQ(names[t - 40], grw_type_name(t));
+        EXPECT_STREQ(names[t - 40], grp_type_name(t));
     }
     EXPECT_EQ(0, grp_known_type(48));
     EXPECT_EQ(0, grp_known_type(39));
-    EXPECT_EQ(40u, static_cast<unsigned>(GRW_DATA_PUT));
-    EXPECT_EQ(47u, static_cast<unsigned>(GRW_CALL_DATA));
+    EXPECT_EQ(40u, static_cast<unsigned>(GRP_DATA_PUT));
+    EXPECT_EQ(47u, static_cast<unsigned>(GRP_CALL_DATA));
 }
 
 TEST(ProtoDataGolden, EveryMessage) {
@@ -522,7 +522,7 @@ TEST(ProtoDataGolden, EveryMessage) {
     }
     {
         Pair p;
-        grp_write_empty(p.w, GRW_DATA_OK, kReq, &e);
+        grp_write_empty(p.w, GRP_DATA_OK, kReq, &e);
         golden("data_ok", p.raw());
     }
     {

@@ -65,7 +65,7 @@ TEST(ProtoJobs, JobIds) {
 TEST(ProtoJobs, IdMessagesRoundTripAndRefuseBadIds) {
     gr_err e;
     char job[GRP_MAX_JOB_ID + 1];
-    for (uint32_t type : {GRW_SUBMITTED, GRW_FORGET, GRW_JOB_INFO}) {
+    for (uint32_t type : {GRP_SUBMITTED, GRP_FORGET, GRP_JOB_INFO}) {
         Pair p;
         ASSERT_EQ(GRID_OK, grp_write_job_id(p.w, type, 9, kJob, &e)) << e.msg;
         p.header(type, 9);
@@ -73,31 +73,31 @@ TEST(ProtoJobs, IdMessagesRoundTripAndRefuseBadIds) {
         EXPECT_STREQ(kJob, job);
     }
     Pair p;
-    EXPECT_EQ(GRID_ERR_PROTOCOL, grp_write_job_id(p.w, GRW_FORGET, 9, "nothex-nothex-nothex", &e));
+    EXPECT_EQ(GRID_ERR_PROTOCOL, grp_write_job_id(p.w, GRP_FORGET, 9, "nothex-nothex-nothex", &e));
     // A peer's bad id: written by hand.
     for (const char *bad : {"0123456789ABCDEF", "0123", "0123456789abcdef/x"}) {
         Pair q;
-        grw_begin(q.w, GRW_FORGET, 0, 3, &e);
+        grw_begin(q.w, GRP_FORGET, 0, 3, &e);
         grw_write_string(q.w, bad, &e);
         grw_finish(q.w, &e);
-        q.header(GRW_FORGET, 3);
+        q.header(GRP_FORGET, 3);
         EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_job_id(q.r, job, &e)) << bad;
         EXPECT_NE(nullptr, strstr(e.msg, "lowercase hex digits")) << e.msg;
     }
     // 65 digits: past the string's bound.
     Pair q;
-    grw_begin(q.w, GRW_JOB_INFO, 0, 3, &e);
+    grw_begin(q.w, GRP_JOB_INFO, 0, 3, &e);
     grw_write_string(q.w, std::string(65, 'a').c_str(), &e);
     grw_finish(q.w, &e);
-    q.header(GRW_JOB_INFO, 3);
+    q.header(GRP_JOB_INFO, 3);
     EXPECT_NE(GRID_OK, grp_read_job_id(q.r, job, &e));
     // Trailing bytes.
     Pair t;
-    grw_begin(t.w, GRW_FORGET, 0, 3, &e);
+    grw_begin(t.w, GRP_FORGET, 0, 3, &e);
     grw_write_string(t.w, kJob, &e);
     grw_write_u32(t.w, 0, &e);
     grw_finish(t.w, &e);
-    t.header(GRW_FORGET, 3);
+    t.header(GRP_FORGET, 3);
     EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_job_id(t.r, job, &e));
 }
 
@@ -105,7 +105,7 @@ TEST(ProtoJobs, FetchRoundTrip) {
     Pair p;
     gr_err e;
     ASSERT_EQ(GRID_OK, grp_write_fetch(p.w, 4, kJob, 60000, &e)) << e.msg;
-    p.header(GRW_FETCH, 4);
+    p.header(GRP_FETCH, 4);
     char job[GRP_MAX_JOB_ID + 1];
     uint32_t wait = 0;
     ASSERT_EQ(GRID_OK, grp_read_fetch(p.r, job, &wait, &e)) << e.msg;
@@ -119,7 +119,7 @@ TEST(ProtoJobs, StateChecksStatesAndCodes) {
         Pair p;
         grp_job j = sample(s, s == GRP_JOB_FAILED ? GRID_ERR_FAILED : GRID_OK), got;
         ASSERT_EQ(GRID_OK, grp_write_job_state(p.w, 2, &j, &e)) << e.msg;
-        p.header(GRW_JOB_STATE, 2);
+        p.header(GRP_JOB_STATE, 2);
         ASSERT_EQ(GRID_OK, grp_read_job_state(p.r, &got, &e)) << e.msg;
         EXPECT_STREQ(j.id, got.id);
         EXPECT_STREQ(j.function, got.function);
@@ -138,7 +138,7 @@ TEST(ProtoJobs, StateChecksStatesAndCodes) {
     } bad[] = {{0, 0}, {5, 0}, {GRP_JOB_FAILED, 0}, {GRP_JOB_FAILED, GRID_ERROR_COUNT_NP}, {GRP_JOB_DONE, 3}};
     for (auto &b : bad) {
         Pair p;
-        grw_begin(p.w, GRW_JOB_STATE, 0, 2, &e);
+        grw_begin(p.w, GRP_JOB_STATE, 0, 2, &e);
         grw_write_string(p.w, kJob, &e);
         grw_write_string(p.w, "f", &e);
         grw_write_u32(p.w, b.state, &e);
@@ -146,7 +146,7 @@ TEST(ProtoJobs, StateChecksStatesAndCodes) {
         for (int k = 0; k < 4; k++)
             grw_write_u64(p.w, 0, &e);
         grw_finish(p.w, &e);
-        p.header(GRW_JOB_STATE, 2);
+        p.header(GRP_JOB_STATE, 2);
         grp_job got;
         EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_job_state(p.r, &got, &e)) << b.state << " " << b.code;
     }
@@ -162,7 +162,7 @@ TEST(ProtoJobs, JobsOkRoundTripAndCounts) {
     {
         Pair p;
         ASSERT_EQ(GRID_OK, grp_write_jobs_ok(p.w, 6, v, 2, &e)) << e.msg;
-        p.header(GRW_JOBS_OK, 6);
+        p.header(GRP_JOBS_OK, 6);
         grp_job *got;
         uint32_t n;
         ASSERT_EQ(GRID_OK, grp_read_jobs_ok(p.r, &got, &n, &e)) << e.msg;
@@ -176,7 +176,7 @@ TEST(ProtoJobs, JobsOkRoundTripAndCounts) {
         grp_job *got;
         uint32_t n;
         ASSERT_EQ(GRID_OK, grp_write_jobs_ok(p.w, 6, v, 0, &e));
-        p.header(GRW_JOBS_OK, 6);
+        p.header(GRP_JOBS_OK, 6);
         ASSERT_EQ(GRID_OK, grp_read_jobs_ok(p.r, &got, &n, &e)) << e.msg;
         EXPECT_EQ(0u, n);
         free(got);
@@ -186,10 +186,10 @@ TEST(ProtoJobs, JobsOkRoundTripAndCounts) {
     // A count past the limit, and one the message cannot hold: refused before allocating.
     for (uint32_t n : {(uint32_t)GRP_MAX_JOBS + 1, 1000u}) {
         Pair p;
-        grw_begin(p.w, GRW_JOBS_OK, 0, 6, &e);
+        grw_begin(p.w, GRP_JOBS_OK, 0, 6, &e);
         grw_write_u32(p.w, n, &e);
         grw_finish(p.w, &e);
-        p.header(GRW_JOBS_OK, 6);
+        p.header(GRP_JOBS_OK, 6);
         grp_job *got;
         uint32_t k;
         EXPECT_NE(GRID_OK, grp_read_jobs_ok(p.r, &got, &k, &e)) << n;
@@ -202,7 +202,7 @@ TEST(ProtoJobs, SubmitIsACallAndJobInfoCarriesItsHead) {
     ASSERT_NE(nullptr, d);
     gr_err e;
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     double in[3] = {1.0, -2.5, 1e300}, out[3] = {0, 0, 0};
     int n = 3;
     void *argv[3] = {&n, in, out};
@@ -210,7 +210,7 @@ TEST(ProtoJobs, SubmitIsACallAndJobInfoCarriesItsHead) {
     ASSERT_EQ(GRID_OK, grm_from_argv(call, d, argv, &lim, &e)) << e.msg;
     Pair p;
     ASSERT_EQ(GRID_OK, grp_write_submit(p.w, 8, "test/echo_double", d->hash, call, &lim, &e)) << e.msg;
-    p.header(GRW_SUBMIT, 8);
+    p.header(GRP_SUBMIT, 8);
     grp_call_target t;
     ASSERT_EQ(GRID_OK, grp_read_call_target(p.r, &t, &e)) << e.msg;
     EXPECT_STREQ("test/echo_double", t.name);
@@ -224,7 +224,7 @@ TEST(ProtoJobs, SubmitIsACallAndJobInfoCarriesItsHead) {
     grp_job j = sample(GRP_JOB_RUNNING, GRID_OK), got;
     Pair q;
     ASSERT_EQ(GRID_OK, grp_write_job_info_ok(q.w, 8, &j, d->hash, head, len, &e)) << e.msg;
-    q.header(GRW_JOB_INFO_OK, 8);
+    q.header(GRP_JOB_INFO_OK, 8);
     uint64_t hash;
     ASSERT_EQ(GRID_OK, grp_read_job_info_ok(q.r, &got, &hash, &e)) << e.msg;
     EXPECT_EQ(d->hash, hash);
@@ -239,7 +239,7 @@ TEST(ProtoJobs, SubmitIsACallAndJobInfoCarriesItsHead) {
     // A head larger than the reader's limit is refused.
     Pair r;
     grp_write_job_info_ok(r.w, 8, &j, d->hash, head, len, &e);
-    r.header(GRW_JOB_INFO_OK, 8);
+    r.header(GRP_JOB_INFO_OK, 8);
     ASSERT_EQ(GRID_OK, grp_read_job_info_ok(r.r, &got, &hash, &e));
     grw_limits small = lim;
     small.max_head = 2;
@@ -257,7 +257,7 @@ TEST(ProtoJobs, SubmitIsACallAndJobInfoCarriesItsHead) {
 TEST(ProtoJobsGolden, EveryMessage) {
     gr_err e;
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     const grd_desc *d = echo_double();
     ASSERT_NE(nullptr, d);
     double in[3] = {1.0, -2.5, 1e300}, out[3] = {0, 0, 0};
@@ -272,7 +272,7 @@ TEST(ProtoJobsGolden, EveryMessage) {
     }
     {
         Pair p;
-        grp_write_job_id(p.w, GRW_SUBMITTED, kId, kJob, &e);
+        grp_write_job_id(p.w, GRP_SUBMITTED, kId, kJob, &e);
         golden("submitted", p.raw());
     }
     {
@@ -288,7 +288,7 @@ TEST(ProtoJobsGolden, EveryMessage) {
     }
     {
         Pair p;
-        grp_write_empty(p.w, GRW_JOBS, kId, &e);
+        grp_write_empty(p.w, GRP_JOBS, kId, &e);
         golden("jobs", p.raw());
     }
     {
@@ -299,17 +299,17 @@ TEST(ProtoJobsGolden, EveryMessage) {
     }
     {
         Pair p;
-        grp_write_job_id(p.w, GRW_FORGET, kId, kJob, &e);
+        grp_write_job_id(p.w, GRP_FORGET, kId, kJob, &e);
         golden("forget", p.raw());
     }
     {
         Pair p;
-        grp_write_empty(p.w, GRW_FORGOTTEN, kId, &e);
+        grp_write_empty(p.w, GRP_FORGOTTEN, kId, &e);
         golden("forgotten", p.raw());
     }
     {
         Pair p;
-        grp_write_job_id(p.w, GRW_JOB_INFO, kId, kJob, &e);
+        grp_write_job_id(p.w, GRP_JOB_INFO, kId, kJob, &e);
         golden("job_info", p.raw());
     }
     {

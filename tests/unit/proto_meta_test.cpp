@@ -45,7 +45,7 @@ TEST(ProtoMeta, RegisterRoundTrip) {
     Pair p;
     gr_err e;
     ASSERT_EQ(GRID_OK, grp_write_register(p.w, 9, &m, &e)) << e.msg;
-    p.header(GRW_REGISTER, 9);
+    p.header(GRP_REGISTER, 9);
     grp_register got;
     ASSERT_EQ(GRID_OK, grp_read_register(p.r, &got, &e)) << e.msg;
     EXPECT_STREQ("gridrpcd on node7", got.name);
@@ -119,7 +119,7 @@ TEST(ProtoMeta, RegisterFunctionCountAtAndPastItsLimit) {
     Pair q;
     EXPECT_EQ(GRID_ERR_LIMIT, grp_write_register(q.w, 1, &m, &e));
     Pair p;
-    grw_begin(p.w, GRW_REGISTER, 0, 1, &e);
+    grw_begin(p.w, GRP_REGISTER, 0, 1, &e);
     grw_write_string(p.w, "n", &e);
     grw_write_string(p.w, "h", &e);
     grw_write_u32(p.w, 1, &e);
@@ -128,13 +128,13 @@ TEST(ProtoMeta, RegisterFunctionCountAtAndPastItsLimit) {
     grw_write_u64(p.w, 0, &e);
     grw_write_u32(p.w, GRP_MAX_FUNCTIONS + 1, &e);
     grw_finish(p.w, &e);
-    p.header(GRW_REGISTER, 1);
+    p.header(GRP_REGISTER, 1);
     grp_register got;
     EXPECT_EQ(GRID_ERR_LIMIT, grp_read_register(p.r, &got, &e));
     EXPECT_EQ(nullptr, got.functions);
     // A count within the limit that the message cannot hold is refused before allocating.
     Pair s;
-    grw_begin(s.w, GRW_REGISTER, 0, 1, &e);
+    grw_begin(s.w, GRP_REGISTER, 0, 1, &e);
     grw_write_string(s.w, "n", &e);
     grw_write_string(s.w, "h", &e);
     grw_write_u32(s.w, 1, &e);
@@ -144,7 +144,7 @@ TEST(ProtoMeta, RegisterFunctionCountAtAndPastItsLimit) {
     grw_write_u32(s.w, 100, &e);
     grw_finish(s.w, &e);
     s.r->max_message = 200; // 100 entries of at least 16 bytes do not fit
-    s.header(GRW_REGISTER, 1);
+    s.header(GRP_REGISTER, 1);
     EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_register(s.r, &got, &e));
     EXPECT_NE(nullptr, strstr(e.msg, "cannot fit")) << e.msg;
 }
@@ -160,7 +160,7 @@ TEST(ProtoMeta, RegisterOkValidatesIdAndInterval) {
         Pair p;
         grp_register_ok m = {id, ms};
         ASSERT_EQ(GRID_OK, grp_write_register_ok(p.w, 3, &m, &e));
-        p.header(GRW_REGISTER_OK, 3);
+        p.header(GRP_REGISTER_OK, 3);
         grp_register_ok got = {};
         EXPECT_EQ(want, grp_read_register_ok(p.r, &got, &e)) << id << " " << ms;
         if (want == GRID_OK) {
@@ -175,7 +175,7 @@ TEST(ProtoMeta, HeartbeatRoundTripAndBadLoad) {
     grp_heartbeat m = {42, 3, 5, 8, 16, 2.75, 1234567, 4.5};
     Pair p;
     ASSERT_EQ(GRID_OK, grp_write_heartbeat(p.w, 4, &m, &e));
-    p.header(GRW_HEARTBEAT, 4);
+    p.header(GRP_HEARTBEAT, 4);
     grp_heartbeat got = {};
     ASSERT_EQ(GRID_OK, grp_read_heartbeat(p.r, &got, &e)) << e.msg;
     EXPECT_EQ(42u, got.server_id);
@@ -189,14 +189,14 @@ TEST(ProtoMeta, HeartbeatRoundTripAndBadLoad) {
     m.work_s = -1;
     Pair w;
     grp_write_heartbeat(w.w, 4, &m, &e);
-    w.header(GRW_HEARTBEAT, 4);
+    w.header(GRP_HEARTBEAT, 4);
     EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_heartbeat(w.r, &got, &e));
     EXPECT_NE(nullptr, strstr(e.msg, "outstanding work")) << e.msg;
     m.work_s = 0;
     m.loadavg = std::numeric_limits<double>::infinity();
     Pair q;
     grp_write_heartbeat(q.w, 4, &m, &e);
-    q.header(GRW_HEARTBEAT, 4);
+    q.header(GRP_HEARTBEAT, 4);
     EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_heartbeat(q.r, &got, &e));
     EXPECT_NE(nullptr, strstr(e.msg, "load average")) << e.msg;
 }
@@ -205,11 +205,11 @@ TEST(ProtoMeta, UnregisterRoundTrip) {
     gr_err e;
     Pair p;
     ASSERT_EQ(GRID_OK, grp_write_unregister(p.w, 9, 77, &e));
-    p.header(GRW_UNREGISTER, 9);
+    p.header(GRP_UNREGISTER, 9);
     uint64_t id = 0;
     ASSERT_EQ(GRID_OK, grp_read_unregister(p.r, &id, &e)) << e.msg;
     EXPECT_EQ(77u, id);
-    EXPECT_STREQ("UNREGISTER", grw_type_name(GRW_UNREGISTER));
+    EXPECT_STREQ("UNREGISTER", grp_type_name(GRP_UNREGISTER));
 }
 
 grp_schedule sample_schedule() {
@@ -234,7 +234,7 @@ TEST(ProtoMeta, ScheduleRoundTrip) {
     grp_schedule m = sample_schedule();
     Pair p;
     ASSERT_EQ(GRID_OK, grp_write_schedule(p.w, 5, &m, &e));
-    p.header(GRW_SCHEDULE, 5);
+    p.header(GRP_SCHEDULE, 5);
     grp_schedule got;
     memset(&got, 0xff, sizeof got);
     ASSERT_EQ(GRID_OK, grp_read_schedule(p.r, &got, &e)) << e.msg;
@@ -277,7 +277,7 @@ TEST(ProtoMeta, ScheduleValidatesPolicyFlopsAndExcludes) {
     EXPECT_EQ(-1, schedule_with([](grp_schedule &m) { m.nexclude = GRP_MAX_EXCLUDE + 1; }, &e));
     EXPECT_EQ(GRID_ERR_LIMIT, e.code);
     Pair p;
-    grw_begin(p.w, GRW_SCHEDULE, 0, 1, &e);
+    grw_begin(p.w, GRP_SCHEDULE, 0, 1, &e);
     grw_write_string(p.w, "f", &e);
     grw_write_string(p.w, "s", &e);
     grw_write_u32(p.w, 0, &e);
@@ -288,7 +288,7 @@ TEST(ProtoMeta, ScheduleValidatesPolicyFlopsAndExcludes) {
     for (unsigned i = 0; i <= GRP_MAX_EXCLUDE; i++)
         grw_write_u64(p.w, i, &e);
     grw_finish(p.w, &e);
-    p.header(GRW_SCHEDULE, 1);
+    p.header(GRP_SCHEDULE, 1);
     grp_schedule got;
     EXPECT_EQ(GRID_ERR_LIMIT, grp_read_schedule(p.r, &got, &e));
     EXPECT_EQ(0u, got.nexclude);
@@ -319,7 +319,7 @@ TEST(ProtoMeta, ScheduleOkRoundTripAndValidation) {
     grp_schedule_ok m = {77, 3, "node3.example", 7003, 0.125};
     Pair p;
     ASSERT_EQ(GRID_OK, grp_write_schedule_ok(p.w, 6, &m, &e));
-    p.header(GRW_SCHEDULE_OK, 6);
+    p.header(GRP_SCHEDULE_OK, 6);
     grp_schedule_ok got = {};
     ASSERT_EQ(GRID_OK, grp_read_schedule_ok(p.r, &got, &e)) << e.msg;
     EXPECT_EQ(77u, got.decision);
@@ -333,7 +333,7 @@ TEST(ProtoMeta, ScheduleOkRoundTripAndValidation) {
         edit(bad);
         Pair q;
         grp_write_schedule_ok(q.w, 6, &bad, &e);
-        q.header(GRW_SCHEDULE_OK, 6);
+        q.header(GRP_SCHEDULE_OK, 6);
         EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_schedule_ok(q.r, &got, &e));
     }
 }
@@ -359,7 +359,7 @@ TEST(ProtoMeta, ReportRoundTripAndCodes) {
     grp_report m = sample_report();
     Pair p;
     ASSERT_EQ(GRID_OK, grp_write_report(p.w, 7, &m, &e));
-    p.header(GRW_REPORT, 7);
+    p.header(GRP_REPORT, 7);
     grp_report got = {};
     ASSERT_EQ(GRID_OK, grp_read_report(p.r, &got, &e)) << e.msg;
     EXPECT_EQ(77u, got.decision);
@@ -377,7 +377,7 @@ TEST(ProtoMeta, ReportRoundTripAndCodes) {
         m.code = code;
         Pair q;
         grp_write_report(q.w, 7, &m, &e);
-        q.header(GRW_REPORT, 7);
+        q.header(GRP_REPORT, 7);
         int want = code >= 0 && code < GRID_ERROR_COUNT_NP ? GRID_OK : GRID_ERR_PROTOCOL;
         EXPECT_EQ(want, grp_read_report(q.r, &got, &e)) << code;
     }
@@ -419,7 +419,7 @@ TEST(ProtoMeta, ServersRoundTrip) {
     gr_err e;
     Pair a;
     ASSERT_EQ(GRID_OK, grp_write_servers(a.w, 8, "lab-a", &e));
-    a.header(GRW_SERVERS, 8);
+    a.header(GRP_SERVERS, 8);
     char site[GRP_MAX_SITE + 1];
     ASSERT_EQ(GRID_OK, grp_read_servers(a.r, site, &e));
     EXPECT_STREQ("lab-a", site);
@@ -428,7 +428,7 @@ TEST(ProtoMeta, ServersRoundTrip) {
     auto v = sample_servers(names);
     Pair p;
     ASSERT_EQ(GRID_OK, grp_write_servers_ok(p.w, 8, v.data(), 2, &e)) << e.msg;
-    p.header(GRW_SERVERS_OK, 8);
+    p.header(GRP_SERVERS_OK, 8);
     grp_server_info *got;
     uint32_t n;
     ASSERT_EQ(GRID_OK, grp_read_servers_ok(p.r, &got, &n, &e)) << e.msg;
@@ -465,7 +465,7 @@ TEST(ProtoMeta, ServersOkValidatesStateAndCounts) {
     v[1].state = 2;
     Pair p;
     grp_write_servers_ok(p.w, 8, v.data(), 2, &e);
-    p.header(GRW_SERVERS_OK, 8);
+    p.header(GRP_SERVERS_OK, 8);
     grp_server_info *got;
     uint32_t n;
     EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_servers_ok(p.r, &got, &n, &e));
@@ -474,11 +474,11 @@ TEST(ProtoMeta, ServersOkValidatesStateAndCounts) {
     // A server count past the limit, or more than the message can hold, allocates nothing.
     for (uint32_t count : {GRP_MAX_SERVERS + 1u, 1000u}) {
         Pair q;
-        grw_begin(q.w, GRW_SERVERS_OK, 0, 1, &e);
+        grw_begin(q.w, GRP_SERVERS_OK, 0, 1, &e);
         grw_write_u32(q.w, count, &e);
         grw_finish(q.w, &e);
         q.r->max_message = 4096;
-        q.header(GRW_SERVERS_OK, 1);
+        q.header(GRP_SERVERS_OK, 1);
         int rc = grp_read_servers_ok(q.r, &got, &n, &e);
         EXPECT_EQ(count > GRP_MAX_SERVERS ? GRID_ERR_LIMIT : GRID_ERR_PROTOCOL, rc) << count;
         EXPECT_EQ(nullptr, got);
@@ -493,14 +493,14 @@ TEST(ProtoMeta, ProbeMovesTheBytesAskedFor) {
     for (uint32_t len : {0u, 1u, 3u, 65536u + 5, 1u << 20}) {
         Pair p;
         ASSERT_EQ(GRID_OK, grp_write_probe(p.w, 9, len, len / 2, &e)) << e.msg;
-        p.header(GRW_PROBE, 9);
+        p.header(GRP_PROBE, 9);
         uint32_t got_len = 1, reply = 1;
         ASSERT_EQ(GRID_OK, grp_read_probe(p.r, &got_len, &reply, &e)) << e.msg;
         EXPECT_EQ(len, got_len);
         EXPECT_EQ(len / 2, reply);
         Pair q;
         ASSERT_EQ(GRID_OK, grp_write_probe_ok(q.w, 9, reply, &e));
-        q.header(GRW_PROBE_OK, 9);
+        q.header(GRP_PROBE_OK, 9);
         ASSERT_EQ(GRID_OK, grp_read_probe_ok(q.r, &got_len, &e)) << e.msg;
         EXPECT_EQ(reply, got_len);
     }
@@ -508,11 +508,11 @@ TEST(ProtoMeta, ProbeMovesTheBytesAskedFor) {
     EXPECT_EQ(GRID_ERR_LIMIT, grp_write_probe(p.w, 9, GRP_MAX_PROBE + 1, 0, &e));
     EXPECT_EQ(GRID_ERR_LIMIT, grp_write_probe(p.w, 9, 0, GRP_MAX_PROBE + 1, &e));
     Pair q;
-    grw_begin(q.w, GRW_PROBE, 0, 1, &e);
+    grw_begin(q.w, GRP_PROBE, 0, 1, &e);
     grw_write_u32(q.w, GRP_MAX_PROBE + 1, &e);
     grw_write_u32(q.w, 0, &e);
     grw_finish(q.w, &e);
-    q.header(GRW_PROBE, 1);
+    q.header(GRP_PROBE, 1);
     uint32_t len, reply;
     EXPECT_EQ(GRID_ERR_LIMIT, grp_read_probe(q.r, &len, &reply, &e));
 }

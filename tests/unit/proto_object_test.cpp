@@ -38,11 +38,11 @@ TEST(ProtoObject, CreateAndCreatedRoundTrip) {
     gr_err e;
     char cls[GRP_MAX_FUNCTION_NAME + 1];
     ASSERT_EQ(GRID_OK, grp_write_obj_create(p.w, 5, "counter/counter", &e)) << e.msg;
-    p.header(GRW_OBJ_CREATE, 5);
+    p.header(GRP_OBJ_CREATE, 5);
     ASSERT_EQ(GRID_OK, grp_read_obj_create(p.r, cls, &e)) << e.msg;
     EXPECT_STREQ("counter/counter", cls);
     ASSERT_EQ(GRID_OK, grp_write_obj_created(p.w, 5, kObj, "counter/counter", &e)) << e.msg;
-    p.header(GRW_OBJ_CREATED, 5);
+    p.header(GRP_OBJ_CREATED, 5);
     uint64_t id = 0;
     ASSERT_EQ(GRID_OK, grp_read_obj_created(p.r, &id, cls, &e)) << e.msg;
     EXPECT_EQ(kObj, id);
@@ -55,14 +55,14 @@ TEST(ProtoObject, InvokeCarriesACallsArgumentsAndIsAnsweredByResult) {
     Pair p;
     gr_err e;
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     double in[3] = {1.0, -2.5, 1e300}, out[3] = {0, 0, 0};
     int n = 3;
     void *argv[3] = {&n, in, out};
     grm_call *c = static_cast<grm_call *>(malloc(grm_call_size(d->nparams)));
     ASSERT_EQ(GRID_OK, grm_from_argv(c, d, argv, &lim, &e)) << e.msg;
     ASSERT_EQ(GRID_OK, grp_write_obj_invoke(p.w, 9, kObj, "scale", d->hash, c, &lim, &e)) << e.msg;
-    p.header(GRW_OBJ_INVOKE, 9);
+    p.header(GRP_OBJ_INVOKE, 9);
     grp_invoke_target t;
     ASSERT_EQ(GRID_OK, grp_read_obj_invoke_target(p.r, &t, &e)) << e.msg;
     EXPECT_EQ(kObj, t.object);
@@ -84,11 +84,11 @@ TEST(ProtoObject, DestroyRoundTripAndEmptyReply) {
     gr_err e;
     uint64_t id = 0;
     ASSERT_EQ(GRID_OK, grp_write_obj_destroy(p.w, 3, kObj, &e)) << e.msg;
-    p.header(GRW_OBJ_DESTROY, 3);
+    p.header(GRP_OBJ_DESTROY, 3);
     ASSERT_EQ(GRID_OK, grp_read_obj_destroy(p.r, &id, &e)) << e.msg;
     EXPECT_EQ(kObj, id);
-    ASSERT_EQ(GRID_OK, grp_write_empty(p.w, GRW_OBJ_DESTROYED, 3, &e)) << e.msg;
-    p.header(GRW_OBJ_DESTROYED, 3);
+    ASSERT_EQ(GRID_OK, grp_write_empty(p.w, GRP_OBJ_DESTROYED, 3, &e)) << e.msg;
+    p.header(GRP_OBJ_DESTROYED, 3);
     EXPECT_EQ(GRID_OK, grp_read_empty(p.r, &e)) << e.msg;
 }
 
@@ -116,14 +116,14 @@ TEST(ProtoObject, FieldsAtAndOnePastTheirLimits) {
     for (size_t n : {size_t(GRP_MAX_FUNCTION_NAME), size_t(GRP_MAX_FUNCTION_NAME) + 1}) {
         std::string s(n, 'c');
         int rc = decode_of(
-            GRW_OBJ_CREATE, [&](grw_writer *w, gr_err *le) { grw_write_string(w, s.c_str(), le); }, create,
+            GRP_OBJ_CREATE, [&](grw_writer *w, gr_err *le) { grw_write_string(w, s.c_str(), le); }, create,
             &e);
         EXPECT_EQ(n <= GRP_MAX_FUNCTION_NAME ? GRID_OK : GRID_ERR_LIMIT, rc) << n << ": " << e.msg;
     }
     for (size_t n : {size_t(GRP_MAX_METHOD_NAME), size_t(GRP_MAX_METHOD_NAME) + 1}) {
         std::string s(n, 'm');
         int rc = decode_of(
-            GRW_OBJ_INVOKE,
+            GRP_OBJ_INVOKE,
             [&](grw_writer *w, gr_err *le) {
                 grw_write_u64(w, kObj, le);
                 grw_write_string(w, s.c_str(), le);
@@ -137,7 +137,7 @@ TEST(ProtoObject, FieldsAtAndOnePastTheirLimits) {
 TEST(ProtoObject, DecodersRefuseWhatNamesNothing) {
     gr_err e;
     int rc = decode_of(
-        GRW_OBJ_CREATE, [](grw_writer *w, gr_err *le) { grw_write_string(w, "", le); },
+        GRP_OBJ_CREATE, [](grw_writer *w, gr_err *le) { grw_write_string(w, "", le); },
         [](grw_reader *r, gr_err *le) {
             char cls[GRP_MAX_FUNCTION_NAME + 1];
             return grp_read_obj_create(r, cls, le);
@@ -146,7 +146,7 @@ TEST(ProtoObject, DecodersRefuseWhatNamesNothing) {
     EXPECT_EQ(GRID_ERR_PROTOCOL, rc);
     EXPECT_NE(nullptr, strstr(e.msg, "no class")) << e.msg;
     rc = decode_of(
-        GRW_OBJ_INVOKE,
+        GRP_OBJ_INVOKE,
         [](grw_writer *w, gr_err *le) {
             grw_write_u64(w, kObj, le);
             grw_write_string(w, "", le);
@@ -160,7 +160,7 @@ TEST(ProtoObject, DecodersRefuseWhatNamesNothing) {
     EXPECT_EQ(GRID_ERR_PROTOCOL, rc);
     EXPECT_NE(nullptr, strstr(e.msg, "no method")) << e.msg;
     rc = decode_of(
-        GRW_OBJ_CREATED,
+        GRP_OBJ_CREATED,
         [](grw_writer *w, gr_err *le) {
             grw_write_u64(w, 0, le);
             grw_write_string(w, "m/C", le);
@@ -175,7 +175,7 @@ TEST(ProtoObject, DecodersRefuseWhatNamesNothing) {
     EXPECT_NE(nullptr, strstr(e.msg, "object id 0")) << e.msg;
     // Trailing bytes after the object id of OBJ_DESTROY.
     rc = decode_of(
-        GRW_OBJ_DESTROY,
+        GRP_OBJ_DESTROY,
         [](grw_writer *w, gr_err *le) {
             grw_write_u64(w, kObj, le);
             grw_write_u32(w, 7, le);
@@ -188,7 +188,7 @@ TEST(ProtoObject, DecodersRefuseWhatNamesNothing) {
     EXPECT_EQ(GRID_ERR_PROTOCOL, rc);
     // A truncated OBJ_DESTROY.
     rc = decode_of(
-        GRW_OBJ_DESTROY, [](grw_writer *w, gr_err *le) { grw_write_u32(w, 7, le); },
+        GRP_OBJ_DESTROY, [](grw_writer *w, gr_err *le) { grw_write_u32(w, 7, le); },
         [](grw_reader *r, gr_err *le) {
             uint64_t id;
             return grp_read_obj_destroy(r, &id, le);
@@ -198,14 +198,14 @@ TEST(ProtoObject, DecodersRefuseWhatNamesNothing) {
 }
 
 TEST(ProtoObject, TypesAreKnownAndNamed) {
-    for (uint32_t t = GRW_OBJ_CREATE; t <= GRW_OBJ_DESTROYED; t++) {
+    for (uint32_t t = GRP_OBJ_CREATE; t <= GRP_OBJ_DESTROYED; t++) {
         EXPECT_EQ(1, grp_known_type(t)) << t;
-        EXPECT_EQ(0, strncmp(grw_type_name(t), "OBJ_", 4)) << t;
+        EXPECT_EQ(0, strncmp(grp_type_name(t), "OBJ_", 4)) << t;
     }
     EXPECT_EQ(0, grp_known_type(69));
     EXPECT_EQ(0, grp_known_type(65));
-    EXPECT_EQ(60u, static_cast<unsigned>(GRW_OBJ_CREATE));
-    EXPECT_EQ(64u, static_cast<unsigned>(GRW_OBJ_DESTROYED));
+    EXPECT_EQ(60u, static_cast<unsigned>(GRP_OBJ_CREATE));
+    EXPECT_EQ(64u, static_cast<unsigned>(GRP_OBJ_DESTROYED));
 }
 
 TEST(ProtoObjectGolden, EveryMessage) {
@@ -225,7 +225,7 @@ TEST(ProtoObjectGolden, EveryMessage) {
         const grd_desc *d = echo_double();
         ASSERT_NE(nullptr, d);
         grw_limits lim;
-        grw_limits_default(&lim);
+        grp_limits_default(&lim);
         double in[3] = {1.0, -2.5, 1e300}, out[3] = {0, 0, 0};
         int n = 3;
         void *argv[3] = {&n, in, out};
@@ -244,7 +244,7 @@ TEST(ProtoObjectGolden, EveryMessage) {
     }
     {
         Pair p;
-        grp_write_empty(p.w, GRW_OBJ_DESTROYED, kId, &e);
+        grp_write_empty(p.w, GRP_OBJ_DESTROYED, kId, &e);
         golden("obj_destroyed", p.raw());
     }
 }

@@ -68,7 +68,7 @@ TEST(Proto, HelloRoundTrip) {
     m.max_version = 7;
     snprintf(m.token, sizeof m.token, "s3cret");
     ASSERT_EQ(GRID_OK, grp_write_hello(p.w, 42, &m, &e)) << e.msg;
-    p.header(GRW_HELLO, 42);
+    p.header(GRP_HELLO, 42);
     ASSERT_EQ(GRID_OK, grp_read_hello(p.r, &got, &e)) << e.msg;
     EXPECT_STREQ("libgridrpc test", got.client);
     EXPECT_EQ(1u, got.min_version);
@@ -86,7 +86,7 @@ TEST(Proto, HelloOkRoundTripAndVersionChecked) {
     m.workers = 9;
     m.cores = 4;
     ASSERT_EQ(GRID_OK, grp_write_hello_ok(p.w, 1, &m, &e)) << e.msg;
-    p.header(GRW_HELLO_OK, 1);
+    p.header(GRP_HELLO_OK, 1);
     ASSERT_EQ(GRID_OK, grp_read_hello_ok(p.r, &got, &e)) << e.msg;
     EXPECT_STREQ("gridrpcd test", got.server);
     EXPECT_EQ((1ull << 40) + 3, got.limits.max_message);
@@ -97,7 +97,7 @@ TEST(Proto, HelloOkRoundTripAndVersionChecked) {
 
     m.version = GRW_VERSION + 1;
     ASSERT_EQ(GRID_OK, grp_write_hello_ok(p.w, 2, &m, &e));
-    p.header(GRW_HELLO_OK, 2);
+    p.header(GRP_HELLO_OK, 2);
     EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_hello_ok(p.r, &got, &e));
     EXPECT_NE(nullptr, strstr(e.msg, "version"));
 }
@@ -109,13 +109,13 @@ TEST(Proto, DescriptorRoundTripAndBadDescriptor) {
     ASSERT_NE(nullptr, f);
     char name[GRP_MAX_FUNCTION_NAME + 1];
     ASSERT_EQ(GRID_OK, grp_write_get_descriptor(p.w, 3, "test/echo_double", &e));
-    p.header(GRW_GET_DESCRIPTOR, 3);
+    p.header(GRP_GET_DESCRIPTOR, 3);
     ASSERT_EQ(GRID_OK, grp_read_get_descriptor(p.r, name, &e)) << e.msg;
     EXPECT_STREQ("test/echo_double", name);
 
     ASSERT_EQ(GRID_OK, grp_write_descriptor(p.w, 4, "test/echo_double", f->descriptor,
                                             static_cast<uint32_t>(f->descriptor_len), &e));
-    p.header(GRW_DESCRIPTOR, 4);
+    p.header(GRP_DESCRIPTOR, 4);
     grd_desc *d = nullptr;
     ASSERT_EQ(GRID_OK, grp_read_descriptor(p.r, name, &d, &e)) << e.msg;
     EXPECT_STREQ("test/echo_double", name);
@@ -125,7 +125,7 @@ TEST(Proto, DescriptorRoundTripAndBadDescriptor) {
 
     const uint8_t junk[8] = {0, 0, 0, 9, 1, 2, 3, 4};
     ASSERT_EQ(GRID_OK, grp_write_descriptor(p.w, 5, "x", junk, sizeof junk, &e));
-    p.header(GRW_DESCRIPTOR, 5);
+    p.header(GRP_DESCRIPTOR, 5);
     EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_descriptor(p.r, name, &d, &e));
     EXPECT_EQ(nullptr, d);
     EXPECT_NE(nullptr, strstr(e.msg, "bad descriptor"));
@@ -136,7 +136,7 @@ TEST(Proto, PongListAndEmptyRoundTrip) {
     gr_err e;
     grp_pong m = {3, 5, 8, 2, 1.75}, got;
     ASSERT_EQ(GRID_OK, grp_write_pong(p.w, 6, &m, &e));
-    p.header(GRW_PONG, 6);
+    p.header(GRP_PONG, 6);
     ASSERT_EQ(GRID_OK, grp_read_pong(p.r, &got, &e)) << e.msg;
     EXPECT_EQ(3u, got.running);
     EXPECT_EQ(5u, got.queued);
@@ -146,7 +146,7 @@ TEST(Proto, PongListAndEmptyRoundTrip) {
 
     const char *names[] = {"test/null_call", "linalg/dmmul", ""};
     ASSERT_EQ(GRID_OK, grp_write_list_ok(p.w, 7, names, 3, &e));
-    p.header(GRW_LIST_OK, 7);
+    p.header(GRP_LIST_OK, 7);
     char **v;
     uint32_t n;
     ASSERT_EQ(GRID_OK, grp_read_list_ok(p.r, &v, &n, &e)) << e.msg;
@@ -155,16 +155,16 @@ TEST(Proto, PongListAndEmptyRoundTrip) {
     EXPECT_STREQ("", v[2]);
     grp_free_names(v, n);
 
-    for (uint32_t t : {GRW_CANCEL, GRW_PING, GRW_LIST}) {
+    for (uint32_t t : {GRP_CANCEL, GRP_PING, GRP_LIST}) {
         ASSERT_EQ(GRID_OK, grp_write_empty(p.w, t, 8, &e));
         p.header(t, 8);
         EXPECT_EQ(GRID_OK, grp_read_empty(p.r, &e)) << e.msg;
     }
     // An "empty" message with a body is refused.
-    ASSERT_EQ(GRID_OK, grw_begin(p.w, GRW_PING, 0, 9, &e));
+    ASSERT_EQ(GRID_OK, grw_begin(p.w, GRP_PING, 0, 9, &e));
     ASSERT_EQ(GRID_OK, grw_write_u32(p.w, 1, &e));
     ASSERT_EQ(GRID_OK, grw_finish(p.w, &e));
-    p.header(GRW_PING, 9);
+    p.header(GRP_PING, 9);
     EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_empty(p.r, &e));
 }
 
@@ -181,7 +181,7 @@ TEST(Proto, CallAndResultRoundTrip) {
     argv[2] = out;
     grm_call *c = static_cast<grm_call *>(malloc(grm_call_size(d->nparams)));
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     ASSERT_EQ(GRID_OK, grm_from_argv(c, d, argv, &lim, &e)) << e.msg;
     grp_call_target t;
     snprintf(t.name, sizeof t.name, "test/echo_double");
@@ -189,7 +189,7 @@ TEST(Proto, CallAndResultRoundTrip) {
     ASSERT_EQ(GRID_OK, grp_write_call(p.w, 10, t.name, t.hash, c, &lim, &e)) << e.msg;
 
     // The server's side: target, head, bulk, then run the function.
-    p.header(GRW_CALL, 10);
+    p.header(GRP_CALL, 10);
     grp_call_target got;
     ASSERT_EQ(GRID_OK, grp_read_call_target(p.r, &got, &e)) << e.msg;
     EXPECT_STREQ("test/echo_double", got.name);
@@ -204,7 +204,7 @@ TEST(Proto, CallAndResultRoundTrip) {
     ASSERT_EQ(GRID_OK, grp_write_result(p.w, 10, &times, s, &lim, &e)) << e.msg;
     EXPECT_EQ(24u + 16 + 4 + 24, grp_result_bytes(s));
 
-    p.header(GRW_RESULT, 10);
+    p.header(GRP_RESULT, 10);
     grp_result_times tgot;
     ASSERT_EQ(GRID_OK, grp_read_result(p.r, c, &tgot, &e)) << e.msg;
     EXPECT_EQ(111u, tgot.queue_ns);
@@ -233,7 +233,7 @@ TEST(Proto, ErrorCodesFromThePeerAreValidated) {
         Pair p;
         gr_err e;
         ASSERT_EQ(GRID_OK, grp_write_error(p.w, 11, k.sent, "what the server said", &e));
-        p.header(GRW_ERROR, 11);
+        p.header(GRP_ERROR, 11);
         grp_error m;
         ASSERT_EQ(GRID_OK, grp_read_error(p.r, &m, &e)) << e.msg;
         EXPECT_EQ(k.seen, m.code) << "sent " << k.sent;
@@ -251,24 +251,24 @@ TEST(Proto, ExpectReadsErrorsAndRefusesOtherTypes) {
     grw_header h;
     ASSERT_EQ(GRID_OK, grp_write_error(p.w, 12, GRID_ERR_NOT_FOUND, "no such function", &e));
     ASSERT_EQ(GRID_OK, grp_read_header(p.r, &h, &e));
-    EXPECT_EQ(GRID_ERR_NOT_FOUND, grp_expect(p.r, &h, GRW_DESCRIPTOR, "GET_DESCRIPTOR", &in_step, &e));
+    EXPECT_EQ(GRID_ERR_NOT_FOUND, grp_expect(p.r, &h, GRP_DESCRIPTOR, "GET_DESCRIPTOR", &in_step, &e));
     EXPECT_EQ(1, in_step);
     EXPECT_STREQ("no such function", e.msg);
 
     ASSERT_EQ(GRID_OK, grp_write_error(p.w, 13, 77777, "odd", &e));
     ASSERT_EQ(GRID_OK, grp_read_header(p.r, &h, &e));
-    EXPECT_EQ(GRID_ERR_PROTOCOL, grp_expect(p.r, &h, GRW_RESULT, "CALL", &in_step, &e));
+    EXPECT_EQ(GRID_ERR_PROTOCOL, grp_expect(p.r, &h, GRP_RESULT, "CALL", &in_step, &e));
     EXPECT_EQ(0, in_step);
 
-    ASSERT_EQ(GRID_OK, grp_write_empty(p.w, GRW_PING, 14, &e));
+    ASSERT_EQ(GRID_OK, grp_write_empty(p.w, GRP_PING, 14, &e));
     ASSERT_EQ(GRID_OK, grp_read_header(p.r, &h, &e));
-    EXPECT_EQ(GRID_ERR_PROTOCOL, grp_expect(p.r, &h, GRW_HELLO_OK, "HELLO", &in_step, &e));
+    EXPECT_EQ(GRID_ERR_PROTOCOL, grp_expect(p.r, &h, GRP_HELLO_OK, "HELLO", &in_step, &e));
     EXPECT_NE(nullptr, strstr(e.msg, "answered HELLO with PING")) << e.msg;
     EXPECT_EQ(0, in_step);
 
-    ASSERT_EQ(GRID_OK, grp_write_empty(p.w, GRW_PONG, 15, &e));
+    ASSERT_EQ(GRID_OK, grp_write_empty(p.w, GRP_PONG, 15, &e));
     ASSERT_EQ(GRID_OK, grp_read_header(p.r, &h, &e));
-    EXPECT_EQ(GRID_OK, grp_expect(p.r, &h, GRW_PONG, "PING", &in_step, &e));
+    EXPECT_EQ(GRID_OK, grp_expect(p.r, &h, GRP_PONG, "PING", &in_step, &e));
 }
 
 TEST(Proto, ErrorMessagesAreCutToTheLimit) {
@@ -276,7 +276,7 @@ TEST(Proto, ErrorMessagesAreCutToTheLimit) {
     gr_err e;
     std::string longmsg = repeat(GRP_MAX_ERROR_MESSAGE + 100);
     ASSERT_EQ(GRID_OK, grp_write_error(p.w, 16, GRID_ERR_FAILED, longmsg.c_str(), &e));
-    p.header(GRW_ERROR, 16);
+    p.header(GRP_ERROR, 16);
     grp_error m;
     ASSERT_EQ(GRID_OK, grp_read_error(p.r, &m, &e)) << e.msg;
     EXPECT_EQ(size_t{GRP_MAX_ERROR_MESSAGE}, strlen(m.message));
@@ -293,9 +293,9 @@ TEST(Proto, UnknownMessageTypesAreRefused) {
         EXPECT_NE(nullptr, strstr(e.msg, "unknown message type")) << e.msg;
         EXPECT_EQ(17u, h.request_id); // kept, so the answer can name the request
     }
-    for (uint32_t type = GRW_HELLO; type <= GRW_PROBE_OK; type++)
+    for (uint32_t type = GRP_HELLO; type <= GRP_PROBE_OK; type++)
         EXPECT_EQ(1, grp_known_type(type));
-    for (uint32_t type = GRW_REGISTER; type <= GRW_SERVERS_OK; type++)
+    for (uint32_t type = GRP_REGISTER; type <= GRP_SERVERS_OK; type++)
         EXPECT_EQ(1, grp_known_type(type));
 }
 
@@ -309,12 +309,12 @@ template <typename F> int field_of(uint32_t type, const std::vector<std::string>
     grw_begin(p.w, type, 0, 1, &e);
     for (size_t i = 0; i < strings.size(); i++) {
         grw_write_string(p.w, strings[i].c_str(), &e);
-        if (type == GRW_HELLO && i == 0) {
+        if (type == GRP_HELLO && i == 0) {
             grw_write_u32(p.w, 1, &e);
             grw_write_u32(p.w, 1, &e);
         }
     }
-    if (type == GRW_ERROR) {
+    if (type == GRP_ERROR) {
         // ERROR is code then message: rebuild it.
         grw_begin(p.w, type, 0, 1, &e);
         grw_write_u32(p.w, GRID_ERR_FAILED, &e);
@@ -330,30 +330,30 @@ TEST(Proto, EveryStringFieldAtAndOnePastItsLimit) {
         grp_hello m;
         return grp_read_hello(r, &m, e);
     };
-    EXPECT_EQ(GRID_OK, field_of(GRW_HELLO, {repeat(GRP_MAX_PEER_NAME), ""}, hello));
-    EXPECT_EQ(GRID_ERR_LIMIT, field_of(GRW_HELLO, {repeat(GRP_MAX_PEER_NAME + 1), ""}, hello));
-    EXPECT_EQ(GRID_OK, field_of(GRW_HELLO, {"c", repeat(GRP_MAX_TOKEN)}, hello));
-    EXPECT_EQ(GRID_ERR_LIMIT, field_of(GRW_HELLO, {"c", repeat(GRP_MAX_TOKEN + 1)}, hello));
+    EXPECT_EQ(GRID_OK, field_of(GRP_HELLO, {repeat(GRP_MAX_PEER_NAME), ""}, hello));
+    EXPECT_EQ(GRID_ERR_LIMIT, field_of(GRP_HELLO, {repeat(GRP_MAX_PEER_NAME + 1), ""}, hello));
+    EXPECT_EQ(GRID_OK, field_of(GRP_HELLO, {"c", repeat(GRP_MAX_TOKEN)}, hello));
+    EXPECT_EQ(GRID_ERR_LIMIT, field_of(GRP_HELLO, {"c", repeat(GRP_MAX_TOKEN + 1)}, hello));
 
     auto getd = [](grw_reader *r, gr_err *e) {
         char name[GRP_MAX_FUNCTION_NAME + 1];
         return grp_read_get_descriptor(r, name, e);
     };
-    EXPECT_EQ(GRID_OK, field_of(GRW_GET_DESCRIPTOR, {repeat(GRP_MAX_FUNCTION_NAME)}, getd));
-    EXPECT_EQ(GRID_ERR_LIMIT, field_of(GRW_GET_DESCRIPTOR, {repeat(GRP_MAX_FUNCTION_NAME + 1)}, getd));
+    EXPECT_EQ(GRID_OK, field_of(GRP_GET_DESCRIPTOR, {repeat(GRP_MAX_FUNCTION_NAME)}, getd));
+    EXPECT_EQ(GRID_ERR_LIMIT, field_of(GRP_GET_DESCRIPTOR, {repeat(GRP_MAX_FUNCTION_NAME + 1)}, getd));
 
     auto call = [](grw_reader *r, gr_err *e) {
         grp_call_target t;
         return grp_read_call_target(r, &t, e);
     };
-    EXPECT_EQ(GRID_ERR_LIMIT, field_of(GRW_CALL, {repeat(GRP_MAX_FUNCTION_NAME + 1)}, call));
+    EXPECT_EQ(GRID_ERR_LIMIT, field_of(GRP_CALL, {repeat(GRP_MAX_FUNCTION_NAME + 1)}, call));
 
     auto err = [](grw_reader *r, gr_err *e) {
         grp_error m;
         return grp_read_error(r, &m, e);
     };
-    EXPECT_EQ(GRID_OK, field_of(GRW_ERROR, {repeat(GRP_MAX_ERROR_MESSAGE)}, err));
-    EXPECT_EQ(GRID_ERR_LIMIT, field_of(GRW_ERROR, {repeat(GRP_MAX_ERROR_MESSAGE + 1)}, err));
+    EXPECT_EQ(GRID_OK, field_of(GRP_ERROR, {repeat(GRP_MAX_ERROR_MESSAGE)}, err));
+    EXPECT_EQ(GRID_ERR_LIMIT, field_of(GRP_ERROR, {repeat(GRP_MAX_ERROR_MESSAGE + 1)}, err));
 
     auto list = [](grw_reader *r, gr_err *e) {
         char **v;
@@ -366,7 +366,7 @@ TEST(Proto, EveryStringFieldAtAndOnePastItsLimit) {
         Pair p;
         gr_err e;
         grw_header h;
-        grw_begin(p.w, GRW_LIST_OK, 0, 1, &e);
+        grw_begin(p.w, GRP_LIST_OK, 0, 1, &e);
         grw_write_u32(p.w, 1, &e);
         grw_write_string(p.w, repeat(GRP_MAX_FUNCTION_NAME + 1).c_str(), &e);
         grw_finish(p.w, &e);
@@ -384,7 +384,7 @@ TEST(Proto, ListCountIsBoundedBeforeAllocating) {
     // Larger than the socket's buffer: written while it is read.
     int wrc = -1;
     std::thread writer([&] { wrc = grp_write_list_ok(p.w, 2, names.data(), GRP_MAX_LIST_COUNT, &we); });
-    p.header(GRW_LIST_OK, 2);
+    p.header(GRP_LIST_OK, 2);
     char **v;
     uint32_t n;
     ASSERT_EQ(GRID_OK, grp_read_list_ok(p.r, &v, &n, &e)) << e.msg;
@@ -397,7 +397,7 @@ TEST(Proto, ListCountIsBoundedBeforeAllocating) {
     for (uint32_t count : {uint32_t{GRP_MAX_LIST_COUNT + 1}, 1000u}) {
         Pair q(4096);
         grw_header h;
-        grw_begin(q.w, GRW_LIST_OK, 0, 3, &e);
+        grw_begin(q.w, GRP_LIST_OK, 0, 3, &e);
         grw_write_u32(q.w, count, &e);
         grw_finish(q.w, &e);
         ASSERT_EQ(GRID_OK, grp_read_header(q.r, &h, &e));
@@ -413,7 +413,7 @@ TEST(Proto, DescriptorOverItsLimitIsRefused) {
     // The reader refuses after the length word; closing its end ends the writer.
     std::thread writer(
         [&] { grp_write_descriptor(p.w, 1, "x", big.data(), static_cast<uint32_t>(big.size()), &we); });
-    p.header(GRW_DESCRIPTOR, 1);
+    p.header(GRP_DESCRIPTOR, 1);
     char name[GRP_MAX_FUNCTION_NAME + 1];
     grd_desc *d = nullptr;
     EXPECT_EQ(GRID_ERR_LIMIT, grp_read_descriptor(p.r, name, &d, &e));
@@ -427,14 +427,14 @@ TEST(Proto, TrailingBytesAfterAMessageAreRefused) {
     gr_err e;
     grp_hello m = {};
     // A HELLO with one more word than its fields.
-    grw_begin(p.w, GRW_HELLO, 0, 1, &e);
+    grw_begin(p.w, GRP_HELLO, 0, 1, &e);
     grw_write_string(p.w, "c", &e);
     grw_write_u32(p.w, 1, &e);
     grw_write_u32(p.w, 1, &e);
     grw_write_string(p.w, "", &e);
     grw_write_u32(p.w, 0, &e);
     grw_finish(p.w, &e);
-    p.header(GRW_HELLO, 1);
+    p.header(GRP_HELLO, 1);
     EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_hello(p.r, &m, &e));
 }
 
@@ -483,12 +483,12 @@ TEST(ProtoGolden, SmallMessages) {
     }
     {
         Pair p;
-        grp_write_empty(p.w, GRW_CANCEL, kId, &e);
+        grp_write_empty(p.w, GRP_CANCEL, kId, &e);
         golden("cancel", p.raw());
     }
     {
         Pair p;
-        grp_write_empty(p.w, GRW_PING, kId, &e);
+        grp_write_empty(p.w, GRP_PING, kId, &e);
         golden("ping", p.raw());
     }
     {
@@ -499,7 +499,7 @@ TEST(ProtoGolden, SmallMessages) {
     }
     {
         Pair p;
-        grp_write_empty(p.w, GRW_LIST, kId, &e);
+        grp_write_empty(p.w, GRP_LIST, kId, &e);
         golden("list", p.raw());
     }
     {
@@ -515,7 +515,7 @@ TEST(ProtoGolden, SmallMessages) {
 TEST(ProtoGolden, CallAndResult) {
     gr_err e;
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     {
         const grd_desc *d = desc_of("echo_scalars");
         ASSERT_NE(nullptr, d);
@@ -590,7 +590,7 @@ TEST(ProtoSpec, DocsAgreeWithTheCode) {
     for (auto it = std::sregex_iterator(doc.begin(), doc.end(), row); it != std::sregex_iterator(); ++it) {
         uint32_t type = static_cast<uint32_t>(std::stoul((*it)[1]));
         EXPECT_EQ(1, grp_known_type(type)) << "docs list type " << type;
-        EXPECT_STREQ((*it)[2].str().c_str(), grw_type_name(type)) << "type " << type;
+        EXPECT_STREQ((*it)[2].str().c_str(), grp_type_name(type)) << "type " << type;
         if ((*it)[2] == "LIST_OK") list_ok_body = (*it)[3];
         rows++;
     }

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grp_types.h"
 #include "grw_wire.h"
 #include "raw_send.h"
 #include "tap.h"
@@ -139,7 +140,7 @@ static inline uint32_t raw_read_reply(grw_reader *rd, int fd, int keep, int *cod
     rd->deadline_ns = raw_deadline(timeout);
     if (grw_read_header(rd, &h, &e)) return 0;
     if (id) *id = h.request_id;
-    if (h.type == GRW_ERROR) {
+    if (h.type == GRP_ERROR) {
         uint32_t c;
         char *m = NULL;
         if (grw_read_u32(rd, &c, &e) || grw_read_string(rd, 4095, &m, &e)) return 0;
@@ -170,7 +171,7 @@ static inline int raw_closed_within(int fd, double timeout) {
 static inline int raw_send_hello(grw_writer *wr, int fd, const char *name) {
     gr_err e;
     grw_writer_init(wr, fd);
-    int rc = grw_begin(wr, GRW_HELLO, 0, 1, &e);
+    int rc = grw_begin(wr, GRP_HELLO, 0, 1, &e);
     if (!rc) rc = grw_write_string(wr, name, &e);
     if (!rc) rc = grw_write_u32(wr, GRW_VERSION, &e);
     if (!rc) rc = grw_write_u32(wr, GRW_VERSION, &e);

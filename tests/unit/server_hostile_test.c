@@ -81,7 +81,7 @@ static int connect_hello(void) {
     int code = 0;
     char msg[512];
     if (raw_send_hello(&wr, fd, "server_hostile_test") ||
-        read_reply(fd, &code, msg, sizeof msg, 5) != GRW_HELLO_OK) {
+        read_reply(fd, &code, msg, sizeof msg, 5) != GRP_HELLO_OK) {
         diag("HELLO was not answered HELLO_OK");
         close(fd);
         return -1;
@@ -102,10 +102,10 @@ static int send_empty(int fd, uint32_t type, uint64_t id) {
 static grd_desc *get_descriptor(int fd, const char *name) {
     gr_err e;
     grw_writer_init(&wr, fd);
-    if (grw_begin(&wr, GRW_GET_DESCRIPTOR, 0, 2, &e) || grw_write_string(&wr, name, &e) ||
+    if (grw_begin(&wr, GRP_GET_DESCRIPTOR, 0, 2, &e) || grw_write_string(&wr, name, &e) ||
         grw_finish(&wr, &e))
         return NULL;
-    if (read_reply(fd, NULL, NULL, 0, 5) != GRW_DESCRIPTOR) return NULL;
+    if (read_reply(fd, NULL, NULL, 0, 5) != GRP_DESCRIPTOR) return NULL;
     char *q = NULL;
     uint8_t *bytes = NULL;
     uint32_t len = 0;
@@ -123,7 +123,7 @@ static grd_desc *get_descriptor(int fd, const char *name) {
 static int good_echo(int fd, grd_desc *d, int n) {
     gr_err e;
     grw_limits lim;
-    grw_limits_default(&lim);
+    grp_limits_default(&lim);
     double *in = calloc((size_t)n, sizeof *in), *out = calloc((size_t)n, sizeof *out);
     for (int i = 0; i < n; i++)
         in[i] = i * 1.5 - 7;
@@ -134,13 +134,13 @@ static int good_echo(int fd, grd_desc *d, int n) {
     c->ptr[2] = out;
     int ok = grm_prepare(c, &lim, &e) == GRID_OK;
     grw_writer_init(&wr, fd);
-    ok = ok && !grw_begin(&wr, GRW_CALL, 0, 77, &e) && !grw_write_string(&wr, "test/echo_double", &e) &&
+    ok = ok && !grw_begin(&wr, GRP_CALL, 0, 77, &e) && !grw_write_string(&wr, "test/echo_double", &e) &&
          !grw_write_u64(&wr, d->hash, &e) && !grm_write_head(&wr, c, GRM_TO_SERVER, &lim, &e) &&
          !grm_write_bulk(&wr, c, GRM_TO_SERVER, &e) && !grw_finish(&wr, &e);
     int code = 0;
     char msg[512] = "";
     uint32_t t = ok ? read_reply(fd, &code, msg, sizeof msg, 5) : 0;
-    if (t == GRW_RESULT) {
+    if (t == GRP_RESULT) {
         uint64_t qns, rns;
         ok = !grw_read_u64(&rd, &qns, &e) && !grw_read_u64(&rd, &rns, &e) &&
              !grm_read_head(&rd, c, GRM_TO_CLIENT, &lim, &e) && !grm_read_bulk(&rd, c, GRM_TO_CLIENT, &e) &&
@@ -149,7 +149,7 @@ static int good_echo(int fd, grd_desc *d, int n) {
             ok = out[i] == in[i];
         if (!ok) diag("echo_double: a wrong RESULT (%s)", e.msg);
     } else {
-        if (t == GRW_ERROR)
+        if (t == GRP_ERROR)
             diag("echo_double answered ERROR %d: %s", code, msg);
         else
             diag("echo_double: no RESULT (type %u)", t);
@@ -165,7 +165,7 @@ static int good_echo(int fd, grd_desc *d, int n) {
 static int healthy(void) {
     int fd = connect_hello();
     if (fd < 0) return 0;
-    int ok = send_empty(fd, GRW_PING, 3) == 0 && read_reply(fd, NULL, NULL, 0, 5) == GRW_PONG;
+    int ok = send_empty(fd, GRP_PING, 3) == 0 && read_reply(fd, NULL, NULL, 0, 5) == GRP_PONG;
     if (ok)
         skip_reply();
     else
@@ -182,7 +182,7 @@ static int healthy(void) {
 static int begin_call(int fd, const char *name, uint64_t hash, uint64_t id) {
     gr_err e;
     grw_writer_init(&wr, fd);
-    return grw_begin(&wr, GRW_CALL, 0, id, &e) || grw_write_string(&wr, name, &e) ||
+    return grw_begin(&wr, GRP_CALL, 0, id, &e) || grw_write_string(&wr, name, &e) ||
            grw_write_u64(&wr, hash, &e);
 }
 
@@ -204,13 +204,13 @@ static void expect_args_error(const char *what, const char *name, const int *v, 
     int code = -1;
     char msg[512] = "";
     int ok = d && !begin_call(fd, name, d->hash, 10) && !write_int_head(v, n) && !grw_finish(&wr, &e) &&
-             read_reply(fd, &code, msg, sizeof msg, 5) == GRW_ERROR && code == want;
+             read_reply(fd, &code, msg, sizeof msg, 5) == GRP_ERROR && code == want;
     if (!ok)
         diag("%s: got code %d '%s', wanted %s", what, code, msg, grid_error_name(want));
     else
         diag("%s: %s: %s", what, grid_error_name(code), msg);
     if (ok) {
-        ok = send_empty(fd, GRW_PING, 11) == 0 && read_reply(fd, NULL, NULL, 0, 5) == GRW_PONG;
+        ok = send_empty(fd, GRP_PING, 11) == 0 && read_reply(fd, NULL, NULL, 0, 5) == GRP_PONG;
         if (!ok) diag("%s: the connection did not stay usable", what);
     }
     result(ok, "%s is ERROR %s and the connection stays usable", what, grid_error_name(want));
@@ -243,7 +243,7 @@ static void hostile_cases(void) {
             junk[i] = (unsigned char)rand();
         int code = -1;
         int ok = fd >= 0 && raw_send_all(fd, junk, sizeof junk) == 0 &&
-                 read_reply(fd, &code, NULL, 0, 5) == GRW_ERROR && code == GRID_ERR_PROTOCOL &&
+                 read_reply(fd, &code, NULL, 0, 5) == GRP_ERROR && code == GRID_ERR_PROTOCOL &&
                  raw_closed_within(fd, 5);
         result(ok, "random bytes in a record: ERROR GRID_ERR_PROTOCOL, then closed");
         if (fd >= 0) close(fd);
@@ -256,7 +256,7 @@ static void hostile_cases(void) {
         int code = -1;
         char msg[512] = "";
         int ok = fd >= 0 && raw_send_all(fd, m, sizeof m) == 0 &&
-                 read_reply(fd, &code, msg, sizeof msg, 5) == GRW_ERROR && code == GRID_ERR_PROTOCOL &&
+                 read_reply(fd, &code, msg, sizeof msg, 5) == GRP_ERROR && code == GRID_ERR_PROTOCOL &&
                  raw_closed_within(fd, 5);
         diag("wrong magic: %s", msg);
         result(ok, "wrong magic: ERROR GRID_ERR_PROTOCOL, then closed");
@@ -268,8 +268,8 @@ static void hostile_cases(void) {
         int fd = connect_raw();
         int code = -1;
         char msg[512] = "";
-        int ok = fd >= 0 && send_empty(fd, GRW_PING, 5) == 0 &&
-                 read_reply(fd, &code, msg, sizeof msg, 5) == GRW_ERROR && code == GRID_ERR_PROTOCOL &&
+        int ok = fd >= 0 && send_empty(fd, GRP_PING, 5) == 0 &&
+                 read_reply(fd, &code, msg, sizeof msg, 5) == GRP_ERROR && code == GRID_ERR_PROTOCOL &&
                  raw_closed_within(fd, 5);
         diag("before HELLO: %s", msg);
         result(ok, "a message before HELLO: ERROR GRID_ERR_PROTOCOL, then closed");
@@ -284,7 +284,7 @@ static void hostile_cases(void) {
         int code = -1;
         int ok = d && !begin_call(fd, "test/echo_double", d->hash, 6) && !grw_write_u32(&wr, 8, &e) &&
                  !grw_write_u32(&wr, 5, &e) && !grw_finish(&wr, &e) &&
-                 read_reply(fd, &code, NULL, 0, 5) == GRW_ERROR && code == GRID_ERR_PROTOCOL &&
+                 read_reply(fd, &code, NULL, 0, 5) == GRP_ERROR && code == GRID_ERR_PROTOCOL &&
                  raw_closed_within(fd, 5);
         result(ok, "truncated CALL: ERROR GRID_ERR_PROTOCOL, then closed (got %d)", code);
         grd_free(d);
@@ -336,16 +336,16 @@ static void hostile_cases(void) {
         char msg[512] = "";
         int v[1] = {3};
         int ok = fd >= 0 && !begin_call(fd, "no_such_function", 1, 20) && !write_int_head(v, 1) &&
-                 !grw_finish(&wr, &e) && read_reply(fd, &code, msg, sizeof msg, 5) == GRW_ERROR &&
+                 !grw_finish(&wr, &e) && read_reply(fd, &code, msg, sizeof msg, 5) == GRP_ERROR &&
                  code == GRID_ERR_NOT_FOUND && strstr(msg, "no_such_function") && strstr(msg, "gridrpc ls");
         diag("unknown function: %s", msg);
         result(ok, "an unknown function: ERROR GRID_ERR_NOT_FOUND naming it and suggesting gridrpc ls");
         ok = fd >= 0 && !begin_call(fd, "test/echo_double", 12345, 21) && !write_int_head(v, 1) &&
-             !grw_finish(&wr, &e) && read_reply(fd, &code, msg, sizeof msg, 5) == GRW_ERROR &&
+             !grw_finish(&wr, &e) && read_reply(fd, &code, msg, sizeof msg, 5) == GRP_ERROR &&
              code == GRID_ERR_STALE;
         diag("stale hash: %s", msg);
         result(ok, "a wrong descriptor hash: ERROR GRID_ERR_STALE");
-        ok = fd >= 0 && send_empty(fd, GRW_PING, 22) == 0 && read_reply(fd, NULL, NULL, 0, 5) == GRW_PONG;
+        ok = fd >= 0 && send_empty(fd, GRP_PING, 22) == 0 && read_reply(fd, NULL, NULL, 0, 5) == GRP_PONG;
         result(ok, "the connection stays usable after both");
         if (fd >= 0) close(fd);
     }
@@ -384,10 +384,10 @@ static void shutdown_case(const char *gridrpcd, const char *module) {
     uint32_t tb = ok ? read_reply(b, &code_b, NULL, 0, 5) : 0;
     uint32_t tc = ok ? read_reply(c, &code_c, NULL, 0, 5) : 0;
     uint32_t ta = ok ? read_reply(a, NULL, NULL, 0, 5) : 0;
-    result(ok && ta == GRW_RESULT, "graceful shutdown: the running call finishes and its RESULT is sent");
-    result(tb == GRW_ERROR && code_b == GRID_ERR_SHUTDOWN,
+    result(ok && ta == GRP_RESULT, "graceful shutdown: the running call finishes and its RESULT is sent");
+    result(tb == GRP_ERROR && code_b == GRID_ERR_SHUTDOWN,
            "graceful shutdown: a queued call gets GRID_ERR_SHUTDOWN");
-    result(tc == GRW_ERROR && code_c == GRID_ERR_SHUTDOWN,
+    result(tc == GRP_ERROR && code_c == GRID_ERR_SHUTDOWN,
            "graceful shutdown: a new call gets GRID_ERR_SHUTDOWN");
     double took = 0;
     int st = stop_server(5, &took);
@@ -408,16 +408,16 @@ static void token_case(const char *gridrpcd, const char *module) {
     int fd = connect_raw(), code = -1;
     char msg[512] = "";
     int ok = fd >= 0 && raw_send_hello(&wr, fd, "server_hostile_test") == 0 &&
-             read_reply(fd, &code, msg, sizeof msg, 5) == GRW_ERROR && raw_closed_within(fd, 5);
+             read_reply(fd, &code, msg, sizeof msg, 5) == GRP_ERROR && raw_closed_within(fd, 5);
     diag("wrong token: %s: %s", grid_error_name(code), msg);
     result(ok, "--token: a HELLO with another token gets ERROR and the connection closes");
     if (fd >= 0) close(fd);
     gr_err e;
     fd = connect_raw();
     grw_writer_init(&wr, fd);
-    ok = fd >= 0 && !grw_begin(&wr, GRW_HELLO, 0, 1, &e) && !grw_write_string(&wr, "t", &e) &&
+    ok = fd >= 0 && !grw_begin(&wr, GRP_HELLO, 0, 1, &e) && !grw_write_string(&wr, "t", &e) &&
          !grw_write_u32(&wr, 1, &e) && !grw_write_u32(&wr, 1, &e) && !grw_write_string(&wr, "s3cret", &e) &&
-         !grw_finish(&wr, &e) && read_reply(fd, NULL, NULL, 0, 5) == GRW_HELLO_OK;
+         !grw_finish(&wr, &e) && read_reply(fd, NULL, NULL, 0, 5) == GRP_HELLO_OK;
     result(ok, "--token: the right token gets HELLO_OK");
     if (fd >= 0) close(fd);
     result(stop_server(5, NULL) == 0, "--token: exit 0 on SIGTERM");
@@ -469,8 +469,8 @@ static void ambiguity_case(const char *gridrpcd, const char *module) {
     char msg[512] = "";
     gr_err e;
     grw_writer_init(&wr, fd);
-    int ok = fd >= 0 && !grw_begin(&wr, GRW_GET_DESCRIPTOR, 0, 1, &e) && !grw_write_string(&wr, "twin", &e) &&
-             !grw_finish(&wr, &e) && read_reply(fd, &code, msg, sizeof msg, 5) == GRW_ERROR &&
+    int ok = fd >= 0 && !grw_begin(&wr, GRP_GET_DESCRIPTOR, 0, 1, &e) && !grw_write_string(&wr, "twin", &e) &&
+             !grw_finish(&wr, &e) && read_reply(fd, &code, msg, sizeof msg, 5) == GRP_ERROR &&
              code == GRID_ERR_NOT_FOUND && strstr(msg, "amb_a/twin") && strstr(msg, "amb_b/twin");
     diag("ambiguous: %s", msg);
     result(ok, "ambiguity: a plain name in two modules is NOT_FOUND listing both qualified names");
@@ -480,7 +480,7 @@ static void ambiguity_case(const char *gridrpcd, const char *module) {
     d = fd >= 0 ? get_descriptor(fd, "null_call") : NULL;
     result(d != NULL, "a plain name unique across modules is served");
     grd_free(d);
-    ok = fd >= 0 && send_empty(fd, GRW_LIST, 9) == 0 && read_reply(fd, NULL, NULL, 0, 5) == GRW_LIST_OK;
+    ok = fd >= 0 && send_empty(fd, GRP_LIST, 9) == 0 && read_reply(fd, NULL, NULL, 0, 5) == GRP_LIST_OK;
     uint32_t n = 0;
     int seen = 0;
     if (ok && !grw_read_u32(&rd, &n, &e)) {

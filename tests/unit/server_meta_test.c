@@ -165,7 +165,7 @@ static void check_functions(fake_meta *fm, int port, const char *token) {
     gr_err e;
     char **names = NULL;
     uint32_t count = 0;
-    if (fd < 0 || grp_write_empty(&wr, GRW_LIST, 2, &e) || reply(GRW_LIST_OK, "LIST", &e) ||
+    if (fd < 0 || grp_write_empty(&wr, GRP_LIST, 2, &e) || reply(GRP_LIST_OK, "LIST", &e) ||
         grp_read_list_ok(&rd, &names, &count, &e)) {
         result(0, "LIST");
         if (fd >= 0) close(fd);
@@ -178,7 +178,7 @@ static void check_functions(fake_meta *fm, int port, const char *token) {
     for (uint32_t i = 0; i < count; i++) {
         char q[GRP_MAX_FUNCTION_NAME + 1];
         grd_desc *d = NULL;
-        if (grp_write_get_descriptor(&wr, 3, names[i], &e) || reply(GRW_DESCRIPTOR, "GET_DESCRIPTOR", &e) ||
+        if (grp_write_get_descriptor(&wr, 3, names[i], &e) || reply(GRP_DESCRIPTOR, "GET_DESCRIPTOR", &e) ||
             grp_read_descriptor(&rd, q, &d, &e)) {
             diag("GET_DESCRIPTOR %s: %s", names[i], e.msg);
             continue;
@@ -281,18 +281,18 @@ static void check_probe(int port, const char *token) {
     int fd = raw_open(port, token);
     gr_err e;
     uint32_t len = 0;
-    int rc = fd < 0 || grp_write_probe(&wr, 5, 100000, 300001, &e) || reply(GRW_PROBE_OK, "PROBE", &e) ||
+    int rc = fd < 0 || grp_write_probe(&wr, 5, 100000, 300001, &e) || reply(GRP_PROBE_OK, "PROBE", &e) ||
              grp_read_probe_ok(&rd, &len, &e);
     if (rc && fd >= 0) diag("probe: %s", e.msg);
     result(!rc && len == 300001, "PROBE of 100000 bytes asking 300001 back: PROBE_OK with %u bytes", len);
     /* A reply one byte over the protocol's bound, written by hand (the encoder refuses). */
-    rc = fd < 0 || grw_begin(&wr, GRW_PROBE, 0, 6, &e) || grw_write_u32(&wr, GRP_MAX_PROBE + 1, &e) ||
+    rc = fd < 0 || grw_begin(&wr, GRP_PROBE, 0, 6, &e) || grw_write_u32(&wr, GRP_MAX_PROBE + 1, &e) ||
          grw_write_u32(&wr, 0, &e) || grw_finish(&wr, &e);
-    int code = rc ? -1 : reply(GRW_PROBE_OK, "PROBE", &e);
+    int code = rc ? -1 : reply(GRP_PROBE_OK, "PROBE", &e);
     result(code == GRID_ERR_LIMIT, "PROBE asking for %u bytes back: ERROR GRID_ERR_LIMIT (%d: %s)",
            GRP_MAX_PROBE + 1, code, code > 0 ? e.msg : "");
     len = 0;
-    rc = fd < 0 || grp_write_probe(&wr, 7, 0, 8, &e) || reply(GRW_PROBE_OK, "PROBE", &e) ||
+    rc = fd < 0 || grp_write_probe(&wr, 7, 0, 8, &e) || reply(GRP_PROBE_OK, "PROBE", &e) ||
          grp_read_probe_ok(&rd, &len, &e);
     result(!rc && len == 8, "the connection still serves PROBE after the refusal");
     if (fd >= 0) close(fd);

@@ -166,7 +166,7 @@ Bytes Cat(std::initializer_list<Bytes> parts) {
         out.insert(out.end(), p.begin(), p.end());
     return out;
 }
-Bytes Header(uint32_t type = GRW_PING, uint64_t id = 7, uint32_t magic = GRW_MAGIC,
+Bytes Header(uint32_t type = GRP_PING, uint64_t id = 7, uint32_t magic = GRW_MAGIC,
              uint32_t version = GRW_VERSION, uint32_t flags = 0) {
     Bytes b;
     Put32(b, magic);
@@ -290,7 +290,7 @@ TEST(WireBytes, TinyMessageIsExactlyTheXdrOfItsItems) {
         const uint8_t ch[1] = {0x7f};
         const uint32_t in[1] = {0x0a0b0c0d};
         const uint64_t hy[1] = {0x0102030405060708ull};
-        EXPECT_EQ(grw_begin(w, GRW_CALL, 0, 0x0102030405060708ull, &e), GRID_OK);
+        EXPECT_EQ(grw_begin(w, GRP_CALL, 0, 0x0102030405060708ull, &e), GRID_OK);
         EXPECT_EQ(grw_write_u32(w, 0xdeadbeef, &e), GRID_OK);
         EXPECT_EQ(grw_write_i32(w, -2, &e), GRID_OK);
         EXPECT_EQ(grw_write_u64(w, 0x1122334455667788ull, &e), GRID_OK);
@@ -328,12 +328,12 @@ TEST(WireBytes, TinyMessageIsExactlyTheXdrOfItsItems) {
 TEST(WireBytes, EmptyMessageIsOneLastFragmentHoldingTheHeader) {
     Bytes raw = Capture([](grw_writer *w) {
         gr_err e{};
-        EXPECT_EQ(grw_begin(w, GRW_PONG, 0, ~0ull, &e), GRID_OK);
+        EXPECT_EQ(grw_begin(w, GRP_PONG, 0, ~0ull, &e), GRID_OK);
         EXPECT_EQ(grw_finish(w, &e), GRID_OK);
-        EXPECT_EQ(grw_begin(w, GRW_PING, 0, 0, &e), GRID_OK); // the writer is reusable
+        EXPECT_EQ(grw_begin(w, GRP_PING, 0, 0, &e), GRID_OK); // the writer is reusable
         EXPECT_EQ(grw_finish(w, &e), GRID_OK);
     });
-    EXPECT_EQ(Hex(raw), Hex(Cat({Record(Header(GRW_PONG, ~0ull)), Record(Header(GRW_PING, 0))})));
+    EXPECT_EQ(Hex(raw), Hex(Cat({Record(Header(GRP_PONG, ~0ull)), Record(Header(GRP_PING, 0))})));
 }
 
 TEST(WireBytes, SendErrorIsCodeAndTruncatedMessage) {
@@ -346,8 +346,8 @@ TEST(WireBytes, SendErrorIsCodeAndTruncatedMessage) {
     shutdown(p.w, SHUT_WR);
     Bytes raw = Drain(p.r);
     Bytes want =
-        Cat({Record(Cat({Header(GRW_ERROR, 42), U32(GRID_ERR_LIMIT), Opaque("too big")})),
-             Record(Cat({Header(GRW_ERROR, 43), U32(GRID_ERR_PROTOCOL), Opaque(std::string(4095, 'x'))}))});
+        Cat({Record(Cat({Header(GRP_ERROR, 42), U32(GRID_ERR_LIMIT), Opaque("too big")})),
+             Record(Cat({Header(GRP_ERROR, 43), U32(GRID_ERR_PROTOCOL), Opaque(std::string(4095, 'x'))}))});
     EXPECT_EQ(raw == want, true) << Hex(Bytes(raw.begin(), raw.begin() + std::min<size_t>(raw.size(), 64)));
 }
 
@@ -357,7 +357,7 @@ TEST(WireBytes, BufferFullIsOneFragmentOneByteMoreIsTwo) {
         Bytes a = Pattern(32000, 1), b = Pattern(32000, 2), c = Pattern(65536 - 24 - 64000 + extra, 3);
         Bytes raw = Capture([&](grw_writer *w) {
             gr_err e{};
-            grw_begin(w, GRW_CALL, 0, 1, &e);
+            grw_begin(w, GRP_CALL, 0, 1, &e);
             EXPECT_EQ(grw_write(w, a.data(), a.size(), &e), GRID_OK);
             EXPECT_EQ(grw_write(w, b.data(), b.size(), &e), GRID_OK);
             EXPECT_EQ(grw_write(w, c.data(), c.size(), &e), GRID_OK);
@@ -367,7 +367,7 @@ TEST(WireBytes, BufferFullIsOneFragmentOneByteMoreIsTwo) {
         Rec r = ParseRecord(raw, &pos);
         ASSERT_TRUE(r.ok);
         EXPECT_EQ(pos, raw.size());
-        EXPECT_EQ(r.body == Cat({Header(GRW_CALL, 1), a, b, c}), true);
+        EXPECT_EQ(r.body == Cat({Header(GRP_CALL, 1), a, b, c}), true);
         if (extra == 0) {
             EXPECT_EQ(r.frags, (std::vector<uint32_t>{65536}));
         } else { // the buffer goes when the next item does not fit; the item starts the next one
@@ -383,7 +383,7 @@ TEST(WireBytes, LargeBlocksGoOutAsTheirOwnFragment) {
         Bytes blk = Pattern(n, static_cast<uint32_t>(n));
         Bytes raw = Capture([&](grw_writer *w) {
             gr_err e{};
-            grw_begin(w, GRW_CALL, 0, 1, &e);
+            grw_begin(w, GRP_CALL, 0, 1, &e);
             EXPECT_EQ(grw_write(w, blk.data(), blk.size(), &e), GRID_OK);
             EXPECT_EQ(grw_write_u32(w, 0x01020304, &e), GRID_OK);
             EXPECT_EQ(grw_finish(w, &e), GRID_OK);
@@ -392,7 +392,7 @@ TEST(WireBytes, LargeBlocksGoOutAsTheirOwnFragment) {
         Rec r = ParseRecord(raw, &pos);
         ASSERT_TRUE(r.ok) << n;
         EXPECT_EQ(pos, raw.size());
-        EXPECT_EQ(r.body == Cat({Header(GRW_CALL, 1), blk, U32(0x01020304)}), true) << n;
+        EXPECT_EQ(r.body == Cat({Header(GRP_CALL, 1), blk, U32(0x01020304)}), true) << n;
         if (n < 32768) {
             EXPECT_EQ(r.frags, (std::vector<uint32_t>{static_cast<uint32_t>(24 + n + 4)})) << n;
         } else {
@@ -424,7 +424,7 @@ TEST(WireBytes, WordsAroundTheBufferAndTheChunkAreBigEndian) {
                 Bytes pre = Pattern(prefix, 5);
                 Bytes raw = Capture([&](grw_writer *w) {
                     gr_err e{};
-                    grw_begin(w, GRW_RESULT, 0, 9, &e);
+                    grw_begin(w, GRP_RESULT, 0, 9, &e);
                     EXPECT_EQ(grw_write(w, pre.data(), prefix / 2, &e), GRID_OK);
                     EXPECT_EQ(grw_write(w, pre.data() + prefix / 2, prefix / 2, &e), GRID_OK);
                     EXPECT_EQ(grw_write_u32(w, 0xa1a2a3a4, &e), GRID_OK);
@@ -437,7 +437,7 @@ TEST(WireBytes, WordsAroundTheBufferAndTheChunkAreBigEndian) {
                 ASSERT_TRUE(r.ok) << "word " << word << " n " << n;
                 EXPECT_EQ(pos, raw.size());
                 Bytes want = Cat(
-                    {Header(GRW_RESULT, 9), pre, U32(0xa1a2a3a4), BigEndian(host, word), U32(0xb1b2b3b4)});
+                    {Header(GRP_RESULT, 9), pre, U32(0xa1a2a3a4), BigEndian(host, word), U32(0xb1b2b3b4)});
                 ASSERT_EQ(r.body.size(), want.size())
                     << "word " << word << " n " << n << " prefix " << prefix;
                 EXPECT_TRUE(r.body == want) << "word " << word << " n " << n << " prefix " << prefix;
@@ -469,7 +469,7 @@ TEST(WireBytes, BlocksOverOneGiBAreSplitIntoFragments) {
     Background t(p, [&] {
         auto w = Writer(p.w);
         gr_err e{};
-        grw_begin(w.get(), GRW_CALL, 0, 1, &e);
+        grw_begin(w.get(), GRP_CALL, 0, 1, &e);
         EXPECT_EQ(grw_write(w.get(), blk, n, &e), GRID_OK) << e.msg;
         EXPECT_EQ(grw_finish(w.get(), &e), GRID_OK);
         shutdown(p.w, SHUT_WR);
@@ -531,7 +531,7 @@ TEST(RoundTrip, ScalarsStringsOpaquesAndHeaders) {
     Background t(p, [&] {
         auto w = Writer(p.w);
         gr_err e{};
-        EXPECT_EQ(grw_begin(w.get(), GRW_LIST_OK, 0, 0xfedcba9876543210ull, &e), GRID_OK);
+        EXPECT_EQ(grw_begin(w.get(), GRP_LIST_OK, 0, 0xfedcba9876543210ull, &e), GRID_OK);
         for (uint32_t v : u32s)
             grw_write_u32(w.get(), v, &e);
         for (uint64_t v : u64s)
@@ -543,7 +543,7 @@ TEST(RoundTrip, ScalarsStringsOpaquesAndHeaders) {
         for (const auto &s : opqs)
             EXPECT_EQ(grw_write_opaque(w.get(), s.data(), static_cast<uint32_t>(s.size()), &e), GRID_OK);
         EXPECT_EQ(grw_finish(w.get(), &e), GRID_OK);
-        EXPECT_EQ(grw_begin(w.get(), GRW_HELLO, 0, 1, &e), GRID_OK);
+        EXPECT_EQ(grw_begin(w.get(), GRP_HELLO, 0, 1, &e), GRID_OK);
         EXPECT_EQ(grw_finish(w.get(), &e), GRID_OK);
         shutdown(p.w, SHUT_WR);
     });
@@ -553,7 +553,7 @@ TEST(RoundTrip, ScalarsStringsOpaquesAndHeaders) {
     ASSERT_EQ(grw_read_header(r.get(), &h, &e), GRID_OK) << e.msg;
     EXPECT_EQ(h.magic, GRW_MAGIC);
     EXPECT_EQ(h.version, GRW_VERSION);
-    EXPECT_EQ(h.type, static_cast<uint32_t>(GRW_LIST_OK));
+    EXPECT_EQ(h.type, static_cast<uint32_t>(GRP_LIST_OK));
     EXPECT_EQ(h.flags, 0u);
     EXPECT_EQ(h.request_id, 0xfedcba9876543210ull);
     for (uint32_t v : u32s) {
@@ -587,7 +587,7 @@ TEST(RoundTrip, ScalarsStringsOpaquesAndHeaders) {
     }
     EXPECT_EQ(grw_end(r.get(), &e), GRID_OK) << e.msg;
     ASSERT_EQ(grw_read_header(r.get(), &h, &e), GRID_OK) << e.msg;
-    EXPECT_EQ(h.type, static_cast<uint32_t>(GRW_HELLO));
+    EXPECT_EQ(h.type, static_cast<uint32_t>(GRP_HELLO));
     EXPECT_EQ(h.request_id, 1u);
     EXPECT_EQ(grw_end(r.get(), &e), GRID_OK);
     // Then the peer closed cleanly between messages: CONN_LOST without a message.
@@ -615,7 +615,7 @@ TEST(RoundTrip, WordsOfEverySizeAroundEveryBound) {
             Background t(p, [&] {
                 auto w = Writer(p.w);
                 gr_err e{};
-                grw_begin(w.get(), GRW_CALL, 0, n, &e);
+                grw_begin(w.get(), GRP_CALL, 0, n, &e);
                 EXPECT_EQ(grw_write_words(w.get(), host.data(), n, word, &e), GRID_OK);
                 EXPECT_EQ(grw_write_u32(w.get(), 0x5e17e1u, &e), GRID_OK);
                 EXPECT_EQ(grw_finish(w.get(), &e), GRID_OK);
@@ -664,28 +664,28 @@ TEST(RoundTrip, NamesAndDefaults) {
     const char *names[] = {"?",     "HELLO",  "HELLO_OK", "GET_DESCRIPTOR", "DESCRIPTOR", "CALL",   "RESULT",
                            "ERROR", "CANCEL", "PING",     "PONG",           "LIST",       "LIST_OK"};
     for (uint32_t t = 0; t <= 12; t++)
-        EXPECT_STREQ(grw_type_name(t), names[t]);
-    EXPECT_STREQ(grw_type_name(13), "PROBE");
-    EXPECT_STREQ(grw_type_name(14), "PROBE_OK");
-    EXPECT_STREQ(grw_type_name(15), "AUTH_CHALLENGE");
-    EXPECT_STREQ(grw_type_name(16), "AUTH");
-    EXPECT_STREQ(grw_type_name(17), "AUTH_OK");
-    EXPECT_STREQ(grw_type_name(18), "?");
-    EXPECT_STREQ(grw_type_name(19), "?");
-    EXPECT_STREQ(grw_type_name(20), "REGISTER");
-    EXPECT_STREQ(grw_type_name(28), "SERVERS_OK");
-    EXPECT_STREQ(grw_type_name(29), "UNREGISTER");
-    EXPECT_STREQ(grw_type_name(30), "UNREGISTER_OK");
-    EXPECT_STREQ(grw_type_name(31), "?");
-    EXPECT_STREQ(grw_type_name(50), "SUBMIT");
-    EXPECT_STREQ(grw_type_name(59), "JOB_INFO_OK");
-    EXPECT_STREQ(grw_type_name(69), "?");
-    EXPECT_STREQ(grw_type_name(60), "OBJ_CREATE");
-    EXPECT_STREQ(grw_type_name(64), "OBJ_DESTROYED");
-    EXPECT_STREQ(grw_type_name(65), "?");
-    EXPECT_STREQ(grw_type_name(0xffffffffu), "?");
+        EXPECT_STREQ(grp_type_name(t), names[t]);
+    EXPECT_STREQ(grp_type_name(13), "PROBE");
+    EXPECT_STREQ(grp_type_name(14), "PROBE_OK");
+    EXPECT_STREQ(grp_type_name(15), "AUTH_CHALLENGE");
+    EXPECT_STREQ(grp_type_name(16), "AUTH");
+    EXPECT_STREQ(grp_type_name(17), "AUTH_OK");
+    EXPECT_STREQ(grp_type_name(18), "?");
+    EXPECT_STREQ(grp_type_name(19), "?");
+    EXPECT_STREQ(grp_type_name(20), "REGISTER");
+    EXPECT_STREQ(grp_type_name(28), "SERVERS_OK");
+    EXPECT_STREQ(grp_type_name(29), "UNREGISTER");
+    EXPECT_STREQ(grp_type_name(30), "UNREGISTER_OK");
+    EXPECT_STREQ(grp_type_name(31), "?");
+    EXPECT_STREQ(grp_type_name(50), "SUBMIT");
+    EXPECT_STREQ(grp_type_name(59), "JOB_INFO_OK");
+    EXPECT_STREQ(grp_type_name(69), "?");
+    EXPECT_STREQ(grp_type_name(60), "OBJ_CREATE");
+    EXPECT_STREQ(grp_type_name(64), "OBJ_DESTROYED");
+    EXPECT_STREQ(grp_type_name(65), "?");
+    EXPECT_STREQ(grp_type_name(0xffffffffu), "?");
     grw_limits l;
-    grw_limits_default(&l);
+    grp_limits_default(&l);
     EXPECT_EQ(l.max_message, uint64_t{1} << 30);
     EXPECT_EQ(l.max_array, uint64_t{1} << 30);
     EXPECT_EQ(l.max_head, 64u << 20);
@@ -708,15 +708,15 @@ TEST(ReaderErrors, WrongMagicVersionOrFlagsIsProtocol) {
     grw_header h{};
     EXPECT_EQ(ReadHeaderOf(Record(Header()), &e, &h), GRID_OK) << e.msg;
     EXPECT_EQ(h.request_id, 7u);
-    EXPECT_EQ(ReadHeaderOf(Record(Header(GRW_PING, 7, 0x47525044)), &e), GRID_ERR_PROTOCOL);
+    EXPECT_EQ(ReadHeaderOf(Record(Header(GRP_PING, 7, 0x47525044)), &e), GRID_ERR_PROTOCOL);
     EXPECT_NE(std::string(e.msg).find("magic 0x47525044"), std::string::npos) << e.msg;
-    EXPECT_EQ(ReadHeaderOf(Record(Header(GRW_PING, 7, 0x43505247)), &e), GRID_ERR_PROTOCOL); // byte-swapped
+    EXPECT_EQ(ReadHeaderOf(Record(Header(GRP_PING, 7, 0x43505247)), &e), GRID_ERR_PROTOCOL); // byte-swapped
     for (uint32_t v : {0u, 2u, 0x01000000u}) {
-        EXPECT_EQ(ReadHeaderOf(Record(Header(GRW_PING, 7, GRW_MAGIC, v)), &e), GRID_ERR_PROTOCOL) << v;
+        EXPECT_EQ(ReadHeaderOf(Record(Header(GRP_PING, 7, GRW_MAGIC, v)), &e), GRID_ERR_PROTOCOL) << v;
         EXPECT_NE(std::string(e.msg).find("version"), std::string::npos) << e.msg;
     }
     for (uint32_t f : {1u, 0x80000000u}) {
-        EXPECT_EQ(ReadHeaderOf(Record(Header(GRW_PING, 7, GRW_MAGIC, GRW_VERSION, f)), &e), GRID_ERR_PROTOCOL)
+        EXPECT_EQ(ReadHeaderOf(Record(Header(GRP_PING, 7, GRW_MAGIC, GRW_VERSION, f)), &e), GRID_ERR_PROTOCOL)
             << f;
         EXPECT_NE(std::string(e.msg).find("flags"), std::string::npos) << e.msg;
     }
@@ -1080,7 +1080,7 @@ TEST(Limits, WordCountsThatOverflowAreRefused) {
     gr_err e{};
     uint8_t dummy[8] = {0};
     const size_t huge = SIZE_MAX / 4 + 1; // * 4 and * 8 overflow
-    ASSERT_EQ(grw_begin(w.get(), GRW_CALL, 0, 1, &e), GRID_OK);
+    ASSERT_EQ(grw_begin(w.get(), GRP_CALL, 0, 1, &e), GRID_OK);
     EXPECT_EQ(grw_write_words(w.get(), dummy, huge, 4, &e), GRID_ERR_LIMIT);
     EXPECT_EQ(grw_write_words(w.get(), dummy, huge, 8, &e), GRID_ERR_LIMIT);
     SendAll(p.w, Record(Cat({Header(), Bytes(8, 0)})));
@@ -1097,8 +1097,8 @@ TEST(Limits, WordCountsThatOverflowAreRefused) {
 
 TEST(Skip, DiscardsTheRestOfAMessageAcrossFragments) {
     Bytes big = Pattern(200000);
-    Bytes raw = Cat({Frag(Cat({Header(GRW_CALL, 1), U32(9), Bytes(100, 1)}), false), Frag({}, false),
-                     Frag(big, false), Frag(Bytes(7, 2), true), Record(Cat({Header(GRW_PING, 2), U32(3)}))});
+    Bytes raw = Cat({Frag(Cat({Header(GRP_CALL, 1), U32(9), Bytes(100, 1)}), false), Frag({}, false),
+                     Frag(big, false), Frag(Bytes(7, 2), true), Record(Cat({Header(GRP_PING, 2), U32(3)}))});
     Pair p;
     Background t(p, [&] { SendAll(p.w, raw); });
     auto r = Reader(p.r);
@@ -1109,7 +1109,7 @@ TEST(Skip, DiscardsTheRestOfAMessageAcrossFragments) {
     ASSERT_EQ(grw_read_u32(r.get(), &v, &e), GRID_OK);
     EXPECT_EQ(grw_skip(r.get(), &e), GRID_OK) << e.msg;
     ASSERT_EQ(grw_read_header(r.get(), &h, &e), GRID_OK) << e.msg; // in sync again
-    EXPECT_EQ(h.type, static_cast<uint32_t>(GRW_PING));
+    EXPECT_EQ(h.type, static_cast<uint32_t>(GRP_PING));
     EXPECT_EQ(h.request_id, 2u);
     // Skipping when nothing is left.
     ASSERT_EQ(grw_read_u32(r.get(), &v, &e), GRID_OK);
@@ -1138,7 +1138,7 @@ TEST(WriterErrors, APeerThatDoesNotReadTimesOut) {
     auto w = Writer(p.w);
     gr_err e{};
     Bytes big(16 * kMiB, 1);
-    ASSERT_EQ(grw_begin(w.get(), GRW_CALL, 0, 1, &e), GRID_OK);
+    ASSERT_EQ(grw_begin(w.get(), GRP_CALL, 0, 1, &e), GRID_OK);
     long long t0 = gr_now_ns();
     w->deadline_ns = t0 + 50 * 1000000LL;
     EXPECT_EQ(grw_write(w.get(), big.data(), big.size(), &e), GRID_ERR_TIMEOUT);
@@ -1150,11 +1150,11 @@ TEST(WriterErrors, APeerThatClosedIsConnLostWithoutSigpipe) {
     p.CloseR();
     auto w = Writer(p.w);
     gr_err e{};
-    ASSERT_EQ(grw_begin(w.get(), GRW_CALL, 0, 1, &e), GRID_OK);
+    ASSERT_EQ(grw_begin(w.get(), GRP_CALL, 0, 1, &e), GRID_OK);
     EXPECT_EQ(grw_finish(w.get(), &e), GRID_ERR_CONN_LOST);
     EXPECT_STRNE(e.msg, "");
     Bytes big(100000, 1);
-    ASSERT_EQ(grw_begin(w.get(), GRW_CALL, 0, 1, &e), GRID_OK);
+    ASSERT_EQ(grw_begin(w.get(), GRP_CALL, 0, 1, &e), GRID_OK);
     EXPECT_EQ(grw_write(w.get(), big.data(), big.size(), &e), GRID_ERR_CONN_LOST);
     EXPECT_EQ(grp_write_error(w.get(), 1, GRID_ERR_LIMIT, "x", &e), GRID_ERR_CONN_LOST);
 }

@@ -13,6 +13,7 @@
 // element big-endian at its natural size (char 1, short 2), then zero padding of the
 // whole array to 4: chars are XDR fixed-length opaque, a short is the low half of
 // xdr_short's int, every other type is the concatenation of libtirpc's items.
+#include "grp_types.h"
 #include "grd_desc.h"
 #include "gridrpc_stub.h"
 #include "grm_marshal.h"
@@ -77,7 +78,7 @@ CallPtr NewCall(const grd_desc *d, int side) {
 
 grw_limits Limits() {
     grw_limits l;
-    grw_limits_default(&l);
+    grp_limits_default(&l);
     return l;
 }
 
@@ -134,7 +135,7 @@ Bytes CaptureBody(const std::function<void(grw_writer *)> &fn) {
         auto w = std::make_unique<grw_writer>();
         grw_writer_init(w.get(), p.w);
         gr_err e{};
-        EXPECT_EQ(grw_begin(w.get(), GRW_CALL, 0, 1, &e), GRID_OK);
+        EXPECT_EQ(grw_begin(w.get(), GRP_CALL, 0, 1, &e), GRID_OK);
         fn(w.get());
         EXPECT_EQ(grw_finish(w.get(), &e), GRID_OK);
         shutdown(p.w, SHUT_WR);
@@ -163,7 +164,7 @@ Bytes CaptureBody(const std::function<void(grw_writer *)> &fn) {
         pos += len;
     }
     EXPECT_TRUE(last && pos == raw.size()) << "not one whole record";
-    Bytes hdr = Header(GRW_CALL);
+    Bytes hdr = Header(GRP_CALL);
     EXPECT_TRUE(body.size() >= 24 && std::equal(hdr.begin(), hdr.end(), body.begin()));
     body.erase(body.begin(), body.begin() + std::min<size_t>(24, body.size()));
     return body;
@@ -175,7 +176,7 @@ void FeedBody(const Bytes &body, const std::function<void(grw_reader *)> &fn) {
     Pair p;
     Bytes raw;
     Put32(raw, 0x80000000u | static_cast<uint32_t>(24 + body.size()));
-    raw = Cat({raw, Header(GRW_RESULT), body});
+    raw = Cat({raw, Header(GRP_RESULT), body});
     std::thread t([&] {
         size_t done = 0;
         while (done < raw.size()) {
