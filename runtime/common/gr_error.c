@@ -2,6 +2,7 @@
  * names and texts never drift from the codes), and the thread's last error message. */
 #include "gr_error.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,6 +41,20 @@ long long gr_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int gr_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, long long deadline_ns) {
+    long long left = deadline_ns - gr_now_ns();
+    if (left <= 0) return ETIMEDOUT;
+    /* The condition variables use the default (realtime) clock: the monotonic time left
+     * is added to it. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long ns = (long long)ts.tv_nsec + left % 1000000000LL;
+    ts.tv_sec += (time_t)(left / 1000000000LL + ns / 1000000000LL);
+    ts.tv_nsec = (long)(ns % 1000000000LL);
+    int rc = pthread_cond_timedwait(cond, mutex, &ts);
+    return rc == ETIMEDOUT && gr_now_ns() >= deadline_ns ? ETIMEDOUT : 0;
 }
 
 const char *grid_error_string(int code) {

@@ -7,6 +7,8 @@
 
 #include "gridrpc.h"
 
+#include <pthread.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -25,6 +27,10 @@ void gr_prefixerr(gr_err *e, const char *fmt, ...) __attribute__((format(printf,
 
 /* Nanoseconds on the monotonic clock. */
 long long gr_now_ns(void);
+/* Waits on COND (MUTEX held) until it is signalled or gr_now_ns() reaches DEADLINE_NS.
+ * Returns 0 when woken (the caller checks its condition again), ETIMEDOUT once the
+ * deadline has passed (at once when it already has). */
+int gr_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, long long deadline_ns);
 
 #ifdef __cplusplus
 }

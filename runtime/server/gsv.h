@@ -296,6 +296,11 @@ enum { GSV_KEEP = GDM_KEEP, GSV_CLOSE = GDM_CLOSE, GSV_REFUSE = GDM_REFUSE };
 int gsv_request_serve(gsv_conn *c, const grw_header *h);
 /* Handles a failure E while reading the request H (WHAT names it for the log). */
 int gsv_request_failed(gsv_conn *c, const grw_header *h, const char *what, gr_err *e);
+/* Reads the arguments of JOB, a call of F (BIND, when set, binds its data handles), and
+ * queues it: GSV_KEEP; or, when they cannot be read, frees JOB and answers as
+ * gsv_request_failed does for WHAT ("CALL message"). */
+int gsv_request_queue_call(gsv_server *s, gsv_conn *c, struct gsv_job *job, const gsv_function *f,
+                           const grw_header *h, int (*bind)(struct gsv_job *, gr_err *), const char *what);
 
 /* ---------------------------------------------------------------- jobs and calls */
 

@@ -168,15 +168,7 @@ static int hand_off(gsv_server *s, gsv_job *job, long long queue_ns, long long r
 
 unsigned gsv_call_wait_senders(long long deadline_ns) {
     pthread_mutex_lock(&senders_lock);
-    while (senders > 0) {
-        long long left = deadline_ns - gr_now_ns();
-        if (left <= 0) break;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        long long ns = (long long)ts.tv_nsec + left % 1000000000LL;
-        ts.tv_sec += (time_t)(left / 1000000000LL + ns / 1000000000LL);
-        ts.tv_nsec = (long)(ns % 1000000000LL);
-        pthread_cond_timedwait(&senders_done, &senders_lock, &ts);
+    while (senders > 0 && gr_cond_wait_until(&senders_done, &senders_lock, deadline_ns) == 0) {
     }
     unsigned n = senders;
     pthread_mutex_unlock(&senders_lock);

@@ -185,13 +185,5 @@ int gsv_data_call_request(gsv_conn *c, const grw_header *h) {
     free(t);
     job->priv = dc;
     grp_refs_skip(dc->refs, dc->nrefs, job->call.skip);
-    rc = gsv_call_read_args(s, c, job, bind_refs, &e);
-    if (rc) {
-        if (e.code != GRID_ERR_CONN_LOST && e.code != GRID_ERR_TIMEOUT)
-            gsv_call_log(c->peer, f->qualified, h->request_id, c->r.consumed, 0, 0, 0, e.code, e.msg);
-        gsv_job_free(job);
-        return gsv_request_failed(c, h, "CALL_DATA message", &e);
-    }
-    gsv_call_queue(s, job);
-    return GSV_KEEP;
+    return gsv_request_queue_call(s, c, job, f, h, bind_refs, "CALL_DATA message");
 }

@@ -188,12 +188,19 @@ static int on_call(gsv_conn *c, const grw_header *h) {
         gr_seterr(&e, GRID_ERR_NOMEM, "the server is out of memory: retry later");
         return gsv_request_failed(c, h, "CALL message", &e);
     }
-    int rc = gsv_call_read_args(s, c, job, NULL, &e);
-    if (rc) {
+    return gsv_request_queue_call(s, c, job, f, h, NULL, "CALL message");
+}
+
+int gsv_request_queue_call(gsv_server *s, gsv_conn *c, gsv_job *job, const gsv_function *f,
+                           const grw_header *h, int (*bind)(gsv_job *, gr_err *), const char *what) {
+    gr_err e;
+    gr_clearerr(&e);
+    if (gsv_call_read_args(s, c, job, bind, &e)) {
+        /* A peer that left or stalled is not the call's failure: nothing to log. */
         if (e.code != GRID_ERR_CONN_LOST && e.code != GRID_ERR_TIMEOUT)
             gsv_call_log(c->peer, f->qualified, h->request_id, c->r.consumed, 0, 0, 0, e.code, e.msg);
         gsv_job_free(job);
-        return gsv_request_failed(c, h, "CALL message", &e);
+        return gsv_request_failed(c, h, what, &e);
     }
     gsv_call_queue(s, job);
     return GSV_KEEP;

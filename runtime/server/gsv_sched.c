@@ -245,16 +245,7 @@ void gsv_sched_stop(gsv_server *s) {
 unsigned gsv_sched_wait_idle(gsv_server *s, long long deadline_ns) {
     gsv_sched *q = &s->sched;
     pthread_mutex_lock(&q->lock);
-    while (q->running > 0) {
-        long long left = deadline_ns - gr_now_ns();
-        if (left <= 0) break;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        long long ns = (long long)ts.tv_nsec + left % 1000000000LL;
-        ts.tv_sec += (time_t)(left / 1000000000LL + ns / 1000000000LL);
-        ts.tv_nsec = (long)(ns % 1000000000LL);
-        int rc = pthread_cond_timedwait(&q->idle, &q->lock, &ts);
-        if (rc == ETIMEDOUT && gr_now_ns() >= deadline_ns) break;
+    while (q->running > 0 && gr_cond_wait_until(&q->idle, &q->lock, deadline_ns) == 0) {
     }
     unsigned running = q->running;
     pthread_mutex_unlock(&q->lock);
