@@ -19,7 +19,7 @@ while [ $# -gt 0 ]; do
   --dir) dir=$2; shift 2 ;;
   --tiers) tiers=$2; shift 2 ;;
   --keep) keep=1; shift ;;
-  -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   -*) echo "fresh-root: unknown option $1 (see --help)" >&2; exit 2 ;;
   *) break ;;
   esac
