@@ -47,9 +47,13 @@ cp -a "$template" "$root"
 cleanup() {
   # Network namespaces that tests made leave bind mounts under the root's /run/netns.
   grep " $root/" /proc/self/mounts | awk '{print $2}' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
+  umount -l "$root" 2>/dev/null
   [ "$keep" -eq 1 ] && echo "fresh-root: kept $root" || rm -rf "$root"
 }
 trap cleanup EXIT
+# The root is a mount point of its own, as / is on a machine (the network lab's
+# "mount --make-rslave /" needs one).
+mount --bind "$root" "$root"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 # A machine of this kind trusts the CAs its own store does (a proxy's, for one).
 if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
