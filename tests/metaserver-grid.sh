@@ -58,10 +58,13 @@ if echo "$out" | grep -q 'OK$'; then ok "a plain dmmul through the metaserver is
 out=$("$B/gridrpc" call linalg/dmmul 2 '[1,2,3,4]' '[5,6,7,8]' 2>&1)
 if echo "$out" | tr -s ' \n' ' ' | grep -q '19 22 43 50'; then ok "gridrpc call routes through the metaserver"; else fail "gridrpc call via metaserver"; echo "$out" | diag; fi
 
-# Six concurrent 1 s calls on three servers of two workers: each server gets some.
+# Six concurrent 5 s calls on three servers of two workers: each server gets some. 5 s,
+# not 1: six clients that start one after another on a loaded machine (a TSan build took
+# over a second each) must still be in flight together, or the first server to free up
+# rightly takes a later one.
 before=$(status_json | python3 -c 'import json,sys; print(" ".join(str(s["calls"]) for s in sorted(json.load(sys.stdin)["servers"], key=lambda s: s["id"])))')
 cpids=()
-for i in 1 2 3 4 5 6; do "$B/gridrpc" call test/sleep 1 >/dev/null 2>"$T_TMP/c$i.err" & cpids+=("$!"); done
+for i in 1 2 3 4 5 6; do "$B/gridrpc" call test/sleep 5 >/dev/null 2>"$T_TMP/c$i.err" & cpids+=("$!"); done
 rc=0
 for p in "${cpids[@]}"; do wait "$p" || rc=1; done
 [ $rc -eq 0 ] && ok "six concurrent calls succeed" || { fail "six concurrent calls succeed"; cat "$T_TMP"/c*.err | diag; }
