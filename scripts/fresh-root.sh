@@ -34,7 +34,8 @@ if [ ! -x "$template/bin/bash" ]; then
   command -v debootstrap >/dev/null || apt-get install -y -q debootstrap >/dev/null ||
     { echo "fresh-root: cannot install debootstrap" >&2; exit 1; }
   # The machine's own Debian mirror, as apt here is configured.
-  mirror=$(grep -h -o -m1 'http[^ ]*debian\b' /etc/apt/sources.list.d/* /etc/apt/sources.list 2>/dev/null | head -1)
+  mirror=$(cat /etc/apt/sources.list.d/* /etc/apt/sources.list 2>/dev/null | grep -E '^(URIs:|deb )' |
+    grep -o -m1 'http[^ ]*' | head -1)
   echo "fresh-root: making the bare root ($template, ${mirror:-the default mirror})"
   rm -rf "$template.tmp"
   debootstrap --variant=minbase bookworm "$template.tmp" ${mirror:+"$mirror"} >"$dir/debootstrap.out" 2>&1 ||
