@@ -121,6 +121,33 @@ INSTANTIATE_TEST_SUITE_P(EveryReplyPath, ErrorCodes,
                          ::testing::Values(Path::Hello, Path::Descriptor, Path::SyncCall, Path::AsyncCall),
                          path_name);
 
+// ---------------------------------------------------------------- a server gone as a call left
+
+// The first CALL is answered (an ERROR: the connection stays and goes back to the pool);
+// on the second, which reuses that pooled connection, the server stops listening and
+// closes it, as a server killed as the call arrived does. The client cannot tell that
+// from a pooled connection closed while idle, so it sends the call once more, finds the
+// port closed, and must report the call as lost (it may have run), never as one that
+// never left (GRID_ERR_CONNECT, which a caller may retry freely).
+int gone_on_second_call(fake_server *fs, int fd, const fake_msg *m, void *user) {
+    auto *calls = static_cast<int *>(user);
+    if (m->h.type != GRP_CALL) return fake_default_reply(fs, fd, m, user);
+    if (++*calls == 1)
+        return fake_send_error(fd, m->h.request_id, GRID_ERR_FAILED, "first call") ? FAKE_CLOSE : FAKE_KEEP;
+    fake_server_refuse(fs);
+    return FAKE_CLOSE;
+}
+
+TEST_F(Blackbox, ServerGoneAsTheCallLeftIsALostConnection) {
+    int calls = 0;
+    fake(gone_on_second_call, &calls);
+    EXPECT_EQ(GRID_ERR_FAILED, grid_call("test/null_call")) << grid_last_error();
+    int rc = grid_call("test/null_call");
+    EXPECT_EQ(GRID_ERR_CONN_LOST, rc) << grid_error_name(rc) << ": " << grid_last_error();
+    EXPECT_NE(nullptr, strstr(grid_last_error(), "during the call")) << grid_last_error();
+    EXPECT_EQ(2, calls); // the resend found the port closed: no third CALL
+}
+
 // ---------------------------------------------------------------- ERROR message limit
 
 class ErrorMessage : public Blackbox, public ::testing::WithParamInterface<bool> {};

@@ -31,6 +31,7 @@ typedef struct fake_conn {
 struct fake_server {
     int lfd, port;
     int stopping; /* atomic: read by every connection thread */
+    int refusing; /* atomic: fake_server_refuse was called: the acceptor has ended */
     fake_handler handler;
     void *user;
     pthread_t acceptor;
@@ -119,7 +120,8 @@ static void *conn_main(void *arg) {
 
 static void *accept_main(void *arg) {
     fake_server *fs = arg;
-    while (!__atomic_load_n(&fs->stopping, __ATOMIC_ACQUIRE)) {
+    while (!__atomic_load_n(&fs->stopping, __ATOMIC_ACQUIRE) &&
+           !__atomic_load_n(&fs->refusing, __ATOMIC_ACQUIRE)) {
         struct pollfd p = {fs->lfd, POLLIN, 0};
         if (poll(&p, 1, 100) <= 0) continue;
         int fd = accept(fs->lfd, NULL, NULL);
@@ -182,6 +184,12 @@ int fake_server_messages(const fake_server *fs) {
     int n = fs->messages;
     pthread_mutex_unlock((pthread_mutex_t *)&fs->lock);
     return n;
+}
+
+void fake_server_refuse(fake_server *fs) {
+    __atomic_store_n(&fs->refusing, 1, __ATOMIC_RELEASE);
+    /* A listening socket shut down leaves the port closed: connects are refused. */
+    shutdown(fs->lfd, SHUT_RDWR);
 }
 
 void fake_server_stop(fake_server *fs) {

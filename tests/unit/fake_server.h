@@ -40,6 +40,9 @@ int fake_server_port(const fake_server *fs);
 const char *fake_server_address(const fake_server *fs);
 /* Messages received so far (all connections). */
 int fake_server_messages(const fake_server *fs);
+/* Stops listening (callable from a handler): new connections are refused, as by a
+ * server that died; the open ones go on. */
+void fake_server_refuse(fake_server *fs);
 /* Closes every connection, joins every thread, frees FS. */
 void fake_server_stop(fake_server *fs);
 
