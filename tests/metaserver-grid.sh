@@ -19,6 +19,10 @@ cleanup() {
 trap cleanup EXIT
 
 start_meta() { # start_meta PORT -> $meta_pid, $META
+  # Emptied here, not only by the redirection below: on a restart that runs in the
+  # background child, which a loaded machine may delay until after wait_line has read
+  # the first gridmetad's line (META came out empty under a loaded TSan build).
+  : >"$T_TMP/meta.out"
   "$B/gridmetad" --host 127.0.0.1 --port "$1" --db "$T_TMP/registry.db" --heartbeat 100ms --http 0 \
     >"$T_TMP/meta.out" 2>"$T_TMP/meta.err" &
   meta_pid=$!
