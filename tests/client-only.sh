@@ -8,6 +8,7 @@
 # and a C program built with `pkg-config --cflags --libs gridrpc` against that install
 # calls this build's gridrpcd, as does the installed gridrpc tool.
 . "$top_srcdir/tests/lib.sh"
+prog_c=$top_srcdir/tests/common/installed_prog.c # the program built against the install
 # A second whole build: once, in the plain tier (the sanitizer tiers build the same
 # sources with the same flags minus their runtime, which an installed library lacks).
 case "${STUB_CFLAGS:-}" in
@@ -79,20 +80,7 @@ trap 'kill "$spid" 2>/dev/null' EXIT
 port=$(listening_port srv.out "$spid")
 [ -n "$port" ] || { fail "gridrpcd starts"; diag <srv.err; finish; exit 1; }
 
-cat >prog.c <<'C'
-/* Built against the client-only install: calls test/null_call on the server given. */
-#include <stdio.h>
-#include <gridrpc.h>
-int main(int argc, char **argv) {
-    if (argc < 2) return 2;
-    char url[256];
-    snprintf(url, sizeof url, "gridrpc://%s/test/null_call", argv[1]);
-    int rc = grid_call(url);
-    printf("null_call %s %s\n", grid_error_name(rc), rc ? grid_last_error() : "");
-    return rc != GRID_OK;
-}
-C
-if cc -o prog prog.c $(PKG_CONFIG_PATH="$P/lib/pkgconfig" pkg-config --cflags --libs gridrpc) >cc.out 2>&1; then
+if cc -o prog "$prog_c" $(PKG_CONFIG_PATH="$P/lib/pkgconfig" pkg-config --cflags --libs gridrpc) >cc.out 2>&1; then
   ok "a C program builds with pkg-config --cflags --libs gridrpc against the client-only install"
   if LD_LIBRARY_PATH="$P/lib" ./prog "127.0.0.1:$port" >prog.out 2>&1 && grep -q '^null_call GRID_OK' prog.out; then
     ok "it calls a server elsewhere"

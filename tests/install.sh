@@ -8,6 +8,7 @@
 # reaches this machine), where a program built with plain `pkg-config --cflags --libs
 # gridrpc` runs without LD_LIBRARY_PATH against a gridrpcd serving its default modules.
 . "$top_srcdir/tests/lib.sh"
+prog_c=$top_srcdir/tests/common/installed_prog.c # the program built against the install
 # What is installed is what users build against with a plain cc: the sanitizer builds'
 # libraries need their runtime first, so the install is tested in the plain build only.
 case "${STUB_CFLAGS:-}" in
@@ -53,21 +54,6 @@ done
 if [ -z "$missing" ]; then ok "programs, libraries, headers, gridrpc.mod, both .pc files and the modules are installed"; else fail "missing:$missing"; fi
 if [ ! -e ldconfig.calls ]; then ok "a DESTDIR install does not run ldconfig"; else fail "ldconfig ran for a DESTDIR install"; diag <ldconfig.calls; fi
 
-cat >prog.c <<'C'
-/* Built with pkg-config against the installed library; calls test/null_call on the
- * server given as the first argument, if any. */
-#include <stdio.h>
-#include <gridrpc.h>
-int main(int argc, char **argv) {
-    printf("gridrpc %s\n", gridrpc_version());
-    if (argc < 2) return 0;
-    char url[256];
-    snprintf(url, sizeof url, "gridrpc://%s/test/null_call", argv[1]);
-    int rc = grid_call(url);
-    printf("null_call %s %s\n", grid_error_name(rc), rc ? grid_last_error() : "");
-    return rc != GRID_OK;
-}
-C
 cat >fprog.f90 <<'F'
 ! Built with pkg-config against the installed Fortran module and library.
 program fprog
@@ -96,7 +82,7 @@ trap '[ -n "$spid" ] && kill "$spid" 2>/dev/null' EXIT
 
 # pkg-config reads the staged .pc files; the sysroot puts their paths under $D.
 pc() { PKG_CONFIG_PATH="$D$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$D" pkg-config "$@"; }
-if pc --cflags --libs gridrpc >pc.out 2>&1 && cc -o prog prog.c $(cat pc.out) >cc.out 2>&1; then
+if pc --cflags --libs gridrpc >pc.out 2>&1 && cc -o prog "$prog_c" $(cat pc.out) >cc.out 2>&1; then
   ok "a C program builds with pkg-config --cflags --libs gridrpc"
   if start_gridrpcd srv.out env LD_LIBRARY_PATH="$D$libdir" "$D$bindir/gridrpcd" --module "$D$pkglibdir/modules/test.so" \
     && LD_LIBRARY_PATH="$D$libdir" ./prog "127.0.0.1:$port" >prog.out 2>&1 && grep -q '^null_call GRID_OK' prog.out; then
@@ -165,8 +151,8 @@ set +e
 $MAKE -s -C "$top_builddir" install >"\$T/real-install.out" 2>&1 || { echo "FAIL make install"; exit 0; }
 echo "PASS make install to $prefix"
 grep -q '^gridrpc: .*ldconfig' "\$T/real-install.out" && echo "PASS the install ran ldconfig" || echo "FAIL the install did not run ldconfig"
-env -u LD_LIBRARY_PATH sh -c 'cc -o "\$1/rprog" "\$1/prog.c" \$(pkg-config --cflags --libs gridrpc)' sh "\$T" >"\$T/rcc.out" 2>&1 \
-  && echo "PASS cc prog.c \\\$(pkg-config --cflags --libs gridrpc)" || echo "FAIL cc with the installed gridrpc.pc"
+env -u LD_LIBRARY_PATH sh -c 'cc -o "\$1/rprog" "\$2" \$(pkg-config --cflags --libs gridrpc)' sh "\$T" "$prog_c" >"\$T/rcc.out" 2>&1 \
+  && echo "PASS cc installed_prog.c \\\$(pkg-config --cflags --libs gridrpc)" || echo "FAIL cc with the installed gridrpc.pc"
 env -u LD_LIBRARY_PATH "$bindir/gridrpcd" --host 127.0.0.1 --port 0 >"\$T/rsrv.out" 2>"\$T/rsrv.out.err" &
 spid=\$!
 i=0
