@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -164,6 +166,43 @@ static inline int raw_closed_within(int fd, double timeout) {
         ssize_t k = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
         if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) return 1;
     }
+}
+
+/* 1 once the peer of FD (an IPv4 connection) has shut its side: its socket, found in
+ * /proc/net/tcp by the two addresses, is no longer ESTABLISHED (FIN_WAIT1 while the
+ * data it queued still waits on this side's window, or gone); 0 if it still is after
+ * TIMEOUT seconds. Tells a daemon that gave up on a stuck writer from one that is still
+ * writing, without reading a byte (draining would let the write finish). */
+static inline int raw_peer_shut_within(int fd, double timeout) {
+    struct sockaddr_in me, peer;
+    socklen_t n1 = sizeof me, n2 = sizeof peer;
+    if (getsockname(fd, (struct sockaddr *)&me, &n1) != 0 ||
+        getpeername(fd, (struct sockaddr *)&peer, &n2) != 0 || me.sin_family != AF_INET)
+        return 0;
+    /* /proc/net/tcp: "sl local rem st ...", addresses as %08X:%04X of the address as
+     * stored (network order read as a host integer) and the port. */
+    char local[32], remote[32];
+    snprintf(local, sizeof local, "%08X:%04X", peer.sin_addr.s_addr, ntohs(peer.sin_port));
+    snprintf(remote, sizeof remote, "%08X:%04X", me.sin_addr.s_addr, ntohs(me.sin_port));
+    long long until = raw_deadline(timeout);
+    while (gr_now_ns() < until) {
+        FILE *f = fopen("/proc/net/tcp", "r");
+        if (!f) return 0;
+        char line[512], l[32], r[32];
+        unsigned st;
+        int found = 0, established = 0;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, " %*s %31s %31s %x", l, r, &st) == 3 && !strcmp(l, local) &&
+                !strcmp(r, remote)) {
+                found = 1;
+                established = st == 1;
+            }
+        fclose(f);
+        if (!found || !established) return 1;
+        struct timespec ts = {0, 50000000L};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
 }
 
 /* HELLO from client NAME, protocol versions GRW_VERSION to GRW_VERSION, no token,
