@@ -238,12 +238,10 @@ int gsv_exec_start(gsv_server *s, int argc, char **argv, gr_err *e) {
             return gr_seterr(e, GRID_ERR_FAILED, "cannot make an executor's memory region: %s",
                              strerror(errno));
     }
+    /* It lives as long as the server: the executors' PR_SET_PDEATHSIG follows it. */
     pthread_t t;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t, &at, supervise, NULL);
-    pthread_attr_destroy(&at);
+    int rc = pthread_create(&t, NULL, supervise, NULL);
+    if (!rc) pthread_detach(t);
     if (rc) return gr_seterr(e, GRID_ERR_FAILED, "cannot start the executors' supervisor: %s", strerror(rc));
     pthread_mutex_lock(&pool.lock);
     while (!pool.started)
