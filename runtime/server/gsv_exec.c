@@ -132,7 +132,11 @@ static int spawn_one(xslot *x, gr_err *e) {
     sigfillset(&all);
     posix_spawnattr_setsigmask(&at, &none);
     posix_spawnattr_setsigdefault(&at, &all);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    /* A process group of its own: a Ctrl-C at the server's terminal starts the server's
+     * graceful shutdown, in which running calls finish; it must not end their executors
+     * (they die with the server: PR_SET_PDEATHSIG). */
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
     pid_t pid;
     int rc = posix_spawn(&pid, "/proc/self/exe", &fa, &at, pool.argv, environ);
     posix_spawn_file_actions_destroy(&fa);
