@@ -10,6 +10,8 @@
  *                thread per call. A worker invokes the function and writes RESULT.
  *   meta         with --metaserver: registers and sends heartbeats (gsv_meta.c); it
  *                only reads the load counters, so it never holds up a call.
+ *   supervisor   starts the executor processes that run plain calls and a replacement
+ *                for each that dies (gsv_exec.c); a worker waits on its executor.
  * Locks (never nested: no lock is taken while another is held):
  *   gsv_server.dm.lock  the connection list and counts (the daemon core, gdm.h);
  *   gsv_sched.lock    the queue and the running/queued counters;
