@@ -1,15 +1,21 @@
 #!/bin/sh
-# server-isolate.sh: gridrpcd --isolate against a real client on loopback. The calls of
-# one connection run at once (each in its own child; their start and end times, read in
-# the children from the system-wide monotonic clock, must overlap), a cancel ends the
-# running call's child, a crash fails only its call while another of the same connection
-# goes on, and large results of concurrent calls arrive whole and in step.
+# server-isolate.sh: gridrpcd's executor processes (the default; --isolate is an alias)
+# against a real client on loopback. The calls of one connection run at once (each in
+# an executor of its own; their start and end times, read there from the system-wide
+# monotonic clock, must overlap), a cancel ends the running call's executor, a crash
+# fails only its call while another of the same connection goes on, and large results
+# of concurrent calls arrive whole and in step. Then, on servers without --isolate: a
+# segfault, exit(3), abort() and a stack overflow each give their own error and the
+# server goes on serving dmmul exactly; 200 crashes in a row leave it up; a cancel of a
+# function that never polls frees a one-executor server at once; --call-timeout and
+# --call-memory end a call with an error naming them.
 . "$top_srcdir/tests/lib.sh"
 GRIDRPCD=${GRIDRPCD:-$top_builddir/gridrpcd}
 GRIDRPC_MODULE="$top_builddir/scripts/gridrpc-module"
 GRIDRPC_INCLUDE="$top_srcdir/include"
 export IDLC GRIDRPC_INCLUDE CC
 lib=$top_builddir/.libs/libgridrpc.so
+LINALG=$top_builddir/stubs/.libs/linalg.so
 if [ ! -f "$lib" ]; then echo "1..0 # SKIP no shared libgridrpc (built with --disable-shared)"; rm -rf "$T_TMP"; exit 0; fi
 cd "$T_TMP" || exit 1
 
@@ -18,10 +24,20 @@ Module iso;
 Globals {
 #include <time.h>
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 static double mono(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+static volatile int depth_sink;
+static int deep(int n) {
+    volatile char pad[4096];
+    pad[0] = (char)n;
+    depth_sink = n;
+    if (n > 0) return deep(n + 1) + pad[0];
+    return 0;
 }
 static void nap(double seconds) {
     struct timespec ts;
@@ -54,6 +70,23 @@ Define crash(IN double delay)
 {
     nap(delay);
     *(volatile int *)0 = 1;
+}
+Define misbehave(IN int how)
+"1 dereferences NULL, 2 calls exit(3), 3 aborts, 4 overflows its stack"
+{
+    if (how == 1) *(volatile int *)0 = 1;
+    if (how == 2) exit(3);
+    if (how == 3) abort();
+    if (how == 4) deep(1);
+}
+Define hog(IN int mib, OUT int *got)
+"allocates and touches MIB MiB (a NULL from malloc crashes it)"
+{
+    size_t n = (size_t)mib << 20;
+    char *p = malloc(n);
+    memset(p, 1, n);
+    *got = p[n - 1];
+    free(p);
 }
 Define scaled(IN int n, IN double k, IN double in[n], OUT double out[n])
 "out = k * in"
@@ -135,6 +168,70 @@ int main(int argc, char **argv) {
         printf("span %s crash %s %s\n", grid_error_name(ra), grid_error_name(rb), grid_call_message_np(b));
         return 0;
     }
+    if (strcmp(argv[2], "misbehave") == 0 && argc > 3) {
+        /* One bad call per argument (misbehave's HOW); each prints its code and message.
+         * A crash costs a replacement executor, not seconds: a call that waits 20 s for
+         * one found the server not replacing them. */
+        grid_set_timeouts_np(5, 20);
+        for (int i = 3; i < argc; i++) {
+            int rc = grid_call(fn("misbehave"), atoi(argv[i]));
+            printf("how %s %s %s\n", argv[i], grid_error_name(rc), rc ? grid_last_error() : "");
+        }
+        return 0;
+    }
+    if (strcmp(argv[2], "loop") == 0 && argc > 3) {
+        /* N segfaulting calls in a row: how many failed as crashes. */
+        int n = atoi(argv[3]), crashed = 0;
+        grid_set_timeouts_np(5, 20);
+        for (int i = 0; i < n; i++) {
+            int rc = grid_call(fn("misbehave"), 1);
+            if (rc == GRID_ERR_FAILED && strstr(grid_last_error(), "crashed (signal 11")) {
+                crashed++;
+                continue;
+            }
+            printf("call %d: %s %s\n", i, grid_error_name(rc), grid_last_error());
+            break;
+        }
+        printf("loop %d of %d crashed\n", crashed, n);
+        return 0;
+    }
+    if (strcmp(argv[2], "dmmul") == 0) {
+        /* C = A B with small integers: exact in doubles. */
+        enum { N = 64 };
+        static double a[N * N], b[N * N], c[N * N];
+        char f[300];
+        snprintf(f, sizeof f, "gridrpc://127.0.0.1:%s/linalg/dmmul", argv[1]);
+        for (int i = 0; i < N * N; i++) {
+            a[i] = i % 7;
+            b[i] = (i % 5) - 2;
+        }
+        int rc = grid_call(f, N, a, b, c);
+        if (rc != GRID_OK) { printf("dmmul %s %s\n", grid_error_name(rc), grid_last_error()); return 0; }
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < N; j++) {
+                double want = 0;
+                for (int k = 0; k < N; k++) want += a[i * N + k] * b[k * N + j];
+                if (c[i * N + j] != want) { printf("dmmul C[%d][%d] = %g, not %g\n", i, j, c[i * N + j], want); return 0; }
+            }
+        printf("dmmul exact\n");
+        return 0;
+    }
+    if (strcmp(argv[2], "timeout") == 0 && argc > 3) {
+        int rc = grid_call(fn("napping"), 30.0, argv[3]);
+        printf("timeout %s %s\n", grid_error_name(rc), grid_last_error());
+        double s, e;
+        int pid;
+        rc = grid_call(fn("span"), 0.0, &s, &e, &pid);
+        printf("next %s\n", grid_error_name(rc));
+        return 0;
+    }
+    if (strcmp(argv[2], "hog") == 0 && argc > 3) {
+        for (int i = 3; i < argc; i++) {
+            int got = 0, rc = grid_call(fn("hog"), atoi(argv[i]), &got);
+            printf("hog %s %s %d %s\n", argv[i], grid_error_name(rc), got, rc ? grid_last_error() : "");
+        }
+        return 0;
+    }
     if (strcmp(argv[2], "bulk") == 0) {
         /* Four calls with 8 MB results each, answered while the others run. */
         enum { N = 1 << 20, K = 4 };
@@ -168,7 +265,7 @@ if "$CC" ${STUB_CFLAGS:-} -std=gnu11 -I"$GRIDRPC_INCLUDE" -o client client.c -L"
 # start_server OUT ARGS...: gridrpcd in the background (pid in $spid), port in $port.
 start_server() {
   _out=$1; shift
-  "$GRIDRPCD" --host 127.0.0.1 --port 0 --module "$T_TMP/iso.so" "$@" >"$_out" 2>"$_out.err" &
+  "$GRIDRPCD" --host 127.0.0.1 --port 0 --module "$T_TMP/iso.so" --module "$LINALG" "$@" >"$_out" 2>"$_out.err" &
   spid=$!
   _i=0
   while [ $_i -lt 100 ]; do
@@ -185,6 +282,7 @@ stop_server() { kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; }
 trap 'kill "$spid" 2>/dev/null' EXIT
 
 # Enough workers for three calls at once on any machine (the pool defaults to the cores).
+# --isolate: the old option still starts the server (executors are the default anyway).
 if ! start_server srv.out --isolate --threads 4 --log-level info; then
   fail "gridrpcd --isolate starts"; diag <srv.out.err; finish; exit 1
 fi
@@ -233,6 +331,34 @@ fi
 timeout 120 ./client "$port" bulk >bulk.out 2>&1; rc=$?
 if [ $rc -eq 0 ] && grep -q '^bulk ok$' bulk.out; then ok "concurrent large results arrive whole"; else fail "bulk (rc $rc)"; diag <bulk.out; fi
 
+# Each way of dying gets its own words, and the server serves exact results afterwards.
+case "${STUB_CFLAGS:-}" in *-fsanitize*) sanitized=yes ;; *) sanitized=no ;; esac
+timeout 120 ./client "$port" misbehave 1 2 3 4 >kinds.out 2>&1
+timeout 30 ./client "$port" dmmul >>kinds.out 2>&1
+if [ "$sanitized" = yes ]; then
+  # A sanitizer catches the faults itself and exits with its own status.
+  if [ "$(grep -c '^how [1-4] GRID_ERR_FAILED .*on server .*; the server is still up' kinds.out)" = 4 ]; then
+    ok "segfault, exit(3), abort and stack overflow each fail their call (sanitized build)"
+  else fail "four kinds of crash (sanitized)"; diag <kinds.out; fi
+else
+  if grep -q '^how 1 GRID_ERR_FAILED .*iso/misbehave crashed (signal 11, Segmentation fault) on server .*; the server is still up' kinds.out &&
+     grep -q '^how 2 GRID_ERR_FAILED .*iso/misbehave exited with status 3 on server' kinds.out &&
+     grep -q '^how 3 GRID_ERR_FAILED .*iso/misbehave crashed (signal 6, Abort' kinds.out &&
+     grep -q '^how 4 GRID_ERR_FAILED .*iso/misbehave crashed (signal 11, Segmentation fault: stack overflow)' kinds.out; then
+    ok "segfault, exit(3), abort and stack overflow each fail their call with their own words"
+  else fail "four kinds of crash"; diag <kinds.out; fi
+fi
+if grep -q '^dmmul exact$' kinds.out && kill -0 "$spid" 2>/dev/null; then ok "after them the server serves dmmul exactly"; else fail "dmmul after crashes"; diag <kinds.out; fi
+if grep -q 'warn: .*executor [0-9]*: iso/misbehave crashed (signal 11.*starting another' srv.out.err; then
+  ok "the server logs each crash at warn level and starts another executor"
+else fail "log of a crash"; diag <srv.out.err; fi
+
+timeout 600 ./client "$port" loop 200 >loop.out 2>&1
+timeout 30 ./client "$port" dmmul >>loop.out 2>&1
+if grep -q '^loop 200 of 200 crashed$' loop.out && grep -q '^dmmul exact$' loop.out && kill -0 "$spid" 2>/dev/null; then
+  ok "200 crashing calls in a row leave the server up and serving"
+else fail "200 crashes"; diag <loop.out; fi
+
 # A server killed outright takes its calls' children with it (they would compute for
 # nobody).
 timeout 60 ./client "$port" hang "$T_TMP/hang.pid" >hang.out 2>&1 &
@@ -249,5 +375,33 @@ while [ -n "$child" ] && [ $_i -lt 50 ]; do
 done
 if [ "$gone" = yes ]; then ok "no child outlives a killed server"; else fail "child '$child' outlives the server"; kill -9 "$child" 2>/dev/null; fi
 wait "$cpid" 2>/dev/null
+
+# One executor: a cancel of a function that never polls must free it for the next call
+# at once (asked, a 50 ms grace, then ended), not after the function's 30 s.
+if start_server one.out --threads 1 --log-level info; then
+  timeout 60 ./client "$port" cancel "$T_TMP/one.pid" >one.out 2>&1
+  took=$(sed -n 's/^next GRID_OK \([0-9.]*\)$/\1/p' one.out)
+  echo "# cancel to the next call's answer on a one-executor server: ${took:-?} s"
+  if grep -q '^cancel GRID_OK wait GRID_ERR_CANCELED' one.out && [ -n "$took" ] && awk -v t="$took" 'BEGIN { exit !(t < 1) }'; then
+    ok "a cancel frees the only executor within 1 s (the function never polls)"
+  else fail "cancel on a one-executor server"; diag <one.out; fi
+  stop_server
+else fail "gridrpcd --threads 1 starts"; diag <one.out.err; fi
+
+if start_server limit.out --threads 1 --call-timeout 1s --call-memory 64M --log-level info; then
+  timeout 60 ./client "$port" timeout "$T_TMP/lim.pid" >limit.out 2>&1
+  if grep -q '^timeout GRID_ERR_FAILED .*iso/napping ran longer than 1 s, the server.s limit per call (--call-timeout)' limit.out &&
+     grep -q '^next GRID_OK' limit.out; then
+    ok "--call-timeout ends a call that runs too long, naming the option; the next call runs"
+  else fail "--call-timeout"; diag <limit.out; fi
+  timeout 60 ./client "$port" hog 16 256 16 >hog.out 2>&1
+  if [ "$sanitized" = yes ]; then
+    ok "--call-memory # SKIP a sanitizer's shadow memory needs more address space than RLIMIT_AS leaves"
+  elif grep -q '^hog 16 GRID_OK 1' hog.out && grep -q '^hog 256 GRID_ERR_FAILED .*--call-memory' hog.out &&
+     [ "$(grep -c '^hog 16 GRID_OK 1' hog.out)" = 2 ]; then
+    ok "--call-memory: an allocation past it fails the call, naming the option; calls within it run"
+  else fail "--call-memory"; diag <hog.out; fi
+  stop_server
+else fail "gridrpcd --call-timeout --call-memory starts"; diag <limit.out.err; fi
 trap - EXIT
 finish

@@ -10,13 +10,14 @@
  *                thread per call. A worker invokes the function and writes RESULT.
  *   meta         with --metaserver: registers and sends heartbeats (gsv_meta.c); it
  *                only reads the load counters, so it never holds up a call.
+ *   supervisor   starts the executor processes that run plain calls and a replacement
+ *                for each that dies (gsv_exec.c); a worker waits on its executor.
  * Locks (never nested: no lock is taken while another is held):
  *   gsv_server.dm.lock  the connection list and counts (the daemon core, gdm.h);
  *   gsv_sched.lock    the queue and the running/queued counters;
  *   gsv_conn.wlock    (gdm.h) one whole message on a connection's socket at a time (held while
- *                     writing, so pipelined calls of one connection never interleave;
- *                     with --isolate, while the call's child writes its RESULT, never
- *                     while it computes);
+ *                     writing, so pipelined calls of one connection never interleave);
+ *   gsv_exec.c's pool lock  which executor processes are free, busy or being replaced;
  *   gsv_server.blas_lock  changes of the process-wide OpenBLAS thread count;
  *   the connection counts' (runtime/common/gr_connlimit.c): at accept, and when a
  *                     connection's last reference goes (gdm_conn_unref).
@@ -68,7 +69,10 @@ typedef struct gsv_options {
     unsigned blas_threads; /* --blas-threads: BLAS threads of every call; 0: cores / running calls */
     int mode;              /* GSV_MODE_* */
     int queue;             /* GSV_QUEUE_* */
-    int isolate;           /* run each call in a child process: a crash costs the call only */
+    int in_process;        /* --in-process-unsafe: calls run on the worker threads, so a function
+                              that crashes takes the server down (executors otherwise) */
+    double call_timeout;   /* --call-timeout seconds; 0: none (executors only) */
+    uint64_t call_memory;  /* --call-memory bytes an executor may add during a call; 0: none */
     const char *token;     /* NULL: no token required */
     grw_limits limits;
     double io_timeout;       /* seconds; 0: none */
@@ -308,11 +312,10 @@ typedef struct gsv_callbacks gsv_callbacks; /* gsv_callback.c */
 struct gsv_job;
 
 /* Where the jobs of a kind run. Every job is taken off the queue by a worker thread; a
- * kind says whether its function may leave the daemon's process (--isolate: a child of
- * the worker's) or must stay in it, because the job works on state the daemon holds
+ * kind says whether its function may leave the daemon's process (an executor process,
+ * gsv_exec.c) or must stay in it, because the job works on state the daemon holds
  * (an object's, a kept job's, the store's KEEP outputs) or waits on its connection's
- * reader (callbacks). The runner (gsv_call_answer) and the callbacks' check honour it;
- * an executor process would be one more place. */
+ * reader (callbacks). The runner (gsv_call_answer) honours it. */
 enum { GSV_WHERE_DAEMON = 0, GSV_WHERE_ISOLABLE = 1 };
 
 /* What a job is and how it behaves, set by the request handler that makes it (CALL in
@@ -349,9 +352,6 @@ typedef struct gsv_job {
     long long t_queued, t_started; /* read whole and queued; invoke began */
     uint64_t bytes_in;
     atomic_int canceled;           /* CANCEL arrived while it ran (grpc_is_canceled_np) */
-    pid_t child;                   /* --isolate: the process computing it, while CANCEL may end
-                                      it (under sched.lock); 0 otherwise */
-    int killed;                    /* under sched.lock: CANCEL ended the child */
     struct gsv_job *rprev, *rnext; /* sched.running_list, under sched.lock, while invoked */
     int held;                      /* GSV_HELD_*: what gsv_limits_admit counted for it */
     uint64_t held_bytes;           /* the argument bytes it counted */
@@ -367,6 +367,26 @@ void gsv_job_free(gsv_job *job);
 /* Invokes JOB's function on this thread, flagged by a CANCEL while it runs
  * (grpc_is_canceled_np). */
 void gsv_job_invoke(gsv_server *s, gsv_job *job);
+/* In an executor: grpc_is_canceled_np reads FLAG (the shared region's) from now on. */
+void gsv_job_cancel_flag(atomic_int *flag);
+
+/* ---------------------------------------------------------------- executors (gsv_exec.c) */
+
+/* Starts one executor process per worker (ARGC/ARGV: the server's command line, which
+ * they load their modules from) and the thread that replaces those that die; returns
+ * once all are ready, or an error. */
+int gsv_exec_start(gsv_server *s, int argc, char **argv, gr_err *e);
+/* 1 when JOB's function runs in an executor: its kind may leave the daemon
+ * (GSV_WHERE_ISOLABLE), it takes no callbacks and no OUT or INOUT strings (which stay
+ * in-process in this version), and the server is not --in-process-unsafe. */
+int gsv_exec_runs(const gsv_server *s, const gsv_job *job);
+/* Runs JOB's function in a free executor (waiting for one) with BLAS threads: GRID_OK
+ * with the outputs in JOB's buffers, or the error (E) that answers the call: the
+ * executor died (it is replaced), a CANCEL ended it, --call-timeout did. */
+int gsv_exec_call(gsv_server *s, gsv_job *job, int blas, gr_err *e);
+/* Loads the modules the options name (gsv_main.c; the executors' too): 0, or 1 after
+ * saying why on stderr. */
+int gsv_modules_load(gsv_server *s);
 
 /* ---------------------------------------------------------------- limits (gsv_limits.c) */
 
@@ -406,8 +426,8 @@ gsv_job *gsv_object_cancel(gsv_conn *c, uint64_t request_id);
 /* The scheduler's runner: runs JOB as its kind says (kind->run), which answers and frees it. */
 void gsv_call_run(gsv_server *s, gsv_job *job);
 /* The run of a function call answered on its connection (the CALL and CALL_DATA kinds):
- * sets the BLAS threads, invokes the function (in a child under --isolate when the kind
- * is GSV_WHERE_ISOLABLE), sends RESULT (or ERROR), logs the call and frees JOB. A large
+ * sets the BLAS threads, invokes the function (in an executor process when
+ * gsv_exec_runs says so), sends RESULT (or ERROR), logs the call and frees JOB. A large
  * result, or one for a connection busy sending another, is sent by a thread of its own
  * (the worker goes on). */
 void gsv_call_answer(gsv_server *s, gsv_job *job);
@@ -438,16 +458,11 @@ int gsv_sched_start(gsv_server *s, gsv_runner run, gr_err *e);
 int gsv_sched_submit(gsv_server *s, gsv_job *job, gr_err *e);
 /* Removes the queued call REQUEST_ID of CONN; returns it (the caller answers it), or
  * NULL when it is not queued. A call being invoked is flagged instead, for
- * grpc_is_canceled_np; it finishes and is answered as usual, unless it runs in a child
- * (--isolate): that child is killed and the call answered CANCELED. */
+ * grpc_is_canceled_np; it finishes and is answered as usual, unless it runs in an
+ * executor: that one is ended after a grace (gsv_exec.c) and the call answered CANCELED. */
 gsv_job *gsv_sched_cancel(gsv_server *s, gsv_conn *conn, uint64_t request_id);
 /* Marks JOB as being invoked (cancelable by flag) or no longer. */
 void gsv_sched_invoking(gsv_server *s, gsv_job *job, int on);
-/* --isolate: PID (0: none any more) is the child computing JOB, which a CANCEL ends with
- * SIGKILL (at once when one already arrived). Returns 1 when a CANCEL ended the child
- * (the call is answered CANCELED), else 0; once it was set to 0 no signal is sent, so the
- * pid is never signalled after it was reaped. */
-int gsv_sched_child(gsv_server *s, gsv_job *job, pid_t pid);
 
 /* Stops taking calls: every queued one is answered ERROR GRID_ERR_SHUTDOWN. */
 void gsv_sched_stop(gsv_server *s);
@@ -534,8 +549,8 @@ int gsv_data_call_request(gsv_conn *c, const grw_header *h);
 /* ---------------------------------------------------------------- callbacks (gsv_callback.c) */
 
 /* After JOB's arguments were read: points each callback parameter's entry of the
- * argument vector at the server's side of it. Refuses (E) a function with callbacks
- * under --isolate. */
+ * argument vector at the server's side of it (such a call runs in-process:
+ * gsv_exec_runs). */
 int gsv_callback_attach(gsv_server *s, gsv_job *job, gr_err *e);
 /* After invoke: the code of a callback that failed the call (E: why), else GRID_OK (a
  * kind's ran). */

@@ -1,40 +1,36 @@
 /* gsv_call.c: the call runner. Any job taken off the queue runs as its kind says
  * (gsv_call_run); a function call answered on its connection runs here: give it its
- * share of the BLAS threads, invoke the stub (in a child process under --isolate when
- * its kind may leave the daemon), send RESULT (or ERROR) on the caller's connection,
+ * share of the BLAS threads, invoke the stub (in an executor process when
+ * gsv_exec_runs says so), send RESULT (or ERROR) on the caller's connection,
  * log it, and free everything the call owned so that nothing of it outlives the
  * answer. A result that may keep the worker waiting on a slow reader goes out from a
  * sender thread of its own instead. What a kind adds on top comes through its
  * operations (gsv_job_kind): no feature of the server is named here. */
-#include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "grp_proto.h"
 #include "gsv.h"
 
 /* One call alone gets every core for its BLAS (data parallel); N concurrent calls get
- * cores / N each (task parallel): the Ninf J90 lesson (DESIGN.md). */
-static void share_blas_threads(gsv_server *s) {
-    if (!s->blas_set_threads) return;
+ * cores / N each (task parallel): the Ninf J90 lesson (DESIGN.md). Returns the share;
+ * sets it in this process unless the call runs elsewhere (IN_EXECUTOR: the executor
+ * sets its own). */
+static int share_blas_threads(gsv_server *s, int in_executor) {
     unsigned running = gsv_sched_running(s);
     int n = (int)(running > 1 ? s->cores / running : s->cores);
     /* --blas-threads: the study's fixed configurations (one PE per call, or all). */
     if (s->opt.blas_threads) n = (int)s->opt.blas_threads;
     if (n < 1) n = 1;
+    if (in_executor || !s->blas_set_threads) return n;
     pthread_mutex_lock(&s->blas_lock);
     if (s->blas_threads != n) {
         s->blas_set_threads(n);
         s->blas_threads = n;
     }
     pthread_mutex_unlock(&s->blas_lock);
+    return n;
 }
 
 static int send_result(gsv_server *s, gsv_job *job, long long queue_ns, long long run_ns, uint64_t bytes,
@@ -68,12 +64,6 @@ typedef struct sender {
     gsv_job *job;
     long long queue_ns, run_ns;
     uint64_t bytes;
-    /* an isolated call (run_isolated): the child that sends its result, the channel to
-     * it, what the child said (1: its function returned), whether a CANCEL killed it */
-    pid_t pid;
-    int ch, killed;
-    ssize_t k;
-    long long t0;
 } sender;
 
 static pthread_mutex_t senders_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -175,197 +165,6 @@ unsigned gsv_call_wait_senders(long long deadline_ns) {
     return n;
 }
 
-/* Forks are serialised with the making of each call's channel, so that a child only
- * ever holds its own end: another call's child holding a copy would keep that call's
- * parent from seeing its child die. */
-static pthread_mutex_t fork_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* The isolated call's child: invokes the function, says so on CH, waits for the parent's
- * go-ahead (the connection's write lock is then held for it) and sends RESULT itself,
- * from its own memory: the outputs are never copied through the parent. On a TLS
- * connection the child cannot write into the parent's session (its record counters
- * would part from the parent's): it writes RESULT on CH and the parent relays it. */
-/* A function that calls exit() in the child ends it here, with its status: the handlers
- * registered before (the server's, a sanitizer's leak check) and stdio's buffers copied
- * from the server are the server's, and a lock another server thread held at fork()
- * would hang them. */
-static void child_exit(int status, void *arg) {
-    (void)arg;
-    _exit(status);
-}
-
-static _Noreturn void isolated_child(gsv_server *s, gsv_job *job, int ch, pid_t parent, long long t0,
-                                     long long queue_ns) {
-    /* An orphan would compute for nobody: it ends with the server. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(5);
-    on_exit(child_exit, NULL);
-    job->fn->stub->invoke(job->call.ptr);
-    long long rn = gr_now_ns() - t0;
-    char b = 1;
-    if (send(ch, &b, 1, MSG_NOSIGNAL) != 1) _exit(3);
-    ssize_t k;
-    while ((k = read(ch, &b, 1)) < 0 && errno == EINTR) {
-    }
-    if (k != 1 || b != 'g') _exit(4); /* declined: canceled, or the connection is gone */
-    gsv_conn *c = job->conn;
-    grw_writer *w = &c->w;
-    gr_err ce;
-    grw_writer_init(w, c->tls ? ch : c->fd);
-    w->deadline_ns = gsv_io_deadline(s, grp_result_bytes(&job->call));
-    grp_result_times t = {(uint64_t)queue_ns, (uint64_t)rn};
-    int rc = grp_write_result(w, job->request_id, &t, &job->call, &s->opt.limits, &ce);
-    _exit(rc ? 2 : 0);
-}
-
-/* A TLS connection's isolated call: copies the RESULT its child writes on CH (until the
- * child closes it) into the connection's session; the write lock is held. */
-static int relay_result(gsv_server *s, gsv_conn *c, gsv_job *job, int ch) {
-    grw_writer *w = &c->w;
-    grw_writer_init(w, c->fd);
-    w->tls = c->tls;
-    w->deadline_ns = gsv_io_deadline(s, grp_result_bytes(&job->call));
-    uint8_t *buf = malloc(65536);
-    if (!buf) return GRID_ERR_NOMEM;
-    gr_err e;
-    int rc = GRID_OK;
-    for (;;) {
-        ssize_t n = read(ch, buf, 65536);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break; /* the child is done (or gone: waitpid tells) */
-        rc = grw_write_raw(w, buf, (size_t)n, &e);
-        if (rc) {
-            gsv_log(GSV_LOG_DEBUG, "%s: cannot relay the result of call %llu: %s", c->peer,
-                    (unsigned long long)job->request_id, e.msg);
-            break;
-        }
-    }
-    free(buf);
-    return rc;
-}
-
-/* The end of an isolated call once its function returned or its child is gone: the
- * go-ahead under the connection's write lock (the child sends its RESULT), the child
- * reaped, the lock released, any error answered, the call logged and freed. */
-static void isolated_end(sender *a) {
-    gsv_server *s = a->s;
-    gsv_job *job = a->job;
-    gsv_conn *c = job->conn;
-    gr_err e;
-    gr_clearerr(&e);
-    int rc = GRID_OK, status = 0, began = 0;
-    if (a->k == 1 && !a->killed) {
-        pthread_mutex_lock(&c->wlock);
-        began = !c->broken && send(a->ch, "g", 1, MSG_NOSIGNAL) == 1;
-        if (!began) pthread_mutex_unlock(&c->wlock);
-    }
-    if (began && c->tls && relay_result(s, c, job, a->ch) != GRID_OK) {
-        kill(a->pid, SIGKILL); /* the stream is broken: the rest has nowhere to go */
-        c->broken = 1;
-    }
-    /* Declined (canceled, or the connection is gone): the child exits unheard. A child
-     * that is gone already cannot be told, which changes nothing. */
-    if (!began && a->k == 1 && send(a->ch, "n", 1, MSG_NOSIGNAL) != 1)
-        gsv_log(GSV_LOG_DEBUG, "%s: the child of call %llu was gone before its answer was declined", c->peer,
-                (unsigned long long)job->request_id);
-    while (waitpid(a->pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (began) {
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) c->broken = 1;
-        pthread_mutex_unlock(&c->wlock);
-    }
-    if (a->killed) {
-        rc = gr_seterr(&e, GRID_ERR_CANCELED, "the call was canceled while it ran: its process was ended");
-    } else if (a->k == 1 && !began) {
-        rc = gr_seterr(&e, GRID_ERR_CONN_LOST, "the connection was lost before the result could be sent");
-    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        char why[64];
-        if (WIFSIGNALED(status))
-            snprintf(why, sizeof why, "crashed (signal %d, %s)", WTERMSIG(status),
-                     strsignal(WTERMSIG(status)));
-        else
-            snprintf(why, sizeof why, "exited with status %d", WEXITSTATUS(status));
-        rc = gr_seterr(&e, began ? GRID_ERR_CONN_LOST : GRID_ERR_FAILED, "%s %s%s", job->fn->qualified, why,
-                       began ? " while sending its result" : ": the server is still up");
-    }
-    close(a->ch);
-    long long run_ns = gr_now_ns() - a->t0;
-    if (rc == GRID_ERR_CONN_LOST)
-        gsv_conn_abort(c);
-    else if (rc)
-        gsv_conn_send_error(c, job->request_id, rc, e.msg);
-    gsv_call_log_at(c->peer, job->fn->qualified, job->request_id, job->bytes_in,
-                    rc ? 0 : grp_result_bytes(&job->call), a->queue_ns, run_ns, job->t_queued, rc, e.msg);
-    if (!rc) gsv_work_learn(s, job, run_ns);
-    gsv_job_free(job);
-    atomic_fetch_add(&s->calls_done, 1);
-}
-
-/* Runs JOB in a child process, so a function that crashes or calls exit() takes down
- * only that child. The connection stays free while the child computes, so the other
- * calls of the connection run and answer meanwhile: the child reports on a socketpair
- * when the function returned; the parent then takes the connection's write lock, lets
- * the child send its RESULT, and holds the lock until the child is gone, so no other
- * reply interleaves with it. Until that go-ahead a CANCEL kills the child and the call
- * is answered CANCELED; a child that died on its own before it is answered ERROR
- * cleanly; one that died while writing lost the stream, and the connection ends. The
- * go-ahead and what follows are a sender thread's in pool mode, so a client that does
- * not read holds no worker (not in thread mode: the child dies with the thread that
- * forked it, PR_SET_PDEATHSIG). Answers, logs and frees JOB. */
-static void run_isolated(gsv_server *s, gsv_job *job, long long queue_ns) {
-    int ch[2] = {-1, -1};
-    long long t0 = gr_now_ns();
-    gsv_sched_invoking(s, job, 1);
-    pthread_mutex_lock(&fork_lock);
-    pid_t parent = getpid(), pid = -1;
-    int fork_errno = 0;
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ch) != 0) {
-        fork_errno = errno;
-    } else {
-        pid = fork();
-        if (pid == 0) {
-            close(ch[0]);
-            isolated_child(s, job, ch[1], parent, t0, queue_ns);
-        }
-        if (pid < 0) fork_errno = errno;
-        close(ch[1]);
-    }
-    pthread_mutex_unlock(&fork_lock);
-
-    if (pid < 0) {
-        gsv_sched_invoking(s, job, 0);
-        if (ch[0] >= 0) close(ch[0]);
-        gr_err e;
-        gr_seterr(&e, GRID_ERR_BUSY, "the server cannot start a process for the call (%s): retry later",
-                  strerror(fork_errno));
-        gsv_conn_send_error(job->conn, job->request_id, e.code, e.msg);
-        gsv_call_log_at(job->conn->peer, job->fn->qualified, job->request_id, job->bytes_in, 0, queue_ns,
-                        gr_now_ns() - t0, job->t_queued, e.code, e.msg);
-        gsv_job_free(job);
-        atomic_fetch_add(&s->calls_done, 1);
-        return;
-    }
-    gsv_sched_child(s, job, pid);
-    char b;
-    ssize_t k;
-    while ((k = read(ch[0], &b, 1)) < 0 && errno == EINTR) {
-    }
-    /* From here on no CANCEL signals the child, which is reaped by isolated_end. */
-    int killed = gsv_sched_child(s, job, 0);
-    gsv_sched_invoking(s, job, 0);
-    sender a = {.end = isolated_end,
-                .s = s,
-                .job = job,
-                .queue_ns = queue_ns,
-                .pid = pid,
-                .ch = ch[0],
-                .killed = killed,
-                .k = k,
-                .t0 = t0};
-    if (s->opt.mode == GSV_MODE_POOL && spawn_sender(s, &a)) return;
-    isolated_end(&a);
-}
-
 void gsv_call_run(gsv_server *s, gsv_job *job) {
     job->kind->run(s, job);
 }
@@ -379,17 +178,23 @@ void gsv_call_answer(gsv_server *s, gsv_job *job) {
     gr_clearerr(&e);
     job->t_started = gr_now_ns();
     long long queue_ns = job->t_started - job->t_queued;
-    share_blas_threads(s);
-    if (s->opt.isolate && job->kind->where == GSV_WHERE_ISOLABLE) {
-        run_isolated(s, job, queue_ns);
-        return;
+    int rc = GRID_OK, in_executor = gsv_exec_runs(s, job);
+    int blas = share_blas_threads(s, in_executor);
+    if (in_executor) {
+        /* Flagged by a CANCEL like an in-process call: the executor's worker ends it. */
+        gsv_sched_invoking(s, job, 1);
+        rc = gsv_exec_call(s, job, blas, &e);
+        gsv_sched_invoking(s, job, 0);
+    } else {
+        gsv_job_invoke(s, job);
     }
-    gsv_job_invoke(s, job);
     long long run_ns = gr_now_ns() - job->t_started;
-    gsv_work_learn(s, job, run_ns);
     uint64_t bytes = grp_result_bytes(&job->call);
-    /* The kind's own step after the function may still fail the call: before RESULT. */
-    int rc = job->kind->ran ? job->kind->ran(job, &e) : GRID_OK;
+    if (!rc) {
+        gsv_work_learn(s, job, run_ns);
+        /* The kind's own step after the function may still fail the call: before RESULT. */
+        if (job->kind->ran) rc = job->kind->ran(job, &e);
+    }
     if (!rc) {
         if (!hand_off(s, job, queue_ns, run_ns, bytes)) finish_call(s, job, queue_ns, run_ns, bytes);
         return;

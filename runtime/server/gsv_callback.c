@@ -9,9 +9,8 @@
  * A failed callback (the client passed no function, its answer was malformed, the
  * connection ended) fails the whole call: the body's function returns the error, later
  * callbacks of the call return it at once, and the call is answered ERROR instead of
- * RESULT. Under --isolate a function's body runs in a child process that cannot wait on
- * the parent's reader, so functions with callbacks are refused there (methods of remote
- * objects run in gridrpcd's process and keep theirs).
+ * RESULT. A function with callbacks runs in gridrpcd's process, not in an executor
+ * (gsv_exec_runs): its body waits on the connection's reader, which is the server's.
  *
  * Locking: cb_lock guards the list of waiting callbacks and their state; it is never
  * held while reading or writing a socket. A waiter being filled by the reader is marked
@@ -148,15 +147,10 @@ static int cb_call(const gridrpc_stub_callback *self, void **args) {
 }
 
 int gsv_callback_attach(gsv_server *s, gsv_job *job, gr_err *e) {
+    (void)s;
     const grd_desc *d = job->fn->desc;
     job->cb = NULL;
     if (grd_callback_count(d) == 0) return GRID_OK;
-    /* Only a job that stays in gridrpcd's process (a method of a remote object) can wait
-     * on its connection's reader under --isolate. */
-    if (s->opt.isolate && job->kind->where != GSV_WHERE_DAEMON)
-        return gr_seterr(e, GRID_ERR_ARGS,
-                         "the function takes callbacks, which this server cannot run with calls isolated "
-                         "(--isolate): call it on a server without --isolate");
     gsv_callbacks *cs = calloc(1, sizeof *cs);
     if (!cs) return gr_seterr(e, GRID_ERR_NOMEM, "the server is out of memory: retry later");
     cs->job = job;

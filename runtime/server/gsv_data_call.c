@@ -79,8 +79,9 @@ static void data_call_release(gsv_job *job) {
     release_refs(job);
 }
 
-/* CALL_DATA's job: a call (gsv_call_answer) with data handles bound; it may run in a
- * child under --isolate (a KEEP output, which must stay here, is refused there). */
+/* CALL_DATA's job: a call (gsv_call_answer) with data handles bound; it may run in an
+ * executor (its outputs come back into the job's buffers, from which data_call_ran
+ * stores the KEEP ones here). */
 static const gsv_job_kind data_call_kind = {.where = GSV_WHERE_ISOLABLE,
                                             .run = gsv_call_answer,
                                             .fail = gsv_call_refuse,
@@ -154,13 +155,6 @@ int gsv_data_call_request(gsv_conn *c, const grw_header *h) {
             f->qualified, (unsigned long long)f->desc->hash, (unsigned long long)t->hash);
     else if (f)
         rc = grp_refs_check(f->desc, f->qualified, t->refs, t->nrefs, &e);
-    if (!rc && f && s->opt.isolate)
-        for (uint32_t k = 0; k < t->nrefs && !rc; k++)
-            if (t->refs[k].flags & GRP_REF_KEEP)
-                rc = gr_seterr(&e, GRID_ERR_ARGS,
-                               "parameter %u of %s: a KEEP output cannot stay on a server started with "
-                               "--isolate (the call runs in a child process): pass an ordinary buffer",
-                               t->refs[k].param + 1, f->qualified);
     if (!rc && f) rc = gsv_data_join(c, t->session, &e);
     if (rc || !f) {
         if (e.code != GRID_ERR_PROTOCOL && e.code != GRID_ERR_CONN_LOST)

@@ -45,11 +45,19 @@ void gsv_job_invoke(gsv_server *s, gsv_job *job) {
     gsv_sched_invoking(s, job, 0);
 }
 
+/* In an executor process: the region's flag that the server raises on a CANCEL. */
+static atomic_int *exec_canceled;
+
+void gsv_job_cancel_flag(atomic_int *flag) {
+    exec_canceled = flag;
+}
+
 /* Called by long-running functions (Ninf-G's cooperative cancel, grpc_executable.h):
  * 1 when the client canceled the call being run on this thread. Exported from gridrpcd
  * for the modules it loads. */
 int grpc_is_canceled_np(int *error);
 int grpc_is_canceled_np(int *error) {
     if (error) *error = 0;
+    if (exec_canceled) return atomic_load(exec_canceled) ? 1 : 0;
     return current_job && atomic_load(&current_job->canceled) ? 1 : 0;
 }

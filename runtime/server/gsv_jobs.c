@@ -15,7 +15,7 @@
  * --job-keep are removed by a sweeper thread.
  *
  * A job runs on the worker pool like a call, with no connection: its kind (submit_kind)
- * runs it here. It runs in the server process even under --isolate. A full disk
+ * runs it here. It runs in the server process, not in an executor. A full disk
  * refuses the SUBMIT (GRID_ERR_IO naming the folder); a result the disk refuses is kept
  * in memory (a memfd) so the job stays fetchable until the server stops, and runs again
  * after a restart since its SUBMIT is still on disk. */

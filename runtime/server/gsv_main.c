@@ -8,12 +8,13 @@
 #include <unistd.h>
 
 #include "gsv.h"
+#include "gsv_exec.h"
 
 /* Modules named with --module must load; directories are searched leniently. The
  * default modules (the configured directory, which may be missing, and the directories
  * of GRIDRPC_MODULE_PATH) are loaded when no module was named, or with
  * --default-modules: a server started with --module X serves X alone. */
-static int load_modules(gsv_server *s) {
+int gsv_modules_load(gsv_server *s) {
     gr_err e;
     for (unsigned i = 0; i < s->opt.nmodules; i++) {
         if (gsv_registry_load(&s->reg, s->opt.modules[i], &e) != GRID_OK) {
@@ -58,6 +59,8 @@ static int load_modules(gsv_server *s) {
 }
 
 int main(int argc, char **argv) {
+    /* An executor process (gsv_exec.c started it): the same program, another job. */
+    if (argc > 1 && strcmp(argv[1], GSV_EXEC_ARG) == 0) return gsv_exec_main(argc, argv);
     static gsv_server server; /* static: a worker outliving the shutdown timeout may
                                  still touch it while the process exits */
     gsv_server *s = &server;
@@ -104,7 +107,7 @@ int main(int argc, char **argv) {
     atomic_init(&s->calls_open, 0);
     atomic_init(&s->call_bytes, 0);
 
-    if (load_modules(s)) return 1;
+    if (gsv_modules_load(s)) return 1;
     *(void **)&s->blas_set_threads = gsv_registry_find_symbol(&s->reg, "openblas_set_num_threads");
     gsv_log(GSV_LOG_DEBUG, "BLAS threads per call: %s",
             s->blas_set_threads ? "cores / running calls (OpenBLAS found)"
@@ -112,6 +115,11 @@ int main(int argc, char **argv) {
 
     gr_err e;
     if (s->opt.tls_cert && !(s->tls = grw_tls_server_ctx(s->opt.tls_cert, s->opt.tls_key, &e))) {
+        fprintf(stderr, "gridrpcd: %s\n", e.msg);
+        return 1;
+    }
+    /* The executors are up before the first call is read. */
+    if (!s->opt.in_process && gsv_exec_start(s, argc, argv, &e) != GRID_OK) {
         fprintf(stderr, "gridrpcd: %s\n", e.msg);
         return 1;
     }

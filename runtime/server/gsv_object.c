@@ -11,7 +11,7 @@
  * random-looking 64-bit numbers (a bijection of a counter, so never reused while the
  * server runs), so a stale or forged id names nothing.
  *
- * Methods always run in the server process, --isolate or not: the state lives here.
+ * Methods always run in the server process, not in an executor: the state lives here.
  * One lock (olock) guards the table and every object's queue; it is never held while
  * another lock is taken or a message is written. */
 #include <stdio.h>
@@ -447,7 +447,7 @@ static void release(gsv_job *job) {
     job_done(job);
 }
 
-/* An object's jobs run in gridrpcd's process, --isolate or not: the state lives here.
+/* An object's jobs run in gridrpcd's process, not in an executor: the state lives here.
  * One not run is answered like a call (gsv_call_refuse); its release gives the
  * object's next job its turn. DROP, a destroy nobody asked for (the owner left), has
  * no reply. */

@@ -84,8 +84,16 @@ static const char help_text[] =
     "                           per call (kept for comparison)\n"
     "      --queue fcfs|sjf     order of queued calls: first come first served (default), or\n"
     "                           shortest predicted job first (from the IDL Complexity)\n"
-    "      --isolate            run each call in a child process, so a function that crashes or\n"
-    "                           calls exit() fails only its call (costs a fork per call)\n"
+    "      --call-timeout TIME  end a call whose function runs longer than TIME (default: no\n"
+    "                           limit); it fails with an error naming this option\n"
+    "      --call-memory SIZE   memory a call may allocate in its executor (default: no limit);\n"
+    "                           past it the allocation fails, and so does the call\n"
+    "      --in-process-unsafe  run calls on the server's own threads, not in executor processes:\n"
+    "                           a function that crashes, calls exit() or overflows its stack\n"
+    "                           then takes the whole server down; for trusted functions and\n"
+    "                           benchmarks only\n"
+    "      --isolate            accepted for old command lines: calls run in executor processes\n"
+    "                           anyway (the default; docs/server.md)\n"
     "\n"
     "Two-phase calls (gridrpc submit / fetch; docs/server.md):\n"
     "      --job-dir DIR        keep submitted jobs and their results in DIR (created 0700; default\n"
@@ -252,6 +260,9 @@ enum {
     OPT_MAX_CALL_MEMORY,
     OPT_MAX_OBJECTS_PER_CONNECTION,
     OPT_MAX_SESSIONS_PER_CONNECTION,
+    OPT_IN_PROCESS,
+    OPT_CALL_TIMEOUT,
+    OPT_CALL_MEMORY,
 };
 
 static const struct option long_options[] = {
@@ -273,6 +284,9 @@ static const struct option long_options[] = {
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"isolate", no_argument, NULL, OPT_ISOLATE},
+    {"in-process-unsafe", no_argument, NULL, OPT_IN_PROCESS},
+    {"call-timeout", required_argument, NULL, OPT_CALL_TIMEOUT},
+    {"call-memory", required_argument, NULL, OPT_CALL_MEMORY},
     {"metaserver", required_argument, NULL, OPT_METASERVER},
     {"advertise", required_argument, NULL, OPT_ADVERTISE},
     {"name", required_argument, NULL, OPT_NAME},
@@ -348,7 +362,10 @@ static int apply(void *ctx, int val, const char *v) {
     case OPT_SHUTDOWN_TIMEOUT: return parse_duration(opt, v, &o->shutdown_timeout);
     case OPT_LOG_LEVEL: return parse_choice(opt, v, levels, "error, warn, info or debug", &o->log_level);
     case OPT_QUIET: o->log_level = GSV_LOG_ERROR; return 0;
-    case OPT_ISOLATE: o->isolate = 1; return 0;
+    case OPT_ISOLATE: return 0; /* what every call gets now: executors */
+    case OPT_IN_PROCESS: o->in_process = 1; return 0;
+    case OPT_CALL_TIMEOUT: return parse_duration(opt, v, &o->call_timeout);
+    case OPT_CALL_MEMORY: return parse_size(opt, v, (uint64_t)1 << 62, &o->call_memory);
     case OPT_METASERVER:
         if (gr_parse_hostport(v, 0, o->meta_host, sizeof o->meta_host, &o->meta_port, err, sizeof err))
             return usage_error("%s: %s", opt, err);

@@ -145,7 +145,7 @@ static int on_probe(gsv_conn *c, const grw_header *h) {
 }
 
 /* A queued call is dropped; a running one is flagged (grpc_is_canceled_np) and
- * answered as usual, or, run in a child (--isolate), the child is killed. CANCEL has no
+ * answered as usual, or, run in an executor, ended after a short grace (gsv_exec.c). CANCEL has no
  * reply of its own: the canceled call is answered ERROR GRID_ERR_CANCELED. */
 static int on_cancel(gsv_conn *c, const grw_header *h) {
     gr_err e;
@@ -157,7 +157,7 @@ static int on_cancel(gsv_conn *c, const grw_header *h) {
     return GSV_KEEP;
 }
 
-/* CALL's job: answered on its connection, in a child process under --isolate; a failed
+/* CALL's job: answered on its connection, in an executor process (gsv_exec_runs); a failed
  * callback (gsv_callback.c) fails it, and its callbacks go with it. */
 static const gsv_job_kind call_kind = {.where = GSV_WHERE_ISOLABLE,
                                        .run = gsv_call_answer,

@@ -6,7 +6,6 @@
  * Everything here is under sched.lock: the heap, the running and thread counters and
  * the stopping flag. Jobs are answered outside the lock (a write may block). */
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,23 +186,10 @@ gsv_job *gsv_sched_cancel(gsv_server *s, gsv_conn *conn, uint64_t request_id) {
     }
     if (!found)
         for (gsv_job *j = s->sched.running_list; j; j = j->rnext)
-            if (j->conn == conn && j->request_id == request_id) {
-                atomic_store(&j->canceled, 1);
-                /* An isolated call is ended outright: its child cannot see the flag. */
-                if (j->child > 0 && !j->killed && kill(j->child, SIGKILL) == 0) j->killed = 1;
-            }
+            if (j->conn == conn && j->request_id == request_id)
+                atomic_store(&j->canceled, 1); /* an executor's worker sees it (gsv_exec.c) */
     pthread_mutex_unlock(&s->sched.lock);
     return found;
-}
-
-int gsv_sched_child(gsv_server *s, gsv_job *job, pid_t pid) {
-    pthread_mutex_lock(&s->sched.lock);
-    job->child = pid;
-    /* A CANCEL that came between the call's start and the fork. */
-    if (pid > 0 && atomic_load(&job->canceled) && !job->killed && kill(pid, SIGKILL) == 0) job->killed = 1;
-    int killed = job->killed;
-    pthread_mutex_unlock(&s->sched.lock);
-    return killed;
 }
 
 void gsv_sched_invoking(gsv_server *s, gsv_job *job, int on) {

@@ -6,7 +6,8 @@
 # it gets an error, never a partial result. In the lab (namespaces), where the socket
 # buffers can be made small: with this machine's defaults tens of MB sit in buffers and
 # a stopped reader would never block the server at all. Once with the calls run in the
-# server, once with --isolate (the call's child process sends its result). Root only
+# server, once with --isolate (executor processes, the default; the server's worker
+# still sends the result). Root only
 # (77 otherwise). About 30 s. TAP output.
 . "$top_srcdir/tests/faults/lib.sh"
 . "$top_srcdir/tests/lab/lab.sh"

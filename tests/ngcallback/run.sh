@@ -3,7 +3,8 @@
 # meet them: a module with inline bodies that call callbacks, built by gridrpc-module
 # and served by gridrpcd on loopback, called by a grpc.h client (cbdiag.c) configured
 # by a Ninf-G client.conf; then a hostile client (callback-hostile) that answers
-# callbacks wrongly, and the same function under --isolate (refused with a message).
+# callbacks wrongly, and the same function under --isolate (an alias of the default
+# now: a function with callbacks runs in gridrpcd's own process, not in an executor).
 . "$top_srcdir/tests/common/ng.sh"
 src=$top_srcdir/tests/ngcallback
 
@@ -27,7 +28,7 @@ start_server server.out --threads 4
 if [ -n "$port" ]; then ok "gridrpcd loads the module (port $port)"; else fail "gridrpcd did not start"; diag <server.out; fi
 ng_conf "$port"
 mkdir client-tmp
-for t in many two zero string async max null late stack cancel big inout method; do
+for t in many two zero string async max null stack cancel big inout method; do
   TMPDIR=$T_TMP/client-tmp timeout 60 ./cbdiag client.conf "$t" >"$t.out" 2>"$t.err"; rc=$?
   if [ $rc -eq 0 ] && grep -qx OK "$t.out"; then ok "$t: callbacks as Ninf-G programs expect"; else fail "$t (rc $rc)"; diag <"$t.err"; fi
 done
@@ -64,11 +65,22 @@ if grep -qx OK again.out; then ok "a call whose client left frees its worker"; e
 kill "$spid" 2>/dev/null
 wait "$spid" 2>/dev/null
 
-# Under --isolate the body runs in a child process: refused with a clear message.
+# cb_late calls the callback cb_zero kept, after cb_zero's call ended: only a server
+# that runs both in one process (cb_late takes no callbacks, so it would run in an
+# executor by default) can show the stub refusing it.
+start_server inproc.out --in-process-unsafe
+ng_conf "$port"
+timeout 60 ./cbdiag client.conf zero >inz.out 2>inz.err
+timeout 60 ./cbdiag client.conf late >late.out 2>late.err; rc=$?
+if [ $rc -eq 0 ] && grep -qx OK late.out; then ok "late: a callback called after its call ended is refused (--in-process-unsafe)"; else fail "late (rc $rc)"; diag <late.err; fi
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+
+# --isolate is the default's alias: a function with callbacks runs (in gridrpcd's process).
 start_server isolate.out --isolate
 ng_conf "$port"
 timeout 60 ./cbdiag client.conf zero >iso.out 2>iso.err
-if grep -q -- "--isolate" iso.err; then ok "under --isolate a function with callbacks is refused, naming --isolate"; else fail "--isolate"; diag <iso.err; fi
+if grep -qx OK iso.out; then ok "under --isolate a function with callbacks runs"; else fail "--isolate"; diag <iso.err; fi
 # Methods of remote objects run in gridrpcd's own process: their callbacks work.
 timeout 60 ./cbdiag client.conf method >isom.out 2>isom.err
 if grep -qx OK isom.out; then ok "under --isolate a method's callbacks run"; else fail "a method's callbacks under --isolate"; diag <isom.err; fi

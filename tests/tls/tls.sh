@@ -109,8 +109,9 @@ if [ $rc -eq 0 ] && grep -q '1.5, 2' cli.out; then ok "gridrpc --server gridrpcs
 GRIDRPC_TLS_CA=$T_TMP/ca.pem timeout 30 "$CLI" --server "gridrpcs://127.0.0.1:$TLS_PORT" ls test/ >ls.out 2>&1; rc=$?
 if [ $rc -eq 0 ] && grep -q null_call ls.out; then ok "gridrpc --server gridrpcs:// ls"; else fail "gridrpc ls over TLS (rc $rc)"; diag <ls.out; fi
 
-# --isolate: each call's child writes its RESULT to the server, which relays it into the
-# connection's TLS session (async calls of one connection overlap; 16 MiB both ways).
+# --isolate (the default's alias): calls run in executor processes and the server's
+# worker writes RESULT into the connection's TLS session (async calls of one connection
+# overlap; 16 MiB both ways).
 start_server iso.out --tls-cert server.pem --tls-key server.key --module "$TESTMOD" --isolate
 GRIDRPC_TLS_CA=$T_TMP/ca.pem run_client iso.cl "gridrpcs://127.0.0.1:$port/" full; rc=$?
 if [ $rc -eq 0 ] && grep -qx ok iso.cl; then ok "gridrpcd --isolate over TLS: sync, async, 16 MiB"; else

@@ -1,0 +1,495 @@
+/* gsv_exec.c: the executor pool, gridrpcd's side. The functions of plain calls run in
+ * executor processes that the server starts before it serves (one per worker),
+ * supervises and replaces, so a function that crashes, aborts, calls exit(),
+ * overflows its stack or is killed costs its own call and nothing else.
+ *
+ * How an executor is made: fork+exec of /proc/self/exe with a hidden argument
+ * (GSV_EXEC_ARG), which loads the same modules from the same options. gridrpcd is
+ * multi-threaded (workers, readers, OpenBLAS's threads) by the time it needs a
+ * replacement, and a plain fork() of it would run stub code beside locks that other
+ * threads held at the fork; a zygote forked before the first thread would have to
+ * load the modules itself first (their constructors start threads too), so it would
+ * not stay single-threaded either. exec starts clean, and the spawn is posix_spawn
+ * (vfork-like: no copy of the server's page tables). One supervisor thread starts
+ * every executor, so that PR_SET_PDEATHSIG (which follows the thread that forked)
+ * ends them with the server however it dies.
+ *
+ * How a call goes: the worker that took the call copies its arguments into the
+ * executor's region (a memfd both map, grown when a call needs more), writes the
+ * executor's `go` eventfd and waits on `done` and the control socket (a hang-up there
+ * is the executor's death), then copies the outputs back into the job's own buffers:
+ * RESULT goes out from the server exactly as for a call run in-process (TLS included,
+ * kind->ran included: a KEEP output is stored from the job's buffer). A CANCEL raises
+ * the executor's cooperative flag (grpc_is_canceled_np), and after a short grace the
+ * executor is killed; --call-timeout kills it outright. Next step (not done): receive
+ * large arrays straight into memfd buffers instead of copying them in. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gsv_exec.h"
+
+extern char **environ;
+
+/* The region every executor starts with, and the size above which a region is cut
+ * back to it after its call (the memory of one large call is not kept by every
+ * executor for ever). */
+#define XREGION_MIN ((uint64_t)1 << 20)
+#define XREGION_KEEP ((uint64_t)16 << 20)
+/* The worker looks at CANCEL and the time limit this often while its executor runs. */
+#define XSLICE_MS 10
+/* A canceled function gets this long to see grpc_is_canceled_np and return. */
+#define XGRACE_NS 50000000LL
+/* An executor must say it is ready (its modules loaded) within this. */
+#define XSTART_MS 60000
+
+enum { XS_FREE, XS_BUSY, XS_DEAD };
+
+typedef struct xslot {
+    pid_t pid;
+    int ctl, go, done, mem; /* the server's ends; mem stays across replacements */
+    gsv_xregion *x;         /* the server's mapping of the region */
+    uint64_t size;          /* its bytes */
+    int state;              /* XS_*, under pool.lock */
+} xslot;
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t changed; /* a slot became free, or dead (the supervisor's cue) */
+    xslot *slots;
+    unsigned n;
+    char **argv; /* the executors' command line */
+    char pid[24];
+    int started; /* under lock: the first round of executors is up (1) or failed (-1) */
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
+
+/* fd as one of the descriptors an executor inherits must not be one of their target
+ * numbers, or an earlier dup2 of the spawn would overwrite it. */
+static int above_targets(int fd) {
+    if (fd < 0 || fd > GSV_XFD_DONE) return fd;
+    int d = fcntl(fd, F_DUPFD_CLOEXEC, GSV_XFD_DONE + 1);
+    close(fd);
+    return d;
+}
+
+/* Maps (or remaps to SIZE) slot X's region. */
+static int region_map(xslot *x, uint64_t size) {
+    void *p = x->x ? mremap(x->x, (size_t)x->size, (size_t)size, MREMAP_MAYMOVE)
+                   : mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, x->mem, 0);
+    if (p == MAP_FAILED) return -1;
+    x->x = p;
+    x->size = size;
+    return 0;
+}
+
+/* Sets slot X's region to SIZE bytes (the file, then the server's mapping). */
+static int region_resize(xslot *x, uint64_t size) {
+    if (size < x->size) {
+        if (region_map(x, size)) return -1;
+        return ftruncate(x->mem, (off_t)size);
+    }
+    if (ftruncate(x->mem, (off_t)size)) return -1;
+    return region_map(x, size);
+}
+
+/* Starts slot X's executor and waits until it says it is ready; -1 (E: why) if not. */
+static int spawn_one(xslot *x, gr_err *e) {
+    int sv[2] = {-1, -1}, go = -1, done = -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) || (go = eventfd(0, EFD_CLOEXEC)) < 0 ||
+        (done = eventfd(0, EFD_CLOEXEC)) < 0) {
+        gr_seterr(e, GRID_ERR_FAILED, "cannot make an executor's channel: %s", strerror(errno));
+        goto fail;
+    }
+    sv[0] = above_targets(sv[0]);
+    sv[1] = above_targets(sv[1]);
+    go = above_targets(go);
+    done = above_targets(done);
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, sv[1], GSV_XFD_CTL);
+    posix_spawn_file_actions_adddup2(&fa, x->mem, GSV_XFD_MEM);
+    posix_spawn_file_actions_adddup2(&fa, go, GSV_XFD_GO);
+    posix_spawn_file_actions_adddup2(&fa, done, GSV_XFD_DONE);
+    posix_spawn_file_actions_addclosefrom_np(&fa, GSV_XFD_DONE + 1);
+    posix_spawnattr_init(&at);
+    /* The server blocks its signals for its signalfd: the executor's functions get the
+     * usual dispositions and mask. */
+    sigset_t all;
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    /* A process group of its own: a Ctrl-C at the server's terminal starts the server's
+     * graceful shutdown, in which running calls finish; it must not end their executors
+     * (they die with the server: PR_SET_PDEATHSIG). */
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+    pid_t pid;
+    int rc = posix_spawn(&pid, "/proc/self/exe", &fa, &at, pool.argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    close(sv[1]);
+    sv[1] = -1;
+    if (rc) {
+        gr_seterr(e, GRID_ERR_FAILED, "cannot start an executor process: %s", strerror(rc));
+        goto fail;
+    }
+    struct pollfd pf = {sv[0], POLLIN, 0};
+    char b = 0;
+    int r;
+    while ((r = poll(&pf, 1, XSTART_MS)) < 0 && errno == EINTR) {
+    }
+    if (r != 1 || read(sv[0], &b, 1) != 1 || b != 'r') {
+        int status = 0;
+        kill(pid, SIGKILL);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        if (r == 0)
+            gr_seterr(e, GRID_ERR_FAILED, "an executor process did not start within %d s", XSTART_MS / 1000);
+        else if (WIFEXITED(status))
+            gr_seterr(e, GRID_ERR_FAILED, "an executor process exited with status %d as it started",
+                      WEXITSTATUS(status));
+        else
+            gr_seterr(e, GRID_ERR_FAILED, "an executor process died as it started (signal %d)",
+                      WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        goto fail;
+    }
+    x->pid = pid;
+    x->ctl = sv[0];
+    x->go = go;
+    x->done = done;
+    return 0;
+fail:
+    if (sv[0] >= 0) close(sv[0]);
+    if (sv[1] >= 0) close(sv[1]);
+    if (go >= 0) close(go);
+    if (done >= 0) close(done);
+    return -1;
+}
+
+/* The supervisor: starts the first executors, then a replacement for each that died. */
+static void *supervise(void *arg) {
+    (void)arg;
+    gr_err e;
+    for (unsigned i = 0; i < pool.n; i++) {
+        if (spawn_one(&pool.slots[i], &e)) {
+            gsv_log(GSV_LOG_ERROR, "%s", e.msg);
+            pthread_mutex_lock(&pool.lock);
+            pool.started = -1;
+            pthread_cond_broadcast(&pool.changed);
+            pthread_mutex_unlock(&pool.lock);
+            return NULL;
+        }
+    }
+    pthread_mutex_lock(&pool.lock);
+    for (unsigned i = 0; i < pool.n; i++)
+        pool.slots[i].state = XS_FREE;
+    pool.started = 1;
+    pthread_cond_broadcast(&pool.changed);
+    for (;;) {
+        xslot *dead = NULL;
+        for (unsigned i = 0; i < pool.n && !dead; i++)
+            if (pool.slots[i].state == XS_DEAD) dead = &pool.slots[i];
+        if (!dead) {
+            pthread_cond_wait(&pool.changed, &pool.lock);
+            continue;
+        }
+        pthread_mutex_unlock(&pool.lock);
+        int rc = spawn_one(dead, &e);
+        if (rc) {
+            gsv_log(GSV_LOG_ERROR, "%s (trying again in 1 s)", e.msg);
+            sleep(1);
+        }
+        pthread_mutex_lock(&pool.lock);
+        if (!rc) {
+            dead->state = XS_FREE;
+            gsv_log(GSV_LOG_DEBUG, "executor %d started", (int)dead->pid);
+            pthread_cond_broadcast(&pool.changed);
+        }
+    }
+    return NULL;
+}
+
+int gsv_exec_start(gsv_server *s, int argc, char **argv, gr_err *e) {
+    pool.n = s->workers ? s->workers : 1;
+    pool.slots = calloc(pool.n, sizeof *pool.slots);
+    pool.argv = calloc((size_t)argc + 3, sizeof *pool.argv);
+    if (!pool.slots || !pool.argv) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+    snprintf(pool.pid, sizeof pool.pid, "%d", (int)getpid());
+    pool.argv[0] = argv[0];
+    pool.argv[1] = (char *)GSV_EXEC_ARG;
+    pool.argv[2] = pool.pid;
+    for (int i = 1; i < argc; i++)
+        pool.argv[i + 2] = argv[i];
+    for (unsigned i = 0; i < pool.n; i++) {
+        xslot *x = &pool.slots[i];
+        x->state = XS_DEAD;
+        x->mem = above_targets(memfd_create("gridrpcd-call", MFD_CLOEXEC));
+        if (x->mem < 0 || region_resize(x, XREGION_MIN))
+            return gr_seterr(e, GRID_ERR_FAILED, "cannot make an executor's memory region: %s",
+                             strerror(errno));
+    }
+    /* It lives as long as the server: the executors' PR_SET_PDEATHSIG follows it. */
+    pthread_t t;
+    int rc = pthread_create(&t, NULL, supervise, NULL);
+    if (!rc) pthread_detach(t);
+    if (rc) return gr_seterr(e, GRID_ERR_FAILED, "cannot start the executors' supervisor: %s", strerror(rc));
+    pthread_mutex_lock(&pool.lock);
+    while (!pool.started)
+        pthread_cond_wait(&pool.changed, &pool.lock);
+    rc = pool.started;
+    pthread_mutex_unlock(&pool.lock);
+    if (rc < 0) return gr_seterr(e, GRID_ERR_FAILED, "the executor processes could not start (see above)");
+    gsv_log(GSV_LOG_DEBUG, "%u executor process%s started", pool.n, pool.n == 1 ? "" : "es");
+    return GRID_OK;
+}
+
+int gsv_exec_runs(const gsv_server *s, const gsv_job *job) {
+    if (s->opt.in_process || !pool.n || job->kind->where != GSV_WHERE_ISOLABLE || job->cb) return 0;
+    /* What the region cannot carry yet stays in-process: strings the body may repoint
+     * (OUT and INOUT ones, arrays of them) and callbacks. */
+    const grd_desc *d = job->fn->desc;
+    for (uint32_t i = 0; i < d->nparams; i++) {
+        const grd_param *p = &d->params[i];
+        if (p->type == GRD_CALLBACK) return 0;
+        if ((p->type == GRD_STRING || p->type == GRD_FILENAME) && p->rank > 0) return 0;
+        if (p->type == GRD_STRING && p->mode != GRD_IN) return 0;
+    }
+    return 1;
+}
+
+static xslot *take_slot(void) {
+    pthread_mutex_lock(&pool.lock);
+    for (;;) {
+        for (unsigned i = 0; i < pool.n; i++)
+            if (pool.slots[i].state == XS_FREE) {
+                pool.slots[i].state = XS_BUSY;
+                pthread_mutex_unlock(&pool.lock);
+                return &pool.slots[i];
+            }
+        pthread_cond_wait(&pool.changed, &pool.lock);
+    }
+}
+
+/* Gives slot X back: free, or dead (its executor reaped; the supervisor replaces it). */
+static void give_slot(xslot *x, int dead) {
+    if (dead) {
+        close(x->ctl);
+        close(x->go);
+        close(x->done);
+        x->ctl = x->go = x->done = -1;
+        x->pid = 0;
+    }
+    pthread_mutex_lock(&pool.lock);
+    x->state = dead ? XS_DEAD : XS_FREE;
+    pthread_cond_broadcast(&pool.changed);
+    pthread_mutex_unlock(&pool.lock);
+}
+
+/* The bytes parameter I of C takes in the region: 0 for a scalar number or a NULL. */
+static uint64_t param_bytes(const grm_call *c, uint32_t i) {
+    const grd_param *p = &c->desc->params[i];
+    if (p->type == GRD_STRING || p->type == GRD_FILENAME) {
+        const char *str = *(char *const *)c->ptr[i];
+        return str ? strlen(str) + 1 : 0;
+    }
+    if (p->rank == 0 || !c->ptr[i]) return 0;
+    return c->sl[i].ext.bytes;
+}
+
+/* Lays JOB's arguments out in X's region (OFF/LEN: where each went, the server's own
+ * copy), growing it as needed. GRID_OK, or an error in E. */
+static int put_args(gsv_server *s, xslot *x, gsv_job *job, uint64_t *off, uint64_t *len, gr_err *e) {
+    grm_call *c = &job->call;
+    uint32_t np = c->desc->nparams;
+    /* Every buffer was already allocated within the server's limits: the region can
+     * never need more than NP of the largest array and the head, or it was miscounted. */
+    uint64_t cap = GSV_XDATA + (uint64_t)np * (s->opt.limits.max_array + 64) + s->opt.limits.max_head;
+    uint64_t need = GSV_XDATA;
+    for (uint32_t i = 0; i < np; i++) {
+        len[i] = param_bytes(c, i);
+        off[i] = len[i] ? need : 0;
+        need += (len[i] + 63) & ~(uint64_t)63;
+        if (need > cap)
+            return gr_seterr(e, GRID_ERR_LIMIT, "the arguments of %s exceed the server's limits",
+                             job->fn->qualified);
+    }
+    if (need > x->size) {
+        uint64_t size = x->size;
+        while (size < need)
+            size *= 2;
+        if (region_resize(x, size))
+            return gr_seterr(e, GRID_ERR_NOMEM, "the server cannot map %llu bytes for the call: %s",
+                             (unsigned long long)size, strerror(errno));
+    }
+    gsv_xregion *r = x->x;
+    uint8_t *base = (uint8_t *)r;
+    for (uint32_t i = 0; i < np; i++) {
+        const grd_param *p = &c->desc->params[i];
+        r->off[i] = off[i];
+        r->len[i] = len[i];
+        if (p->type != GRD_STRING && p->type != GRD_FILENAME && p->rank == 0) {
+            memcpy(&r->val[i], c->ptr[i], sizeof r->val[i]);
+        } else if (len[i]) {
+            const void *from = p->rank == 0 ? *(char *const *)c->ptr[i] : c->ptr[i];
+            /* OUT and WORK arrays arrive zeroed, as grm_read_bulk gives them. */
+            if (p->rank > 0 && (p->mode == GRD_OUT || p->mode == GRD_WORK))
+                memset(base + off[i], 0, (size_t)len[i]);
+            else
+                memcpy(base + off[i], from, (size_t)len[i]);
+        }
+    }
+    r->size = need;
+    r->hash = job->fn->desc->hash;
+    r->fn = (uint32_t)(job->fn - s->reg.fns);
+    r->mem_limit = s->opt.call_memory;
+    atomic_store(&r->canceled, 0);
+    atomic_store(&r->fault, GSV_XFAULT_NONE);
+    atomic_store(&r->state, GSV_XSTATE_IDLE);
+    return GRID_OK;
+}
+
+/* Copies the outputs of JOB's call back from X's region into the job's buffers. */
+static void get_outputs(xslot *x, gsv_job *job, const uint64_t *off, const uint64_t *len) {
+    grm_call *c = &job->call;
+    const uint8_t *base = (const uint8_t *)x->x;
+    for (uint32_t i = 0; i < c->desc->nparams; i++) {
+        const grd_param *p = &c->desc->params[i];
+        if (p->mode != GRD_OUT && p->mode != GRD_INOUT) continue;
+        if (p->type == GRD_STRING || p->type == GRD_FILENAME) continue; /* the path is the server's */
+        if (p->rank == 0)
+            memcpy(c->ptr[i], &x->x->val[i], sizeof x->x->val[i]);
+        else if (len[i])
+            memcpy(c->ptr[i], base + off[i], (size_t)len[i]);
+    }
+}
+
+/* What ended the executor: "crashed (signal 11, Segmentation fault)" in WHY. */
+static void death_words(int status, int fault, char *why, size_t n) {
+    if (WIFSIGNALED(status))
+        snprintf(why, n, "crashed (signal %d, %s%s)", WTERMSIG(status), strsignal(WTERMSIG(status)),
+                 fault == GSV_XFAULT_STACK ? ": stack overflow" : "");
+    else
+        snprintf(why, n, "exited with status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+static const char *server_name(const gsv_server *s, char *buf, size_t n) {
+    if (s->opt.name) return s->opt.name;
+    if (gethostname(buf, n) != 0) snprintf(buf, n, "?");
+    buf[n - 1] = '\0';
+    return buf;
+}
+
+enum { XEND_DONE, XEND_DIED, XEND_CANCELED, XEND_TIMEOUT, XEND_BAD };
+
+/* Waits for X's executor to finish the call of JOB: XEND_*. A CANCEL asks first, then
+ * kills; the time limit kills. */
+static int wait_call(gsv_server *s, xslot *x, gsv_job *job) {
+    long long t0 = gr_now_ns(), asked = 0;
+    long long limit = s->opt.call_timeout > 0 ? (long long)(s->opt.call_timeout * 1e9) : 0;
+    int killed = 0;
+    for (;;) {
+        struct pollfd pf[2] = {{x->done, POLLIN, 0}, {x->ctl, POLLIN, 0}};
+        int r = poll(pf, 2, XSLICE_MS);
+        if (r < 0 && errno != EINTR) {
+            kill(x->pid, SIGKILL);
+            return XEND_DIED;
+        }
+        if (r > 0 && (pf[0].revents & POLLIN) && !killed) {
+            uint64_t v;
+            int st = atomic_load(&x->x->state);
+            if (read(x->done, &v, sizeof v) == (ssize_t)sizeof v && st == GSV_XSTATE_DONE) return XEND_DONE;
+            if (st == GSV_XSTATE_BAD) return XEND_BAD;
+        }
+        if (r > 0 && pf[1].revents) return killed ? killed : XEND_DIED;
+        if (killed) continue;
+        long long now = gr_now_ns();
+        if (atomic_load(&job->canceled)) {
+            if (!asked) {
+                asked = now;
+                atomic_store(&x->x->canceled, 1);
+            } else if (now - asked >= XGRACE_NS) {
+                kill(x->pid, SIGKILL);
+                killed = XEND_CANCELED;
+            }
+        }
+        if (!killed && limit && now - t0 >= limit) {
+            kill(x->pid, SIGKILL);
+            killed = XEND_TIMEOUT;
+        }
+    }
+}
+
+int gsv_exec_call(gsv_server *s, gsv_job *job, int blas, gr_err *e) {
+    uint64_t off[GRD_MAX_PARAMS], len[GRD_MAX_PARAMS];
+    for (int attempt = 0;; attempt++) {
+        xslot *x = take_slot();
+        int rc = put_args(s, x, job, off, len, e);
+        if (rc) {
+            give_slot(x, 0);
+            return rc;
+        }
+        x->x->blas = blas;
+        uint64_t one = 1;
+        int end = write(x->go, &one, sizeof one) == (ssize_t)sizeof one ? wait_call(s, x, job) : XEND_DIED;
+        if (end == XEND_DONE) {
+            get_outputs(x, job, off, len);
+            if (x->size > XREGION_KEEP) region_resize(x, XREGION_MIN);
+            give_slot(x, 0);
+            return GRID_OK;
+        }
+        int status = 0, state = atomic_load(&x->x->state), fault = atomic_load(&x->x->fault);
+        /* A hang-up need not be an exit (a function may close the descriptor): the
+         * executor is ended either way before it is reaped. */
+        kill(x->pid, SIGKILL);
+        while (waitpid(x->pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        pid_t pid = x->pid;
+        give_slot(x, 1);
+        /* An executor that died while idle (killed from outside) never saw this call: it
+         * runs once more, on the replacement. */
+        if (end == XEND_DIED && state == GSV_XSTATE_IDLE && attempt == 0) {
+            gsv_log(GSV_LOG_WARN, "executor %d died while idle (status %d): replaced", (int)pid, status);
+            continue;
+        }
+        const char *fn = job->fn->qualified;
+        char host[256];
+        if (end == XEND_BAD)
+            return gr_seterr(e, GRID_ERR_FAILED,
+                             "the executor process of server %s does not know %s (its modules changed on "
+                             "disk since the server started): restart the server",
+                             server_name(s, host, sizeof host), fn);
+        if (end == XEND_CANCELED)
+            return gr_seterr(e, GRID_ERR_CANCELED,
+                             "the call was canceled while it ran: its process was ended");
+        if (end == XEND_TIMEOUT)
+            return gr_seterr(e, GRID_ERR_FAILED,
+                             "%s ran longer than %g s, the server's limit per call (--call-timeout), and was "
+                             "stopped on server %s; the server is still up",
+                             fn, s->opt.call_timeout, server_name(s, host, sizeof host));
+        char why[160], mem[96] = "";
+        death_words(status, fault, why, sizeof why);
+        if (s->opt.call_memory) {
+            char size[32];
+            snprintf(mem, sizeof mem, " (a call may allocate at most %s here: --call-memory)",
+                     gsv_data_size(s->opt.call_memory, size, sizeof size));
+        }
+        gr_seterr(e, GRID_ERR_FAILED, "%s %s on server %s%s; the server is still up", fn, why,
+                  server_name(s, host, sizeof host), mem);
+        gsv_log(GSV_LOG_WARN, "executor %d: %s; starting another", (int)pid, e->msg);
+        return GRID_ERR_FAILED;
+    }
+}

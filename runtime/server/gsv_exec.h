@@ -1,0 +1,52 @@
+/* gsv_exec.h: what gridrpcd and its executor processes share (gsv_exec.c is the
+ * server's side, gsv_exec_main.c the executor's): the hidden command line that starts
+ * an executor, the descriptors it finds open, and the layout of the shared-memory
+ * region through which one call at a time goes in and comes back. */
+#ifndef GSV_EXEC_H
+#define GSV_EXEC_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "gsv.h"
+
+/* argv[1] of an executor: gridrpcd EXEC_ARG SERVER_PID SERVER_ARGS... (not in --help:
+ * only gridrpcd itself starts one). */
+#define GSV_EXEC_ARG "--executor-process"
+
+/* The executor's descriptors, set up by the server before exec: the control socket
+ * (a byte "ready" once the modules are loaded; either end closing means the other is
+ * gone), the call region's memfd, and the two eventfds that wake the executor (go) and
+ * the server (done). */
+enum { GSV_XFD_CTL = 3, GSV_XFD_MEM = 4, GSV_XFD_GO = 5, GSV_XFD_DONE = 6 };
+
+/* What the executor last did with the region's call (its state field). */
+enum { GSV_XSTATE_IDLE = 0, GSV_XSTATE_RUNNING = 1, GSV_XSTATE_DONE = 2, GSV_XSTATE_BAD = 3 };
+/* Why it died, when its SIGSEGV handler could tell (its fault field). */
+enum { GSV_XFAULT_NONE = 0, GSV_XFAULT_STACK = 1 };
+
+/* The head of the region. The server writes the call (function, scalars, where each
+ * buffer lies), the executor runs it and writes the scalars and buffers back in place.
+ * The server never reads an offset or a length from here: it keeps its own copies, so
+ * an executor that scribbles on the head can only spoil its own call's outputs. */
+typedef struct gsv_xregion {
+    uint64_t size;       /* bytes of the region the call uses (server): the executor maps that much */
+    uint64_t hash;       /* the function's descriptor hash (server) */
+    uint32_t fn;         /* its index in the registry, the same in both processes (server) */
+    int32_t blas;        /* BLAS threads for the call; 0: leave them (server) */
+    uint64_t mem_limit;  /* --call-memory bytes; 0: none (server) */
+    atomic_int canceled; /* the client canceled: grpc_is_canceled_np in the executor (server) */
+    atomic_int state;    /* GSV_XSTATE_* (executor) */
+    atomic_int fault;    /* GSV_XFAULT_* (executor) */
+    uint64_t off[GRD_MAX_PARAMS], len[GRD_MAX_PARAMS]; /* each parameter's bytes; len 0: NULL */
+    grm_value val[GRD_MAX_PARAMS];                     /* the scalars, in and out */
+} gsv_xregion;
+
+/* Where the buffers begin: after the head, cache-line aligned. */
+#define GSV_XDATA (((uint64_t)sizeof(gsv_xregion) + 63u) & ~(uint64_t)63u)
+
+/* The executor's main (gsv_exec_main.c), from gridrpcd's main when argv[1] is
+ * GSV_EXEC_ARG: loads the server's modules and runs calls until the server is gone. */
+int gsv_exec_main(int argc, char **argv);
+
+#endif /* GSV_EXEC_H */

@@ -1,0 +1,175 @@
+/* gsv_exec_main.c: an executor process (gsv_exec.c starts them): gridrpcd run again
+ * with the hidden GSV_EXEC_ARG, which loads the server's modules from the server's own
+ * options and then runs the calls the server puts in its region, one at a time, until
+ * the server is gone. Nothing here trusts the function: it may crash, exit, loop or
+ * allocate without end; the server sees only this process end. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gsv_exec.h"
+
+static gsv_server ex;
+static gsv_xregion *region;
+static uint64_t mapped;
+static void (*blas_set)(int);
+static int blas_now;
+static int limited; /* RLIMIT_AS was set for the last call */
+
+/* The top of the main stack and how far it may grow, for telling a stack overflow
+ * from another SIGSEGV. */
+static uintptr_t stack_top;
+static rlim_t stack_max;
+
+/* A function that calls exit() ends the executor here, with its status: the stdio
+ * buffers and destructors of the modules are not worth a hang in a lock a dying
+ * thread held. */
+static void exit_now(int status, void *arg) {
+    (void)arg;
+    _exit(status);
+}
+
+static void on_segv(int sig, siginfo_t *si, void *uc) {
+    (void)uc;
+    uintptr_t a = (uintptr_t)si->si_addr;
+    /* Within the stack's limit below its top, plus the guard gap. */
+    if (region && a < stack_top && stack_top - a <= stack_max + ((uintptr_t)1 << 20))
+        atomic_store(&region->fault, GSV_XFAULT_STACK);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* A SIGSEGV handler on a stack of its own: the main one may be the one that is full. */
+static void catch_overflow(void) {
+    static char alt[64 * 1024];
+    stack_t ss = {.ss_sp = alt, .ss_size = sizeof alt, .ss_flags = 0};
+    struct rlimit rl;
+    int here;
+    stack_top = (uintptr_t)&here;
+    stack_max = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 8u << 20;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    if (sigaltstack(&ss, NULL) == 0) sigaction(SIGSEGV, &sa, NULL);
+}
+
+/* Maps the region as far as the server says the call uses it. */
+static int map_region(void) {
+    uint64_t need = region ? region->size : GSV_XDATA;
+    if (region && need <= mapped) return 0;
+    struct stat st;
+    if (fstat(GSV_XFD_MEM, &st) || (uint64_t)st.st_size < need || need < GSV_XDATA) return -1;
+    if (region) munmap(region, (size_t)mapped);
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, GSV_XFD_MEM, 0);
+    if (p == MAP_FAILED) {
+        region = NULL;
+        return -1;
+    }
+    region = p;
+    mapped = (uint64_t)st.st_size;
+    return 0;
+}
+
+/* --call-memory: the address space may grow by that much during the call. */
+static void limit_memory(uint64_t bytes) {
+    static uint64_t base_vm;
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (f) {
+        if (fscanf(f, "%lu", &pages) != 1) pages = 0;
+        fclose(f);
+    }
+    uint64_t vm = (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+    if (vm > base_vm) base_vm = vm;
+    struct rlimit rl = {(rlim_t)(base_vm + bytes), RLIM_INFINITY};
+    setrlimit(RLIMIT_AS, &rl);
+}
+
+/* Runs the call in the region: GSV_XSTATE_DONE, or BAD when it names no function here. */
+static int run_call(void) {
+    gsv_xregion *r = region;
+    if (r->fn >= ex.reg.nfns || ex.reg.fns[r->fn].desc->hash != r->hash) return GSV_XSTATE_BAD;
+    const gsv_function *f = &ex.reg.fns[r->fn];
+    void *ptr[GRD_MAX_PARAMS];
+    char *str[GRD_MAX_PARAMS];
+    uint8_t *base = (uint8_t *)r;
+    for (uint32_t i = 0; i < f->desc->nparams; i++) {
+        const grd_param *p = &f->desc->params[i];
+        uint64_t off = r->off[i], len = r->len[i];
+        if (len && (off < GSV_XDATA || off > mapped || len > mapped - off)) return GSV_XSTATE_BAD;
+        void *d = len ? base + off : NULL;
+        if (p->type == GRD_STRING || p->type == GRD_FILENAME) {
+            if (len && ((char *)d)[len - 1] != '\0') return GSV_XSTATE_BAD;
+            str[i] = d;
+            ptr[i] = &str[i];
+        } else {
+            ptr[i] = p->rank == 0 ? (void *)&r->val[i] : d;
+        }
+    }
+    if (blas_set && r->blas > 0 && r->blas != blas_now) {
+        blas_set(r->blas);
+        blas_now = r->blas;
+    }
+    if (r->mem_limit) {
+        limit_memory(r->mem_limit);
+        limited = 1;
+    }
+    atomic_store(&r->state, GSV_XSTATE_RUNNING);
+    f->stub->invoke(ptr);
+    return GSV_XSTATE_DONE;
+}
+
+int gsv_exec_main(int argc, char **argv) {
+    if (argc < 3) return 2;
+    pid_t server = (pid_t)atoi(argv[2]);
+    /* An orphan would compute for nobody: it ends with the server. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != server) return 5;
+    for (int fd = GSV_XFD_CTL; fd <= GSV_XFD_DONE; fd++)
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+    argv[2] = argv[0];
+    if (gsv_options_parse(argc - 2, argv + 2, &ex.opt) >= 0) return 2;
+    /* The server already said what it had to about its modules. */
+    gr_log_init("gridrpcd executor", GSV_LOG_ERROR);
+    if (gsv_modules_load(&ex)) return 1;
+    *(void **)&blas_set = gsv_registry_find_symbol(&ex.reg, "openblas_set_num_threads");
+    catch_overflow();
+    on_exit(exit_now, NULL);
+    if (map_region()) return 1;
+    gsv_job_cancel_flag(&region->canceled);
+    if (write(GSV_XFD_CTL, "r", 1) != 1) return 1;
+    for (;;) {
+        struct pollfd pf[2] = {{GSV_XFD_GO, POLLIN, 0}, {GSV_XFD_CTL, POLLIN, 0}};
+        if (poll(pf, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            _exit(1);
+        }
+        if (pf[1].revents) _exit(0); /* the server is gone */
+        uint64_t v;
+        if (!(pf[0].revents & POLLIN) || read(GSV_XFD_GO, &v, sizeof v) != (ssize_t)sizeof v) continue;
+        /* The last call's limit must not keep the region from growing. */
+        if (limited) {
+            struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
+            setrlimit(RLIMIT_AS, &rl);
+            limited = 0;
+        }
+        gsv_xregion *before = region;
+        if (map_region()) _exit(1); /* the server sees it end */
+        if (region != before) gsv_job_cancel_flag(&region->canceled);
+        atomic_store(&region->state, run_call());
+        v = 1;
+        if (write(GSV_XFD_DONE, &v, sizeof v) != (ssize_t)sizeof v) _exit(1);
+    }
+}
