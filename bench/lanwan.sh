@@ -186,10 +186,16 @@ run_lanwan() {
     wan4) echo "${site_rate[$2]}/$((site_ms[$2] * delay))ms" ;;
     esac
   }
-  # cpu_s PID: the process's CPU time (user + system) in seconds.
+  # cpu_s PID: the server's CPU time (user + system) in seconds, with its executor
+  # processes' (its children: the live ones' own, the reaped ones' in its cutime/cstime),
+  # where the functions run.
   local tck
   tck=$(getconf CLK_TCK)
-  cpu_s() { awk -v t="$tck" '{ sub(/^.*\) /, ""); print ($12 + $13) / t }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+  cpu_s() {
+    awk -v t="$tck" -v p="$1" '{ pid = $1; sub(/^.*\) /, "") }
+      pid == p { s += $12 + $13 + $14 + $15 } $2 == p { s += $12 + $13 }
+      END { print s / t + 0 }' /proc/[0-9]*/stat 2>/dev/null
+  }
 
   # one_run NAME NETWORK CONFIG WORKLOAD SIZE C SERVER_PID SERVER_ADDR LOG: c clients over
   # the network's sites; a row of runs.csv; prints a progress line.

@@ -42,7 +42,7 @@ antlr_inc="-isystem $out/antlr4-runtime"
 
 # The runtime the targets call: every decoder and parser, not the daemons' main loops.
 core_c="runtime/version.c $(ls runtime/desc/*.c runtime/common/*.c runtime/wire/*.c runtime/marshal/*.c \
-  runtime/proto/*.c runtime/client/*.c runtime/ogf/*.c runtime/daemon/*.c) $(ls runtime/server/gsv_*.c | grep -v gsv_main.c)
+  runtime/proto/*.c runtime/client/*.c runtime/ogf/*.c runtime/daemon/*.c) $(ls runtime/server/gsv_*.c | grep -v -e gsv_main.c -e gsv_exec_main.c)
   $(ls metaserver/gms_*.c | grep -v -e gms_main.c -e gms_http.c)"
 idl_cxx="idlc/src/diag.cpp idlc/src/preprocess.cpp idlc/src/parse.cpp idlc/src/sema.cpp idlc/src/printer.cpp
   idlc/src/emit_descriptor.cpp idlc/src/emit_stub.cpp idlc/src/emit_client.cpp $(ls idlc/gen/*.cpp)"

@@ -166,8 +166,10 @@ if lab_have_cpu_quota; then
   if [ -n "$ratio" ] && num "$ratio" '>=' 2.8; then ok "25% CPU quota: ${ratio}x slower (expected about 4)"; else
     fail "25% CPU quota: ${ratio:-?}x slower (expected about 4, at least 2.8)"
   fi
-  if [ -n "$share" ] && num "$share" '<=' 0.3; then ok "25% CPU quota: the loop got $share of a CPU"; else
-    fail "25% CPU quota: the loop got ${share:-?} of a CPU (at most 0.3 expected)"
+  # 0.35: a loop of a few quota periods may start with one period's whole allowance and
+  # end mid-period (0.31 measured in a fresh-root run's check tier, under load).
+  if [ -n "$share" ] && num "$share" '<=' 0.35; then ok "25% CPU quota: the loop got $share of a CPU"; else
+    fail "25% CPU quota: the loop got ${share:-?} of a CPU (at most 0.35 expected)"
   fi
   # A process already running on the host joins the quota too.
   lab_run_bg b sleep 30
