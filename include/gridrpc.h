@@ -265,6 +265,14 @@ int grid_call_waited_np(int id);
 /* Forgets the record of finished call ID. */
 void grid_forget_np(int id);
 
+/* Ends the synchronous calls in progress (grid_call and its forms, in every thread) as
+ * canceled: each sends CANCEL to its server, which stops the function (its executor is
+ * ended if it does not poll grpc_is_canceled_np within a short grace), and returns
+ * GRID_ERR_CANCELED at once. Async-signal-safe: meant for a SIGINT handler, so that
+ * Ctrl-C stops the remote work and not only the program. Calls that have not yet
+ * connected, and asynchronous calls (grid_cancel), are not affected. */
+void grid_interrupt_np(void);
+
 /* ---- Transactions (Ninf's Ninf_transaction_begin/_end; docs/api.md "Transactions")
  *
  * Between grid_transaction_begin and grid_transaction_end, grid_call (and its _va_np,

@@ -89,7 +89,7 @@ def _flags() -> dict[str, list[str]]:
 
 # The extension is one C file per thing it serves (src/gridrpc/_core.c says which).
 CORE_SOURCES = [f"src/gridrpc/{name}.c" for name in ("_core", "_core_calls", "_core_convert", "_core_data",
-                                                     "_core_errors", "_core_settings", "_core_txn")]
+                                                     "_core_errors", "_core_interrupt", "_core_settings", "_core_txn")]
 
 setup(ext_modules=[Extension("gridrpc._core", sources=CORE_SOURCES, depends=["src/gridrpc/_core.h"],
                              **_flags())])

@@ -23,7 +23,7 @@ import pytest
 class Server:
     """One gridrpcd child process serving the test, linalg, nas and lsq modules."""
 
-    def __init__(self, extra: Sequence[str] = ()) -> None:
+    def __init__(self, extra: Sequence[str] = (), log: str | None = None) -> None:
         prog = os.environ.get("GRIDRPCD")
         mods = os.environ.get("GRIDRPC_TEST_MODULES")
         if not prog or not mods:
@@ -37,7 +37,12 @@ class Server:
         self.job_dir = tempfile.mkdtemp(prefix="gridrpc-pyjobs.")
         args += ["--job-dir", self.job_dir]
         args += list(extra)
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        # LOG: where its stderr (the log, one line per call) goes, for tests that read it.
+        self.log = log
+        err = open(log, "wb") if log else None
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, stderr=err)
+        if err:
+            err.close()
         assert self.proc.stdout is not None
         line = b""
         deadline = time.monotonic() + 20

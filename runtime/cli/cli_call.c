@@ -3,6 +3,7 @@
  * expressions), OUT arrays are allocated at the sizes those expressions give, and the
  * call is made through the public API (grid_call_argv_np), so it goes where any
  * program's call goes. Results are printed by name, or as one JSON object. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,13 +447,42 @@ static void release(call_state *st) {
     grd_free(d);
 }
 
+static volatile sig_atomic_t interrupted_by;
+
+/* Ctrl-C (or a TERM, HUP) during the call: the server is told to cancel it, and the
+ * tool says so instead of leaving the work running where nobody waits for it. */
+static void on_interrupt(int sig) {
+    interrupted_by = sig;
+    grid_interrupt_np();
+}
+
+/* 128 + the signal, as a shell reports a program that a signal ended. */
+static int interrupted_status(void) {
+    return 128 + (int)interrupted_by;
+}
+
+static void catch_interrupts(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
 int cli_call(int argc, char **argv, cli_opts *o) {
     call_state *st;
     char qualified[GRP_MAX_FUNCTION_NAME + 1];
     char target[GRP_MAX_FUNCTION_NAME + GRP_MAX_HOST + 32];
     int status = prepare(argc, argv, o, "call", &st, qualified, target, sizeof target);
     if (status != CLI_OK) return status;
-    if (grid_call_argv_np(target, (int)st->d->nparams, st->argv) != GRID_OK) {
+    catch_interrupts();
+    int rc = grid_call_argv_np(target, (int)st->d->nparams, st->argv);
+    if (rc != GRID_OK && interrupted_by) {
+        cli_error("interrupted (%s): %s was canceled on its server", strsignal(interrupted_by), qualified);
+        status = interrupted_status();
+    } else if (rc != GRID_OK) {
         cli_error("call %s failed: %s", qualified, grid_last_error());
         status = CLI_FAIL;
     } else if (o->json) {

@@ -21,11 +21,20 @@ int grc_call_last_times(grid_call_times_np *out) {
     return 1;
 }
 
-/* Sends Q on connection C and reads its reply. Returns GRID_OK or the error; sets
- * *broken when the connection cannot be reused. */
-static int exchange(grc_conn *c, grc_req *q, int *broken, gr_err *e) {
-    uint64_t id = c->next_id++;
-    last_times_ok = 0;
+/* After grid_interrupt_np ended the wait for call ID on C: the server is told to cancel
+ * it and the connection (its reading side shut) is dropped. */
+static int interrupted(grc_conn *c, uint64_t id, int *broken, gr_err *e) {
+    gr_err ce;
+    c->wr.deadline_ns = gr_now_ns() + 1000000000LL; /* a full send buffer does not hold Ctrl-C up */
+    grp_write_empty(&c->wr, GRP_CANCEL, id, &ce);
+    *broken = 1;
+    return gr_seterr(
+        e, GRID_ERR_CANCELED,
+        "the call was interrupted (Ctrl-C or grid_interrupt_np): the server was told to cancel it");
+}
+
+/* exchange's send and receive, as the call's socket is watched for an interrupt. */
+static int exchange_watched(grc_conn *c, grc_req *q, uint64_t id, int *broken, gr_err *e) {
     long long sent_ns = q->route.sent_ns = gr_now_ns();
     int rc = grc_req_send(q, &c->wr, id, &c->server, e);
     if (rc) {
@@ -80,21 +89,44 @@ static int exchange(grc_conn *c, grc_req *q, int *broken, gr_err *e) {
     return rc;
 }
 
+/* Sends Q on connection C and reads its reply. Returns GRID_OK or the error; sets
+ * *broken when the connection cannot be reused. GEN: grid_interrupt_np's count when the
+ * call started; once it moves, the call ends as canceled. */
+static int exchange(grc_conn *c, grc_req *q, unsigned gen, int *broken, gr_err *e) {
+    uint64_t id = c->next_id++;
+    last_times_ok = 0;
+    /* Watched from before the send: an interrupt during a large send ends the wait for
+     * the reply at once. */
+    int slot = grc_interrupt_watch(c->fd);
+    int rc = exchange_watched(c, q, id, broken, e);
+    grc_interrupt_unwatch(slot);
+    if (rc && grc_interrupt_count() != gen) return interrupted(c, id, broken, e);
+    return rc;
+}
+
 int grc_call(const char *name, const grc_args *args, gr_err *e) {
     /* Inside a transaction the call is recorded; it runs at grid_transaction_end. */
     if (grc_txn_active()) return grc_txn_record(name, args, e);
     grc_config cfg;
     grc_req q;
+    /* From here: an interrupt while the server is found and the descriptor fetched
+     * still stops the call before it is sent. */
+    unsigned gen = grc_interrupt_count();
     int rc = grc_req_start(&q, name, args, &cfg, e);
     if (rc) return rc;
-    rc = grc_req_run(&q, &cfg, e);
+    rc = grc_req_run(&q, &cfg, gen, e);
     grc_req_free(&q);
     return rc;
 }
 
-int grc_req_run(grc_req *q, const grc_config *cfg, gr_err *e) {
+int grc_req_run(grc_req *q, const grc_config *cfg, unsigned gen, gr_err *e) {
     int rc, resent = 0;
     for (;;) {
+        /* Interrupted between tries (a failover, a resend): nothing more is sent. */
+        if (grc_interrupt_count() != gen) {
+            rc = gr_seterr(e, GRID_ERR_CANCELED, "the call was interrupted (Ctrl-C or grid_interrupt_np)");
+            break;
+        }
         grc_conn *c;
         rc = grc_conn_get(q->t.host, q->t.port, cfg, &c, e);
         if (rc) {
@@ -127,7 +159,7 @@ int grc_req_run(grc_req *q, const grc_config *cfg, gr_err *e) {
         }
         c->rd.deadline_ns = c->wr.deadline_ns = grc_config_deadline(cfg);
         int broken = 0;
-        rc = exchange(c, q, &broken, e);
+        rc = exchange(c, q, gen, &broken, e);
         if (rc == GRID_ERR_TIMEOUT) {
             char tt[400];
             gr_seterr(e, GRID_ERR_TIMEOUT,

@@ -231,6 +231,15 @@ void grc_req_end(grc_req *q, int code);
 /* 1 if CODE, seen before the result arrived, means the server failed (so the call may
  * run elsewhere): refused, reset, lost connection. */
 int grc_code_is_server_failure(int code);
+
+/* ---- grid_interrupt_np (grc_interrupt.c) */
+/* How many times grid_interrupt_np ran: a call whose count moved was interrupted. */
+unsigned grc_interrupt_count(void);
+/* Puts socket FD in the table grid_interrupt_np shuts down; the slot, or -1 when full
+ * (the call then is not interruptible). */
+int grc_interrupt_watch(int fd);
+/* Takes SLOT out of the table (before its socket is closed). */
+void grc_interrupt_unwatch(int slot);
 /* A few words for a failover message: why a server failed a call ("connection refused"). */
 const char *grc_failure_words(int code, const char *msg);
 
@@ -381,8 +390,9 @@ int grc_call_last_times(grid_call_times_np *out);
 /* Runs the prepared request Q (grc_req_start, then any grc_req_bind) on the caller's
  * thread, as grid_call does: copies its IN handles to its server, sends, reads the
  * reply, fails over (routed calls), refreshes after STALE, and records its KEEP handles.
- * On failure E names the function and server. The caller grc_req_free's Q after. */
-int grc_req_run(grc_req *q, const grc_config *cfg, gr_err *e);
+ * On failure E names the function and server. The caller grc_req_free's Q after.
+ * INTERRUPTS: grc_interrupt_count() when the call began (grid_interrupt_np ends it). */
+int grc_req_run(grc_req *q, const grc_config *cfg, unsigned interrupts, gr_err *e);
 
 /* ---- transactions (grc_txn.c) */
 /* 1 when the calling thread has a transaction open: its calls are recorded, not run. */

@@ -461,6 +461,10 @@ int gsv_sched_submit(gsv_server *s, gsv_job *job, gr_err *e);
  * grpc_is_canceled_np; it finishes and is answered as usual, unless it runs in an
  * executor: that one is ended after a grace (gsv_exec.c) and the call answered CANCELED. */
 gsv_job *gsv_sched_cancel(gsv_server *s, gsv_conn *conn, uint64_t request_id);
+/* CONN closed: its running calls are flagged canceled (an executor's is ended after the
+ * grace), and its queued ones are taken out and returned as a list through their
+ * `rnext` (the caller fails each: nobody waits for them any more). */
+gsv_job *gsv_sched_cancel_conn(gsv_server *s, gsv_conn *conn);
 /* Marks JOB as being invoked (cancelable by flag) or no longer. */
 void gsv_sched_invoking(gsv_server *s, gsv_job *job, int on);
 

@@ -29,6 +29,13 @@ static int busy(gdm_conn *c) {
 
 static void closed(gdm_conn *core) {
     gsv_conn *c = conn_of(core);
+    /* Nobody waits for its calls any more (the client ended, was interrupted or lost
+     * the network): their work stops rather than run to an answer nobody reads. */
+    for (gsv_job *j = gsv_sched_cancel_conn(c->srv, c), *next; j; j = next) {
+        next = j->rnext;
+        j->rnext = NULL;
+        gsv_call_fail(c->srv, j, GRID_ERR_CANCELED, "the client's connection closed before the call started");
+    }
     gsv_callback_conn_closed(c);
     gsv_objects_conn_closed(c); /* its remote objects end with it */
     gsv_data_conn_closed(c);    /* its data sessions lose a connection */

@@ -192,6 +192,27 @@ gsv_job *gsv_sched_cancel(gsv_server *s, gsv_conn *conn, uint64_t request_id) {
     return found;
 }
 
+gsv_job *gsv_sched_cancel_conn(gsv_server *s, gsv_conn *conn) {
+    gsv_job *dropped = NULL;
+    pthread_mutex_lock(&s->sched.lock);
+    /* From the top again after each removal: heap_remove's sifting may move a job of
+     * CONN to a place already looked at. */
+    for (size_t i = 0; i < s->sched.len;) {
+        if (s->sched.heap[i]->conn != conn) {
+            i++;
+            continue;
+        }
+        gsv_job *j = heap_remove(s, i);
+        j->rnext = dropped;
+        dropped = j;
+        i = 0;
+    }
+    for (gsv_job *j = s->sched.running_list; j; j = j->rnext)
+        if (j->conn == conn) atomic_store(&j->canceled, 1);
+    pthread_mutex_unlock(&s->sched.lock);
+    return dropped;
+}
+
 void gsv_sched_invoking(gsv_server *s, gsv_job *job, int on) {
     gsv_sched *q = &s->sched;
     pthread_mutex_lock(&q->lock);

@@ -335,7 +335,7 @@ static void internals(void) {
     if (!rc) rc = grc_req_start(&q, url1, &args, &cfg, &e);
     int started = !rc;
     if (!rc) rc = grc_req_bind(&q, 3, hc, GRP_REF_KEEP | GRP_REF_RETURN, &e);
-    if (!rc) rc = grc_req_run(&q, &cfg, &e);
+    if (!rc) rc = grc_req_run(&q, &cfg, grc_interrupt_count(), &e);
     if (started) grc_req_free(&q);
     if (!rc) rc = grid_data_get_np(hc, C3, nn);
     result(!rc && same_mat(C, C2, nn) && same_mat(C, C3, nn) &&

@@ -99,6 +99,14 @@ extern long sync_in_flight;     /* synchronous calls on the network now */
 extern long async_open;         /* Pending objects holding a call's state */
 extern int env_dirty;           /* a call failed since the last successful one */
 
+/* ---- Ctrl-C during a sync call (_core_interrupt.c) */
+/* Chains our SIGINT handler (grid_interrupt_np) before Python's, if it is not already:
+ * called before each sync call, with the GIL. */
+void interrupts_chain(void);
+/* After a sync call that returned RC: -1 with KeyboardInterrupt (or whatever Python's
+ * handler raised) set when the call was interrupted by a signal; 0 otherwise. */
+int interrupts_raise(int rc);
+
 /* Runs STMT without the GIL: other Python threads run while the library works. */
 #define WITHOUT_GIL(stmt)                                                                                    \
     do {                                                                                                     \

@@ -31,7 +31,13 @@ static PyObject *core_call(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return NULL;
     }
     int rc;
+    interrupts_chain();
     SYNC_WITHOUT_GIL(rc = grid_call_argv_np(cs.cname, cs.n, cs.argv));
+    if (interrupts_raise(rc) < 0) {
+        cs_free_outputs(&cs);
+        cs_release(&cs);
+        return NULL;
+    }
     return sync_results(&cs, rc, 1);
 }
 
