@@ -432,9 +432,17 @@ typedef struct grid_job_info_np {
 /* The state of job JOBID without fetching it (INFO may be NULL: only whether the server
  * knows it). GRID_ERR_ARGS for an unknown job. */
 int grid_job_state_np(const char *jobid, grid_job_info_np *info);
-/* Deletes job JOBID and its result on the server (a queued or running job is dropped
- * when its run ends). GRID_ERR_ARGS for an unknown job. */
+/* Deletes job JOBID and its result on the server. A queued job is dropped; a running
+ * one is canceled (its executor is ended after a short grace) and dropped when its run
+ * ends. GRID_ERR_ARGS for an unknown job. */
 int grid_job_forget_np(const char *jobid);
+/* Stops job JOBID but keeps its record: a queued one will not run, a running one is
+ * ended as grid_cancel ends a call; it then ends failed with GRID_ERR_CANCELED, which
+ * fetching it returns. INFO (may be NULL) gets its state once it ended, or "running"
+ * when it did not end within 2 s (a function run in the server's own process that does
+ * not poll grpc_is_canceled_np). A finished job is left as it is. GRID_ERR_ARGS for an
+ * unknown job. */
+int grid_job_cancel_np(const char *jobid, grid_job_info_np *info);
 
 /* ---- For language bindings (Fortran, Python): the interface and an argument vector */
 

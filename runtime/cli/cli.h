@@ -118,6 +118,7 @@ int cli_submit(int argc, char **argv, cli_opts *o);
 int cli_fetch(int argc, char **argv, cli_opts *o);
 int cli_jobs(int argc, char **argv, cli_opts *o);
 int cli_forget(int argc, char **argv, cli_opts *o);
+int cli_cancel(int argc, char **argv, cli_opts *o);
 /* A job id's server and hex part: "host:port/HEX", or a bare HEX on O's server (HOST:
  * GRP_MAX_HOST + 1 bytes). Returns 0, or -1 after printing why. */
 int cli_parse_job(cli_opts *o, const char *text, char *host, int *port, char hex[GRP_MAX_JOB_ID + 1]);

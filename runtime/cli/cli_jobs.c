@@ -273,3 +273,39 @@ int cli_forget(int argc, char **argv, cli_opts *o) {
     }
     return CLI_OK;
 }
+
+/* ---------------------------------------------------------------- cancel */
+
+int cli_cancel(int argc, char **argv, cli_opts *o) {
+    if (argc != 1) {
+        cli_error("cancel takes one job id (gridrpc cancel HOST:PORT/HEX)");
+        return CLI_USAGE;
+    }
+    char host[GRP_MAX_HOST + 1], hex[GRP_MAX_JOB_ID + 1];
+    int port;
+    if (cli_parse_job(o, argv[0], host, &port, hex)) return CLI_USAGE;
+    char id[GRP_MAX_HOST + GRP_MAX_JOB_ID + 32];
+    job_id_text(host, port, hex, id, sizeof id);
+    grid_job_info_np info;
+    if (grid_job_cancel_np(id, &info) != GRID_OK) {
+        cli_error("%s", grid_last_error());
+        return CLI_FAIL;
+    }
+    const char *state = grp_job_state_name((uint32_t)info.state);
+    int stopped = info.state == GRID_JOB_FAILED_NP && info.code == GRID_ERR_CANCELED;
+    if (o->json) {
+        fputs("{\"job\": ", stdout);
+        cli_json_string(stdout, id);
+        printf(", \"state\": \"%s\", \"canceled\": %s}\n", state, stopped ? "true" : "false");
+    } else if (stopped) {
+        printf("canceled %s\n", id);
+    } else if (info.state == GRID_JOB_RUNNING_NP) {
+        printf("asked %s to stop; it is still running (its function runs in the server's own process and "
+               "does not poll for a cancel)\n",
+               id);
+    } else {
+        printf("%s had finished already (%s): nothing to cancel\n", id, state);
+    }
+    /* Still running: the caller can tell from the status. */
+    return stopped || info.state != GRID_JOB_RUNNING_NP ? CLI_OK : CLI_FAIL;
+}

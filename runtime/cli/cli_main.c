@@ -60,7 +60,10 @@ static void usage(void) {
           "  fetch ID [--wait DURATION]\n"
           "                    the results of a submitted job, printed as call prints them\n"
           "  jobs [SERVER]     the jobs a server keeps (every server of the metaserver)\n"
-          "  forget ID         delete a job and its results on its server\n"
+          "  forget ID         delete a job and its results on its server (a running one\n"
+          "                    is stopped)\n"
+          "  cancel ID         stop a queued or running job; its record stays (fetch then\n"
+          "                    says it was canceled)\n"
           "  keygen FILE       write a new key file (32 random bytes in hex, mode 0600)\n"
           "                    for gridrpcd/gridmetad --key-file and GRIDRPC_KEY_FILE\n"
           "  help [COMMAND]    show this help, or a command's\n"
@@ -285,6 +288,8 @@ static void help_call(void) {
           "Each OUT and INOUT argument is printed by name (matrices row by row); with\n"
           "--json one object {\"function\":..,\"results\":{NAME: value}}. The call goes\n"
           "where any program's call goes (the metaserver's choice, or --server).\n"
+          "Ctrl-C (or TERM, HUP) stops the call on its server too: the tool sends CANCEL,\n"
+          "says so and exits with 128 + the signal's number (130 for Ctrl-C).\n"
           "\n"
           "Example: gridrpc call linalg/dmmul 2 '[1,2,3,4]' '[1,0,0,1]'\n"
           "\n",
@@ -343,8 +348,22 @@ static void help_keygen(void) {
 }
 static void help_forget(void) {
     fputs("Usage: gridrpc [OPTIONS] forget ID\n"
-          "Delete job ID and its result on its server (a job still queued or running is\n"
-          "dropped when its run ends).\n"
+          "Delete job ID and its result on its server. A queued job will not run; a\n"
+          "running one is stopped (its executor process is ended after a short grace).\n"
+          "\n",
+          stdout);
+    fputs(global_help, stdout);
+}
+static void help_cancel(void) {
+    fputs("Usage: gridrpc [OPTIONS] cancel ID\n"
+          "Stop job ID: a queued job will not run, a running one is ended (asked, then its\n"
+          "executor process ended after a short grace). Its record stays: gridrpc jobs\n"
+          "shows it failed, and gridrpc fetch says it was canceled. A finished job is left\n"
+          "as it is. Exit status 0 once the job is stopped (or had finished), 1 if it\n"
+          "still runs after 2 s (a function in the server's own process that does not\n"
+          "poll for a cancel) or the server does not know it.\n"
+          "To stop a call made with gridrpc call, press Ctrl-C: the server is told to\n"
+          "cancel it.\n"
           "\n",
           stdout);
     fputs(global_help, stdout);
@@ -363,6 +382,7 @@ static const struct {
     {"fetch", cli_fetch, help_fetch},
     {"jobs", cli_jobs, help_jobs},
     {"forget", cli_forget, help_forget},
+    {"cancel", cli_cancel, help_cancel},
     {"keygen", cli_keygen, help_keygen},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -381,9 +401,10 @@ int main(int argc, char **argv) {
     int r = parse_options(argc, argv, &o, usage);
     if (r) return r > 0 ? CLI_OK : CLI_USAGE;
     if (optind >= argc) {
-        cli_error("no command given: use status, ls, describe, call, submit, fetch, jobs, forget or keygen "
-                  "(gridrpc "
-                  "--help)");
+        cli_error(
+            "no command given: use status, ls, describe, call, submit, fetch, jobs, forget, cancel or keygen "
+            "(gridrpc "
+            "--help)");
         return CLI_USAGE;
     }
     const char *cmd = argv[optind];
@@ -394,9 +415,9 @@ int main(int argc, char **argv) {
         }
         int k = find_command(argv[optind + 1]);
         if (k < 0) {
-            cli_error(
-                "no command '%s': use status, ls, describe, call, submit, fetch, jobs, forget or keygen",
-                argv[optind + 1]);
+            cli_error("no command '%s': use status, ls, describe, call, submit, fetch, jobs, forget, cancel "
+                      "or keygen",
+                      argv[optind + 1]);
             return CLI_USAGE;
         }
         commands[k].help();
@@ -404,10 +425,10 @@ int main(int argc, char **argv) {
     }
     int k = find_command(cmd);
     if (k < 0) {
-        cli_error(
-            "unknown command '%s': use status, ls, describe, call, submit, fetch, jobs, forget or keygen "
-            "(gridrpc --help)",
-            cmd);
+        cli_error("unknown command '%s': use status, ls, describe, call, submit, fetch, jobs, forget, cancel "
+                  "or keygen "
+                  "(gridrpc --help)",
+                  cmd);
         return CLI_USAGE;
     }
     /* The command sees its own name as argv[0] and parses the rest itself. */

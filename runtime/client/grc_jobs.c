@@ -174,6 +174,10 @@ static int req_forget(grw_writer *w, uint64_t id, const job_ref *j, uint32_t wai
     (void)wait_ms;
     return grp_write_job_id(w, GRP_FORGET, id, j->hex, e);
 }
+static int req_cancel(grw_writer *w, uint64_t id, const job_ref *j, uint32_t wait_ms, gr_err *e) {
+    (void)wait_ms;
+    return grp_write_job_id(w, GRP_JOB_CANCEL, id, j->hex, e);
+}
 static int req_fetch(grw_writer *w, uint64_t id, const job_ref *j, uint32_t wait_ms, gr_err *e) {
     return grp_write_fetch(w, id, j->hex, wait_ms, e);
 }
@@ -377,6 +381,18 @@ int grid_job_fetch_argv_np(const char *jobid, double wait_seconds, int nargs, vo
     return finish_api(rc, &e);
 }
 
+/* grid_job_info_np from the protocol's job record. */
+static void info_out(const grp_job *info, grid_job_info_np *out) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->function, sizeof out->function, "%s", info->function);
+    out->state = (int)info->state;
+    out->code = info->code;
+    out->submitted = (double)info->submitted_ms / 1000;
+    out->finished = (double)info->finished_ms / 1000;
+    out->bytes_in = info->bytes_in;
+    out->bytes_out = info->bytes_out;
+}
+
 int grid_job_state_np(const char *jobid, grid_job_info_np *out) {
     gr_err e;
     gr_clearerr(&e);
@@ -387,16 +403,29 @@ int grid_job_state_np(const char *jobid, grid_job_info_np *out) {
     int rc = grc_config_get(&cfg, &e);
     if (!rc) rc = parse_job(jobid, &cfg, &j, &e);
     if (!rc) rc = job_info(&j, &cfg, &info, &hash, &e);
-    if (!rc && out) {
-        memset(out, 0, sizeof *out);
-        snprintf(out->function, sizeof out->function, "%s", info.function);
-        out->state = (int)info.state;
-        out->code = info.code;
-        out->submitted = (double)info.submitted_ms / 1000;
-        out->finished = (double)info.finished_ms / 1000;
-        out->bytes_in = info.bytes_in;
-        out->bytes_out = info.bytes_out;
+    if (!rc && out) info_out(&info, out);
+    if (rc && jobid) gr_prefixerr(&e, "job %.300s: ", jobid);
+    return finish_api(rc, &e);
+}
+
+int grid_job_cancel_np(const char *jobid, grid_job_info_np *out) {
+    gr_err e;
+    gr_clearerr(&e);
+    grc_config cfg;
+    job_ref j;
+    grp_job info;
+    int rc = grc_config_get(&cfg, &e);
+    if (!rc) rc = parse_job(jobid, &cfg, &j, &e);
+    grc_conn *c;
+    grw_header h;
+    if (!rc) rc = exchange(&j, &cfg, req_cancel, 0, &c, &h, &e);
+    if (!rc) {
+        int in_step = 0;
+        rc = grp_expect(&c->rd, &h, GRP_JOB_STATE, "JOB_CANCEL", &in_step, &e);
+        if (!rc) rc = grp_read_job_state(&c->rd, &info, &e);
+        grc_conn_put(c, rc != GRID_OK && !in_step);
     }
+    if (!rc && out) info_out(&info, out);
     if (rc && jobid) gr_prefixerr(&e, "job %.300s: ", jobid);
     return finish_api(rc, &e);
 }

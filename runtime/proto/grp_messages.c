@@ -18,7 +18,8 @@ int grp_known_type(uint32_t type) {
            (type >= GRP_REGISTER && type <= GRP_UNREGISTER_OK) ||
            (type >= GRP_DATA_PUT && type <= GRP_CALL_DATA) ||
            (type >= GRP_OBJ_CREATE && type <= GRP_OBJ_DESTROYED) || type == GRP_CALLBACK ||
-           (type >= GRP_SUBMIT && type <= GRP_JOB_INFO_OK) || type == GRP_CALLBACK_RESULT;
+           (type >= GRP_SUBMIT && type <= GRP_JOB_INFO_OK) || type == GRP_CALLBACK_RESULT ||
+           type == GRP_JOB_CANCEL;
 }
 
 int grp_read_header(grw_reader *r, grw_header *h, gr_err *e) {
@@ -336,6 +337,7 @@ const char *grp_type_name(uint32_t type) {
     case GRP_FORGOTTEN: return "FORGOTTEN";
     case GRP_JOB_INFO: return "JOB_INFO";
     case GRP_JOB_INFO_OK: return "JOB_INFO_OK";
+    case GRP_JOB_CANCEL: return "JOB_CANCEL";
     case GRP_OBJ_CREATE: return "OBJ_CREATE";
     case GRP_OBJ_CREATED: return "OBJ_CREATED";
     case GRP_OBJ_INVOKE: return "OBJ_INVOKE";

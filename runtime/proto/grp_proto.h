@@ -294,7 +294,7 @@ int grp_read_call_data_target(grw_reader *r, grp_call_data_target *t, gr_err *e)
 /* The size of a CALL_DATA of C with NREFS refs (as grp_call_bytes; C's skip masks set). */
 uint64_t grp_call_data_bytes(const char *name, uint32_t nrefs, const grm_call *c);
 /* ---- two-phase calls (grp_jobs.c): SUBMIT, SUBMITTED, FETCH, JOB_STATE, JOBS, JOBS_OK,
- * FORGET, FORGOTTEN, JOB_INFO, JOB_INFO_OK. A job id on the wire is its hex part only
+ * FORGET, FORGOTTEN, JOB_INFO, JOB_INFO_OK, JOB_CANCEL. A job id on the wire is its hex part only
  * (GRP_MIN_JOB_ID..GRP_MAX_JOB_ID lowercase hex digits); decoders refuse anything else. */
 enum grp_job_state { GRP_JOB_QUEUED = 1, GRP_JOB_RUNNING = 2, GRP_JOB_DONE = 3, GRP_JOB_FAILED = 4 };
 
@@ -315,7 +315,8 @@ const char *grp_job_state_name(uint32_t state);
  * _bulk). */
 int grp_write_submit(grw_writer *w, uint64_t id, const char *name, uint64_t hash, const grm_call *c,
                      const grw_limits *lim, gr_err *e);
-/* SUBMITTED, FETCH, FORGET and JOB_INFO carry a job id (FETCH then the wait in ms). */
+/* SUBMITTED, FETCH, FORGET, JOB_INFO and JOB_CANCEL carry a job id (FETCH then the wait
+ * in ms). */
 int grp_write_job_id(grw_writer *w, uint32_t type, uint64_t id, const char *job, gr_err *e);
 int grp_read_job_id(grw_reader *r, char job[GRP_MAX_JOB_ID + 1], gr_err *e);
 int grp_write_fetch(grw_writer *w, uint64_t id, const char *job, uint32_t wait_ms, gr_err *e);

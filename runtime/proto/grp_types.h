@@ -72,8 +72,10 @@ enum grp_type {
     GRP_JOB_INFO = 58,    /* what a fetch needs to size the outputs */
     GRP_JOB_INFO_OK = 59, /* state, descriptor hash and the SUBMIT's head */
     /* 70-79: client callbacks during a call (grp_callback.c) */
-    GRP_CALLBACK = 70,       /* server -> client: run callback INDEX of call request_id */
-    GRP_CALLBACK_RESULT = 71 /* client -> server: its code and OUT arguments */
+    GRP_CALLBACK = 70,        /* server -> client: run callback INDEX of call request_id */
+    GRP_CALLBACK_RESULT = 71, /* client -> server: its code and OUT arguments */
+    /* 80-89: more two-phase call messages (grp_jobs.c) */
+    GRP_JOB_CANCEL = 80 /* stop a queued or running job, keep its record: answered JOB_STATE */
 };
 
 /* Returns a static name for a message type ("CALL"), or "?". */

@@ -352,6 +352,7 @@ typedef struct gsv_job {
     long long t_queued, t_started; /* read whole and queued; invoke began */
     uint64_t bytes_in;
     atomic_int canceled;           /* CANCEL arrived while it ran (grpc_is_canceled_np) */
+    long long canceled_ns;         /* when the first cancel arrived (gsv_job_cancel); 0: none */
     struct gsv_job *rprev, *rnext; /* sched.running_list, under sched.lock, while invoked */
     int held;                      /* GSV_HELD_*: what gsv_limits_admit counted for it */
     uint64_t held_bytes;           /* the argument bytes it counted */
@@ -364,6 +365,9 @@ gsv_job *gsv_job_new(const gsv_job_kind *kind, gsv_server *s, gsv_conn *c, const
                      uint64_t request_id);
 /* Frees JOB: its kind's release, its arguments, what the limits counted, its connection. */
 void gsv_job_free(gsv_job *job);
+/* Flags JOB canceled (grpc_is_canceled_np; an executor running it is ended after a
+ * grace), noting when the first cancel arrived. */
+void gsv_job_cancel(gsv_job *job);
 /* Invokes JOB's function on this thread, flagged by a CANCEL while it runs
  * (grpc_is_canceled_np). */
 void gsv_job_invoke(gsv_server *s, gsv_job *job);
@@ -431,6 +435,10 @@ void gsv_call_run(gsv_server *s, gsv_job *job);
  * result, or one for a connection busy sending another, is sent by a thread of its own
  * (the worker goes on). */
 void gsv_call_answer(gsv_server *s, gsv_job *job);
+/* Sets the BLAS threads and runs JOB's function: in an executor process when
+ * gsv_exec_runs says so (a CANCEL or a limit ends it: the error in E), else on this
+ * thread. GRID_OK once the function returned. */
+int gsv_call_invoke(gsv_server *s, gsv_job *job, gr_err *e);
 /* Shutdown: waits until no such sender thread is left, or DEADLINE_NS; returns how
  * many are left. */
 unsigned gsv_call_wait_senders(long long deadline_ns);
@@ -465,6 +473,9 @@ gsv_job *gsv_sched_cancel(gsv_server *s, gsv_conn *conn, uint64_t request_id);
  * grace), and its queued ones are taken out and returned as a list through their
  * `rnext` (the caller fails each: nobody waits for them any more). */
 gsv_job *gsv_sched_cancel_conn(gsv_server *s, gsv_conn *conn);
+/* Takes JOB out of the queue if it is there (and its priv is still PRIV: the pointer may
+ * have been freed and reused since the caller saw it); 1 then (the caller answers it). */
+int gsv_sched_take(gsv_server *s, gsv_job *job, const void *priv);
 /* Marks JOB as being invoked (cancelable by flag) or no longer. */
 void gsv_sched_invoking(gsv_server *s, gsv_job *job, int on);
 
@@ -577,12 +588,13 @@ void gsv_callback_conn_closed(gsv_conn *c);
 int gsv_jobs_start(gsv_server *s, gr_err *e);
 /* Shutdown: stops the expiry thread. */
 void gsv_jobs_stop(gsv_server *s);
-/* SUBMIT, FETCH, JOBS, FORGET and JOB_INFO: read and answered by the reader. */
+/* SUBMIT, FETCH, JOBS, FORGET, JOB_INFO and JOB_CANCEL: read and answered by the reader. */
 int gsv_jobs_submit(gsv_conn *c, const grw_header *h);
 int gsv_jobs_fetch(gsv_conn *c, const grw_header *h);
 int gsv_jobs_list(gsv_conn *c, const grw_header *h);
 int gsv_jobs_forget(gsv_conn *c, const grw_header *h);
 int gsv_jobs_info(gsv_conn *c, const grw_header *h);
+int gsv_jobs_cancel(gsv_conn *c, const grw_header *h);
 
 /* ---------------------------------------------------------------- listener */
 

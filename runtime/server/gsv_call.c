@@ -173,21 +173,26 @@ void gsv_call_fail(gsv_server *s, gsv_job *job, int code, const char *msg) {
     job->kind->fail(s, job, code, msg);
 }
 
+int gsv_call_invoke(gsv_server *s, gsv_job *job, gr_err *e) {
+    int in_executor = gsv_exec_runs(s, job);
+    int blas = share_blas_threads(s, in_executor);
+    if (!in_executor) {
+        gsv_job_invoke(s, job);
+        return GRID_OK;
+    }
+    /* Flagged by a CANCEL like an in-process call: the executor's worker ends it. */
+    gsv_sched_invoking(s, job, 1);
+    int rc = gsv_exec_call(s, job, blas, e);
+    gsv_sched_invoking(s, job, 0);
+    return rc;
+}
+
 void gsv_call_answer(gsv_server *s, gsv_job *job) {
     gr_err e;
     gr_clearerr(&e);
     job->t_started = gr_now_ns();
     long long queue_ns = job->t_started - job->t_queued;
-    int rc = GRID_OK, in_executor = gsv_exec_runs(s, job);
-    int blas = share_blas_threads(s, in_executor);
-    if (in_executor) {
-        /* Flagged by a CANCEL like an in-process call: the executor's worker ends it. */
-        gsv_sched_invoking(s, job, 1);
-        rc = gsv_exec_call(s, job, blas, &e);
-        gsv_sched_invoking(s, job, 0);
-    } else {
-        gsv_job_invoke(s, job);
-    }
+    int rc = gsv_call_invoke(s, job, &e);
     long long run_ns = gr_now_ns() - job->t_started;
     uint64_t bytes = grp_result_bytes(&job->call);
     if (!rc) {

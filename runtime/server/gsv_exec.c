@@ -474,7 +474,10 @@ int gsv_exec_call(gsv_server *s, gsv_job *job, int blas, gr_err *e) {
                              server_name(s, host, sizeof host), fn);
         if (end == XEND_CANCELED)
             return gr_seterr(e, GRID_ERR_CANCELED,
-                             "the call was canceled while it ran: its process was ended");
+                             "the call was canceled while it ran: its process was ended %.0f ms after the "
+                             "cancel arrived",
+                             (double)(gr_now_ns() - __atomic_load_n(&job->canceled_ns, __ATOMIC_RELAXED)) /
+                                 1e6);
         if (end == XEND_TIMEOUT)
             return gr_seterr(e, GRID_ERR_FAILED,
                              "%s ran longer than %g s, the server's limit per call (--call-timeout), and was "

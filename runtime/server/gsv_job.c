@@ -37,6 +37,12 @@ void gsv_job_free(gsv_job *job) {
 /* The job the current worker thread is invoking, for grpc_is_canceled_np. */
 static __thread gsv_job *current_job;
 
+void gsv_job_cancel(gsv_job *job) {
+    long long none = 0;
+    __atomic_compare_exchange_n(&job->canceled_ns, &none, gr_now_ns(), 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    atomic_store(&job->canceled, 1);
+}
+
 void gsv_job_invoke(gsv_server *s, gsv_job *job) {
     gsv_sched_invoking(s, job, 1);
     current_job = job;

@@ -15,7 +15,8 @@
  * --job-keep are removed by a sweeper thread.
  *
  * A job runs on the worker pool like a call, with no connection: its kind (submit_kind)
- * runs it here. It runs in the server process, not in an executor. A full disk
+ * runs it here, in an executor process as a call's function is. FORGET and JOB_CANCEL
+ * of a running job end it as a CANCEL ends a call. A full disk
  * refuses the SUBMIT (GRID_ERR_IO naming the folder); a result the disk refuses is kept
  * in memory (a memfd) so the job stays fetchable until the server stops, and runs again
  * after a restart since its SUBMIT is still on disk. */
@@ -40,10 +41,14 @@
 #include "gsv.h"
 
 typedef struct gsv_kept {
-    grp_job j;     /* id, function, state, code, times, bytes */
-    uint64_t hash; /* of the descriptor the SUBMIT was marshalled with */
-    int forgotten; /* FORGET while it was queued or ran: dropped when its run ends */
-    int mem_fd;    /* the reply kept in memory because the disk refused it; -1: on disk */
+    grp_job j;        /* id, function, state, code, times, bytes */
+    uint64_t hash;    /* of the descriptor the SUBMIT was marshalled with */
+    int forgotten;    /* FORGET while it was queued or ran: dropped when its run ends */
+    int canceled;     /* FORGET or JOB_CANCEL: it must not run (any more) */
+    int has_job;      /* a gsv_job whose priv is this one is queued or runs: it outlives it */
+    gsv_job *job;     /* that job, while has_job */
+    gsv_job *running; /* that job while its function runs (a cancel flags it), else NULL */
+    int mem_fd;       /* the reply kept in memory because the disk refused it; -1: on disk */
     struct gsv_kept *next;
 } gsv_kept;
 
@@ -197,7 +202,7 @@ static int write_reply(grw_writer *w, void *arg, gr_err *e) {
 }
 
 /* Stores K's reply (A) and marks it finished; a reply the disk refuses is kept in a
- * memfd instead. Takes st.lock. */
+ * memfd instead. Takes st.lock. A forgotten K is dropped later, by release_kept. */
 static void finish(gsv_kept *k, reply_arg *a) {
     char name[GRP_MAX_JOB_ID + 16];
     snprintf(name, sizeof name, "%s.result", k->j.id);
@@ -231,34 +236,68 @@ static void finish(gsv_kept *k, reply_arg *a) {
     k->j.code = a->code;
     k->j.finished_ms = now_ms();
     k->j.bytes_out = bytes;
-    if (k->forgotten) {
-        unlink_files(k->j.id);
-        drop(k);
-    }
     pthread_cond_broadcast(&st.changed);
     pthread_mutex_unlock(&st.lock);
 }
 
 /* ---------------------------------------------------------------- running */
 
-/* Runs a submitted JOB on a worker: invokes it, keeps its RESULT on disk, frees JOB. */
+#define CANCELED_QUEUED "the job was canceled before it started (gridrpc cancel)"
+
+static void fail_kept(gsv_server *s, gsv_job *job, int code, const char *msg);
+
+/* Under st.lock: K must not run, or must stop (FORGET, JOB_CANCEL). */
+static void cancel_locked(gsv_kept *k) {
+    k->canceled = 1;
+    if (k->running) gsv_job_cancel(k->running); /* its executor is ended */
+}
+
+/* JOB (of K) is done with K: K is dropped if it was forgotten meanwhile. Frees JOB. */
+static void release_kept(gsv_kept *k, gsv_job *job) {
+    pthread_mutex_lock(&st.lock);
+    k->has_job = 0;
+    k->job = k->running = NULL;
+    if (k->forgotten) {
+        unlink_files(k->j.id);
+        drop(k);
+    }
+    pthread_cond_broadcast(&st.changed);
+    pthread_mutex_unlock(&st.lock);
+    gsv_job_free(job);
+}
+
+/* Runs a submitted JOB on a worker: invokes it, keeps its RESULT (or ERROR) on disk,
+ * frees JOB. A job canceled while it was queued is not run. */
 static void run_kept(gsv_server *s, gsv_job *job) {
     gsv_kept *k = job->priv;
     pthread_mutex_lock(&st.lock);
-    k->j.state = GRP_JOB_RUNNING;
+    int canceled = k->canceled;
+    if (!canceled) {
+        k->j.state = GRP_JOB_RUNNING;
+        k->running = job;
+    }
     pthread_mutex_unlock(&st.lock);
+    if (canceled) {
+        fail_kept(s, job, GRID_ERR_CANCELED, CANCELED_QUEUED);
+        return;
+    }
     job->t_started = gr_now_ns();
     long long queue_ns = job->t_started - job->t_queued;
-    gsv_job_invoke(s, job);
+    gr_err e;
+    gr_clearerr(&e);
+    int rc = gsv_call_invoke(s, job, &e);
+    pthread_mutex_lock(&st.lock);
+    k->running = NULL;
+    pthread_mutex_unlock(&st.lock);
     long long run_ns = gr_now_ns() - job->t_started;
-    gsv_work_learn(s, job, run_ns);
-    reply_arg a = {job, GRID_OK, NULL, queue_ns, run_ns};
+    if (!rc) gsv_work_learn(s, job, run_ns);
+    reply_arg a = {job, rc, rc ? e.msg : NULL, queue_ns, run_ns};
     finish(k, &a);
     char peer[GRP_MAX_JOB_ID + 8];
     snprintf(peer, sizeof peer, "job %s", k->j.id);
-    gsv_call_log_at(peer, job->fn->qualified, 0, job->bytes_in, grp_result_bytes(&job->call), queue_ns,
-                    run_ns, job->t_queued, GRID_OK, NULL);
-    gsv_job_free(job);
+    gsv_call_log_at(peer, job->fn->qualified, 0, job->bytes_in, rc ? 0 : grp_result_bytes(&job->call),
+                    queue_ns, run_ns, job->t_queued, rc, rc ? e.msg : NULL);
+    release_kept(k, job);
     atomic_fetch_add(&s->calls_done, 1);
 }
 
@@ -267,21 +306,25 @@ static void run_kept(gsv_server *s, gsv_job *job) {
 static void fail_kept(gsv_server *s, gsv_job *job, int code, const char *msg) {
     (void)s;
     gsv_kept *k = job->priv;
+    pthread_mutex_lock(&st.lock);
+    int forgotten = k->forgotten;
+    pthread_mutex_unlock(&st.lock);
     if (code == GRID_ERR_SHUTDOWN) {
         /* Not run: it stays on disk unfinished and runs after the restart. */
         gsv_log(GSV_LOG_INFO, "job %s: not run before the shutdown; it runs when the server starts again",
                 k->j.id);
-    } else {
+    } else if (!forgotten) {
         reply_arg a = {job, code, msg, 0, 0};
         finish(k, &a);
         gsv_log(GSV_LOG_WARN, "job %s: %s failed: %s", k->j.id, job->fn->qualified, msg);
     }
-    gsv_job_free(job);
+    release_kept(k, job);
 }
 
-/* A submitted job: no connection; it stays in the server process (its result is kept
- * here), and what it holds is its gsv_kept, which outlives it (st.list). */
-static const gsv_job_kind submit_kind = {.where = GSV_WHERE_DAEMON, .run = run_kept, .fail = fail_kept};
+/* A submitted job: no connection; its function runs in an executor as a call's does (the
+ * result is kept by the server), and what it holds is its gsv_kept, which outlives it
+ * (st.list). */
+static const gsv_job_kind submit_kind = {.where = GSV_WHERE_ISOLABLE, .run = run_kept, .fail = fail_kept};
 
 /* Loads the kept SUBMIT of K and queues it. Returns GRID_OK, or the error that fails the
  * job (E; the function is gone, or the file cannot be read). */
@@ -326,6 +369,10 @@ static int load_and_queue(gsv_server *s, gsv_kept *k, gr_err *e) {
         gsv_job_free(job);
         return rc;
     }
+    pthread_mutex_lock(&st.lock);
+    k->has_job = 1;
+    k->job = job;
+    pthread_mutex_unlock(&st.lock);
     job->t_queued = gr_now_ns();
     if (gsv_sched_submit(s, job, e) != GRID_OK) {
         fail_kept(s, job, e->code, e->msg);
@@ -434,6 +481,8 @@ int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
         return gsv_conn_send_error(c, h->request_id, GRID_ERR_IO, msg) ? GSV_CLOSE : GSV_KEEP;
     }
     job->priv = k;
+    k->has_job = 1;
+    k->job = job;
     pthread_mutex_lock(&st.lock);
     k->next = st.list;
     st.list = k;
@@ -595,10 +644,12 @@ int gsv_jobs_forget(gsv_conn *c, const grw_header *h) {
     if (k) {
         unlink_files(id);
         fsync(st.dirfd);
-        if (k->j.state >= GRP_JOB_DONE)
+        if (!k->has_job) {
             drop(k);
-        else
-            k->forgotten = 1; /* its run ends in finish(), which drops it */
+        } else {
+            k->forgotten = 1; /* dropped when its job is done with it */
+            cancel_locked(k);
+        }
         pthread_cond_broadcast(&st.changed);
     }
     pthread_mutex_unlock(&st.lock);
@@ -608,6 +659,43 @@ int gsv_jobs_forget(gsv_conn *c, const grw_header *h) {
     if (!w) return GSV_CLOSE;
     return gsv_reply_unlock(c, grp_write_empty(w, GRP_FORGOTTEN, h->request_id, &e), &e) ? GSV_CLOSE
                                                                                          : GSV_KEEP;
+}
+
+/* JOB_CANCEL: a queued job is taken out of the queue and ends canceled; a running one is
+ * ended as a CANCEL ends a call. Answered JOB_STATE once it ended, or after CANCEL_WAIT_MS
+ * (a function in the server's own process that does not poll runs on). */
+#define CANCEL_WAIT_MS 2000
+
+int gsv_jobs_cancel(gsv_conn *c, const grw_header *h) {
+    gsv_server *s = c->srv;
+    gr_err e;
+    char id[GRP_MAX_JOB_ID + 1];
+    if (grp_read_job_id(&c->r, id, &e)) return gsv_request_failed(c, h, "JOB_CANCEL message", &e);
+    pthread_mutex_lock(&st.lock);
+    gsv_kept *k = find(id);
+    gsv_job *queued = NULL;
+    if (k && k->j.state < GRP_JOB_DONE && !k->canceled) {
+        cancel_locked(k);
+        if (k->j.state == GRP_JOB_QUEUED && k->has_job) queued = k->job;
+    }
+    pthread_mutex_unlock(&st.lock);
+    if (!k) return unknown(c, h, id);
+    gsv_log(GSV_LOG_INFO, "%s: job %s: cancel asked", c->peer, id);
+    /* Still in the queue: out of it, and answered here. Taken by a worker meanwhile:
+     * run_kept sees the flag and does the same. */
+    if (queued && gsv_sched_take(s, queued, k)) fail_kept(s, queued, GRID_ERR_CANCELED, CANCELED_QUEUED);
+    long long deadline = gr_now_ns() + (long long)CANCEL_WAIT_MS * 1000000;
+    grp_job j;
+    pthread_mutex_lock(&st.lock);
+    while ((k = find(id)) && k->j.state < GRP_JOB_DONE &&
+           gr_cond_wait_until(&st.changed, &st.lock, deadline) == 0) {
+    }
+    if (k) j = k->j;
+    pthread_mutex_unlock(&st.lock);
+    if (!k) return unknown(c, h, id); /* forgotten meanwhile */
+    grw_writer *w = gsv_reply_lock(c, 0);
+    if (!w) return GSV_CLOSE;
+    return gsv_reply_unlock(c, grp_write_job_state(w, h->request_id, &j, &e), &e) ? GSV_CLOSE : GSV_KEEP;
 }
 
 /* JOB_INFO: the job and its SUBMIT's head, copied from the kept file, so that a fetch
@@ -671,7 +759,8 @@ static void sweep(void) {
     pthread_mutex_lock(&st.lock);
     for (gsv_kept *k = st.list, *next; k; k = next) {
         next = k->next;
-        if (k->forgotten || k->j.state < GRP_JOB_DONE || k->j.finished_ms + keep > now) continue;
+        if (k->forgotten || k->has_job || k->j.state < GRP_JOB_DONE || k->j.finished_ms + keep > now)
+            continue;
         gsv_log(GSV_LOG_INFO, "job %s expired (finished %.1f s ago; --job-keep %g s): removed", k->j.id,
                 (double)(now - k->j.finished_ms) / 1000, st.s->opt.job_keep);
         unlink_files(k->j.id);

@@ -268,6 +268,7 @@ int gsv_request_serve(gsv_conn *c, const grw_header *h) {
     case GRP_JOBS: return gsv_jobs_list(c, h);
     case GRP_FORGET: return gsv_jobs_forget(c, h);
     case GRP_JOB_INFO: return gsv_jobs_info(c, h);
+    case GRP_JOB_CANCEL: return gsv_jobs_cancel(c, h);
     }
     char msg[160];
     snprintf(msg, sizeof msg, "unexpected message %s (type %u) from a client", grp_type_name(h->type),

@@ -187,7 +187,7 @@ gsv_job *gsv_sched_cancel(gsv_server *s, gsv_conn *conn, uint64_t request_id) {
     if (!found)
         for (gsv_job *j = s->sched.running_list; j; j = j->rnext)
             if (j->conn == conn && j->request_id == request_id)
-                atomic_store(&j->canceled, 1); /* an executor's worker sees it (gsv_exec.c) */
+                gsv_job_cancel(j); /* an executor's worker sees it (gsv_exec.c) */
     pthread_mutex_unlock(&s->sched.lock);
     return found;
 }
@@ -208,9 +208,21 @@ gsv_job *gsv_sched_cancel_conn(gsv_server *s, gsv_conn *conn) {
         i = 0;
     }
     for (gsv_job *j = s->sched.running_list; j; j = j->rnext)
-        if (j->conn == conn) atomic_store(&j->canceled, 1);
+        if (j->conn == conn) gsv_job_cancel(j);
     pthread_mutex_unlock(&s->sched.lock);
     return dropped;
+}
+
+int gsv_sched_take(gsv_server *s, gsv_job *job, const void *priv) {
+    int found = 0;
+    pthread_mutex_lock(&s->sched.lock);
+    for (size_t i = 0; i < s->sched.len && !found; i++)
+        if (s->sched.heap[i] == job && job->priv == priv) {
+            heap_remove(s, i);
+            found = 1;
+        }
+    pthread_mutex_unlock(&s->sched.lock);
+    return found;
 }
 
 void gsv_sched_invoking(gsv_server *s, gsv_job *job, int on) {

@@ -339,7 +339,8 @@ static int job_message(grw_reader *r, uint32_t type, const grw_limits *lim) {
     switch (type) {
     case GRP_SUBMITTED:
     case GRP_FORGET:
-    case GRP_JOB_INFO: {
+    case GRP_JOB_INFO:
+    case GRP_JOB_CANCEL: {
         int rc = grp_read_job_id(r, job, &e);
         if (!rc && !grp_job_id_ok(job)) abort();
         return rc;
@@ -473,7 +474,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             rc = kept_submit(r, &lim);
         else if (h.type == GRP_CALL || h.type == GRP_SUBMIT)
             rc = server_call(r, &lim);
-        else if (h.type >= GRP_SUBMITTED && h.type <= GRP_JOB_INFO_OK)
+        else if ((h.type >= GRP_SUBMITTED && h.type <= GRP_JOB_INFO_OK) || h.type == GRP_JOB_CANCEL)
             rc = job_message(r, h.type, &lim);
         else if (h.type == GRP_OBJ_INVOKE)
             rc = server_invoke(r, &lim);

@@ -65,7 +65,7 @@ TEST(ProtoJobs, JobIds) {
 TEST(ProtoJobs, IdMessagesRoundTripAndRefuseBadIds) {
     gr_err e;
     char job[GRP_MAX_JOB_ID + 1];
-    for (uint32_t type : {GRP_SUBMITTED, GRP_FORGET, GRP_JOB_INFO}) {
+    for (uint32_t type : {GRP_SUBMITTED, GRP_FORGET, GRP_JOB_INFO, GRP_JOB_CANCEL}) {
         Pair p;
         ASSERT_EQ(GRID_OK, grp_write_job_id(p.w, type, 9, kJob, &e)) << e.msg;
         p.header(type, 9);
@@ -311,6 +311,11 @@ TEST(ProtoJobsGolden, EveryMessage) {
         Pair p;
         grp_write_job_id(p.w, GRP_JOB_INFO, kId, kJob, &e);
         golden("job_info", p.raw());
+    }
+    {
+        Pair p;
+        grp_write_job_id(p.w, GRP_JOB_CANCEL, kId, kJob, &e);
+        golden("job_cancel", p.raw());
     }
     {
         Pair p;
