@@ -3,7 +3,7 @@
 # limit ends its call with its own error, naming the limit, where it comes from and the
 # option or IDL line that raises it, and the server then serves dmmul exactly:
 #   - an IDL Timeout ends that function's endless loop; a function of the same module
-#     without one runs longer than it unharmed;
+#     without one runs longer than it unharmed; gridrpc describe shows the Timeout;
 #   - --call-timeout ends an endless loop; a function's looser IDL Timeout wins over it;
 #     --call-timeout-max caps the IDL Timeout;
 #   - --call-cpu ends a function whose threads burn CPU (its own thread only waits for
@@ -18,6 +18,7 @@
 # it struck, and functions that must not be stopped run at least twice a limit.
 . "$top_srcdir/tests/lib.sh"
 GRIDRPCD=${GRIDRPCD:-$top_builddir/gridrpcd}
+CLI=${GRIDRPC_CLI:-$top_builddir/gridrpc}
 GRIDRPC_MODULE="$top_builddir/scripts/gridrpc-module"
 GRIDRPC_INCLUDE="$top_srcdir/include"
 export IDLC GRIDRPC_INCLUDE CC
@@ -199,6 +200,14 @@ if start_server idl.out "$T_TMP/lim.so"; then
     ok "a function of the same module without a Timeout runs 3 s unharmed"
   else fail "the IDL Timeout reached another function"; diag <idl.out; fi
   if exact idl && kill -0 "$spid" 2>/dev/null; then ok "the server serves dmmul exactly after the IDL limit"; else fail "dmmul after the IDL limit"; diag <idl.out; fi
+  # The limit travels in the descriptor: gridrpc describe shows it to clients.
+  timeout 30 "$CLI" --server "127.0.0.1:$port" describe lim/loop_60 >describe.out 2>&1
+  timeout 30 "$CLI" --server "127.0.0.1:$port" --json describe lim/loop_idl >>describe.out 2>&1
+  timeout 30 "$CLI" --server "127.0.0.1:$port" --json describe lim/spin >>describe.out 2>&1
+  if grep -q '^Timeout: *60 s (its IDL' describe.out && grep -q '"name": "lim/loop_idl".*"timeout": 1,' describe.out &&
+     grep -q '"name": "lim/spin".*"timeout": null,' describe.out; then
+    ok "gridrpc describe shows a function's IDL Timeout (text and JSON), and null without one"
+  else fail "describe with a Timeout"; diag <describe.out; fi
   # SIGTERM: the supervisor stops and every executor is gone with the server.
   kids=$(cat /proc/"$spid"/task/*/children 2>/dev/null || ps -o pid= --ppid "$spid" 2>/dev/null)
   kill "$spid"

@@ -57,8 +57,8 @@ extern char **environ;
 #define XGRACE_NS 50000000LL
 /* An executor must say it is ready (its modules loaded) within this. */
 #define XSTART_MS 60000
-/* A call that finds no executor free while starting them fails waits this long before
- * it is answered GRID_ERR_BUSY (a replacement takes tens of milliseconds when it works). */
+/* While starting executors fails, a call that finds none free waits this long, then is
+ * answered GRID_ERR_BUSY (a replacement takes tens of milliseconds when starting works). */
 #define XTAKE_WAIT_NS 10000000000LL
 
 enum { XS_FREE, XS_BUSY, XS_DEAD };
