@@ -94,6 +94,7 @@ defOption
     | 'Backend' STRING                                    # BackendOpt
     | 'Shrink' STRING                                     # ShrinkOpt
     | 'Retry' STRING                                      # RetryOpt
+    | 'Timeout' (INT | STRING)                            # TimeoutOpt
     | 'Language' STRING                                   # LanguageOpt
     ;
 

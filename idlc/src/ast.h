@@ -55,7 +55,8 @@ struct CallArg {
 };
 
 struct Option {
-    std::string key;   // "Required", "CalcOrder", "Complexity", "Backend", "Shrink", "Retry", "Language"
+    std::string key;   // "Required", "CalcOrder", "Complexity", "Backend", "Shrink", "Retry", "Timeout",
+                       // "Language"
     std::string value; // string value (unescaped) when the option takes one
     ExprPtr expr;      // CalcOrder / Complexity
     Loc loc;

@@ -140,7 +140,8 @@ bool encodeDescriptors(const model::Module &mod, std::vector<std::vector<uint8_t
         d.name = const_cast<char *>(f.name.c_str());
         d.description = const_cast<char *>(f.description.c_str());
         d.flags = (f.shrink ? GRD_FF_SHRINK : 0u) | (f.noRetry ? GRD_FF_NO_RETRY : 0u) |
-                  (f.cls.empty() ? 0u : GRD_FF_METHOD);
+                  (f.cls.empty() ? 0u : GRD_FF_METHOD) | (f.timeout ? GRD_FF_TIMEOUT : 0u);
+        d.timeout = f.timeout;
         d.cls = f.cls.empty() ? nullptr : const_cast<char *>(f.cls.c_str());
         d.language = static_cast<uint32_t>(f.language);
         d.cost = progs.make(f.cost ? &*f.cost : nullptr);

@@ -100,6 +100,7 @@ struct Function {
     Language language = Language::C;
     bool shrink = false;
     bool noRetry = false; // Retry "no": a failed call is never re-executed elsewhere
+    uint32_t timeout = 0; // Timeout: seconds a call may run on the server; 0: the server's limit
     // The body: inline C text, or a call of a library function.
     bool inlineBody = false;
     std::string bodyText; // with braces

@@ -246,6 +246,9 @@ class Builder {
             opt.value = unquote(s->STRING()->getText());
         } else if (auto *rt = dynamic_cast<P::RetryOptContext *>(o)) {
             opt.value = unquote(rt->STRING()->getText());
+        } else if (auto *to = dynamic_cast<P::TimeoutOptContext *>(o)) {
+            // A bare number is seconds; a string may carry a unit ("90s", "5m").
+            opt.value = to->INT() ? to->INT()->getText() : unquote(to->STRING()->getText());
         } else if (auto *l = dynamic_cast<P::LanguageOptContext *>(o)) {
             opt.value = unquote(l->STRING()->getText());
         }

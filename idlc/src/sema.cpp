@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "grd_desc.h"
+
 namespace idlc {
 
 using namespace model;
@@ -217,6 +219,10 @@ class Analyzer {
                 diag_.error(o.loc, "Backend \"" + o.value +
                                        "\" is not supported yet: remove the Backend line to run " + c.name +
                                        "'s objects on one server");
+            } else if (o.key == "Timeout") {
+                diag_.error(o.loc, "Timeout cannot limit " + c.name +
+                                       "'s methods: methods run in the server's own process, where a call "
+                                       "cannot be stopped; remove it");
             } else {
                 diag_.error(o.loc,
                             o.key + " describes one method's cost: put it after that DefMethod of " + c.name);
@@ -396,7 +402,7 @@ class Analyzer {
             }
             resolveDims(p, fn, index, fn.params[i], nullptr);
         }
-        options(f, fn, index);
+        options(f, fn, index, defaults != nullptr);
         body(f, fn, index);
         return fn;
     }
@@ -669,10 +675,51 @@ class Analyzer {
         return out;
     }
 
-    void options(const ast::Function &f, Function &fn, const std::map<std::string, int> &index) {
-        const ast::Option *cost = nullptr, *lang = nullptr;
+    // Timeout's value in seconds: "30", "90s", "5m", "2h", "1d" (a whole number, then an
+    // optional unit); 0 when it is not one, or is out of range.
+    static uint32_t timeoutSeconds(const std::string &v) {
+        size_t i = 0;
+        uint64_t n = 0;
+        while (i < v.size() && v[i] >= '0' && v[i] <= '9' && n <= GRD_MAX_TIMEOUT)
+            n = n * 10 + static_cast<uint64_t>(v[i++] - '0');
+        if (i == 0) return 0;
+        while (i < v.size() && v[i] == ' ')
+            ++i;
+        static const std::map<std::string, uint64_t> units = {
+            {"", 1}, {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}};
+        auto u = units.find(v.substr(i));
+        if (u == units.end() || n > GRD_MAX_TIMEOUT / u->second) return 0;
+        return static_cast<uint32_t>(n * u->second);
+    }
+
+    void options(const ast::Function &f, Function &fn, const std::map<std::string, int> &index, bool method) {
+        const ast::Option *cost = nullptr, *lang = nullptr, *timeout = nullptr;
         for (const auto &o : f.options) {
-            if (o.key == "Required") {
+            if (o.key == "Timeout") {
+                // The server ends a call that runs longer, as with its --call-timeout, which
+                // this replaces for the function; only a call in an executor process can be
+                // ended, and methods run in gridrpcd's own.
+                if (method) {
+                    diag_.error(o.loc,
+                                "Timeout cannot limit method " + f.name +
+                                    ": methods run in the server's own process, where a call cannot be "
+                                    "stopped; remove it");
+                    continue;
+                }
+                if (timeout) {
+                    diag_.error(o.loc, "Timeout is given twice for " + f.name + ": keep one");
+                    continue;
+                }
+                timeout = &o;
+                fn.timeout = timeoutSeconds(o.value);
+                if (fn.timeout == 0)
+                    diag_.error(o.loc, "Timeout takes the seconds a call of " + f.name +
+                                           " may run on the server: a whole number from 1 to " +
+                                           std::to_string(GRD_MAX_TIMEOUT) +
+                                           ", as Timeout 30 or Timeout \"5m\" (units s, "
+                                           "m, h, d), not \"" +
+                                           o.value + "\"");
+            } else if (o.key == "Required") {
                 fn.required.push_back(o.value);
             } else if (o.key == "CalcOrder" || o.key == "Complexity") {
                 if (cost) {

@@ -44,8 +44,14 @@ static void print_json(const cli_opts *o, const char *q, const grd_desc *d, cons
     else
         fputs("null", f);
     free(cost);
-    fprintf(f, ", \"retry\": %s, \"shrink\": %s, \"parameters\": [",
-            (d->flags & GRD_FF_NO_RETRY) ? "false" : "true", (d->flags & GRD_FF_SHRINK) ? "true" : "false");
+    fprintf(f,
+            ", \"retry\": %s, \"shrink\": %s, \"timeout\": ", (d->flags & GRD_FF_NO_RETRY) ? "false" : "true",
+            (d->flags & GRD_FF_SHRINK) ? "true" : "false");
+    if (d->flags & GRD_FF_TIMEOUT)
+        fprintf(f, "%u", d->timeout);
+    else
+        fputs("null", f);
+    fputs(", \"parameters\": [", f);
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
         fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", f);
@@ -121,6 +127,9 @@ static void print_text(const cli_opts *o, const char *q, const grd_desc *d, cons
                                     ? "no (Retry \"no\": never re-executed on another server after a failure)"
                                     : "yes (re-executed on another server if its server fails)");
     if (d->flags & GRD_FF_SHRINK) printf("Shrink:      yes (strided sub-ranges are packed)\n");
+    if (d->flags & GRD_FF_TIMEOUT)
+        printf("Timeout:     %u s (its IDL's: a call that runs longer is stopped by the server)\n",
+               d->timeout);
     printf("Language:    %s\nHash:        0x%016" PRIx64 "\n", lang_name(d->language), d->hash);
     fputs("Servers:     ", stdout);
     if (o->target == CLI_METASERVER) {

@@ -308,9 +308,14 @@ int grd_validate(const grd_desc *desc, grd_error *err) {
         bounded_len(desc->description, GRD_MAX_DESCRIPTION + 1) > GRD_MAX_DESCRIPTION)
         return grd_fail(err, GRD_E_LIMIT, "description is longer than the limit of %u bytes",
                         GRD_MAX_DESCRIPTION);
-    if (desc->flags & ~(GRD_FF_SHRINK | GRD_FF_NO_RETRY | GRD_FF_METHOD))
-        return grd_fail(err, GRD_E_INVALID, "unknown function flag bits 0x%x",
-                        desc->flags & ~(GRD_FF_SHRINK | GRD_FF_NO_RETRY | GRD_FF_METHOD));
+    if (desc->flags & ~GRD_FF_ALL)
+        return grd_fail(err, GRD_E_INVALID, "unknown function flag bits 0x%x", desc->flags & ~GRD_FF_ALL);
+    /* A Timeout is 1 s or more; without the flag there is none (the field is not encoded). */
+    if ((desc->flags & GRD_FF_TIMEOUT) && (desc->timeout == 0 || desc->timeout > GRD_MAX_TIMEOUT))
+        return grd_fail(err, GRD_E_INVALID, "timeout %u s is outside 1 to %u", desc->timeout,
+                        GRD_MAX_TIMEOUT);
+    if (!(desc->flags & GRD_FF_TIMEOUT) && desc->timeout != 0)
+        return grd_fail(err, GRD_E_INVALID, "a timeout on a descriptor without the timeout flag");
     /* A method names its class; a function has none (the field is not encoded). */
     if ((desc->flags & GRD_FF_METHOD) && (rc = check_name(desc->cls, "class name", err)) != GRD_OK) return rc;
     if (!(desc->flags & GRD_FF_METHOD) && desc->cls != NULL)

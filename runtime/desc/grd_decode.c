@@ -174,6 +174,7 @@ static int get_body(cursor *c, grd_desc *d) {
         (rc = get_u32(c, &d->flags, "flags")) != GRD_OK ||
         (rc = get_u32(c, &d->language, "language")) != GRD_OK ||
         ((d->flags & GRD_FF_METHOD) && (rc = get_str(c, &d->cls, GRD_MAX_NAME, "class name")) != GRD_OK) ||
+        ((d->flags & GRD_FF_TIMEOUT) && (rc = get_u32(c, &d->timeout, "timeout")) != GRD_OK) ||
         (rc = get_prog(c, &d->cost, "cost")) != GRD_OK ||
         (rc = get_u32(c, &nparams, "parameter count")) != GRD_OK)
         return rc;

@@ -64,6 +64,10 @@ typedef enum grd_mode { GRD_IN = 1, GRD_OUT = 2, GRD_INOUT = 3, GRD_WORK = 4 } g
 #define GRD_FF_SHRINK 0x1u   /* Shrink "yes": strided sub-ranges are packed */
 #define GRD_FF_NO_RETRY 0x2u /* Retry "no": never re-executed on another server after a failure */
 #define GRD_FF_METHOD 0x4u   /* a DefMethod of class cls: invoked on an object, never called */
+#define GRD_FF_TIMEOUT 0x8u  /* Timeout SECONDS: the server's time limit for one call (timeout) */
+#define GRD_FF_ALL (GRD_FF_SHRINK | GRD_FF_NO_RETRY | GRD_FF_METHOD | GRD_FF_TIMEOUT)
+/* The longest IDL Timeout: seconds that fit an int. */
+#define GRD_MAX_TIMEOUT 2147483647u
 
 typedef enum grd_lang { GRD_LANG_C = 1, GRD_LANG_CXX = 2, GRD_LANG_FORTRAN = 3 } grd_lang;
 
@@ -135,6 +139,8 @@ typedef struct grd_desc {
     uint32_t flags;    /* GRD_FF_* */
     uint32_t language; /* grd_lang of the implementation */
     char *cls;         /* GRD_FF_METHOD: the class (encoded after language); else NULL */
+    uint32_t timeout;  /* GRD_FF_TIMEOUT: seconds a call may run on the server (encoded after
+                          the class), 1 to GRD_MAX_TIMEOUT; else 0 */
     grd_expr cost;     /* flops of one call; len 0 when unknown */
     uint32_t nparams;
     grd_param *params;

@@ -331,8 +331,10 @@ char *grd_dump(const grd_desc *desc) {
     if (desc->flags & GRD_FF_SHRINK) sb_puts(&b, " (shrink)");
     if (desc->flags & GRD_FF_NO_RETRY) sb_puts(&b, " (no-retry)");
     if (desc->flags & GRD_FF_METHOD) sb_puts(&b, " (method)");
+    if (desc->flags & GRD_FF_TIMEOUT) sb_puts(&b, " (timeout)");
     sb_puts(&b, "\n  description ");
     put_quoted(&b, str_or(desc->description, ""));
+    if (desc->flags & GRD_FF_TIMEOUT) sb_printf(&b, "\n  timeout %u s", desc->timeout);
     sb_puts(&b, "\n  cost ");
     if (desc->cost.len == 0)
         sb_puts(&b, "none");

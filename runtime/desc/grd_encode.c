@@ -37,6 +37,7 @@ static size_t params_bytes(const grd_param *params, uint32_t np) {
 static size_t body_bytes(const grd_desc *d) {
     size_t n = str_bytes(d->module) + str_bytes(d->name) + str_bytes(d->description);
     if (d->flags & GRD_FF_METHOD) n += str_bytes(d->cls);
+    if (d->flags & GRD_FF_TIMEOUT) n += 4;
     n += 8 + prog_bytes(&d->cost) + 4;
     return n + params_bytes(d->params, d->nparams);
 }
@@ -85,6 +86,7 @@ static bool_t put_body(XDR *x, const grd_desc *d) {
         !put_str(x, d->description, GRD_MAX_DESCRIPTION) || !put_u32(x, d->flags) || !put_u32(x, d->language))
         return FALSE;
     if ((d->flags & GRD_FF_METHOD) && !put_str(x, d->cls, GRD_MAX_NAME)) return FALSE;
+    if ((d->flags & GRD_FF_TIMEOUT) && !put_u32(x, d->timeout)) return FALSE;
     if (!put_prog(x, &d->cost) || !put_u32(x, d->nparams)) return FALSE;
     return put_params(x, d->params, d->nparams);
 }

@@ -63,17 +63,19 @@ typedef struct gsv_options {
     unsigned nmodules;
     const char **module_dirs; /* --module-dir, in order */
     unsigned nmodule_dirs;
-    int defaults;          /* load the default modules too: none of --module and --module-dir
-                              was given, or --default-modules was */
-    unsigned threads;      /* 0: one per core */
-    unsigned blas_threads; /* --blas-threads: BLAS threads of every call; 0: cores / running calls */
-    int mode;              /* GSV_MODE_* */
-    int queue;             /* GSV_QUEUE_* */
-    int in_process;        /* --in-process-unsafe: calls run on the worker threads, so a function
-                              that crashes takes the server down (executors otherwise) */
-    double call_timeout;   /* --call-timeout seconds; 0: none (executors only) */
-    uint64_t call_memory;  /* --call-memory bytes an executor may add during a call; 0: none */
-    const char *token;     /* NULL: no token required */
+    int defaults;            /* load the default modules too: none of --module and --module-dir
+                                was given, or --default-modules was */
+    unsigned threads;        /* 0: one per core */
+    unsigned blas_threads;   /* --blas-threads: BLAS threads of every call; 0: cores / running calls */
+    int mode;                /* GSV_MODE_* */
+    int queue;               /* GSV_QUEUE_* */
+    int in_process;          /* --in-process-unsafe: calls run on the worker threads, so a function
+                                that crashes takes the server down (executors otherwise) */
+    double call_timeout;     /* --call-timeout seconds; 0: none (executors only) */
+    double call_timeout_max; /* --call-timeout-max: the cap on an IDL Timeout; 0: none */
+    double call_cpu;         /* --call-cpu: CPU seconds of a call (all its threads); 0: none */
+    uint64_t call_memory;    /* --call-memory bytes an executor may add during a call; 0: none */
+    const char *token;       /* NULL: no token required */
     grw_limits limits;
     double io_timeout;       /* seconds; 0: none */
     double shutdown_timeout; /* seconds */
@@ -386,8 +388,13 @@ int gsv_exec_start(gsv_server *s, int argc, char **argv, gr_err *e);
 int gsv_exec_runs(const gsv_server *s, const gsv_job *job);
 /* Runs JOB's function in a free executor (waiting for one) with BLAS threads: GRID_OK
  * with the outputs in JOB's buffers, or the error (E) that answers the call: the
- * executor died (it is replaced), a CANCEL ended it, --call-timeout did. */
+ * executor died (it is replaced), a CANCEL ended it, a limit did (--call-timeout or
+ * the function's IDL Timeout, --call-cpu, --call-memory), or no executor could be had
+ * (GRID_ERR_BUSY: starting them keeps failing). */
 int gsv_exec_call(gsv_server *s, gsv_job *job, int blas, gr_err *e);
+/* At shutdown, once no worker runs: stops the supervisor thread and ends the idle
+ * executors. */
+void gsv_exec_stop(void);
 /* Loads the modules the options name (gsv_main.c; the executors' too): 0, or 1 after
  * saying why on stderr. */
 int gsv_modules_load(gsv_server *s);

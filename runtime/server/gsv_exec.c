@@ -21,8 +21,11 @@
  * RESULT goes out from the server exactly as for a call run in-process (TLS included,
  * kind->ran included: a KEEP output is stored from the job's buffer). A CANCEL raises
  * the executor's cooperative flag (grpc_is_canceled_np), and after a short grace the
- * executor is killed; --call-timeout kills it outright. Next step (not done): receive
- * large arrays straight into memfd buffers instead of copying them in. */
+ * executor is killed; the limits kill it outright: the wall-clock time (--call-timeout,
+ * or the function's IDL Timeout, capped by --call-timeout-max) and the executor's CPU
+ * time since the call began (--call-cpu: read from its process CPU clock, which counts
+ * every thread the function starts). Next step (not done): receive large arrays straight
+ * into memfd buffers instead of copying them in. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +39,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gsv_exec.h"
@@ -53,6 +57,9 @@ extern char **environ;
 #define XGRACE_NS 50000000LL
 /* An executor must say it is ready (its modules loaded) within this. */
 #define XSTART_MS 60000
+/* While starting executors fails, a call that finds none free waits this long, then is
+ * answered GRID_ERR_BUSY (a replacement takes tens of milliseconds when starting works). */
+#define XTAKE_WAIT_NS 10000000000LL
 
 enum { XS_FREE, XS_BUSY, XS_DEAD };
 
@@ -71,7 +78,12 @@ static struct {
     unsigned n;
     char **argv; /* the executors' command line */
     char pid[24];
-    int started; /* under lock: the first round of executors is up (1) or failed (-1) */
+    int started;       /* under lock: the first round of executors is up (1) or failed (-1) */
+    int stop;          /* under lock: gsv_exec_stop asks the supervisor to end */
+    int failing;       /* under lock: the supervisor's last start of an executor failed */
+    char failure[256]; /* under lock: why */
+    pthread_t supervisor;
+    int supervised; /* the supervisor thread was started (gsv_exec_stop joins it) */
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
 
 /* fd as one of the descriptors an executor inherits must not be one of their target
@@ -199,7 +211,7 @@ static void *supervise(void *arg) {
         pool.slots[i].state = XS_FREE;
     pool.started = 1;
     pthread_cond_broadcast(&pool.changed);
-    for (;;) {
+    while (!pool.stop) {
         xslot *dead = NULL;
         for (unsigned i = 0; i < pool.n && !dead; i++)
             if (pool.slots[i].state == XS_DEAD) dead = &pool.slots[i];
@@ -209,18 +221,50 @@ static void *supervise(void *arg) {
         }
         pthread_mutex_unlock(&pool.lock);
         int rc = spawn_one(dead, &e);
-        if (rc) {
-            gsv_log(GSV_LOG_ERROR, "%s (trying again in 1 s)", e.msg);
-            sleep(1);
-        }
+        if (rc) gsv_log(GSV_LOG_ERROR, "%s (trying again in 1 s)", e.msg);
         pthread_mutex_lock(&pool.lock);
+        /* Calls waiting for an executor learn of a failure at once (take_slot). */
+        pool.failing = rc != 0;
+        if (rc) snprintf(pool.failure, sizeof pool.failure, "%.200s", e.msg);
+        pthread_cond_broadcast(&pool.changed);
         if (!rc) {
             dead->state = XS_FREE;
             gsv_log(GSV_LOG_DEBUG, "executor %d started", (int)dead->pid);
-            pthread_cond_broadcast(&pool.changed);
+        } else {
+            long long until = gr_now_ns() + 1000000000LL;
+            while (!pool.stop && gr_cond_wait_until(&pool.changed, &pool.lock, until) == 0) {
+            }
         }
     }
+    pthread_mutex_unlock(&pool.lock);
     return NULL;
+}
+
+void gsv_exec_stop(void) {
+    if (!pool.supervised) return;
+    pthread_mutex_lock(&pool.lock);
+    pool.stop = 1;
+    pthread_cond_broadcast(&pool.changed);
+    pthread_mutex_unlock(&pool.lock);
+    /* A start in progress ends within XSTART_MS at worst; the server does not wait that
+     * long to exit (the executors die with it anyway: PR_SET_PDEATHSIG). */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    if (pthread_timedjoin_np(pool.supervisor, NULL, &until) != 0) {
+        gsv_log(GSV_LOG_WARN, "the executors' supervisor did not stop within 5 s");
+        return;
+    }
+    pool.supervised = 0;
+    /* No worker runs any more: every executor is idle, and nothing is lost by ending it. */
+    for (unsigned i = 0; i < pool.n; i++) {
+        xslot *x = &pool.slots[i];
+        if (x->pid <= 0) continue;
+        kill(x->pid, SIGKILL);
+        while (waitpid(x->pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        x->pid = 0;
+    }
 }
 
 int gsv_exec_start(gsv_server *s, int argc, char **argv, gr_err *e) {
@@ -242,11 +286,10 @@ int gsv_exec_start(gsv_server *s, int argc, char **argv, gr_err *e) {
             return gr_seterr(e, GRID_ERR_FAILED, "cannot make an executor's memory region: %s",
                              strerror(errno));
     }
-    /* It lives as long as the server: the executors' PR_SET_PDEATHSIG follows it. */
-    pthread_t t;
-    int rc = pthread_create(&t, NULL, supervise, NULL);
-    if (!rc) pthread_detach(t);
+    /* It lives until gsv_exec_stop: the executors' PR_SET_PDEATHSIG follows it. */
+    int rc = pthread_create(&pool.supervisor, NULL, supervise, NULL);
     if (rc) return gr_seterr(e, GRID_ERR_FAILED, "cannot start the executors' supervisor: %s", strerror(rc));
+    pool.supervised = 1;
     pthread_mutex_lock(&pool.lock);
     while (!pool.started)
         pthread_cond_wait(&pool.changed, &pool.lock);
@@ -271,7 +314,14 @@ int gsv_exec_runs(const gsv_server *s, const gsv_job *job) {
     return 1;
 }
 
-static xslot *take_slot(void) {
+static const char *server_name(const gsv_server *s, char *buf, size_t n);
+
+/* A free executor for JOB, waiting for one; NULL (E: GRID_ERR_BUSY) when none came
+ * within XTAKE_WAIT_NS while the supervisor fails to start them. A wait for executors
+ * busy with other calls (--mode thread runs more calls than there are executors) is
+ * not bounded: those calls end. */
+static xslot *take_slot(gsv_server *s, const gsv_job *job, gr_err *e) {
+    long long giveup = gr_now_ns() + XTAKE_WAIT_NS;
     pthread_mutex_lock(&pool.lock);
     for (;;) {
         for (unsigned i = 0; i < pool.n; i++)
@@ -280,7 +330,17 @@ static xslot *take_slot(void) {
                 pthread_mutex_unlock(&pool.lock);
                 return &pool.slots[i];
             }
-        pthread_cond_wait(&pool.changed, &pool.lock);
+        if (pool.failing && gr_now_ns() >= giveup) {
+            char host[256];
+            gr_seterr(e, GRID_ERR_BUSY,
+                      "no executor process is free on server %s to run %s: starting one keeps failing (%s); "
+                      "the server tries again every second: try later or another server, and see the "
+                      "server's log",
+                      server_name(s, host, sizeof host), job->fn->qualified, pool.failure);
+            pthread_mutex_unlock(&pool.lock);
+            return NULL;
+        }
+        gr_cond_wait_until(&pool.changed, &pool.lock, gr_now_ns() + 1000000000LL);
     }
 }
 
@@ -393,13 +453,46 @@ static const char *server_name(const gsv_server *s, char *buf, size_t n) {
     return buf;
 }
 
-enum { XEND_DONE, XEND_DIED, XEND_CANCELED, XEND_TIMEOUT, XEND_BAD };
+enum { XEND_DONE, XEND_DIED, XEND_CANCELED, XEND_TIMEOUT, XEND_CPU, XEND_BAD };
+
+/* Where a call's wall-clock limit comes from. */
+enum { XLIM_NONE, XLIM_SERVER, XLIM_IDL, XLIM_CAP };
+
+/* The wall-clock limit of FN's calls in seconds (0: none) and its source (FROM): the
+ * function's own IDL Timeout, else --call-timeout; never above --call-timeout-max. */
+static double time_limit(const gsv_server *s, const gsv_function *fn, int *from) {
+    double t = s->opt.call_timeout;
+    *from = t > 0 ? XLIM_SERVER : XLIM_NONE;
+    if (fn->desc->flags & GRD_FF_TIMEOUT) {
+        t = fn->desc->timeout;
+        *from = XLIM_IDL;
+    }
+    if (s->opt.call_timeout_max > 0 && (t <= 0 || t > s->opt.call_timeout_max)) {
+        t = s->opt.call_timeout_max;
+        *from = XLIM_CAP;
+    }
+    return t;
+}
+
+/* The CPU time the process behind CLOCK has used, in ns; -1 when it cannot be read. */
+static long long cpu_ns(clockid_t clock) {
+    struct timespec ts;
+    if (clock_gettime(clock, &ts)) return -1;
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 /* Waits for X's executor to finish the call of JOB: XEND_*. A CANCEL asks first, then
- * kills; the time limit kills. */
+ * kills; the limits kill. */
 static int wait_call(gsv_server *s, xslot *x, gsv_job *job) {
     long long t0 = gr_now_ns(), asked = 0;
-    long long limit = s->opt.call_timeout > 0 ? (long long)(s->opt.call_timeout * 1e9) : 0;
+    int from;
+    double wall = time_limit(s, job->fn, &from);
+    long long limit = wall > 0 ? (long long)(wall * 1e9) : 0;
+    /* CPU time counts from the call's start: the executor's own start-up and its earlier
+     * calls are not this call's. */
+    long long cpu_limit = s->opt.call_cpu > 0 ? (long long)(s->opt.call_cpu * 1e9) : 0, cpu0 = -1;
+    clockid_t clock;
+    if (cpu_limit && clock_getcpuclockid(x->pid, &clock) == 0) cpu0 = cpu_ns(clock);
     int killed = 0;
     for (;;) {
         struct pollfd pf[2] = {{x->done, POLLIN, 0}, {x->ctl, POLLIN, 0}};
@@ -430,13 +523,60 @@ static int wait_call(gsv_server *s, xslot *x, gsv_job *job) {
             kill(x->pid, SIGKILL);
             killed = XEND_TIMEOUT;
         }
+        if (!killed && cpu0 >= 0) {
+            long long used = cpu_ns(clock);
+            if (used >= 0 && used - cpu0 >= cpu_limit) {
+                kill(x->pid, SIGKILL);
+                killed = XEND_CPU;
+            }
+        }
     }
+}
+
+/* The error of a call that LIMIT ended (XEND_TIMEOUT or XEND_CPU), in E: which limit,
+ * where it comes from, and how to raise it. */
+static int limit_error(gsv_server *s, const gsv_function *fn, int end, gr_err *e) {
+    char host[256];
+    const char *server = server_name(s, host, sizeof host);
+    if (end == XEND_CPU)
+        return gr_seterr(
+            e, GRID_ERR_FAILED,
+            "%s used more than %g s of CPU time (its threads together), the server's limit per call "
+            "(--call-cpu), and was stopped on server %s: raise --call-cpu there, or give the "
+            "call less work; the server is still up",
+            fn->qualified, s->opt.call_cpu, server);
+    int from;
+    double t = time_limit(s, fn, &from);
+    if (from == XLIM_IDL)
+        return gr_seterr(e, GRID_ERR_FAILED,
+                         "%s ran longer than %g s, its own limit (Timeout %u in its IDL), and was stopped on "
+                         "server %s: raise its Timeout and rebuild the module, or give the call less work; "
+                         "the server is still up",
+                         fn->qualified, t, fn->desc->timeout, server);
+    if (from == XLIM_CAP) {
+        char idl[64] = "";
+        if (fn->desc->flags & GRD_FF_TIMEOUT)
+            snprintf(idl, sizeof idl, "; its IDL asks for Timeout %u", fn->desc->timeout);
+        return gr_seterr(
+            e, GRID_ERR_FAILED,
+            "%s ran longer than %g s, the server's cap on every call (--call-timeout-max%s), and "
+            "was stopped on server %s: raise --call-timeout-max there, or give the call less "
+            "work; the server is still up",
+            fn->qualified, t, idl, server);
+    }
+    return gr_seterr(
+        e, GRID_ERR_FAILED,
+        "%s ran longer than %g s, the server's limit per call (--call-timeout), and was stopped on "
+        "server %s: raise --call-timeout there, or give the function a Timeout of its own in its "
+        "IDL; the server is still up",
+        fn->qualified, t, server);
 }
 
 int gsv_exec_call(gsv_server *s, gsv_job *job, int blas, gr_err *e) {
     uint64_t off[GRD_MAX_PARAMS], len[GRD_MAX_PARAMS];
     for (int attempt = 0;; attempt++) {
-        xslot *x = take_slot();
+        xslot *x = take_slot(s, job, e);
+        if (!x) return GRID_ERR_BUSY;
         int rc = put_args(s, x, job, off, len, e);
         if (rc) {
             give_slot(x, 0);
@@ -478,13 +618,21 @@ int gsv_exec_call(gsv_server *s, gsv_job *job, int blas, gr_err *e) {
                              "cancel arrived",
                              (double)(gr_now_ns() - __atomic_load_n(&job->canceled_ns, __ATOMIC_RELAXED)) /
                                  1e6);
-        if (end == XEND_TIMEOUT)
-            return gr_seterr(e, GRID_ERR_FAILED,
-                             "%s ran longer than %g s, the server's limit per call (--call-timeout), and was "
-                             "stopped on server %s; the server is still up",
-                             fn, s->opt.call_timeout, server_name(s, host, sizeof host));
+        if (end == XEND_TIMEOUT || end == XEND_CPU) return limit_error(s, job->fn, end, e);
         char why[160], mem[96] = "";
         death_words(status, fault, why, sizeof why);
+        if (fault == GSV_XFAULT_MEMORY && s->opt.call_memory) {
+            char size[32];
+            gr_seterr(
+                e, GRID_ERR_FAILED,
+                "%s ran out of memory on server %s: a call may allocate at most %s there (--call-memory), "
+                "and an allocation past that failed (then it %s); raise --call-memory there, or give the "
+                "call less work; the server is still up",
+                fn, server_name(s, host, sizeof host), gsv_data_size(s->opt.call_memory, size, sizeof size),
+                why);
+            gsv_log(GSV_LOG_WARN, "executor %d: %s; starting another", (int)pid, e->msg);
+            return GRID_ERR_FAILED;
+        }
         if (s->opt.call_memory) {
             char size[32];
             snprintf(mem, sizeof mem, " (a call may allocate at most %s here: --call-memory)",

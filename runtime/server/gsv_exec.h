@@ -22,8 +22,10 @@ enum { GSV_XFD_CTL = 3, GSV_XFD_MEM = 4, GSV_XFD_GO = 5, GSV_XFD_DONE = 6 };
 
 /* What the executor last did with the region's call (its state field). */
 enum { GSV_XSTATE_IDLE = 0, GSV_XSTATE_RUNNING = 1, GSV_XSTATE_DONE = 2, GSV_XSTATE_BAD = 3 };
-/* Why it died, when its SIGSEGV handler could tell (its fault field). */
-enum { GSV_XFAULT_NONE = 0, GSV_XFAULT_STACK = 1 };
+/* Why it died, when its fault handler could tell (its fault field): MEMORY is a fault
+ * (SIGSEGV, SIGBUS, SIGABRT) right after an allocation failed (errno ENOMEM) under
+ * --call-memory, as when a function uses the NULL malloc returned. */
+enum { GSV_XFAULT_NONE = 0, GSV_XFAULT_STACK = 1, GSV_XFAULT_MEMORY = 2 };
 
 /* The head of the region. The server writes the call (function, scalars, where each
  * buffer lies), the executor runs it and writes the scalars and buffers back in place.

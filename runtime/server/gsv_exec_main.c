@@ -39,17 +39,23 @@ static void exit_now(int status, void *arg) {
     _exit(status);
 }
 
-static void on_segv(int sig, siginfo_t *si, void *uc) {
+static void on_fault(int sig, siginfo_t *si, void *uc) {
+    /* The faulting thread's errno: ENOMEM when its last allocation failed. */
+    int err = errno;
     (void)uc;
     uintptr_t a = (uintptr_t)si->si_addr;
     /* Within the stack's limit below its top, plus the guard gap. */
-    if (region && a < stack_top && stack_top - a <= stack_max + ((uintptr_t)1 << 20))
+    if (region && sig == SIGSEGV && a < stack_top && stack_top - a <= stack_max + ((uintptr_t)1 << 20))
         atomic_store(&region->fault, GSV_XFAULT_STACK);
+    else if (region && limited && err == ENOMEM)
+        atomic_store(&region->fault, GSV_XFAULT_MEMORY);
     signal(sig, SIG_DFL);
     raise(sig);
 }
 
-/* A SIGSEGV handler on a stack of its own: the main one may be the one that is full. */
+/* Fault handlers on a stack of their own (the main one may be the one that is full):
+ * they tell a stack overflow, and a fault after an allocation failed under
+ * --call-memory, from another death. */
 static void catch_overflow(void) {
     static char alt[64 * 1024];
     stack_t ss = {.ss_sp = alt, .ss_size = sizeof alt, .ss_flags = 0};
@@ -59,10 +65,14 @@ static void catch_overflow(void) {
     stack_max = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 8u << 20;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_segv;
+    sa.sa_sigaction = on_fault;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
-    if (sigaltstack(&ss, NULL) == 0) sigaction(SIGSEGV, &sa, NULL);
+    if (sigaltstack(&ss, NULL) == 0) {
+        sigaction(SIGSEGV, &sa, NULL);
+        sigaction(SIGBUS, &sa, NULL);
+        sigaction(SIGABRT, &sa, NULL);
+    }
 }
 
 /* Maps the region as far as the server says the call uses it. */
@@ -127,6 +137,7 @@ static int run_call(void) {
         limited = 1;
     }
     atomic_store(&r->state, GSV_XSTATE_RUNNING);
+    errno = 0; /* an ENOMEM at a fault is then the function's (on_fault) */
     f->stub->invoke(ptr);
     return GSV_XSTATE_DONE;
 }

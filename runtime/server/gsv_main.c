@@ -151,6 +151,7 @@ int main(int argc, char **argv) {
     }
     gdm_close_all(&s->dm, gr_now_ns() + 2000000000LL);
     gsv_sched_join(s);
+    gsv_exec_stop(); /* no worker is left to use an executor */
     gsv_log(GSV_LOG_INFO, "stopped");
     if (!gdm_conns_open(&s->dm)) {
         gsv_data_stop(); /* no reader can name a session any more */

@@ -85,7 +85,13 @@ static const char help_text[] =
     "      --queue fcfs|sjf     order of queued calls: first come first served (default), or\n"
     "                           shortest predicted job first (from the IDL Complexity)\n"
     "      --call-timeout TIME  end a call whose function runs longer than TIME (default: no\n"
-    "                           limit); it fails with an error naming this option\n"
+    "                           limit); it fails with an error naming this option; a\n"
+    "                           function's own IDL Timeout replaces it for that function\n"
+    "      --call-timeout-max TIME  the most any call may run, whatever its IDL Timeout\n"
+    "                           says; without --call-timeout, also the limit of the\n"
+    "                           others (default: no cap)\n"
+    "      --call-cpu TIME      end a call whose function uses more than TIME of CPU (all\n"
+    "                           its threads together; default: no limit)\n"
     "      --call-memory SIZE   memory a call may allocate in its executor (default: no limit);\n"
     "                           past it the allocation fails, and so does the call\n"
     "      --in-process-unsafe  run calls on the server's own threads, not in executor processes:\n"
@@ -263,6 +269,8 @@ enum {
     OPT_IN_PROCESS,
     OPT_CALL_TIMEOUT,
     OPT_CALL_MEMORY,
+    OPT_CALL_TIMEOUT_MAX,
+    OPT_CALL_CPU,
 };
 
 static const struct option long_options[] = {
@@ -287,6 +295,8 @@ static const struct option long_options[] = {
     {"in-process-unsafe", no_argument, NULL, OPT_IN_PROCESS},
     {"call-timeout", required_argument, NULL, OPT_CALL_TIMEOUT},
     {"call-memory", required_argument, NULL, OPT_CALL_MEMORY},
+    {"call-timeout-max", required_argument, NULL, OPT_CALL_TIMEOUT_MAX},
+    {"call-cpu", required_argument, NULL, OPT_CALL_CPU},
     {"metaserver", required_argument, NULL, OPT_METASERVER},
     {"advertise", required_argument, NULL, OPT_ADVERTISE},
     {"name", required_argument, NULL, OPT_NAME},
@@ -366,6 +376,8 @@ static int apply(void *ctx, int val, const char *v) {
     case OPT_IN_PROCESS: o->in_process = 1; return 0;
     case OPT_CALL_TIMEOUT: return parse_duration(opt, v, &o->call_timeout);
     case OPT_CALL_MEMORY: return parse_size(opt, v, (uint64_t)1 << 62, &o->call_memory);
+    case OPT_CALL_TIMEOUT_MAX: return parse_duration(opt, v, &o->call_timeout_max);
+    case OPT_CALL_CPU: return parse_duration(opt, v, &o->call_cpu);
     case OPT_METASERVER:
         if (gr_parse_hostport(v, 0, o->meta_host, sizeof o->meta_host, &o->meta_port, err, sizeof err))
             return usage_error("%s: %s", opt, err);
@@ -463,6 +475,12 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     if (!o->meta_port && o->meta_key_file)
         return usage_error("--metaserver-key-file needs --metaserver HOST:PORT");
     if ((rc = gdm_opt_tls_pair("gridrpcd", o->tls_cert, o->tls_key))) return rc;
+    /* A default above the cap would be cut without anyone asking for it. */
+    if (o->call_timeout_max > 0 && o->call_timeout > o->call_timeout_max)
+        return usage_error(
+            "--call-timeout %g s is above --call-timeout-max %g s: the cap applies to every call; "
+            "lower --call-timeout or raise the cap",
+            o->call_timeout, o->call_timeout_max);
     return -1;
 }
 

@@ -116,6 +116,14 @@ static grd_desc *kitchen(void) {
     return d;
 }
 
+/* dmmul with an IDL Timeout (flag bit 3: a word after the language) and Retry "no". */
+static grd_desc *timed(void) {
+    grd_desc *d = dmmul();
+    d->flags = GRD_FF_NO_RETRY | GRD_FF_TIMEOUT;
+    d->timeout = 30;
+    return d;
+}
+
 static grd_desc *empty(void) {
     grd_desc *d = new_desc("m", "f", "", GRD_LANG_CXX, 0, 0);
     return d;
@@ -137,11 +145,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: make_seeds DIR\n");
         return 2;
     }
-    grd_desc *descs[] = {dmmul(), kitchen(), empty()};
-    const char *names[] = {"dmmul.grds", "kitchen.grds", "empty.grds"};
-    uint8_t *enc[3];
-    size_t lens[3];
-    for (int i = 0; i < 3; i++) {
+    grd_desc *descs[] = {dmmul(), kitchen(), empty(), timed()};
+    const char *names[] = {"dmmul.grds", "kitchen.grds", "empty.grds", "timeout.grds"};
+    enum { N = sizeof descs / sizeof descs[0] };
+    uint8_t *enc[N];
+    size_t lens[N];
+    for (int i = 0; i < N; i++) {
         grd_error err = {0, ""};
         if (grd_encode(descs[i], &enc[i], &lens[i], &err) != GRD_OK) {
             fprintf(stderr, "%s: %s\n", names[i], err.msg);
@@ -152,13 +161,13 @@ int main(int argc, char **argv) {
     uint8_t *bundle;
     size_t blen;
     grd_error err = {0, ""};
-    if (grd_bundle_encode((const uint8_t *const *)enc, lens, 3, &bundle, &blen, &err) != GRD_OK) {
+    if (grd_bundle_encode((const uint8_t *const *)enc, lens, N, &bundle, &blen, &err) != GRD_OK) {
         fprintf(stderr, "bundle: %s\n", err.msg);
         return 1;
     }
     write_file(argv[1], "module.gdesc", bundle, blen);
     free(bundle);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < N; i++) {
         free(enc[i]);
         grd_free(descs[i]);
     }

@@ -279,6 +279,7 @@ void ExpectSameDesc(const grd_desc *a, const grd_desc *b) {
     EXPECT_STREQ(a->description, b->description);
     EXPECT_EQ(a->flags, b->flags);
     EXPECT_EQ(a->language, b->language);
+    EXPECT_EQ(a->timeout, b->timeout);
     ExpectSameExpr(a->cost, b->cost);
     ASSERT_EQ(a->nparams, b->nparams);
     for (uint32_t i = 0; i < a->nparams; i++) {
@@ -308,6 +309,27 @@ TEST(Codec, RoundTripDmmul) {
     ASSERT_EQ(r.code, GRD_OK) << r.msg;
     ExpectSameDesc(d.get(), r.desc.get());
     EXPECT_EQ(Encode(r.desc.get()), b);
+}
+
+// An IDL Timeout (flag bit 3) adds one word after the language, and only then: a
+// descriptor without one keeps the bytes it had before the field existed.
+TEST(Codec, RoundTripTimeout) {
+    DescPtr d = Dmmul();
+    Bytes plain = Encode(d.get());
+    d->flags |= GRD_FF_TIMEOUT;
+    d->timeout = 90;
+    Bytes b = Encode(d.get());
+    EXPECT_EQ(b.size(), plain.size() + 4);
+    Decoded r = Decode(b);
+    ASSERT_EQ(r.code, GRD_OK) << r.msg;
+    EXPECT_EQ(r.desc->timeout, 90u);
+    ExpectSameDesc(d.get(), r.desc.get());
+    EXPECT_EQ(Encode(r.desc.get()), b);
+    char *text = grd_dump(r.desc.get());
+    ASSERT_NE(text, nullptr);
+    EXPECT_NE(std::strstr(text, "flags 8 (timeout)"), nullptr) << text;
+    EXPECT_NE(std::strstr(text, "\n  timeout 90 s\n"), nullptr) << text;
+    std::free(text);
 }
 
 TEST(Codec, RoundTripMixedAndEmpty) {
@@ -454,8 +476,21 @@ TEST(Validate, EnumsFlagsAndLimits) {
     }
     {
         DescPtr d = Dmmul();
-        d->flags = 8;
-        ExpectInvalid(d.get(), GRD_E_INVALID, "unknown function flag bits 0x8");
+        d->flags = 16;
+        ExpectInvalid(d.get(), GRD_E_INVALID, "unknown function flag bits 0x10");
+    }
+    {
+        // A Timeout (flag bit 3) is 1 s or more, and there is none without the flag.
+        DescPtr d = Dmmul();
+        d->flags = GRD_FF_TIMEOUT;
+        ExpectInvalid(d.get(), GRD_E_INVALID, "timeout 0 s is outside 1 to 2147483647");
+        d->timeout = GRD_MAX_TIMEOUT + 1u;
+        ExpectInvalid(d.get(), GRD_E_INVALID, "timeout 2147483648 s is outside");
+        d->timeout = GRD_MAX_TIMEOUT;
+        grd_error err{};
+        EXPECT_EQ(grd_validate(d.get(), &err), GRD_OK) << err.msg;
+        d->flags = 0;
+        ExpectInvalid(d.get(), GRD_E_INVALID, "a timeout on a descriptor without the timeout flag");
     }
     {
         // A method (flag bit 2) names its class; a function names none.
@@ -1336,7 +1371,13 @@ TEST(Hostile, BadProgramsAreRejectedByDecode) {
     EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", GRD_CALLBACK, GRD_IN).b)).code, GRD_E_TRUNCATED);
     EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", GRD_INT, static_cast<grd_mode>(5)).b)).code, GRD_E_INVALID);
     EXPECT_EQ(Decode(Wrap(W().head(1).scalar("n", GRD_INT, GRD_IN, 8).b)).code, GRD_E_INVALID);
-    EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(8).u32(1).u32(0).u32(0).b)).code, GRD_E_INVALID);
+    EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(16).u32(1).u32(0).u32(0).b)).code, GRD_E_INVALID);
+    // Flag bit 3 (a Timeout) puts the seconds after the language: 1 or more.
+    EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(8).u32(1).u32(30).u32(0).u32(0).b)).code, GRD_OK);
+    EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(8).u32(1).u32(0).u32(0).u32(0).b)).code,
+              GRD_E_INVALID);
+    EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(8).u32(1).u32(0).u32(0).b)).code,
+              GRD_E_TRUNCATED);
     // Flag bit 2 (a method) puts the class name after the language.
     EXPECT_EQ(Decode(Wrap(W().str("m").str("f").str("").u32(4).u32(1).str("C").u32(0).u32(0).b)).code,
               GRD_OK);
