@@ -386,3 +386,7 @@ void grid_reset_np(void) {
     grc_cache_reset();
     grc_config_reset();
 }
+
+void grid_interrupt_np(void) {
+    grc_interrupt_all();
+}

@@ -240,6 +240,9 @@ unsigned grc_interrupt_count(void);
 int grc_interrupt_watch(int fd);
 /* Takes SLOT out of the table (before its socket is closed). */
 void grc_interrupt_unwatch(int slot);
+/* grid_interrupt_np: counts an interrupt and shuts down every socket in the table.
+ * Async-signal-safe. */
+void grc_interrupt_all(void);
 /* A few words for a failover message: why a server failed a call ("connection refused"). */
 const char *grc_failure_words(int code, const char *msg);
 

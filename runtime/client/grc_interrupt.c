@@ -1,7 +1,8 @@
-/* grc_interrupt.c: grid_interrupt_np, which a program's SIGINT handler (gridrpc call's,
- * the Python binding's, a user's own) calls to end the synchronous calls in progress:
- * each is canceled on its server (CANCEL, then the connection is dropped) and returns
- * GRID_ERR_CANCELED at once instead of when the function finishes.
+/* grc_interrupt.c: the work of the public grid_interrupt_np, defined in grc_api.c. A
+ * program's SIGINT handler (gridrpc call's, the Python binding's, a user's own) calls it
+ * to end the synchronous calls in progress: each is canceled on its server (CANCEL,
+ * then the connection is dropped) and returns GRID_ERR_CANCELED at once instead of
+ * when the function finishes.
  *
  * Why shutdown(): it is async-signal-safe, and on Linux shutdown(SHUT_RD) wakes a thread
  * blocked in recv() or poll() on that socket, with no cost to a call that is never
@@ -15,8 +16,6 @@
  * call's; the only descriptor it can touch is one in the table. */
 #include <stdatomic.h>
 #include <sys/socket.h>
-
-#include <gridrpc.h>
 
 #include "grc_client.h"
 
@@ -49,7 +48,7 @@ void grc_interrupt_unwatch(int slot) {
     if (slot >= 0 && slot < WATCH_SLOTS) atomic_store(&watched[slot], 0);
 }
 
-void grid_interrupt_np(void) {
+void grc_interrupt_all(void) {
     atomic_fetch_add_explicit(&interrupts, 1, memory_order_acq_rel);
     for (unsigned i = 0; i < WATCH_SLOTS; i++) {
         int v = atomic_load(&watched[i]);
