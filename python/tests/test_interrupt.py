@@ -1,7 +1,7 @@
-"""test_interrupt.py: Ctrl-C (SIGINT) during a synchronous call raises KeyboardInterrupt
-at once and stops the work on the server, whether or not the function polls for a
-cancel: the server's log shows the call canceled, not finished, and its one worker is
-free for the next call at once."""
+"""test_interrupt.py: Ctrl-C (SIGINT) during a synchronous call, or while a future's
+result() waits, raises KeyboardInterrupt at once and stops the work on the server,
+whether or not the function polls for a cancel: the server's log shows the call
+canceled, not finished, and its one worker is free for the next call at once."""
 
 from __future__ import annotations
 
@@ -80,5 +80,29 @@ def test_calls_after_an_interrupt_are_not_affected() -> None:
         timer.join()
         for i in range(20):
             assert gridrpc.call(s.url("test/echo_string"), f"call {i}", None) == f"call {i}"
+    finally:
+        s.stop()
+
+
+def test_ctrl_c_in_a_future_result_cancels_its_call(tmp_path) -> None:
+    """Waiting on call_async's future: Ctrl-C cancels the remote call, then propagates."""
+    s = Server(["--threads", "1", "--log-level", "info"], log=str(tmp_path / "server.log"))
+    try:
+        fut = gridrpc.call_async(s.url("test/sleep"), 30.0)
+        timer = interrupt_in(0.5)
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            fut.result()
+        timer.join()
+        assert time.monotonic() - t0 < 15
+        assert fut.cancelled()
+        t1 = time.monotonic()
+        assert gridrpc.call(s.url("test/echo_string"), "next", None) == "next"
+        assert time.monotonic() - t1 < 15
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not log_lines(s, "test/sleep"):
+            time.sleep(0.05)
+        lines = log_lines(s, "test/sleep")
+        assert len(lines) == 1 and "GRID_ERR_CANCELED" in lines[0], lines
     finally:
         s.stop()

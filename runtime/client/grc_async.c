@@ -536,12 +536,14 @@ int grc_call_async_req(grc_req_starter start, const void *ctx, const grc_args *a
 
 /* ---- waiting */
 
-static void send_cancel(grc_session *s) {
-    grc_pipe *p = s->pipe;
+/* Sends CANCEL for call ID on pipe P (taken from the session under alock: once alock is
+ * released a finished session may be forgotten and freed by another thread, as the
+ * Python binding's completion thread does at once; pipes live until grc_async_reset). */
+static void send_cancel(grc_pipe *p, int id) {
     gr_err e;
     if (!p || p->dead) return;
     pthread_mutex_lock(&p->wlock);
-    grp_write_empty(&p->conn->wr, GRP_CANCEL, (uint64_t)s->id, &e);
+    grp_write_empty(&p->conn->wr, GRP_CANCEL, (uint64_t)id, &e);
     pthread_mutex_unlock(&p->wlock);
 }
 
@@ -600,8 +602,9 @@ int grc_wait(int id, const char **msg) {
     int code = s->code;
     if (s->req.t.host[0]) grc_set_last_server(s->req.t.host, s->req.t.port);
     snprintf(last_msg, sizeof last_msg, "%s", s->msg ? s->msg : "");
+    grc_pipe *pipe = s->pipe;
     pthread_mutex_unlock(&alock);
-    if (timed_out) send_cancel(s);
+    if (timed_out) send_cancel(pipe, id);
     grc_data_flush(NULL); /* copies that a KEEP of the call made stale */
     *msg = last_msg;
     return code;
@@ -778,8 +781,9 @@ int grc_cancel(int id) {
         s->cancelled = 1;
         finish(s, GRID_ERR_CANCELED, "the call was canceled (grid_cancel)");
     }
+    grc_pipe *pipe = s->pipe;
     pthread_mutex_unlock(&alock);
-    if (!was_done) send_cancel(s);
+    if (!was_done) send_cancel(pipe, id);
     last_msg[0] = '\0';
     return GRID_OK;
 }

@@ -45,7 +45,9 @@ class Future(concurrent.futures.Future):  # type: ignore[type-arg]
 
     result(timeout) returns what call would (None, one value or a tuple; OUT arrays
     passed as None are among them) or raises the call's GridError; OUT arrays passed
-    by the caller are filled when it is done.
+    by the caller are filled when it is done. A KeyboardInterrupt (Ctrl-C) while
+    result() or exception() waits cancels the call on its server, then propagates, as
+    a synchronous call does.
     """
 
     def __init__(self, pending: _core.Pending, name: str, timeout: float | None = None) -> None:
@@ -65,6 +67,20 @@ class Future(concurrent.futures.Future):  # type: ignore[type-arg]
     def name(self) -> str:
         """The called function's name."""
         return self._name
+
+    def result(self, timeout: float | None = None) -> Any:
+        try:
+            return super().result(timeout)
+        except KeyboardInterrupt:
+            self.cancel()
+            raise
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        try:
+            return super().exception(timeout)
+        except KeyboardInterrupt:
+            self.cancel()
+            raise
 
     def running(self) -> bool:
         """True until the call is done (it is queued, being sent or running remotely)."""
