@@ -185,6 +185,8 @@ void gsv_call_answer(gsv_server *s, gsv_job *job) {
         gsv_sched_invoking(s, job, 1);
         rc = gsv_exec_call(s, job, blas, &e);
         gsv_sched_invoking(s, job, 0);
+        /* The metaserver holds back a function that crashes on several servers. */
+        if (rc == GRID_ERR_CRASHED) gsv_meta_crashed(s, job->fn->qualified, e.msg);
     } else {
         gsv_job_invoke(s, job);
     }
