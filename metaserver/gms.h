@@ -367,9 +367,8 @@ const gms_crash_fn *gms_crash_held(const gms_state *st, const char *name, long l
  * last hold ended): SCHEDULE offers that server only when no other is left, so a
  * second crash, if any, is on another server and holds the function. */
 int gms_crash_recent(const gms_state *st, const char *name, uint64_t id, long long now_ns);
-/* Under st->lock: E = GRID_ERR_CRASHED naming F's hold, for a SCHEDULE of REQUESTED. */
-int gms_crash_refuse(gms_state *st, const gms_crash_fn *f, const char *requested, long long now_ns,
-                     gr_err *e);
+/* Under st->lock: E = GRID_ERR_CRASHED naming F's hold (for a refused SCHEDULE). */
+int gms_crash_refuse(gms_state *st, const gms_crash_fn *f, long long now_ns, gr_err *e);
 /* HOLDS_OK: the holds in force (a malloc'd copy, possibly empty). */
 int gms_state_holds(gms_state *st, long long now_ns, grp_hold **v, uint32_t *n, gr_err *e);
 

@@ -140,8 +140,7 @@ static const char *clock_text(int64_t ms, char *buf, size_t n) {
     return buf;
 }
 
-int gms_crash_refuse(gms_state *st, const gms_crash_fn *f, const char *requested, long long now_ns,
-                     gr_err *e) {
+int gms_crash_refuse(gms_state *st, const gms_crash_fn *f, long long now_ns, gr_err *e) {
     st->crash_refused++;
     char at[40];
     double left = (double)(f->held_until_ns - now_ns) / 1e9;
@@ -149,8 +148,8 @@ int gms_crash_refuse(gms_state *st, const gms_crash_fn *f, const char *requested
         e, GRID_ERR_CRASHED,
         "%s is held back from new calls: it crashed its executors on servers %s within %.0f s (the "
         "last: %s); it is offered again in %.0f s, at %s (gridmetad --crash-hold)",
-        strcmp(requested, f->name) == 0 ? f->name : requested, f->servers, GMS_CRASH_WINDOW_NS / 1e9, f->what,
-        left < 1 ? 1 : left, clock_text(f->held_until_ms, at, sizeof at));
+        f->name, f->servers, GMS_CRASH_WINDOW_NS / 1e9, f->what, left < 1 ? 1 : left,
+        clock_text(f->held_until_ms, at, sizeof at));
 }
 
 int gms_state_holds(gms_state *st, long long now_ns, grp_hold **v, uint32_t *n, gr_err *e) {

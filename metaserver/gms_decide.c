@@ -155,7 +155,7 @@ int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, l
         n++;
     }
     if (n == 0 && held) {
-        int rc = gms_crash_refuse(st, held, m->function, now_ns, e);
+        int rc = gms_crash_refuse(st, held, now_ns, e);
         pthread_mutex_unlock(&st->lock);
         return rc;
     }

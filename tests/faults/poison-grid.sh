@@ -33,7 +33,7 @@ f_start math "$PC" math "$T_TMP/stop"
 wait_line "$T_TMP/math.out" '^math running$' 600 || { fail "the math client runs"; diag <"$T_TMP/math.out"; }
 "$PC" crash "$N" >"$T_TMP/crash.out" 2>&1
 touch "$T_TMP/stop"
-for _ in $(seq 1 1200); do grep -q '^math ' "$T_TMP/math.out" && break; sleep 0.1; done
+for _ in $(seq 1 1200); do grep -q '^math dmmul=' "$T_TMP/math.out" && break; sleep 0.1; done
 t1=$(date +%s.%N)
 
 summary=$(grep '^crash calls=' "$T_TMP/crash.out")
