@@ -67,11 +67,18 @@ typedef struct gsv_meta {
     uint32_t heartbeat_ms;
     grw_reader r;
     grw_writer w;
-    grw_tls *tls;                     /* the connection's TLS session (a gridrpcs:// metaserver), or NULL */
-    int news;                         /* eventfd, readable once a crash is queued */
-    crash_note crashes[META_CRASHES]; /* under lock */
-    unsigned ncrashes, dropped;
+    grw_tls *tls; /* the connection's TLS session (a gridrpcs:// metaserver), or NULL */
 } gsv_meta;
+
+/* The crashes waiting to be told. Static, not in gsv_meta: a worker may queue one while
+ * the server shuts down and gsv_meta_stop frees the thread's state. NEWS (an eventfd,
+ * made once, never closed) is readable once a crash is queued; -1: no metaserver. */
+static struct {
+    pthread_mutex_t lock;
+    crash_note notes[META_CRASHES];
+    unsigned n, dropped;
+    atomic_int news;
+} crashq = {.lock = PTHREAD_MUTEX_INITIALIZER, .news = -1};
 
 /* ---------------------------------------------------------------- waiting */
 
@@ -86,7 +93,8 @@ static int wait_for(gsv_meta *m, double seconds, int fd, int *ready, int *news) 
         if (atomic_load(&m->stop)) return 1;
         long long left = until - gr_now_ns();
         if (left <= 0) return 0;
-        struct pollfd p[3] = {{m->wake, POLLIN, 0}, {news ? m->news : -1, POLLIN, 0}, {fd, POLLIN, 0}};
+        struct pollfd p[3] = {
+            {m->wake, POLLIN, 0}, {news ? atomic_load(&crashq.news) : -1, POLLIN, 0}, {fd, POLLIN, 0}};
         int n = poll(p, fd >= 0 ? 3 : 2, (int)((left + 999999) / 1000000));
         if (n < 0 && errno != EINTR) return 0;
         if (n > 0 && (p[0].revents & POLLIN)) return 1;
@@ -96,7 +104,7 @@ static int wait_for(gsv_meta *m, double seconds, int fd, int *ready, int *news) 
         }
         if (n > 0 && news && (p[1].revents & POLLIN)) {
             uint64_t v;
-            if (read(m->news, &v, sizeof v) < 0) {
+            if (read(p[1].fd, &v, sizeof v) < 0) {
                 /* EAGAIN: another read took it; the queue is looked at anyway */
             }
             *news = 1;
@@ -247,11 +255,11 @@ static int beat(gsv_meta *m, int *in_step, gr_err *e) {
  * the rest go on; a transport failure ends the connection (the rest are lost). */
 static int send_crashes(gsv_meta *m, gr_err *e) {
     crash_note notes[META_CRASHES];
-    pthread_mutex_lock(&m->lock);
-    unsigned n = m->ncrashes, dropped = m->dropped;
-    memcpy(notes, m->crashes, n * sizeof notes[0]);
-    m->ncrashes = m->dropped = 0;
-    pthread_mutex_unlock(&m->lock);
+    pthread_mutex_lock(&crashq.lock);
+    unsigned n = crashq.n, dropped = crashq.dropped;
+    memcpy(notes, crashq.notes, n * sizeof notes[0]);
+    crashq.n = crashq.dropped = 0;
+    pthread_mutex_unlock(&crashq.lock);
     if (dropped)
         gsv_log(GSV_LOG_WARN,
                 "metaserver %s: %u crashes of other functions were not told (more than %d at once)", m->where,
@@ -280,8 +288,9 @@ static int send_crashes(gsv_meta *m, gr_err *e) {
 }
 
 void gsv_meta_crashed(gsv_server *s, const char *function, const char *msg) {
-    gsv_meta *m = s->meta;
-    if (!m) return;
+    (void)s;
+    int news = atomic_load(&crashq.news);
+    if (news < 0) return; /* no --metaserver */
     /* The message is "FN crashed (signal 11, ...) on server NAME; ...": the middle is
      * what happened. */
     const char *what = msg;
@@ -289,22 +298,22 @@ void gsv_meta_crashed(gsv_server *s, const char *function, const char *msg) {
     if (strncmp(what, function, fl) == 0 && what[fl] == ' ') what += fl + 1;
     const char *end = strstr(what, " on server ");
     size_t wl = end ? (size_t)(end - what) : strlen(what);
-    pthread_mutex_lock(&m->lock);
+    pthread_mutex_lock(&crashq.lock);
     crash_note *c = NULL;
-    for (unsigned i = 0; i < m->ncrashes && !c; i++)
-        if (strcmp(m->crashes[i].function, function) == 0) c = &m->crashes[i];
-    if (!c && m->ncrashes < META_CRASHES) c = &m->crashes[m->ncrashes++];
+    for (unsigned i = 0; i < crashq.n && !c; i++)
+        if (strcmp(crashq.notes[i].function, function) == 0) c = &crashq.notes[i];
+    if (!c && crashq.n < META_CRASHES) c = &crashq.notes[crashq.n++];
     if (c) {
         snprintf(c->function, sizeof c->function, "%s", function);
         snprintf(c->what, sizeof c->what, "%.*s", (int)(wl < GRP_MAX_CRASH_WHAT ? wl : GRP_MAX_CRASH_WHAT),
                  what);
         c->at_ns = gr_now_ns();
     } else {
-        m->dropped++;
+        crashq.dropped++;
     }
-    pthread_mutex_unlock(&m->lock);
+    pthread_mutex_unlock(&crashq.lock);
     uint64_t one = 1;
-    if (write(m->news, &one, sizeof one) < 0) {
+    if (write(news, &one, sizeof one) < 0) {
         /* EAGAIN: the counter is already readable */
     }
 }
@@ -510,7 +519,6 @@ static int advertised(gsv_server *s, grp_register *reg, gr_err *e) {
 static void meta_free(gsv_meta *m) {
     free(m->reg.functions);
     if (m->wake >= 0) close(m->wake);
-    if (m->news >= 0) close(m->news);
     pthread_mutex_destroy(&m->lock);
     free(m);
 }
@@ -523,7 +531,6 @@ int gsv_meta_start(gsv_server *s, gr_err *e) {
     m->srv = s;
     m->fd = -1;
     m->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    m->news = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     pthread_mutex_init(&m->lock, NULL);
     atomic_init(&m->stop, 0);
     atomic_init(&m->between_beats, 0);
@@ -555,9 +562,11 @@ int gsv_meta_start(gsv_server *s, gr_err *e) {
     }
     reg->nfunctions = n;
     reg->functions = calloc(n ? n : 1, sizeof *reg->functions);
-    int rc = m->wake < 0 || m->news < 0 ? gr_seterr(e, GRID_ERR_CONFIG, "eventfd: %s", strerror(errno))
-             : !reg->functions          ? gr_seterr(e, GRID_ERR_NOMEM, "out of memory")
-                                        : advertised(s, reg, e);
+    if (atomic_load(&crashq.news) < 0) atomic_store(&crashq.news, eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    int rc = m->wake < 0 || atomic_load(&crashq.news) < 0
+                 ? gr_seterr(e, GRID_ERR_CONFIG, "eventfd: %s", strerror(errno))
+             : !reg->functions ? gr_seterr(e, GRID_ERR_NOMEM, "out of memory")
+                               : advertised(s, reg, e);
     for (unsigned i = 0; !rc && i < n; i++) {
         const gsv_function *f = &s->reg.fns[i];
         snprintf(reg->functions[i].name, sizeof reg->functions[i].name, "%s", f->qualified);
