@@ -57,7 +57,8 @@ extern "C" {
     XX(ERR_FAILED, 13, "the remote function failed")                                                         \
     XX(ERR_BUSY, 14, "the server is overloaded")                                                             \
     XX(ERR_IO, 15, "a local file could not be read or written")                                              \
-    XX(ERR_INTERNAL, 16, "internal error")
+    XX(ERR_INTERNAL, 16, "internal error")                                                                   \
+    XX(ERR_CRASHED, 17, "the remote function crashed")
 
 enum grid_error_code {
 #define GRID_ERROR_ENUM_(name, value, text) GRID_##name = value,

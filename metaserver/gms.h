@@ -56,6 +56,7 @@ typedef struct gms_options {
     double io_timeout;           /* seconds a request may stall in the middle; 0: never */
     double idle_timeout;         /* --idle-timeout: a client connection quiet this long closes; 0: never */
     double max_hold;             /* seconds a SCHEDULE may wait while every server is full; 0: never */
+    double crash_hold;           /* --crash-hold: seconds a function that crashed on two servers is held */
     int log_level;
     /* The key handshake after HELLO (grp_auth.h) */
     const char *key_file;           /* --key-file; NULL: none */
@@ -85,6 +86,12 @@ int gms_options_parse(int argc, char **argv, gms_options *o);
 #define GMS_MAX_SITES 4096           /* client sites remembered */
 #define GMS_DEFAULT_HOLD_S 20.0      /* --max-hold's default (at most GRP_MAX_HOLD_S) */
 #define GMS_HOLD_SLICE_NS 20000000LL /* a held request reads its client's REPORTs this often */
+/* A function that crashed its executors on two servers within GMS_CRASH_WINDOW_NS is held
+ * back from new calls for --crash-hold (gms_crash.c). */
+#define GMS_CRASH_WINDOW_NS 60000000000LL
+#define GMS_DEFAULT_CRASH_HOLD_S 300.0
+#define GMS_CRASH_FNS 1024 /* functions whose crashes are remembered at once */
+#define GMS_CRASH_RECENT 8 /* crashes remembered per function */
 /* gridrpcd tries a lost metaserver again at least every 5 s (META_BACKOFF_MAX in
  * runtime/server/gsv_meta.c): a server restored from the registry at start is given that
  * long (and a second to connect) to come back, on top of the missed heartbeats, before it
@@ -238,6 +245,22 @@ typedef struct gms_decision {
     gms_decision_cand cands[GMS_DECISION_CANDS];
 } gms_decision;
 
+/* The crashes of one function (gms_crash.c). */
+typedef struct gms_crash_fn {
+    char name[GRP_MAX_FUNCTION_NAME + 1]; /* "module/function" as the server registered it */
+    struct {
+        uint64_t server;
+        long long at_ns;
+    } recent[GMS_CRASH_RECENT]; /* a ring, the newest at (head - 1) */
+    uint32_t head, nrecent;
+    uint64_t crashes;                       /* ever */
+    long long seen_ns;                      /* the last crash */
+    long long held_until_ns;                /* monotonic; 0: never held */
+    int64_t held_until_ms;                  /* the same, unix time */
+    char servers[GRP_MAX_HOLD_SERVERS + 1]; /* where it crashed, when the hold began */
+    char what[GRP_MAX_CRASH_WHAT + 1];      /* its last crash */
+} gms_crash_fn;
+
 struct gms_db;
 
 typedef struct gms_state {
@@ -273,6 +296,11 @@ typedef struct gms_state {
     uint32_t holding;
     uint64_t held, held_over; /* requests ever held; of those, placed on a full server */
     int stopping;
+    /* Crashing functions (gms_crash.c). */
+    double crash_hold_s; /* --crash-hold; 0: never hold */
+    gms_crash_fn *crash_fns;
+    uint32_t ncrash_fns;
+    uint64_t crashes, crash_holds, crash_refused; /* reported; holds begun; SCHEDULEs refused */
 } gms_state;
 
 int gms_state_init(gms_state *st, int policy, unsigned heartbeat_ms, unsigned down_after);
@@ -327,6 +355,22 @@ int gms_state_restore_link(gms_state *st, const char *site, uint64_t server, dou
                            uint32_t bw_n, uint32_t lat_n, int64_t bw_ms, int64_t lat_ms);
 /* Rebuilds the function index (after restoring). */
 int gms_state_reindex(gms_state *st);
+
+/* CRASHED from the connection that registered M->server_id: GRID_OK (*HELD_NOW: this
+ * crash began a hold), GRID_ERR_NOT_FOUND for an unknown server, GRID_ERR_ARGS for a
+ * function it did not register. E says why. */
+int gms_state_crashed(gms_state *st, const grp_crashed *m, long long now_ns, int64_t unix_ms, int *held_now,
+                      gr_err *e);
+/* Under st->lock: the hold on function NAME (as registered), or NULL when it is offered. */
+const gms_crash_fn *gms_crash_held(const gms_state *st, const char *name, long long now_ns);
+/* Under st->lock: 1 when function NAME crashed on server ID within the window (since its
+ * last hold ended): SCHEDULE offers that server only when no other is left, so a
+ * second crash, if any, is on another server and holds the function. */
+int gms_crash_recent(const gms_state *st, const char *name, uint64_t id, long long now_ns);
+/* Under st->lock: E = GRID_ERR_CRASHED naming F's hold (for a refused SCHEDULE). */
+int gms_crash_refuse(gms_state *st, const gms_crash_fn *f, long long now_ns, gr_err *e);
+/* HOLDS_OK: the holds in force (a malloc'd copy, possibly empty). */
+int gms_state_holds(gms_state *st, long long now_ns, grp_hold **v, uint32_t *n, gr_err *e);
 
 /* Helpers shared by the state's files. */
 gms_fn *gms_server_fn(gms_server *s, const char *name);
@@ -396,6 +440,7 @@ struct gms_conn {
     gms_net *net;
     char peer_host[64]; /* the site of a client that declares none */
     int server;         /* it registered a server: its heartbeats keep it, never idle-closed */
+    uint64_t server_id; /* the server it registered last (0: none): only it may report CRASHED */
 };
 
 enum { GMS_KEEP = GDM_KEEP, GMS_CLOSE = GDM_CLOSE, GMS_REFUSE = GDM_REFUSE };

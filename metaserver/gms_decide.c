@@ -108,8 +108,25 @@ int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, l
     double ratio = ratio_n ? ratio_sum / ratio_n : 0;
     uint32_t si = gms_state_site(st, site, 0);
     uint32_t n = 0, down = 0, excluded = 0, full = 0;
+    const gms_crash_fn *held = NULL;
+    /* Servers where the function just crashed are left out while another can run it. */
+    int avoid = 0;
+    for (uint32_t i = 0; st->ncrash_fns && i < ent->n && !avoid; i++) {
+        gms_server *s = ent->srv[i];
+        const char *fn = s->fns[ent->fi[i]].name;
+        avoid = s->up && !in_list(s->id, m->exclude, m->nexclude) && !gms_crash_held(st, fn, now_ns) &&
+                !gms_crash_recent(st, fn, s->id, now_ns);
+    }
     for (uint32_t i = 0; i < ent->n; i++) {
         gms_server *s = ent->srv[i];
+        if (avoid && gms_crash_recent(st, s->fns[ent->fi[i]].name, s->id, now_ns)) continue;
+        /* Held back after crashes: no server is offered for it (two modules may share a
+         * short name; only the crashing one is held). */
+        const gms_crash_fn *h = st->ncrash_fns ? gms_crash_held(st, s->fns[ent->fi[i]].name, now_ns) : NULL;
+        if (h) {
+            held = h;
+            continue;
+        }
         if (in_list(s->id, m->exclude, m->nexclude)) {
             excluded++;
             continue;
@@ -136,6 +153,11 @@ int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, l
             full++;
         }
         n++;
+    }
+    if (n == 0 && held) {
+        int rc = gms_crash_refuse(st, held, now_ns, e);
+        pthread_mutex_unlock(&st->lock);
+        return rc;
     }
     if (n == 0) {
         pthread_mutex_unlock(&st->lock);

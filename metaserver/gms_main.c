@@ -60,6 +60,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gridmetad: out of memory\n");
         return 1;
     }
+    st.crash_hold_s = opt.crash_hold;
     gms_db *db = gms_db_open(opt.db, &e);
     if (!db || gms_db_load(db, &st, gr_now_ns(), &e) || gms_db_start(db, &e)) {
         fprintf(stderr, "gridmetad: %s\n", e.msg);

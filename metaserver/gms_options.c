@@ -62,6 +62,10 @@ static const char help_text[] =
     "                           server; for mct the best one), the call waits here up to\n"
     "                           TIME for room (default 20s; at most 60s; 0: never wait,\n"
     "                           send it to that full server)\n"
+    "      --crash-hold TIME    a function that crashed its executors on two servers within\n"
+    "                           a minute is not offered to new calls for TIME (default 5m;\n"
+    "                           0: never held back); its calls fail at once, naming the\n"
+    "                           servers and when it is offered again\n"
     "\n"
     "Status page:\n"
     "      --http PORT          serve the status page and GET /api/status (JSON) on PORT\n"
@@ -102,6 +106,7 @@ enum {
     OPT_IO_TIMEOUT,
     OPT_IDLE_TIMEOUT,
     OPT_MAX_HOLD,
+    OPT_CRASH_HOLD,
     OPT_LOG_LEVEL,
     OPT_QUIET,
     OPT_TLS_CERT,
@@ -124,6 +129,7 @@ static const struct option long_options[] = {
     {"io-timeout", required_argument, NULL, OPT_IO_TIMEOUT},
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
     {"max-hold", required_argument, NULL, OPT_MAX_HOLD},
+    {"crash-hold", required_argument, NULL, OPT_CRASH_HOLD},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, OPT_QUIET},
@@ -185,6 +191,9 @@ static int apply(void *ctx, int val, const char *v) {
         if (o->max_hold > GRP_MAX_HOLD_S)
             return usage_error("%s: '%s' is longer than clients wait (%ds)", opt, v, GRP_MAX_HOLD_S);
         return 0;
+    case OPT_CRASH_HOLD:
+        if (gr_parse_duration(v, &o->crash_hold, err, sizeof err)) return usage_error("%s: %s", opt, err);
+        return 0;
     case OPT_LOG_LEVEL:
         for (int i = 0; levels[i]; i++)
             if (strcmp(v, levels[i]) == 0) {
@@ -219,6 +228,7 @@ int gms_options_parse(int argc, char **argv, gms_options *o) {
     o->io_timeout = 30;
     o->idle_timeout = 300;
     o->max_hold = GMS_DEFAULT_HOLD_S;
+    o->crash_hold = GMS_DEFAULT_CRASH_HOLD_S;
     o->log_level = GMS_LOG_INFO;
     const char *env = getenv("GRIDRPC_TOKEN");
     if (env && *env) {

@@ -1,9 +1,9 @@
 /* gms_request.c: gridmetad's answer to each request: HELLO (version and token, exactly
  * as gridrpcd checks them, then the key handshake with --key-file), PING, LIST, PROBE, and the metaserver's
- * own messages (REGISTER, HEARTBEAT, SCHEDULE, REPORT, SERVERS). Bodies are read and written only through the
- * protocol layer (grp_proto.h, grp_meta.h). A body that cannot be read is answered ERROR: when the stream is
- * still in step the connection goes on, otherwise it is closed; nothing a peer sends takes the metaserver
- * down. */
+ * own messages (REGISTER, HEARTBEAT, SCHEDULE, REPORT, SERVERS, CRASHED, HOLDS). Bodies are read and written
+ * only through the protocol layer (grp_proto.h, grp_meta.h). A body that cannot be read is answered ERROR:
+ * when the stream is still in step the connection goes on, otherwise it is closed; nothing a peer sends takes
+ * the metaserver down. */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "config.h"
 
@@ -126,6 +126,7 @@ static int on_register(gms_conn *c, const grw_header *h) {
     if (grp_read_register(&c->r, &m, &e)) return failed(c, h, "REGISTER message", &e);
     uint64_t id = gms_state_register(c->net->st, &m, gr_now_ns(), gms_unix_ms());
     c->server = 1;
+    c->server_id = id;
     grp_register_free(&m);
     if (!id)
         return gms_conn_send_error(c, h->request_id, GRID_ERR_NOMEM,
@@ -161,6 +162,43 @@ static int on_unregister(gms_conn *c, const grw_header *h) {
         return gms_conn_send_error(c, h->request_id, GRID_ERR_NOT_FOUND, msg) ? GMS_CLOSE : GMS_KEEP;
     }
     return sent(c, grp_write_empty(gms_conn_writer(c, 0), GRP_UNREGISTER_OK, h->request_id, &e), &e);
+}
+
+/* A server's report that a function crashed its executor. Believed only from the
+ * connection that registered that server: a client cannot have a function held back. */
+static int on_crashed(gms_conn *c, const grw_header *h) {
+    gr_err e;
+    grp_crashed m;
+    if (grp_read_crashed(&c->r, &m, &e)) return failed(c, h, "CRASHED message", &e);
+    int held = 0, rc;
+    if (!c->server_id || c->server_id != m.server_id)
+        rc = gr_seterr(&e, GRID_ERR_ARGS,
+                       "CRASHED for server %llu on a connection that did not register it: only a server "
+                       "reports its own crashes",
+                       (unsigned long long)m.server_id);
+    else
+        rc = gms_state_crashed(c->net->st, &m, gr_now_ns(), gms_unix_ms(), &held, &e);
+    if (rc) {
+        gms_log(GMS_LOG_WARN, "%s: CRASHED refused: %s", c->peer, e.msg);
+        return gms_conn_send_error(c, h->request_id, rc, e.msg) ? GMS_CLOSE : GMS_KEEP;
+    }
+    gms_log(held ? GMS_LOG_WARN : GMS_LOG_INFO, "server %llu: %s %s%s", (unsigned long long)m.server_id,
+            m.function, m.what,
+            held ? "; it crashed on two servers within a minute: held back from new calls (--crash-hold)"
+                 : "");
+    return sent(c, grp_write_empty(gms_conn_writer(c, 0), GRP_CRASHED_OK, h->request_id, &e), &e);
+}
+
+static int on_holds(gms_conn *c, const grw_header *h) {
+    gr_err e;
+    if (grp_read_empty(&c->r, &e)) return failed(c, h, "HOLDS message", &e);
+    grp_hold *v = NULL;
+    uint32_t n = 0;
+    if (gms_state_holds(c->net->st, gr_now_ns(), &v, &n, &e))
+        return gms_conn_send_error(c, h->request_id, e.code, e.msg) ? GMS_CLOSE : GMS_KEEP;
+    int rc = grp_write_holds_ok(gms_conn_writer(c, 0), h->request_id, v, n, &e);
+    free(v);
+    return sent(c, rc, &e);
 }
 
 static const char *site_of(const gms_conn *c, const char *declared) {
@@ -296,6 +334,8 @@ int gms_request_serve(gms_conn *c, const grw_header *h) {
     case GRP_SCHEDULE: return on_schedule(c, h);
     case GRP_REPORT: return on_report(c, h);
     case GRP_SERVERS: return on_servers(c, h);
+    case GRP_CRASHED: return on_crashed(c, h);
+    case GRP_HOLDS: return on_holds(c, h);
     }
     char msg[200];
     snprintf(msg, sizeof msg,

@@ -34,6 +34,7 @@ int gms_state_init(gms_state *st, int policy, unsigned heartbeat_ms, unsigned do
     st->down_after = down_after;
     st->start_ns = gr_now_ns();
     st->next_id = 1;
+    st->crash_hold_s = GMS_DEFAULT_CRASH_HOLD_S;
     /* Decision ids differ across restarts, so a late REPORT of a decision made before
      * a restart never matches a new one. */
     st->next_decision = ((uint64_t)gms_unix_ms() << 12) + 1;
@@ -71,6 +72,7 @@ void gms_state_free(gms_state *st) {
     free(st->by_id);
     free(st->cbuf);
     free(st->cbuf_srv);
+    free(st->crash_fns);
     gms_map_free(&st->addr);
     free_fnents(st);
     for (uint32_t i = 0; i < st->nsites; i++)

@@ -1,7 +1,8 @@
 /* gms_status.c: the /api/status JSON (schema in docs/metaserver.md; the status page and
  * `gridrpc status --json` read it, so its names are kept): the metaserver's totals,
- * every server with its load history, every link with its age, and the recent
- * decisions with their candidates' estimates. Strings are escaped for JSON; numbers
+ * every server with its load history, every link with its age, the recent
+ * decisions with their candidates' estimates, and the functions that crashed (those held
+ * back from new calls first). Strings are escaped for JSON; numbers
  * that are not finite are written as 0, which JSON can hold. */
 #include "config.h"
 
@@ -122,6 +123,28 @@ static void server_json(gms_buf *b, const gms_server *s, long long now_ns) {
     gms_buf_printf(b, "]}");
 }
 
+/* The functions that crashed, held ones first (st->lock held). */
+static void crashing_json(gms_buf *b, const gms_state *st, long long now_ns) {
+    int first = 1;
+    for (int pass = 1; pass >= 0; pass--)
+        for (uint32_t i = 0; i < st->ncrash_fns; i++) {
+            const gms_crash_fn *f = &st->crash_fns[i];
+            int held = f->held_until_ns > now_ns;
+            if (held != pass) continue;
+            gms_buf_printf(b, "%s{\"function\":", first ? "" : ",\n");
+            first = 0;
+            gms_buf_json_string(b, f->name);
+            gms_buf_printf(b, ",\"held\":%s,\"left_s\":%.1f,\"until_unix_ms\":%lld,\"servers\":",
+                           held ? "true" : "false", held ? (double)(f->held_until_ns - now_ns) / 1e9 : 0.0,
+                           held ? (long long)f->held_until_ms : 0LL);
+            gms_buf_json_string(b, f->servers);
+            gms_buf_printf(b, ",\"what\":");
+            gms_buf_json_string(b, f->what);
+            gms_buf_printf(b, ",\"crashes\":%llu,\"last_age_s\":%.1f}", (unsigned long long)f->crashes,
+                           (double)(now_ns - f->seen_ns) / 1e9);
+        }
+}
+
 void gms_status_json(gms_state *st, gms_buf *b) {
     long long now_ns = gr_now_ns();
     int64_t now_ms = gms_unix_ms();
@@ -130,11 +153,13 @@ void gms_status_json(gms_state *st, gms_buf *b) {
         b,
         "{\"metaserver\":{\"version\":\"%s\",\"scheduler\":\"%s\",\"uptime_s\":%lld,\"calls\":%llu,"
         "\"failures\":%llu,\"decisions\":%llu,\"heartbeat_ms\":%u,\"down_after\":%u,\"holding\":%u,"
-        "\"held\":%llu,\"held_over\":%llu},\n\"servers\":[",
+        "\"held\":%llu,\"held_over\":%llu,\"crash_hold_s\":%.6g,\"crashes\":%llu,\"crash_holds\":%llu,"
+        "\"crash_refused\":%llu},\n\"servers\":[",
         PACKAGE_VERSION, grp_policy_name((uint32_t)st->policy), (now_ns - st->start_ns) / 1000000000LL,
         (unsigned long long)st->calls, (unsigned long long)st->failures, (unsigned long long)st->decisions,
         st->heartbeat_ms, st->down_after, st->holding, (unsigned long long)st->held,
-        (unsigned long long)st->held_over);
+        (unsigned long long)st->held_over, num(st->crash_hold_s), (unsigned long long)st->crashes,
+        (unsigned long long)st->crash_holds, (unsigned long long)st->crash_refused);
     for (uint32_t i = 0; i < st->nservers; i++) {
         if (i) gms_buf_printf(b, ",\n");
         server_json(b, st->servers[i], now_ns);
@@ -183,6 +208,8 @@ void gms_status_json(gms_state *st, gms_buf *b) {
         }
         gms_buf_printf(b, "]}");
     }
+    gms_buf_printf(b, "],\n\"crashing\":[");
+    crashing_json(b, st, now_ns);
     gms_buf_printf(b, "]}\n");
     pthread_mutex_unlock(&st->lock);
 }

@@ -275,7 +275,7 @@ elif start_server mem.out "$T_TMP/lim.so" --call-memory 64M; then
      grep -q '^hog GRID_ERR_FAILED .* lim/hog ran out of memory on server .*: a call may allocate at most 64 MiB there (--call-memory), and an allocation past that failed (then it crashed (signal 11' mem.out; then
     ok "--call-memory: 16 MiB runs, 256 MiB fails as out of memory, naming the limit and the option"
   else fail "--call-memory"; diag <mem.out; fi
-  if grep -q '^segv GRID_ERR_FAILED .*lim/segv crashed (signal 11' mem.out && ! grep '^segv' mem.out | grep -q 'ran out of memory'; then
+  if grep -q '^segv GRID_ERR_CRASHED .*lim/segv crashed (signal 11' mem.out && ! grep '^segv' mem.out | grep -q 'ran out of memory'; then
     ok "a NULL dereference under --call-memory is a crash, not out of memory"
   else fail "crash under --call-memory"; diag <mem.out; fi
   if exact mem && kill -0 "$spid" 2>/dev/null; then ok "the server serves dmmul exactly after the memory limit"; else fail "dmmul after --call-memory"; diag <mem.out; fi

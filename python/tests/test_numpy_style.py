@@ -310,6 +310,17 @@ def test_every_error_code_has_its_documented_class() -> None:
     assert type(e) is gridrpc.ShutdownError and e.name == "GRID_ERR_SHUTDOWN"
 
 
+def test_crash_raises_crashed_error(server) -> None:
+    # test/crash(1) dereferences NULL in its executor: CrashedError, which is a
+    # RemoteError (code that catches the latter still does), and the server goes on.
+    with pytest.raises(gridrpc.CrashedError) as e:
+        gridrpc.call(server.url("test/crash"), 1)
+    assert isinstance(e.value, gridrpc.RemoteError)
+    assert e.value.name == "GRID_ERR_CRASHED"
+    assert "the server is still up; not retried: it would crash again" in str(e.value)
+    assert gridrpc.call(server.url("test/null_call")) is None
+
+
 def test_shutdown_raises_shutdown_error(one_thread_server) -> None:
     url = one_thread_server.url("test/sleep")
     running = gridrpc.call_async(url, 1.0)

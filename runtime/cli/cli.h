@@ -70,6 +70,8 @@ int cli_get_descriptor(cli_conn *c, const char *name, char *qualified, grd_desc 
 int cli_ping(cli_conn *c, grp_pong *out, gr_err *e);
 /* *v: grp_servers_free it. */
 int cli_servers(cli_conn *c, const char *site, grp_server_info **v, uint32_t *count, gr_err *e);
+/* HOLDS: the functions the metaserver holds back after crashes (*v: free it). */
+int cli_holds(cli_conn *c, grp_hold **v, uint32_t *count, gr_err *e);
 /* Opens the metaserver of O (CLI_METASERVER) and reads its SERVERS for O's site. */
 int cli_meta_servers(const cli_opts *o, grp_server_info **v, uint32_t *count, gr_err *e);
 /* Finds the descriptor of NAME: from O's server, or (metaserver) from the first up

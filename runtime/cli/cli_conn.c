@@ -168,6 +168,16 @@ int cli_servers(cli_conn *c, const char *site, grp_server_info **v, uint32_t *co
     return rc;
 }
 
+int cli_holds(cli_conn *c, grp_hold **v, uint32_t *count, gr_err *e) {
+    set_deadline(c);
+    uint64_t id = c->next_id++;
+    int rc = grp_write_empty(&c->wr, GRP_HOLDS, id, e);
+    if (rc) return blame(c, rc, "HOLDS", e);
+    rc = cli_reply(c, id, GRP_HOLDS_OK, "HOLDS", e);
+    if (!rc) rc = grp_read_holds_ok(&c->rd, v, count, e);
+    return rc;
+}
+
 int cli_meta_servers(const cli_opts *o, grp_server_info **v, uint32_t *count, gr_err *e) {
     cli_conn *c;
     int rc = cli_connect(o, o->meta_host, o->meta_port, 1, &c, e);

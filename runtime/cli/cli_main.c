@@ -50,8 +50,9 @@ static void usage(void) {
           "Look at a GridRPC grid and call its functions from the shell.\n"
           "\n"
           "Commands:\n"
-          "  status            servers, up or down, load, speed, and the bandwidth and\n"
-          "                    latency from this site (with --server: that server's load)\n"
+          "  status            servers, up or down, load, speed, the bandwidth and latency\n"
+          "                    from this site, and functions held back after crashes\n"
+          "                    (with --server: that server's load)\n"
           "  ls [PATTERN]      functions and their one-line descriptions\n"
           "  describe FUNC     a function's parameters, dimensions, cost and servers\n"
           "  call FUNC ARGS... call a function with arguments from the shell and print\n"
@@ -249,7 +250,9 @@ static void help_status(void) {
           "Show the servers a metaserver knows: id, name, address, up or down, calls\n"
           "running/queued/pending (assigned, not yet done), cores, load average, speed\n"
           "(GFLOP/s), bandwidth (MB/s) and latency (ms) from this site ('-' when not\n"
-          "measured yet), calls and failures, and the age of the last heartbeat.\n"
+          "measured yet), calls and failures, and the age of the last heartbeat; then\n"
+          "the functions it holds back from new calls because they crashed their\n"
+          "executors on two servers within a minute, with where, how and until when.\n"
           "With --server HOST:PORT: that one server's load (PING).\n"
           "\n",
           stdout);

@@ -1,8 +1,10 @@
 /* cli_status.c: gridrpc status: the servers a metaserver knows, with their state, load,
- * speed and the link from this site (SERVERS), or one server's load (PING). */
+ * speed and the link from this site (SERVERS), and the functions it holds back after
+ * they crashed on several servers (HOLDS); or one server's load (PING). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -32,6 +34,45 @@ static void json_measured(FILE *f, double v) {
         cli_json_number(f, v);
     else
         fputs("null", f);
+}
+
+/* The holds as JSON (after the servers); null when the metaserver could not say. */
+static void print_holds_json(FILE *f, const grp_hold *h, uint32_t nh, int known) {
+    fputs(",\n\"held\": ", f);
+    if (!known) {
+        fputs("null", f);
+        return;
+    }
+    fputc('[', f);
+    for (uint32_t i = 0; i < nh; i++) {
+        fprintf(f, "%s\n  {\"function\": ", i ? "," : "");
+        cli_json_string(f, h[i].function);
+        fprintf(f, ", \"left_s\": %.1f, \"until_unix_ms\": %llu, \"servers\": ", (double)h[i].left_ms / 1e3,
+                (unsigned long long)h[i].until_unix_ms);
+        cli_json_string(f, h[i].servers);
+        fputs(", \"what\": ", f);
+        cli_json_string(f, h[i].what);
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
+/* The holds under the table: what is not offered, where it crashed, until when. */
+static void print_holds(const grp_hold *h, uint32_t nh, int known, const char *why) {
+    if (!known) {
+        printf("held back after crashes: unknown (%s)\n", why);
+        return;
+    }
+    if (nh == 0) return;
+    printf("\nheld back from new calls (crashed on two servers within a minute):\n");
+    for (uint32_t i = 0; i < nh; i++) {
+        char at[40] = "?";
+        time_t t = (time_t)(h[i].until_unix_ms / 1000);
+        struct tm tm;
+        if (localtime_r(&t, &tm)) strftime(at, sizeof at, "%H:%M:%S", &tm);
+        printf("  %s  offered again in %.0f s (at %s); crashed on %s: %s\n", h[i].function,
+               (double)h[i].left_ms / 1e3 < 1 ? 1 : (double)h[i].left_ms / 1e3, at, h[i].servers, h[i].what);
+    }
 }
 
 static void print_meta_json(const cli_opts *o, const grp_server_info *v, uint32_t n) {
@@ -68,7 +109,7 @@ static void print_meta_json(const cli_opts *o, const grp_server_info *v, uint32_
         }
         fputs("]}", f);
     }
-    fputs("\n]}\n", f);
+    fputs("\n]", f);
 }
 
 static int print_meta_table(const cli_opts *o, const grp_server_info *v, uint32_t n) {
@@ -161,15 +202,31 @@ int cli_status(int argc, char **argv, cli_opts *o) {
     gr_err e = {0, ""};
     grp_server_info *v = NULL;
     uint32_t n = 0;
-    if (cli_meta_servers(o, &v, &n, &e)) {
+    cli_conn *c;
+    int rc = cli_connect(o, o->meta_host, o->meta_port, 1, &c, &e);
+    if (!rc) {
+        rc = cli_servers(c, o->site, &v, &n, &e);
+        if (rc) cli_close(c);
+    }
+    if (rc) {
         cli_error("%s", e.msg);
         return CLI_FAIL;
     }
-    int rc = 0;
-    if (o->json)
+    /* A metaserver older than HOLDS answers ERROR: the servers are still worth showing. */
+    grp_hold *h = NULL;
+    uint32_t nh = 0;
+    gr_err he = {0, ""};
+    int known = cli_holds(c, &h, &nh, &he) == GRID_OK;
+    cli_close(c);
+    if (o->json) {
         print_meta_json(o, v, n);
-    else
+        print_holds_json(stdout, h, nh, known);
+        fputs("}\n", stdout);
+    } else {
         rc = print_meta_table(o, v, n);
+        print_holds(h, nh, known, he.msg);
+    }
+    free(h);
     grp_servers_free(v, n);
     if (rc) cli_error("out of memory");
     return rc ? CLI_FAIL : CLI_OK;

@@ -43,7 +43,11 @@ typedef struct grc_config {
     uint32_t policy;             /* enum grp_policy: GRIDRPC_SCHEDULER or grid_set_scheduler_np */
     int reuse_max;               /* decision reuse: at most this many calls (GRIDRPC_REUSE, 0: off) */
     double reuse_seconds;        /* ... and for at most this long (GRIDRPC_REUSE_FOR) */
-    char tls_ca[1024];           /* CA file for gridrpcs:// servers; "": the system's store */
+    /* A call whose server vanished runs again elsewhere at most this many times
+     * (GRIDRPC_RETRIES, the file's 'retries'; 0: never). */
+    int retries;
+    char retries_source[320]; /* where retries came from, for messages ("": the default) */
+    char tls_ca[1024];        /* CA file for gridrpcs:// servers; "": the system's store */
 } grc_config;
 
 /* Returns the settings (loaded on first use). Fails with GRID_ERR_CONFIG when the
@@ -157,6 +161,7 @@ typedef struct grc_route {
     double flops;                 /* Complexity for these arguments */
     uint32_t nexclude;            /* servers that failed this call (entries of failed) */
     int attempts;                 /* failovers so far */
+    int lost;                     /* of those, after its server vanished (grc_code_is_server_lost) */
     struct grc_failed *failed;    /* allocated at the first failure: most calls never fail */
     long long sent_ns;            /* when the CALL started to go out (set by the sender before it
                                    * hands the call to another thread: REPORT's total_ns) */
@@ -231,6 +236,11 @@ void grc_req_end(grc_req *q, int code);
 /* 1 if CODE, seen before the result arrived, means the server failed (so the call may
  * run elsewhere): refused, reset, lost connection. */
 int grc_code_is_server_failure(int code);
+/* 1 for the server failures that mean the server vanished (connection refused or lost):
+ * the call may have run there, so its reruns are counted against the 'retries' setting. */
+int grc_code_is_server_lost(int code);
+/* "1 (the default)", "0 (GRIDRPC_RETRIES)": CFG's retries and their source, for messages. */
+const char *grc_retries_text(const grc_config *cfg, char *buf, size_t n);
 
 /* ---- grid_interrupt_np (grc_interrupt.c) */
 /* How many times grid_interrupt_np ran: a call whose count moved was interrupted. */

@@ -2,9 +2,10 @@
  * GRIDRPC_SERVER, GRIDRPC_METASERVER, GRIDRPC_TIMEOUT, GRIDRPC_CONNECT_TIMEOUT and
  * GRIDRPC_TOKEN and GRIDRPC_KEY_FILE first, then the file named by GRIDRPC_CONFIG or
  * ~/.gridrpc.conf ("server HOST:PORT", "metaserver HOST:PORT", "timeout DURATION",
- * "connect_timeout DURATION", "token TEXT", "key_file PATH", '#' comments), every value in the forms of
- * gr_settings.h; GRIDRPC_SITE, GRIDRPC_SCHEDULER, GRIDRPC_REUSE and GRIDRPC_REUSE_FOR tune routing. Loaded
- * once per process. */
+ * "connect_timeout DURATION", "token TEXT", "key_file PATH", "retries N", '#' comments), every value in
+ * the forms of gr_settings.h; GRIDRPC_SITE, GRIDRPC_SCHEDULER, GRIDRPC_REUSE and GRIDRPC_REUSE_FOR tune
+ * routing, GRIDRPC_RETRIES (over 'retries') how often a call whose server vanished runs again. Loaded once
+ * per process. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -34,6 +35,12 @@ static int forced_policy = -1;
 static int ca_forced;
 static char forced_ca[sizeof config.tls_ca];
 
+/* A call whose server vanished runs again on another at most this many times by
+ * default: once covers a server lost to an outage, and a call that takes servers down
+ * with it (a function run in-process, a machine it exhausts) costs at most two. */
+#define GRC_RETRIES 1
+#define GRC_RETRIES_MAX 100
+
 /* Defaults of decision reuse (docs/metaserver-client.md says how they were measured). */
 #define GRC_REUSE_MAX 64
 #define GRC_REUSE_SECONDS 0.5
@@ -47,6 +54,22 @@ static void config_error(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(load_msg, sizeof load_msg, fmt, ap);
     va_end(ap);
+}
+
+/* A retry count from V into *OUT (0..GRC_RETRIES_MAX); -1 with ERR otherwise. */
+static int parse_retries(const char *v, int *out, char *err, size_t errsize) {
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || errno || n < 0 || n > GRC_RETRIES_MAX) {
+        snprintf(err, errsize,
+                 "'%.100s' is not a number of retries (0..%d; 0: a call whose server vanished is never run "
+                 "again)",
+                 v, GRC_RETRIES_MAX);
+        return -1;
+    }
+    *out = (int)n;
+    return 0;
 }
 
 static int set_token(const char *v, char *err, size_t errsize) {
@@ -93,6 +116,11 @@ static int apply_line(const char *key, const char *v, const char *path, int line
     if (strcmp(key, "connect_timeout") == 0)
         return gr_parse_duration(v, &config.connect_timeout, err, errsize);
     if (strcmp(key, "token") == 0) return set_token(v, err, errsize);
+    if (strcmp(key, "retries") == 0) {
+        snprintf(config.retries_source, sizeof config.retries_source, "'retries' in %.200s line %d", path,
+                 lineno);
+        return parse_retries(v, &config.retries, err, errsize);
+    }
     if (strcmp(key, "key_file") == 0) {
         if (config.keys.n) return 0; /* GRIDRPC_KEY_FILE, or an earlier line, came first */
         gr_err ke;
@@ -159,8 +187,8 @@ static void load_file(const char *path, int required) {
         if (rc > 0)
             config_error(
                 "%.400s:%d: cannot use '%s%s%.200s': write 'server HOST:PORT', 'metaserver HOST:PORT', "
-                "'timeout DURATION', 'connect_timeout DURATION', 'token TEXT' or 'key_file PATH' "
-                "(DURATION: 30, 0.5, 250ms, 30s, 2m, 1h)",
+                "'timeout DURATION', 'connect_timeout DURATION', 'token TEXT', 'key_file PATH' or "
+                "'retries N' (DURATION: 30, 0.5, 250ms, 30s, 2m, 1h)",
                 path, lineno, key, n > 1 ? " " : "", n > 1 ? v : "");
     }
     fclose(f);
@@ -218,6 +246,7 @@ static void load(void) {
     load_msg[0] = '\0';
     config.connect_timeout = 10;
     config.call_timeout = 0;
+    config.retries = GRC_RETRIES;
     const char *s = getenv("GRIDRPC_SERVER");
     char err[512];
     if (s && *s) {
@@ -264,6 +293,13 @@ static void load(void) {
     if (ct && *ct) snprintf(config.timeout_source, sizeof config.timeout_source, "GRIDRPC_TIMEOUT");
     env_duration("GRIDRPC_TIMEOUT", &config.call_timeout);
     env_duration("GRIDRPC_CONNECT_TIMEOUT", &config.connect_timeout);
+    const char *rt = getenv("GRIDRPC_RETRIES");
+    if (rt && *rt) {
+        if (parse_retries(rt, &config.retries, err, sizeof err))
+            config_error("GRIDRPC_RETRIES: %s", err);
+        else
+            snprintf(config.retries_source, sizeof config.retries_source, "GRIDRPC_RETRIES");
+    }
     const char *t = getenv("GRIDRPC_TOKEN");
     if (t && *t && set_token(t, err, sizeof err)) config_error("GRIDRPC_TOKEN: %s", err);
     loaded = 1;
@@ -342,6 +378,11 @@ void grc_config_set_policy(int policy) {
 const char *grc_timeout_text(const grc_config *cfg, char *buf, size_t n) {
     snprintf(buf, n, "%g s (%s)", cfg->call_timeout,
              cfg->timeout_source[0] ? cfg->timeout_source : "GRIDRPC_TIMEOUT");
+    return buf;
+}
+
+const char *grc_retries_text(const grc_config *cfg, char *buf, size_t n) {
+    snprintf(buf, n, "%d (%s)", cfg->retries, cfg->retries_source[0] ? cfg->retries_source : "the default");
     return buf;
 }
 

@@ -57,7 +57,7 @@ static int is_url(const char *name) {
 }
 
 void grc_route_reset(grc_route *r) {
-    r->routed = r->no_retry = r->final = r->reused = r->reported = r->attempts = 0;
+    r->routed = r->no_retry = r->final = r->reused = r->reported = r->attempts = r->lost = 0;
     r->no_reuse = 0;
     r->affinity = NULL;
     r->naffinity = 0;
@@ -144,10 +144,27 @@ int grc_req_reply(grc_req *q, grw_reader *r, const grw_header *h, int *in_step, 
 
 int grc_code_is_server_failure(int code) {
     /* The server (or the way to it) failed, or it refused to start the call: nothing
-     * the arguments or the function did. GRID_ERR_FAILED, ARGS, TIMEOUT and the rest are
-     * the call's own outcome and are never retried. */
+     * the arguments or the function did. GRID_ERR_FAILED, CRASHED (the function killed
+     * its process: it would crash again), ARGS, TIMEOUT and the rest are the call's own
+     * outcome and are never retried. */
     return code == GRID_ERR_CONNECT || code == GRID_ERR_CONN_LOST || code == GRID_ERR_SHUTDOWN ||
            code == GRID_ERR_BUSY;
+}
+
+int grc_code_is_server_lost(int code) {
+    /* SHUTDOWN and BUSY are a live server's answer that it did not start the call: the
+     * call did no harm there, and trying another costs no retry. */
+    return code == GRID_ERR_CONNECT || code == GRID_ERR_CONN_LOST;
+}
+
+/* Appends "; not retried on another server: WHY" to E's message. */
+static void not_retried(gr_err *e, int code, const char *why) {
+    /* Appended with memcpy: GCC's -Wrestrict cannot tell E from Q under the sanitizers. */
+    char tail[560];
+    int k = snprintf(tail, sizeof tail, "; not retried on another server: %s", why);
+    size_t n = strlen(e->msg);
+    if (k > 0 && n + (size_t)k < sizeof e->msg) memcpy(e->msg + n, tail, (size_t)k + 1);
+    e->code = code;
 }
 
 const char *grc_failure_words(int code, const char *msg) {
@@ -189,17 +206,30 @@ int grc_req_failover(grc_req *q, int code, gr_err *e) {
                              ? "the function must not run twice (IDL Retry \"no\")"
                          : r->no_retry ? "the call set GRID_CALL_NO_RETRY_NP"
                                        : NULL;
+    char why[440];
+    /* A call whose server vanished may be what took it down: it runs again elsewhere
+     * at most 'retries' times, so it cannot take a grid's servers one after another. */
+    if (!forbid && grc_code_is_server_lost(code) && r->lost >= cfg.retries) {
+        char rt[360];
+        grc_retries_text(&cfg, rt, sizeof rt);
+        if (r->lost == 0) {
+            snprintf(why, sizeof why, "retries are off: %s", rt);
+            forbid = why;
+        } else {
+            r->final = 1;
+            gr_seterr(e, code, "%s: no server could run the call: %s", q->t.name, grc_route_tried(r));
+            snprintf(why, sizeof why, "its server vanished %d times and retries are %s", r->lost + 1, rt);
+            not_retried(e, code, why);
+            return code;
+        }
+    }
     if (forbid) {
         grc_req_blame(q, e);
         r->final = 1;
-        /* Appended with memcpy: GCC's -Wrestrict cannot tell E from Q under the sanitizers. */
-        char tail[128];
-        int k = snprintf(tail, sizeof tail, "; not retried on another server: %s", forbid);
-        size_t n = strlen(e->msg);
-        if (k > 0 && n + (size_t)k < sizeof e->msg) memcpy(e->msg + n, tail, (size_t)k + 1);
-        e->code = code;
+        not_retried(e, code, forbid);
         return code;
     }
+    if (grc_code_is_server_lost(code)) r->lost++;
     gr_err re;
     gr_clearerr(&re);
     /* Once per server: a metaserver that names a failed server again does not loop. */

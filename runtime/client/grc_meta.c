@@ -694,6 +694,9 @@ void grc_meta_report(grc_req *q, int code, const grc_config *cfg) {
     pthread_mutex_lock(&mlock);
     fentry *fe = function_entry(q->t.name);
     int skip = 0;
+    /* A function that crashed is not sent to the same decision again without asking:
+     * the metaserver may hold it back now. */
+    if (fe && code == GRID_ERR_CRASHED) fe->host[0] = '\0';
     if (fe && code == GRID_OK) {
         measure(q, fe, (double)r.total_ns);
         /* Reused decisions are reported now and then: the metaserver still learns. */

@@ -81,6 +81,7 @@ typedef struct grc_txn_call {
     uint64_t server_id;
     grc_txn_failure failed[GRC_TXN_MAX_ATTEMPTS];
     int nfailed;
+    int nlost;                          /* of those, with its server vanished (counted against 'retries') */
     char cause[512];                    /* why each server failed it: "a:1 (connection refused), ..." */
     int recomputed;                     /* times it ran again because a result it had kept was lost */
     grp_affinity aff[GRP_MAX_AFFINITY]; /* where its inputs' handles are (SCHEDULE) */

@@ -3,7 +3,8 @@
  * metaserver (its own SCHEDULE: ready calls spread over the servers) or sent to the
  * configured server; the engine's own failover is off for them, because the
  * transaction reruns a call itself: on another server (the failed ones excluded in
- * SCHEDULE), a bounded number of times, with the same inputs, which are still there:
+ * SCHEDULE), a bounded number of times (a call whose server vanished at most 'retries'
+ * times, as a plain call; one whose function crashed never), with the same inputs, which are still there:
  * a call's inputs are assembled into its private stage from the caller's untouched
  * memory and the stages of the calls before it, and its outputs go to its own stages.
  * Only when every call is done do the outputs land in the caller's memory, in program
@@ -163,6 +164,18 @@ static int server_failed(const grc_txn *x, grc_txn_call *c, int code, const char
     if (c->nfailed >= GRC_TXN_MAX_ATTEMPTS)
         return gr_seterr(e, code, "%s: no server could run it after %d attempts: %s", nm, c->nfailed,
                          c->cause);
+    if (grc_code_is_server_lost(code)) {
+        grc_config cfg;
+        char rt[360];
+        if (grc_config_get(&cfg, e)) return e->code;
+        if (c->nlost >= cfg.retries)
+            return gr_seterr(e, code,
+                             "%s: no server could run it: %s; not run again: its server vanished %d time%s "
+                             "and retries are %s",
+                             nm, c->cause, c->nlost + 1, c->nlost ? "s" : "",
+                             grc_retries_text(&cfg, rt, sizeof rt));
+        c->nlost++;
+    }
     return GRID_OK;
 }
 
@@ -205,7 +218,7 @@ static int launch(grc_txn *x, grc_txn_call *c, running *r, grc_txn_stats *st, gr
         }
         int code = -id;
         /* A kept input that no server holds any more: its producer runs again first. */
-        int lost = grc_txn_lost_inputs(x, c);
+        int lost = code != GRID_ERR_CRASHED ? grc_txn_lost_inputs(x, c) : 0;
         if (lost) return recompute(x, c, lost, code, se.msg, st, e);
         if (c->host[0] && grc_code_is_server_failure(code)) {
             rc = server_failed(x, c, code, se.msg, e);
@@ -293,8 +306,9 @@ int grc_txn_execute(grc_txn *x, grc_txn_stats *st, gr_err *e) {
         snprintf(m, sizeof m, "%s", msg);
         grc_forget(id);
         c->id = 0;
-        /* Its kept inputs that lived only on a failed server: their producers run again. */
-        int lost = code != GRID_OK ? grc_txn_lost_inputs(x, c) : 0;
+        /* Its kept inputs that lived only on a failed server: their producers run again. A
+         * call whose function crashed ends the transaction: it would crash again. */
+        int lost = code != GRID_OK && code != GRID_ERR_CRASHED ? grc_txn_lost_inputs(x, c) : 0;
         if (code == GRID_OK) {
             c->state = GRC_TXN_DONE;
         } else if (grc_code_is_server_failure(code)) {

@@ -57,7 +57,9 @@ grpc_error_t gox_map(int grid_code) {
     case GRID_ERR_LIMIT: return GRPC_RPC_REFUSED;
     case GRID_ERR_CONFIG: return GRPC_CONFIGFILE_ERROR;
     case GRID_ERR_CANCELED: return GRPC_CANCELED_NP;
-    case GRID_ERR_FAILED: return GRPC_SESSION_FAILED;
+    /* The function crashed its process on the server (which is still up). */
+    case GRID_ERR_FAILED:
+    case GRID_ERR_CRASHED: return GRPC_SESSION_FAILED;
     /* Wrong arguments, local files, memory, a twice-changed interface, our own bugs. */
     default: return GRPC_OTHER_ERROR_CODE;
     }

@@ -22,6 +22,9 @@
 #define GRP_MAX_METHOD_NAME 255    /* OBJ_INVOKE method names (GRD_MAX_NAME) */
 #define GRP_MAX_REFS 64            /* data handle references in one CALL_DATA (GRD_MAX_PARAMS) */
 #define GRP_MAX_HOLD_S 60          /* seconds a metaserver may hold a SCHEDULE (every server full) */
+#define GRP_MAX_CRASH_WHAT 255     /* CRASHED's and HOLDS_OK's account of a crash */
+#define GRP_MAX_HOLD_SERVERS 1023  /* HOLDS_OK: the servers a held function crashed on, as text */
+#define GRP_MAX_HOLDS 1024         /* HOLDS_OK entries */
 
 /* Authentication (grp_auth.h): AUTH_CHALLENGE, AUTH and AUTH_OK carry opaque<32>
  * nonces and MACs (exactly that long) and a key id of 16 lowercase hex digits. A key is

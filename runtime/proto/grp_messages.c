@@ -14,8 +14,7 @@ _Static_assert(GRP_MAX_DESCRIPTOR == GRD_MAX_ENCODED, "a DESCRIPTOR carries one 
 _Static_assert(GRP_MAX_FUNCTION_NAME >= 2 * GRD_MAX_NAME + 1, "\"module/function\" fits a function name");
 
 int grp_known_type(uint32_t type) {
-    return (type >= GRP_HELLO && type <= GRP_AUTH_OK) ||
-           (type >= GRP_REGISTER && type <= GRP_UNREGISTER_OK) ||
+    return (type >= GRP_HELLO && type <= GRP_AUTH_OK) || (type >= GRP_REGISTER && type <= GRP_HOLDS_OK) ||
            (type >= GRP_DATA_PUT && type <= GRP_CALL_DATA) ||
            (type >= GRP_OBJ_CREATE && type <= GRP_OBJ_DESTROYED) || type == GRP_CALLBACK ||
            (type >= GRP_SUBMIT && type <= GRP_JOB_INFO_OK) || type == GRP_CALLBACK_RESULT ||
@@ -319,6 +318,10 @@ const char *grp_type_name(uint32_t type) {
     case GRP_SERVERS_OK: return "SERVERS_OK";
     case GRP_UNREGISTER: return "UNREGISTER";
     case GRP_UNREGISTER_OK: return "UNREGISTER_OK";
+    case GRP_CRASHED: return "CRASHED";
+    case GRP_CRASHED_OK: return "CRASHED_OK";
+    case GRP_HOLDS: return "HOLDS";
+    case GRP_HOLDS_OK: return "HOLDS_OK";
     case GRP_DATA_PUT: return "DATA_PUT";
     case GRP_DATA_OK: return "DATA_OK";
     case GRP_DATA_GET: return "DATA_GET";

@@ -313,6 +313,70 @@ int grp_read_unregister(grw_reader *r, uint64_t *server_id, gr_err *e) {
     return rc;
 }
 
+/* ---------------------------------------------------------------- CRASHED, HOLDS */
+
+int grp_write_crashed(grw_writer *w, uint64_t id, const grp_crashed *m, gr_err *e) {
+    int rc = grw_begin(w, GRP_CRASHED, 0, id, e);
+    if (!rc) rc = grw_write_u64(w, m->server_id, e);
+    if (!rc) rc = grw_write_string(w, m->function, e);
+    if (!rc) rc = grw_write_string(w, m->what, e);
+    if (!rc) rc = grw_finish(w, e);
+    return rc;
+}
+
+int grp_read_crashed(grw_reader *r, grp_crashed *m, gr_err *e) {
+    int rc = grw_read_u64(r, &m->server_id, e);
+    if (!rc) rc = grw_read_string_buf(r, m->function, GRP_MAX_FUNCTION_NAME, e);
+    if (!rc && !m->function[0]) rc = gr_seterr(e, GRID_ERR_PROTOCOL, "CRASHED names no function");
+    if (!rc) rc = grw_read_string_buf(r, m->what, GRP_MAX_CRASH_WHAT, e);
+    if (!rc) rc = grw_end(r, e);
+    return rc;
+}
+
+int grp_write_holds_ok(grw_writer *w, uint64_t id, const grp_hold *v, uint32_t count, gr_err *e) {
+    if (count > GRP_MAX_HOLDS)
+        return gr_seterr(e, GRID_ERR_LIMIT, "%u held functions exceed HOLDS_OK's limit of %u", count,
+                         GRP_MAX_HOLDS);
+    int rc = grw_begin(w, GRP_HOLDS_OK, 0, id, e);
+    if (!rc) rc = grw_write_u32(w, count, e);
+    for (uint32_t i = 0; i < count && !rc; i++) {
+        rc = grw_write_string(w, v[i].function, e);
+        if (!rc) rc = grw_write_u64(w, v[i].left_ms, e);
+        if (!rc) rc = grw_write_u64(w, v[i].until_unix_ms, e);
+        if (!rc) rc = grw_write_string(w, v[i].servers, e);
+        if (!rc) rc = grw_write_string(w, v[i].what, e);
+    }
+    if (!rc) rc = grw_finish(w, e);
+    return rc;
+}
+
+int grp_read_holds_ok(grw_reader *r, grp_hold **v, uint32_t *count, gr_err *e) {
+    *v = NULL;
+    *count = 0;
+    uint32_t n;
+    int rc = grw_read_u32(r, &n, e);
+    /* an entry is at least 28 bytes: three empty strings and two numbers */
+    if (!rc) rc = check_count(r, n, GRP_MAX_HOLDS, 28, "held functions", e);
+    if (rc) return rc;
+    grp_hold *h = calloc(n ? n : 1, sizeof *h);
+    if (!h) return gr_seterr(e, GRID_ERR_NOMEM, "out of memory for %u held functions", n);
+    for (uint32_t i = 0; i < n && !rc; i++) {
+        rc = grw_read_string_buf(r, h[i].function, GRP_MAX_FUNCTION_NAME, e);
+        if (!rc) rc = grw_read_u64(r, &h[i].left_ms, e);
+        if (!rc) rc = grw_read_u64(r, &h[i].until_unix_ms, e);
+        if (!rc) rc = grw_read_string_buf(r, h[i].servers, GRP_MAX_HOLD_SERVERS, e);
+        if (!rc) rc = grw_read_string_buf(r, h[i].what, GRP_MAX_CRASH_WHAT, e);
+    }
+    if (!rc) rc = grw_end(r, e);
+    if (rc) {
+        free(h);
+        return rc;
+    }
+    *v = h;
+    *count = n;
+    return GRID_OK;
+}
+
 /* ---------------------------------------------------------------- SERVERS */
 
 int grp_write_servers(grw_writer *w, uint64_t id, const char *site, gr_err *e) {

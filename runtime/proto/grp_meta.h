@@ -135,6 +135,31 @@ int grp_read_report(grw_reader *r, grp_report *m, gr_err *e);
 int grp_write_unregister(grw_writer *w, uint64_t id, uint64_t server_id, gr_err *e);
 int grp_read_unregister(grw_reader *r, uint64_t *server_id, gr_err *e);
 
+/* ---- CRASHED (server -> metaserver) / CRASHED_OK (empty): FUNCTION killed an executor
+ * of the server (a signal, exit(), over --call-memory). Accepted only on the connection
+ * that REGISTERed SERVER_ID, for a function it registered: the metaserver holds back a
+ * function that crashed on two servers within a minute. */
+typedef struct grp_crashed {
+    uint64_t server_id;
+    char function[GRP_MAX_FUNCTION_NAME + 1];
+    char what[GRP_MAX_CRASH_WHAT + 1]; /* "crashed (signal 11, Segmentation fault)" */
+} grp_crashed;
+int grp_write_crashed(grw_writer *w, uint64_t id, const grp_crashed *m, gr_err *e);
+int grp_read_crashed(grw_reader *r, grp_crashed *m, gr_err *e);
+
+/* ---- HOLDS (client -> metaserver, empty) / HOLDS_OK: the functions the metaserver
+ * holds back from new calls now. */
+typedef struct grp_hold {
+    char function[GRP_MAX_FUNCTION_NAME + 1];
+    uint64_t left_ms;                       /* until it is offered again */
+    uint64_t until_unix_ms;                 /* the same, on the metaserver's clock */
+    char servers[GRP_MAX_HOLD_SERVERS + 1]; /* where it crashed: "s1 (host:port), s2 (host:port)" */
+    char what[GRP_MAX_CRASH_WHAT + 1];      /* the last crash */
+} grp_hold;
+int grp_write_holds_ok(grw_writer *w, uint64_t id, const grp_hold *v, uint32_t count, gr_err *e);
+/* *v: malloc'd array of *count (free). */
+int grp_read_holds_ok(grw_reader *r, grp_hold **v, uint32_t *count, gr_err *e);
+
 /* ---- SERVERS (client -> metaserver: the site whose links to show) / SERVERS_OK */
 enum grp_server_state { GRP_SERVER_DOWN = 0, GRP_SERVER_UP = 1 };
 

@@ -44,6 +44,10 @@ enum grp_type {
     GRP_SERVERS_OK = 28,
     GRP_UNREGISTER = 29,
     GRP_UNREGISTER_OK = 30,
+    GRP_CRASHED = 31,    /* server -> metaserver: a function crashed its executor */
+    GRP_CRASHED_OK = 32, /* empty */
+    GRP_HOLDS = 33,      /* client -> metaserver: the functions held back after crashes */
+    GRP_HOLDS_OK = 34,
     /* Remote data handles: runtime/proto/grp_data.c */
     GRP_DATA_PUT = 40,
     GRP_DATA_OK = 41, /* the reply to DATA_PUT, DATA_FREE, DATA_COPY, SESSION_END */

@@ -620,6 +620,10 @@ void gsv_conn_hooks(gdm_config *cfg);
 int gsv_meta_start(gsv_server *s, gr_err *e);
 /* Shutdown: wakes the thread wherever it waits and joins it (within about a second). */
 void gsv_meta_stop(gsv_server *s);
+/* FUNCTION killed its executor (MSG: the call's GRID_ERR_CRASHED message): the
+ * registration thread tells the metaserver (CRASHED) soon, without blocking the caller.
+ * Nothing happens without --metaserver. */
+void gsv_meta_crashed(gsv_server *s, const char *function, const char *msg);
 
 /* ---------------------------------------------------------------- keys (gsv_auth.c) */
 

@@ -184,6 +184,8 @@ int gsv_call_invoke(gsv_server *s, gsv_job *job, gr_err *e) {
     gsv_sched_invoking(s, job, 1);
     int rc = gsv_exec_call(s, job, blas, e);
     gsv_sched_invoking(s, job, 0);
+    /* The metaserver holds back a function that crashes on several servers. */
+    if (rc == GRID_ERR_CRASHED) gsv_meta_crashed(s, job->fn->qualified, e->msg);
     return rc;
 }
 

@@ -638,9 +638,11 @@ int gsv_exec_call(gsv_server *s, gsv_job *job, int blas, gr_err *e) {
             snprintf(mem, sizeof mem, " (a call may allocate at most %s here: --call-memory)",
                      gsv_data_size(s->opt.call_memory, size, sizeof size));
         }
-        gr_seterr(e, GRID_ERR_FAILED, "%s %s on server %s%s; the server is still up", fn, why,
+        /* GRID_ERR_CRASHED: no client, transaction or metaserver runs it again elsewhere. */
+        gr_seterr(e, GRID_ERR_CRASHED,
+                  "%s %s on server %s%s; the server is still up; not retried: it would crash again", fn, why,
                   server_name(s, host, sizeof host), mem);
         gsv_log(GSV_LOG_WARN, "executor %d: %s; starting another", (int)pid, e->msg);
-        return GRID_ERR_FAILED;
+        return GRID_ERR_CRASHED;
     }
 }

@@ -1,7 +1,10 @@
 /* gsv_meta.c: gridrpcd's side of the metaserver (gridmetad). One thread connects,
  * says HELLO, REGISTERs every function of the registry (qualified name, descriptor hash,
  * GRP_FN_NO_RETRY for IDL's Retry "no") with the address clients should use, then sends
- * a HEARTBEAT with the load every heartbeat_ms the metaserver asked for. A metaserver
+ * a HEARTBEAT with the load every heartbeat_ms the metaserver asked for, and between
+ * beats a CRASHED for each function that killed one of its executors (queued by the
+ * worker that saw it, gsv_meta_crashed; the metaserver holds back a function that
+ * crashes on two servers within a minute). A metaserver
  * that forgot the server (ERROR GRID_ERR_NOT_FOUND) gets a new REGISTER; a lost or
  * silent one is reconnected with a bounded backoff (0.2 s doubling to 5 s), forever,
  * so a restarted metaserver finds its servers again without restarting them. One
@@ -37,6 +40,16 @@
 #define META_BACKOFF_MIN 0.2
 #define META_BACKOFF_MAX 5.0
 #define META_MAX_MESSAGE (1u << 20) /* replies are small: REGISTER_OK, ERROR */
+/* Crashes waiting to be told: one entry per function (a later crash updates it); one
+ * older than the metaserver's window (a minute) counts for nothing there and is dropped. */
+#define META_CRASHES 32
+#define META_CRASH_MAX_AGE_NS 60000000000LL
+
+typedef struct crash_note {
+    char function[GRP_MAX_FUNCTION_NAME + 1];
+    char what[GRP_MAX_CRASH_WHAT + 1];
+    long long at_ns;
+} crash_note;
 
 typedef struct gsv_meta {
     gsv_server *srv;
@@ -57,24 +70,44 @@ typedef struct gsv_meta {
     grw_tls *tls; /* the connection's TLS session (a gridrpcs:// metaserver), or NULL */
 } gsv_meta;
 
+/* The crashes waiting to be told. Static, not in gsv_meta: a worker may queue one while
+ * the server shuts down and gsv_meta_stop frees the thread's state. NEWS (an eventfd,
+ * made once, never closed) is readable once a crash is queued; -1: no metaserver. */
+static struct {
+    pthread_mutex_t lock;
+    crash_note notes[META_CRASHES];
+    unsigned n, dropped;
+    atomic_int news;
+} crashq = {.lock = PTHREAD_MUTEX_INITIALIZER, .news = -1};
+
 /* ---------------------------------------------------------------- waiting */
 
 /* Waits up to SECONDS, or until stopping; 1 when stopping. When FD >= 0 it is watched
  * too and *READY says whether it became readable (the metaserver closed, or sent
- * something unasked). */
-static int wait_for(gsv_meta *m, double seconds, int fd, int *ready) {
+ * something unasked); with NEWS, *NEWS says whether a crash was queued. */
+static int wait_for(gsv_meta *m, double seconds, int fd, int *ready, int *news) {
     long long until = gr_now_ns() + (long long)(seconds * 1e9);
     if (ready) *ready = 0;
+    if (news) *news = 0;
     for (;;) {
         if (atomic_load(&m->stop)) return 1;
         long long left = until - gr_now_ns();
         if (left <= 0) return 0;
-        struct pollfd p[2] = {{m->wake, POLLIN, 0}, {fd, POLLIN, 0}};
-        int n = poll(p, fd >= 0 ? 2 : 1, (int)((left + 999999) / 1000000));
+        struct pollfd p[3] = {
+            {m->wake, POLLIN, 0}, {news ? atomic_load(&crashq.news) : -1, POLLIN, 0}, {fd, POLLIN, 0}};
+        int n = poll(p, fd >= 0 ? 3 : 2, (int)((left + 999999) / 1000000));
         if (n < 0 && errno != EINTR) return 0;
         if (n > 0 && (p[0].revents & POLLIN)) return 1;
-        if (n > 0 && fd >= 0 && p[1].revents) {
+        if (n > 0 && fd >= 0 && p[2].revents) {
             *ready = 1;
+            return 0;
+        }
+        if (n > 0 && news && (p[1].revents & POLLIN)) {
+            uint64_t v;
+            if (read(p[1].fd, &v, sizeof v) < 0) {
+                /* EAGAIN: another read took it; the queue is looked at anyway */
+            }
+            *news = 1;
             return 0;
         }
     }
@@ -217,6 +250,74 @@ static int beat(gsv_meta *m, int *in_step, gr_err *e) {
     return rc;
 }
 
+/* Tells the metaserver of the crashes queued since the last call: CRASHED and its
+ * answer each. An ERROR answer (an old metaserver, a server it forgot) is logged and
+ * the rest go on; a transport failure ends the connection (the rest are lost). */
+static int send_crashes(gsv_meta *m, gr_err *e) {
+    crash_note notes[META_CRASHES];
+    pthread_mutex_lock(&crashq.lock);
+    unsigned n = crashq.n, dropped = crashq.dropped;
+    memcpy(notes, crashq.notes, n * sizeof notes[0]);
+    crashq.n = crashq.dropped = 0;
+    pthread_mutex_unlock(&crashq.lock);
+    if (dropped)
+        gsv_log(GSV_LOG_WARN,
+                "metaserver %s: %u crashes of other functions were not told (more than %d at once)", m->where,
+                dropped, META_CRASHES);
+    long long now = gr_now_ns();
+    for (unsigned i = 0; i < n; i++) {
+        if (now - notes[i].at_ns > META_CRASH_MAX_AGE_NS) continue;
+        grp_crashed c;
+        memset(&c, 0, sizeof c);
+        c.server_id = m->server_id;
+        _Static_assert(sizeof c.function == sizeof notes[i].function && sizeof c.what == sizeof notes[i].what,
+                       "a note is a CRASHED's text");
+        memcpy(c.function, notes[i].function, sizeof c.function);
+        memcpy(c.what, notes[i].what, sizeof c.what);
+        begin_write(m);
+        int in_step, rc = grp_write_crashed(&m->w, ++m->next_id, &c, e);
+        if (!rc) rc = read_reply(m, GRP_CRASHED_OK, "CRASHED", &in_step, e);
+        if (!rc) rc = grp_read_empty(&m->r, e);
+        if (rc && !in_step) return rc;
+        if (rc)
+            gsv_log(GSV_LOG_WARN, "metaserver %s: CRASHED %s: %s", m->where, c.function, e->msg);
+        else
+            gsv_log(GSV_LOG_DEBUG, "metaserver %s: told that %s %s", m->where, c.function, c.what);
+    }
+    return GRID_OK;
+}
+
+void gsv_meta_crashed(gsv_server *s, const char *function, const char *msg) {
+    (void)s;
+    int news = atomic_load(&crashq.news);
+    if (news < 0) return; /* no --metaserver */
+    /* The message is "FN crashed (signal 11, ...) on server NAME; ...": the middle is
+     * what happened. */
+    const char *what = msg;
+    size_t fl = strlen(function);
+    if (strncmp(what, function, fl) == 0 && what[fl] == ' ') what += fl + 1;
+    const char *end = strstr(what, " on server ");
+    size_t wl = end ? (size_t)(end - what) : strlen(what);
+    pthread_mutex_lock(&crashq.lock);
+    crash_note *c = NULL;
+    for (unsigned i = 0; i < crashq.n && !c; i++)
+        if (strcmp(crashq.notes[i].function, function) == 0) c = &crashq.notes[i];
+    if (!c && crashq.n < META_CRASHES) c = &crashq.notes[crashq.n++];
+    if (c) {
+        snprintf(c->function, sizeof c->function, "%s", function);
+        snprintf(c->what, sizeof c->what, "%.*s", (int)(wl < GRP_MAX_CRASH_WHAT ? wl : GRP_MAX_CRASH_WHAT),
+                 what);
+        c->at_ns = gr_now_ns();
+    } else {
+        crashq.dropped++;
+    }
+    pthread_mutex_unlock(&crashq.lock);
+    uint64_t one = 1;
+    if (write(news, &one, sizeof one) < 0) {
+        /* EAGAIN: the counter is already readable */
+    }
+}
+
 #define META_GOODBYE_S 0.5    /* UNREGISTER and its answer, at shutdown */
 #define META_STOP_GRACE_S 0.2 /* a stop waits this long for a thread not between beats */
 
@@ -272,16 +373,21 @@ static int session(gsv_meta *m, int *registered, gr_err *e) {
         rc = do_register(m, e);
         if (rc) break;
         *registered = 1;
+        rc = send_crashes(m, e); /* those queued while there was no metaserver */
+        if (rc) break;
         long long next = gr_now_ns();
         for (;;) {
             /* Beats keep their rhythm whatever each exchange took. */
             next += (long long)m->heartbeat_ms * 1000000LL;
-            long long left = next - gr_now_ns();
-            if (left < 0) next = gr_now_ns(), left = 0;
-            int ready;
-            atomic_store(&m->between_beats, 1);
-            int stopping = wait_for(m, (double)left / 1e9, fd, &ready);
-            atomic_store(&m->between_beats, 0);
+            int ready, news, stopping;
+            do { /* crashes are told as they come, between beats */
+                long long left = next - gr_now_ns();
+                if (left < 0) next = gr_now_ns(), left = 0;
+                atomic_store(&m->between_beats, 1);
+                stopping = wait_for(m, (double)left / 1e9, fd, &ready, &news);
+                atomic_store(&m->between_beats, 0);
+                if (news && !stopping && !ready && (rc = send_crashes(m, e)) != GRID_OK) return rc;
+            } while (news && !stopping && !ready);
             if (stopping) {
                 say_goodbye(m);
                 return gr_seterr(e, GRID_ERR_SHUTDOWN, "shutting down");
@@ -349,7 +455,7 @@ static void *meta_main(void *arg) {
         } else {
             gsv_log(GSV_LOG_DEBUG, "metaserver %s: %s; next try in %g s", m->where, e.msg, backoff);
         }
-        if (wait_for(m, backoff, -1, NULL)) break;
+        if (wait_for(m, backoff, -1, NULL, NULL)) break;
         backoff = backoff * 2 > META_BACKOFF_MAX ? META_BACKOFF_MAX : backoff * 2;
     }
     return NULL;
@@ -456,7 +562,9 @@ int gsv_meta_start(gsv_server *s, gr_err *e) {
     }
     reg->nfunctions = n;
     reg->functions = calloc(n ? n : 1, sizeof *reg->functions);
-    int rc = m->wake < 0       ? gr_seterr(e, GRID_ERR_CONFIG, "eventfd: %s", strerror(errno))
+    if (atomic_load(&crashq.news) < 0) atomic_store(&crashq.news, eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    int rc = m->wake < 0 || atomic_load(&crashq.news) < 0
+                 ? gr_seterr(e, GRID_ERR_CONFIG, "eventfd: %s", strerror(errno))
              : !reg->functions ? gr_seterr(e, GRID_ERR_NOMEM, "out of memory")
                                : advertised(s, reg, e);
     for (unsigned i = 0; !rc && i < n; i++) {

@@ -10,7 +10,7 @@ FMOD=$B/tests/faults/.libs/faults.so
 TESTMOD=$B/stubs/.libs/test.so
 F_LIMIT=${F_LIMIT:-120} # no process of a fault test lives longer (seconds)
 export GRIDRPC_QUIET=1
-unset GRIDRPC_SERVER GRIDRPC_METASERVER GRIDRPC_CONFIG GRIDRPC_TIMEOUT GRIDRPC_CONNECT_TIMEOUT
+unset GRIDRPC_SERVER GRIDRPC_METASERVER GRIDRPC_CONFIG GRIDRPC_TIMEOUT GRIDRPC_CONNECT_TIMEOUT GRIDRPC_RETRIES GRIDRPC_SCHEDULER
 f_pids=()
 f_cleanup() {
   local p
@@ -50,12 +50,12 @@ f_start() {
   [ -n "$f_pid" ]
 }
 
-# f_meta NAME PORT: gridmetad on 127.0.0.1:PORT (0: any) with its registry in
-# $T_TMP/registry.db and its status page on any port; sets META (HOST:PORT), HTTP and
-# meta_pid.
+# f_meta NAME PORT [ARGS...]: gridmetad on 127.0.0.1:PORT (0: any) with its registry in
+# $T_TMP/registry.db, its status page on any port and ARGS; sets META (HOST:PORT), HTTP
+# and meta_pid.
 f_meta() {
   f_start "$1" "$B/gridmetad" --host 127.0.0.1 --port "$2" --db "$T_TMP/registry.db" --heartbeat 100ms \
-    --http 0 || return 1
+    --http 0 "${@:3}" || return 1
   meta_pid=$f_pid
   wait_line "$T_TMP/$1.out" '^listening on ' || { diag <"$T_TMP/$1.err"; return 1; }
   META=$(sed -n 's/^listening on //p' "$T_TMP/$1.out" | head -n 1)

@@ -12,8 +12,8 @@ c=tests/fuzz/corpus
 [ -d tests/golden-msg ] || { echo "make-text-seeds.sh: run it from the top of the tree" >&2; exit 2; }
 mkdir -p $c/meta $c/idl $c/ogf $c/conf $c/opts $c/server
 
-# ---- meta: one connection = HELLO, then requests (the server ids of HEARTBEAT and
-# UNREGISTER made 1, the id the first REGISTER gets).
+# ---- meta: one connection = HELLO, then requests (the server ids of HEARTBEAT,
+# UNREGISTER and CRASHED made 1, the id the first REGISTER gets).
 msg() { xxd -r -p "$top/tests/golden-msg/$1.hex"; }
 id1() { msg "$1" | python3 -c 'import sys; b=bytearray(sys.stdin.buffer.read()); b[28:36]=(1).to_bytes(8,"big"); sys.stdout.buffer.write(b)'; }
 # A REPORT of a call that ran on server 1 (code 0, so the metaserver learns from it); with
@@ -21,7 +21,7 @@ id1() { msg "$1" | python3 -c 'import sys; b=bytearray(sys.stdin.buffer.read());
 report_ok() { msg report | python3 -c 'import sys; b=bytearray(sys.stdin.buffer.read()); b[36:44]=(1).to_bytes(8,"big"); b[44:48]=bytes(4)
 if sys.argv[1:] == ["big"]: b[76:84]=b[84:92]=(1<<20).to_bytes(8,"big"); b[92:100]=(50*10**6).to_bytes(8,"big")
 sys.stdout.buffer.write(b)' "$@"; }
-conn() { out=$1; shift; { msg hello; for m in "$@"; do case $m in heartbeat|unregister) id1 $m ;; report-ok) report_ok ;;
+conn() { out=$1; shift; { msg hello; for m in "$@"; do case $m in heartbeat|unregister|crashed) id1 $m ;; report-ok) report_ok ;;
   report-big) report_ok big ;; *) msg $m ;; esac; done; } >"$c/meta/$out"; }
 conn hello
 conn full register heartbeat schedule report servers list ping probe unregister
@@ -29,7 +29,8 @@ conn schedule-twice register heartbeat schedule schedule report schedule
 conn empty-state ping list servers schedule
 conn down register unregister schedule servers
 conn learn register heartbeat schedule report-ok report-big schedule servers
-for m in register heartbeat schedule report servers list ping probe unregister call; do
+conn crash register crashed crashed schedule holds servers
+for m in register heartbeat schedule report servers list ping probe unregister call crashed holds; do
   [ -f tests/golden-msg/$m.hex ] && conn "one-$m" $m
 done
 msg register >"$c/meta/no-hello"

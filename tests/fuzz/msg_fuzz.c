@@ -274,6 +274,23 @@ static int meta_message(grw_reader *r, uint32_t type) {
         grp_servers_free(v, n);
         return rc;
     }
+    case GRP_CRASHED: {
+        grp_crashed m;
+        int rc = grp_read_crashed(r, &m, &e);
+        if (!rc && (!m.function[0] || strlen(m.what) > GRP_MAX_CRASH_WHAT)) abort();
+        return rc;
+    }
+    case GRP_HOLDS_OK: {
+        grp_hold *v;
+        uint32_t n;
+        int rc = grp_read_holds_ok(r, &v, &n, &e);
+        if (!rc && n > GRP_MAX_HOLDS) abort();
+        for (uint32_t i = 0; !rc && i < n; i++)
+            if (strlen(v[i].servers) > GRP_MAX_HOLD_SERVERS || strlen(v[i].what) > GRP_MAX_CRASH_WHAT)
+                abort();
+        if (!rc) free(v);
+        return rc;
+    }
     case GRP_PROBE: {
         uint32_t len, reply;
         return grp_read_probe(r, &len, &reply, &e);

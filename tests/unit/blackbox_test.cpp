@@ -363,7 +363,7 @@ TEST_F(Blackbox, IsolatedChildKilledBySignalIsAnError) {
         SCOPED_TRACE("crash(" + std::to_string(how) + ")");
         auto t0 = Clock::now();
         int rc = grid_call(crash.c_str(), how);
-        EXPECT_EQ(GRID_ERR_FAILED, rc) << grid_error_name(rc) << ": " << grid_last_error();
+        EXPECT_EQ(GRID_ERR_CRASHED, rc) << grid_error_name(rc) << ": " << grid_last_error();
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
         // The sanitizers catch the fault in the child and exit with their own status.
         EXPECT_TRUE(strstr(grid_last_error(), "signal") || strstr(grid_last_error(), "exited with status"))

@@ -415,11 +415,12 @@ TEST_F(Call, IsolatedServerSurvivesCrashingFunctions) {
     TestServer iso({"--isolate"});
     std::string crash = iso.url("test/crash"), echo = iso.url("test/echo_double"),
                 null = iso.url("test/null_call");
-    EXPECT_EQ(GRID_ERR_FAILED, grid_call(crash.c_str(), 1));
-    EXPECT_NE(nullptr, strstr(grid_last_error(), "the server is still up")) << grid_last_error();
-    EXPECT_EQ(GRID_ERR_FAILED, grid_call(crash.c_str(), 2));
+    EXPECT_EQ(GRID_ERR_CRASHED, grid_call(crash.c_str(), 1));
+    EXPECT_NE(nullptr, strstr(grid_last_error(), "the server is still up; not retried: it would crash again"))
+        << grid_last_error();
+    EXPECT_EQ(GRID_ERR_CRASHED, grid_call(crash.c_str(), 2));
     EXPECT_NE(nullptr, strstr(grid_last_error(), "exited with status 3")) << grid_last_error();
-    EXPECT_EQ(GRID_ERR_FAILED, grid_call(crash.c_str(), 3));
+    EXPECT_EQ(GRID_ERR_CRASHED, grid_call(crash.c_str(), 3));
     EXPECT_EQ(GRID_OK, grid_call(null.c_str())) << grid_last_error();
     std::vector<double> in(1000), out(1000);
     for (int i = 0; i < 1000; i++)

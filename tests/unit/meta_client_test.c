@@ -299,6 +299,32 @@ static void test_hold(int port) {
     ok(rc == GRID_OK && s3.server_id == id && ms >= 900 && ms < 4000,
        "with no room made, it is answered after --max-hold, over the limit (%lld ms)", ms);
 
+    /* CRASHED is believed from the connection that registered the server only: another
+     * (a client) naming that server is refused, and the connection goes on. */
+    grp_crashed cm;
+    memset(&cm, 0, sizeof cm);
+    cm.server_id = id;
+    snprintf(cm.function, sizeof cm.function, "hold/only");
+    snprintf(cm.what, sizeof cm.what, "crashed (signal 11, Segmentation fault)");
+    prep(fb);
+    rc = grp_write_crashed(&wr, next_id++, &cm, &e);
+    if (!rc) rc = reply(fb, GRP_CRASHED_OK, &e);
+    ok(rc == GRID_ERR_ARGS && strstr(e.msg, "did not register it"),
+       "CRASHED from a connection that did not register the server: refused (%s)", e.msg);
+    prep(fa);
+    rc = grp_write_crashed(&wr, next_id++, &cm, &e);
+    if (!rc) rc = reply(fa, GRP_CRASHED_OK, &e);
+    if (!rc) rc = grp_read_empty(&rd, &e);
+    ok(rc == GRID_OK, "CRASHED from the server's own connection: CRASHED_OK (%s)", rc ? e.msg : "");
+    prep(fb);
+    grp_hold *hv = NULL;
+    uint32_t nh = 9;
+    rc = grp_write_empty(&wr, GRP_HOLDS, next_id++, &e);
+    if (!rc) rc = reply(fb, GRP_HOLDS_OK, &e);
+    if (!rc) rc = grp_read_holds_ok(&rd, &hv, &nh, &e);
+    free(hv);
+    ok(rc == GRID_OK && nh == 0, "one server's crash holds nothing: HOLDS_OK is empty (%u)", nh);
+
     /* A server that stops says UNREGISTER: down at once, not after missed beats. */
     prep(fa);
     rc = grp_write_unregister(&wr, next_id++, id, &e);

@@ -1,6 +1,7 @@
 /* meta_sched_test.c: the metaserver's schedulers (gms_sched_pick over hand-made
  * candidates) and its state (decisions counted as pending at assignment, learning from
- * REPORTs, exclusion, errors), without sockets or SQLite. Prints TAP. */
+ * REPORTs, exclusion, errors, holds of crashing functions), without sockets or SQLite.
+ * Prints TAP. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -473,6 +474,78 @@ static void test_hold(void) {
     gms_state_free(&st);
 }
 
+static int crashed(gms_state *st, uint64_t id, const char *fn, long long now, int *held, gr_err *e) {
+    grp_crashed m;
+    memset(&m, 0, sizeof m);
+    m.server_id = id;
+    snprintf(m.function, sizeof m.function, "%s", fn);
+    snprintf(m.what, sizeof m.what, "crashed (signal 11, Segmentation fault)");
+    return gms_state_crashed(st, &m, now, gms_unix_ms(), held, e);
+}
+
+/* Crashes: believed only for a registered server's own function; two on one server hold
+ * nothing, and steer the next call elsewhere; one more on a second server within the
+ * minute holds the function for --crash-hold, a SCHEDULE is refused with
+ * GRID_ERR_CRASHED naming both, HOLDS lists it; after the hold it is offered again, and
+ * the crashes before it do not count for the next. No crash ever: empty lists. */
+static void test_crash_hold(void) {
+    gms_state st;
+    gms_state_init(&st, GRP_POLICY_MCT, 1000, 3);
+    st.crash_hold_s = 300;
+    gr_err e;
+    grp_hold *h = NULL;
+    uint32_t nh = 9;
+    gms_buf b = {0};
+    gms_status_json(&st, &b);
+    ok(gms_state_holds(&st, gr_now_ns(), &h, &nh, &e) == GRID_OK && nh == 0 && b.p &&
+           strstr(b.p, "\"crashing\":[]") && strstr(b.p, "\"crashes\":0"),
+       "no crash ever: HOLDS and api/status list none");
+    free(h);
+    free(b.p);
+    uint64_t a, c, d;
+    reg(&st, "10.0.0.1", 7000, 4, 1e10, "test/crash", &a); /* the fastest: MCT's choice */
+    reg(&st, "10.0.0.2", 7000, 4, 1e9, "test/crash", &c);
+    reg(&st, "10.0.0.3", 7000, 4, 1e9, "test/other", &d);
+    long long t = gr_now_ns();
+    int held = 0;
+    ok(crashed(&st, 99, "test/crash", t, &held, &e) == GRID_ERR_NOT_FOUND,
+       "an unknown server's crash: NOT_FOUND");
+    ok(crashed(&st, d, "test/crash", t, &held, &e) == GRID_ERR_ARGS && strstr(e.msg, "did not register"),
+       "a crash of a function the server did not register: refused (%s)", e.msg);
+    ok(crashed(&st, a, "test/crash", t, &held, &e) == GRID_OK && !held &&
+           crashed(&st, a, "test/crash", t + 1000, &held, &e) == GRID_OK && !held,
+       "two crashes on one server hold nothing");
+    grp_schedule m = sched("crash", 1e9, 0);
+    grp_schedule_ok r;
+    int rc = gms_state_schedule(&st, &m, "lab", t + 2000, gms_unix_ms(), 0, 0, NULL, &r, NULL, &e);
+    ok(rc == GRID_OK && r.server_id == c, "the next call goes to a server where it did not crash (%llu)",
+       (unsigned long long)r.server_id);
+    ok(crashed(&st, c, "test/crash", t + 30000000000LL, &held, &e) == GRID_OK && held && st.crash_holds == 1,
+       "a crash on a second server 30 s later holds it");
+    rc = gms_state_schedule(&st, &m, "lab", t + 31000000000LL, gms_unix_ms(), 0, 0, NULL, &r, NULL, &e);
+    ok(rc == GRID_ERR_CRASHED &&
+           strstr(e.msg, "test/crash is held back from new calls: it crashed its executors on servers") &&
+           strstr(e.msg, "(10.0.0.1:7000)") && strstr(e.msg, "(10.0.0.2:7000)") &&
+           strstr(e.msg, "offered again in 299 s"),
+       "a SCHEDULE is refused: %s", e.msg);
+    grp_schedule other = sched("test/other", 1e9, 0);
+    ok(gms_state_schedule(&st, &other, "lab", t + 31000000000LL, gms_unix_ms(), 0, 0, NULL, &r, NULL, &e) ==
+           GRID_OK,
+       "other functions are still offered");
+    ok(gms_state_holds(&st, t + 31000000000LL, &h, &nh, &e) == GRID_OK && nh == 1 &&
+           strcmp(h[0].function, "test/crash") == 0 && h[0].left_ms == 299000,
+       "HOLDS lists it with 299 s left");
+    free(h);
+    long long after = t + 30000000000LL + 300000000000LL;
+    rc = gms_state_schedule(&st, &m, "lab", after, gms_unix_ms(), 0, 0, NULL, &r, NULL, &e);
+    ok(rc == GRID_OK && gms_state_holds(&st, after, &h, &nh, &e) == GRID_OK && nh == 0,
+       "after the hold it is offered again (rc %d)", rc);
+    free(h);
+    ok(crashed(&st, a, "test/crash", after + 1000, &held, &e) == GRID_OK && !held,
+       "a crash after the hold does not count with those before it");
+    gms_state_free(&st);
+}
+
 /* MCT weighs full servers too (the LAN/WAN study's multi-site mix): a data-heavy call
  * waits for the one server behind a fast link rather than run at once behind a slow
  * one; least-load still takes the server with room; a compute-heavy call goes to the
@@ -584,6 +657,7 @@ int main(void) {
     test_server_work();
     test_slots();
     test_hold();
+    test_crash_hold();
     test_mct_full_best();
     test_speed_ratio();
     test_json_escape();

@@ -212,6 +212,60 @@ TEST(ProtoMeta, UnregisterRoundTrip) {
     EXPECT_STREQ("UNREGISTER", grp_type_name(GRP_UNREGISTER));
 }
 
+// CRASHED and HOLDS_OK carry their texts whole; a CRASHED without a function, an
+// over-long text and a count the message cannot hold are refused.
+TEST(ProtoMeta, CrashedAndHoldsRoundTrip) {
+    gr_err e;
+    grp_crashed m = {7, "test/crash", "crashed (signal 11, Segmentation fault)"}, got;
+    Pair p;
+    ASSERT_EQ(GRID_OK, grp_write_crashed(p.w, 3, &m, &e));
+    p.header(GRP_CRASHED, 3);
+    ASSERT_EQ(GRID_OK, grp_read_crashed(p.r, &got, &e)) << e.msg;
+    EXPECT_EQ(7u, got.server_id);
+    EXPECT_STREQ("test/crash", got.function);
+    EXPECT_STREQ("crashed (signal 11, Segmentation fault)", got.what);
+    EXPECT_STREQ("CRASHED", grp_type_name(GRP_CRASHED));
+    EXPECT_STREQ("CRASHED_OK", grp_type_name(GRP_CRASHED_OK));
+    EXPECT_STREQ("HOLDS", grp_type_name(GRP_HOLDS));
+    EXPECT_STREQ("HOLDS_OK", grp_type_name(GRP_HOLDS_OK));
+
+    grp_crashed none = {7, "", "x"};
+    Pair q;
+    grp_write_crashed(q.w, 4, &none, &e);
+    q.header(GRP_CRASHED, 4);
+    EXPECT_EQ(GRID_ERR_PROTOCOL, grp_read_crashed(q.r, &got, &e));
+    EXPECT_NE(nullptr, strstr(e.msg, "names no function")) << e.msg;
+
+    std::vector<grp_hold> v(2);
+    snprintf(v[0].function, sizeof v[0].function, "test/crash");
+    v[0].left_ms = 299500;
+    v[0].until_unix_ms = 1795869733483ull;
+    snprintf(v[0].servers, sizeof v[0].servers, "s2 (127.0.0.1:7002), s1 (127.0.0.1:7001)");
+    snprintf(v[0].what, sizeof v[0].what, "exited with status 3");
+    snprintf(v[1].function, sizeof v[1].function, "iso/hog");
+    Pair h;
+    ASSERT_EQ(GRID_OK, grp_write_holds_ok(h.w, 5, v.data(), 2, &e));
+    h.header(GRP_HOLDS_OK, 5);
+    grp_hold *out = nullptr;
+    uint32_t n = 0;
+    ASSERT_EQ(GRID_OK, grp_read_holds_ok(h.r, &out, &n, &e)) << e.msg;
+    ASSERT_EQ(2u, n);
+    EXPECT_STREQ("test/crash", out[0].function);
+    EXPECT_EQ(299500u, out[0].left_ms);
+    EXPECT_EQ(1795869733483ull, out[0].until_unix_ms);
+    EXPECT_STREQ("s2 (127.0.0.1:7002), s1 (127.0.0.1:7001)", out[0].servers);
+    EXPECT_STREQ("exited with status 3", out[0].what);
+    EXPECT_STREQ("iso/hog", out[1].function);
+    free(out);
+    Pair empty;
+    ASSERT_EQ(GRID_OK, grp_write_holds_ok(empty.w, 6, nullptr, 0, &e));
+    empty.header(GRP_HOLDS_OK, 6);
+    ASSERT_EQ(GRID_OK, grp_read_holds_ok(empty.r, &out, &n, &e)) << e.msg;
+    EXPECT_EQ(0u, n);
+    free(out);
+    EXPECT_EQ(GRID_ERR_LIMIT, grp_write_holds_ok(empty.w, 7, v.data(), GRP_MAX_HOLDS + 1, &e));
+}
+
 grp_schedule sample_schedule() {
     grp_schedule m = {};
     snprintf(m.function, sizeof m.function, "dmmul");
@@ -588,6 +642,29 @@ TEST(ProtoMetaGolden, EveryMessage) {
         Pair p;
         grp_write_probe(p.w, kId, 5, 3, &e);
         golden("probe", p.raw());
+    }
+    {
+        grp_crashed m = {42, "linalg/dmmul", "crashed (signal 11, Segmentation fault)"};
+        Pair p;
+        grp_write_crashed(p.w, kId, &m, &e);
+        golden("crashed", p.raw());
+    }
+    {
+        Pair p;
+        grp_write_empty(p.w, GRP_HOLDS, kId, &e);
+        golden("holds", p.raw());
+    }
+    {
+        grp_hold m;
+        memset(&m, 0, sizeof m);
+        snprintf(m.function, sizeof m.function, "test/crash");
+        m.left_ms = 299500;
+        m.until_unix_ms = 1795869733483ull;
+        snprintf(m.servers, sizeof m.servers, "s2 (127.0.0.1:7002), s1 (127.0.0.1:7001)");
+        snprintf(m.what, sizeof m.what, "crashed (signal 11, Segmentation fault)");
+        Pair p;
+        grp_write_holds_ok(p.w, kId, &m, 1, &e);
+        golden("holds_ok", p.raw());
     }
 }
 

@@ -283,7 +283,7 @@ TEST(Proto, ErrorMessagesAreCutToTheLimit) {
 }
 
 TEST(Proto, UnknownMessageTypesAreRefused) {
-    for (uint32_t type : {0u, 18u, 19u, 31u, 48u, 69u, 65u, 0xffffffffu}) {
+    for (uint32_t type : {0u, 18u, 19u, 35u, 48u, 69u, 65u, 0xffffffffu}) {
         Pair p;
         gr_err e;
         grw_header h;
@@ -295,7 +295,7 @@ TEST(Proto, UnknownMessageTypesAreRefused) {
     }
     for (uint32_t type = GRP_HELLO; type <= GRP_PROBE_OK; type++)
         EXPECT_EQ(1, grp_known_type(type));
-    for (uint32_t type = GRP_REGISTER; type <= GRP_SERVERS_OK; type++)
+    for (uint32_t type = GRP_REGISTER; type <= GRP_HOLDS_OK; type++)
         EXPECT_EQ(1, grp_known_type(type));
 }
 
@@ -614,7 +614,9 @@ TEST(ProtoSpec, DocsAgreeWithTheCode) {
                   {"function", GRP_MAX_FUNCTION_NAME},
                   {"class", GRP_MAX_FUNCTION_NAME},
                   {"method", GRP_MAX_METHOD_NAME},
-                  {"payload", GRP_MAX_PROBE}};
+                  {"payload", GRP_MAX_PROBE},
+                  {"what", GRP_MAX_CRASH_WHAT},
+                  {"servers", GRP_MAX_HOLD_SERVERS}};
     for (auto &f : fields) {
         std::regex bound(std::string(R"(\b)") + f.field + R"(<(\d+)>)");
         int seen = 0;
@@ -632,11 +634,9 @@ TEST(ProtoSpec, DocsAgreeWithTheCode) {
     struct {
         const char *count;
         unsigned long limit;
-    } counts[] = {{"nfunctions", GRP_MAX_FUNCTIONS},
-                  {"nexclude", GRP_MAX_EXCLUDE},
-                  {"naffinity", GRP_MAX_AFFINITY},
-                  {"reply_bytes", GRP_MAX_PROBE},
-                  {"nrefs", GRP_MAX_REFS}};
+    } counts[] = {{"nfunctions", GRP_MAX_FUNCTIONS}, {"nexclude", GRP_MAX_EXCLUDE},
+                  {"naffinity", GRP_MAX_AFFINITY},   {"reply_bytes", GRP_MAX_PROBE},
+                  {"nrefs", GRP_MAX_REFS},           {"nholds", GRP_MAX_HOLDS}};
     for (auto &c : counts) {
         std::regex bound(std::string(R"(\()") + c.count + R"( <= (\d+)\))");
         int seen = 0;

@@ -323,7 +323,7 @@ class ClientConfig : public ::testing::Test {
   protected:
     void SetUp() override {
         for (const char *v : {"GRIDRPC_SERVER", "GRIDRPC_CONFIG", "GRIDRPC_TIMEOUT",
-                              "GRIDRPC_CONNECT_TIMEOUT", "GRIDRPC_TOKEN"})
+                              "GRIDRPC_CONNECT_TIMEOUT", "GRIDRPC_TOKEN", "GRIDRPC_RETRIES"})
             unsetenv(v);
         setenv("HOME", "/nonexistent", 1);
         grc_config_reset();
@@ -359,6 +359,28 @@ TEST_F(ClientConfig, TwoMinutesIsTwoMinutes) {
     EXPECT_EQ(30.0, cfg_.connect_timeout);
 }
 
+// A call whose server vanished runs again once by default; 'retries' and then
+// GRIDRPC_RETRIES change that, and messages say where the count came from.
+TEST_F(ClientConfig, RetriesDefaultFileAndEnvironment) {
+    char buf[400];
+    ASSERT_EQ(GRID_OK, Load("timeout 1\n")) << e_.msg;
+    EXPECT_EQ(1, cfg_.retries);
+    EXPECT_STREQ("1 (the default)", grc_retries_text(&cfg_, buf, sizeof buf));
+    ASSERT_EQ(GRID_OK, Load("timeout 1\nretries 0\n")) << e_.msg;
+    EXPECT_EQ(0, cfg_.retries);
+    EXPECT_EQ("0 ('retries' in " + file_->path() + " line 2)",
+              std::string(grc_retries_text(&cfg_, buf, sizeof buf)));
+    setenv("GRIDRPC_RETRIES", "3", 1);
+    ASSERT_EQ(GRID_OK, Load("retries 0\n")) << e_.msg;
+    EXPECT_EQ(3, cfg_.retries);
+    EXPECT_STREQ("3 (GRIDRPC_RETRIES)", grc_retries_text(&cfg_, buf, sizeof buf));
+    setenv("GRIDRPC_RETRIES", "many", 1);
+    ASSERT_EQ(GRID_ERR_CONFIG, Load("timeout 1\n"));
+    EXPECT_NE(nullptr, strstr(e_.msg, "GRIDRPC_RETRIES: 'many' is not a number of retries (0..100"))
+        << e_.msg;
+    unsetenv("GRIDRPC_RETRIES");
+}
+
 TEST_F(ClientConfig, BadValueNamesFileLineAndForms) {
     ASSERT_EQ(GRID_ERR_CONFIG, Load("server 127.0.0.1:7000\n\ntimeout 5x\n"));
     EXPECT_EQ(file_->path() +
@@ -374,11 +396,16 @@ TEST_F(ClientConfig, BadValueNamesFileLineAndForms) {
         << e_.msg;
     ASSERT_EQ(GRID_ERR_CONFIG, Load("server h:65536\n"));
     EXPECT_NE(nullptr, strstr(e_.msg, "'65536' is not a TCP port: write a number from 1 to 65535")) << e_.msg;
-    ASSERT_EQ(GRID_ERR_CONFIG, Load("timeout 2m\nretries 3\n"));
+    ASSERT_EQ(GRID_ERR_CONFIG, Load("timeout 2m\nretry 3\n"));
     EXPECT_NE(nullptr,
-              strstr(e_.msg, ":2: cannot use 'retries 3': write 'server HOST:PORT', 'metaserver HOST:PORT', "
+              strstr(e_.msg, ":2: cannot use 'retry 3': write 'server HOST:PORT', 'metaserver HOST:PORT', "
                              "'timeout DURATION'"))
         << e_.msg;
+    EXPECT_NE(nullptr, strstr(e_.msg, "or 'retries N'")) << e_.msg;
+    ASSERT_EQ(GRID_ERR_CONFIG, Load("retries -1\n"));
+    EXPECT_NE(nullptr, strstr(e_.msg, ":1: cannot use 'retries -1': '-1' is not a number of retries (0..100"))
+        << e_.msg;
+    ASSERT_EQ(GRID_ERR_CONFIG, Load("retries 2x\n"));
     ASSERT_EQ(GRID_ERR_CONFIG, Load("timeout\n"));
     EXPECT_NE(nullptr, strstr(e_.msg, ":1: cannot use 'timeout': write")) << e_.msg;
     // The protocol's limit (GRP_MAX_TOKEN), at and one past it.

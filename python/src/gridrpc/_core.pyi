@@ -22,6 +22,7 @@ GRID_ERR_FAILED: int
 GRID_ERR_BUSY: int
 GRID_ERR_IO: int
 GRID_ERR_INTERNAL: int
+GRID_ERR_CRASHED: int
 
 class Pending:
     @property

@@ -108,6 +108,12 @@ class FileError(GridError):
     """GRID_ERR_IO: a local file (a filename argument) could not be read or written."""
 
 
+class CrashedError(RemoteError):
+    """GRID_ERR_CRASHED: the remote function crashed its process on the server (signal,
+    exit(), over the server's memory limit); the server is still up. Not retried: it
+    would crash again."""
+
+
 class InternalError(GridError):
     """GRID_ERR_INTERNAL: a bug in GridRPC (please report it with the message)."""
 
@@ -131,6 +137,7 @@ ERROR_CLASSES: dict[int, type[GridError]] = {
     _core.GRID_ERR_BUSY: BusyError,
     _core.GRID_ERR_IO: FileError,
     _core.GRID_ERR_INTERNAL: InternalError,
+    _core.GRID_ERR_CRASHED: CrashedError,
 }
 
 
