@@ -8,12 +8,14 @@
 # Usage: bench/run-core.sh [--quick] [BENCHMARK...]   (after scripts/setup.sh)
 #   BENCHMARK: null async bulk dmmul linpack tls (default: all)
 # Output: bench/results/core.csv, bench/results/core.png, bench/results/core-tls.csv
+# Environment: GRIDRPCD_ARGS, more gridrpcd options (e.g. --in-process-unsafe: the same
+# run without executor processes, for a side-by-side figure of what they cost).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
 quick=
 case ${1:-} in
-  -h | --help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   --quick) quick=--quick; shift ;;
 esac
 for w in "$@"; do
@@ -31,7 +33,8 @@ make -C "$build" -s bench/rpc_bench >/dev/null
 mkdir -p bench/results
 out=$(mktemp)
 tmp=$(mktemp -d)
-"$build/gridrpcd" --host 127.0.0.1 --port 0 --module-dir "$build/stubs/.libs" --quiet >"$out" &
+# shellcheck disable=SC2086
+"$build/gridrpcd" --host 127.0.0.1 --port 0 --module-dir "$build/stubs/.libs" --quiet ${GRIDRPCD_ARGS:-} >"$out" &
 pid=$!
 tpid=
 trap 'kill -TERM $pid $tpid 2>/dev/null; wait $pid $tpid 2>/dev/null; rm -rf "$out" "$tmp"' EXIT
@@ -40,7 +43,7 @@ export GRIDRPC_SERVER=$(sed -n 's/^listening on //p' "$out")
 # The local baseline's OpenBLAS threads would otherwise spin ~0.1 s after each dgemm
 # and steal the cores from the remote call measured next (gridrpcd sets the same).
 export OPENBLAS_THREAD_TIMEOUT=${OPENBLAS_THREAD_TIMEOUT:-16}
-echo "gridrpcd at $GRIDRPC_SERVER; $(nproc) cores; $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "gridrpcd ${GRIDRPCD_ARGS:-(defaults)} at $GRIDRPC_SERVER; $(nproc) cores; $(date -u +%Y-%m-%dT%H:%MZ)"
 if [ ${#plain[@]} -gt 0 ]; then
   "$build/bench/rpc_bench" $quick --csv bench/results/core.csv "${plain[@]}"
   python3 bench/plot_core.py bench/results/core.csv bench/results/core.png && echo "plot: bench/results/core.png"
