@@ -250,16 +250,24 @@ int cli_jobs(int argc, char **argv, cli_opts *o) {
 
 /* ---------------------------------------------------------------- forget */
 
-int cli_forget(int argc, char **argv, cli_opts *o) {
+/* The one job id that COMMAND (forget, cancel) takes, as HOST:PORT/HEX in ID (N bytes);
+ * CLI_OK, or CLI_USAGE said. */
+static int one_job(int argc, char **argv, cli_opts *o, const char *command, char *id, size_t n) {
     if (argc != 1) {
-        cli_error("forget takes one job id (gridrpc forget HOST:PORT/HEX)");
+        cli_error("%s takes one job id (gridrpc %s HOST:PORT/HEX)", command, command);
         return CLI_USAGE;
     }
     char host[GRP_MAX_HOST + 1], hex[GRP_MAX_JOB_ID + 1];
     int port;
     if (cli_parse_job(o, argv[0], host, &port, hex)) return CLI_USAGE;
+    job_id_text(host, port, hex, id, n);
+    return CLI_OK;
+}
+
+int cli_forget(int argc, char **argv, cli_opts *o) {
     char id[GRP_MAX_HOST + GRP_MAX_JOB_ID + 32];
-    job_id_text(host, port, hex, id, sizeof id);
+    int status = one_job(argc, argv, o, "forget", id, sizeof id);
+    if (status != CLI_OK) return status;
     if (grid_job_forget_np(id) != GRID_OK) {
         cli_error("%s", grid_last_error());
         return CLI_FAIL;
@@ -277,15 +285,9 @@ int cli_forget(int argc, char **argv, cli_opts *o) {
 /* ---------------------------------------------------------------- cancel */
 
 int cli_cancel(int argc, char **argv, cli_opts *o) {
-    if (argc != 1) {
-        cli_error("cancel takes one job id (gridrpc cancel HOST:PORT/HEX)");
-        return CLI_USAGE;
-    }
-    char host[GRP_MAX_HOST + 1], hex[GRP_MAX_JOB_ID + 1];
-    int port;
-    if (cli_parse_job(o, argv[0], host, &port, hex)) return CLI_USAGE;
     char id[GRP_MAX_HOST + GRP_MAX_JOB_ID + 32];
-    job_id_text(host, port, hex, id, sizeof id);
+    int status = one_job(argc, argv, o, "cancel", id, sizeof id);
+    if (status != CLI_OK) return status;
     grid_job_info_np info;
     if (grid_job_cancel_np(id, &info) != GRID_OK) {
         cli_error("%s", grid_last_error());
