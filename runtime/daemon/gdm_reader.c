@@ -78,6 +78,10 @@ static int serve_one(gdm_conn *c) {
         if (rc != GDM_KEEP) return rc;
     }
     c->r.deadline_ns = gdm_io_deadline(c->dm, 0);
+    /* HELLO is due within --io-timeout of connecting, however late this thread ran:
+     * a peer that sent a few bytes and stalled is not given the timeout twice. */
+    if (!c->hello_done && c->hello_by > 0 && o->io_timeout > 0 && c->hello_by < c->r.deadline_ns)
+        c->r.deadline_ns = c->hello_by;
     int rc = grp_read_header(&c->r, &h, &e);
     if (rc) {
         /* A well-formed header of an unknown type keeps its request id in the answer. */

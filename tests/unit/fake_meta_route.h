@@ -72,6 +72,10 @@ class FakeMeta {
             close(fd);
     }
 
+    // Every SCHEDULE is answered MS milliseconds late: a metaserver far away, whose round
+    // trip a tiny call is worth saving.
+    void set_schedule_delay_ms(int ms) { schedule_delay_ms_ = ms; }
+
     void set_up(uint64_t id, bool up) {
         std::lock_guard<std::mutex> g(mu_);
         for (auto &s : script_)
@@ -156,6 +160,8 @@ class FakeMeta {
             } else if (h.type == GRP_SCHEDULE) {
                 grp_schedule m;
                 rc = grp_read_schedule(rd, &m, &e);
+                if (!rc && schedule_delay_ms_ > 0)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(schedule_delay_ms_.load()));
                 if (!rc) rc = answer_schedule(wr, h.request_id, m, &e);
             } else if (h.type == GRP_REPORT) {
                 grp_report m;
@@ -229,6 +235,7 @@ class FakeMeta {
     int lfd_ = -1;
     int port_ = 0;
     std::atomic<bool> stopped_{false};
+    std::atomic<int> schedule_delay_ms_{0};
     std::thread acceptor_;
     std::mutex mu_;
     std::vector<int> fds_;
