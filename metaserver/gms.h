@@ -41,6 +41,8 @@ enum { GMS_LOG_ERROR = 0, GMS_LOG_WARN = 1, GMS_LOG_INFO = 2, GMS_LOG_DEBUG = 3 
 
 /* ---------------------------------------------------------------- options */
 
+#define GMS_MAX_HTTP_HOSTS 16
+
 typedef struct gms_options {
     const char *host;
     int port;
@@ -49,6 +51,12 @@ typedef struct gms_options {
     int http_port;  /* -1: no status page; 0: any free port */
     const char *http_host;
     const char *token; /* NULL: none required */
+    int token_on_cmdline; /* --token was typed on the command line (warned about) */
+    char token_buf[GRP_MAX_TOKEN + 1]; /* what token holds when given by --token or --token-file */
+    int insecure;         /* --insecure: a non-loopback --host with no key and no TLS */
+    /* --http-allow-host: the Host names the status page answers besides its defaults. */
+    const char *http_allow[GMS_MAX_HTTP_HOSTS];
+    int http_nallow;
     unsigned heartbeat_ms;
     unsigned down_after; /* missed heartbeats before a server is down */
     unsigned max_conns;
@@ -415,7 +423,7 @@ void gms_status_json(gms_state *st, gms_buf *b);
 
 /* The HTTP server on HOST:PORT (0: any); prints "http on HOST:PORT" once ready. */
 struct gms_http;
-struct gms_http *gms_http_start(gms_state *st, const char *host, int port, gr_err *e);
+struct gms_http *gms_http_start(gms_state *st, const gms_options *o, gr_err *e);
 void gms_http_stop(struct gms_http *h);
 
 /* The embedded page (metaserver/www/status.html, generated gms_www.c). */

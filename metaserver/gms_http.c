@@ -1,7 +1,13 @@
 /* gms_http.c: the status page over HTTP with libmicrohttpd (its own polling thread):
  * GET / is the page compiled in from metaserver/www/status.html, GET /api/status the
  * JSON of gms_status.c. We bind the socket ourselves (loopback by default, any free
- * port for 0) and hand it to the library, so the address printed is the one bound. */
+ * port for 0) and hand it to the library, so the address printed is the one bound.
+ *
+ * Two defences: only the page's own Host names are answered (421 otherwise), so a web
+ * page whose DNS name was rebound to this address cannot read /api/status from a
+ * browser; and slow connections cannot take the page away from others (a short
+ * inactivity timeout, a cap per address, and room for many connections). */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,10 +19,55 @@
 
 #include "gms.h"
 
+/* Connections from one address (loopback counts as one), and in all: a few hundred
+ * idle sockets cost the polling thread little, and one host cannot take them all. */
+#define GMS_HTTP_MAX_CONNECTIONS 1024u
+#define GMS_HTTP_MAX_PER_ADDRESS 32u
+/* A browser or curl sends its whole request at once: a connection quiet this long is
+ * dropped. */
+#define GMS_HTTP_TIMEOUT_S 10u
+
 struct gms_http {
     struct MHD_Daemon *d;
     gms_state *st;
+    /* The Host names answered, without ports; lower case. */
+    char allow[GMS_MAX_HTTP_HOSTS + 8][260];
+    int nallow;
 };
+
+static void allow_name(struct gms_http *h, const char *name) {
+    if (h->nallow >= (int)(sizeof h->allow / sizeof h->allow[0]) || !*name) return;
+    char *o = h->allow[h->nallow];
+    size_t n = 0;
+    for (; *name && n + 1 < sizeof h->allow[0]; name++)
+        o[n++] = (char)tolower((unsigned char)*name);
+    o[n] = '\0';
+    h->nallow++;
+}
+
+/* Whether the Host header V names this page: its name (a port after ':' ignored; an
+ * IPv6 address in brackets) is one of h->allow. No Host at all (HTTP/1.0) is answered:
+ * a browser always sends one. */
+static int host_allowed(const struct gms_http *h, const char *v) {
+    if (!v) return 1;
+    char name[260];
+    size_t n = 0;
+    if (*v == '[') {
+        const char *end = strchr(v, ']');
+        if (!end) return 0;
+        n = (size_t)(end - v) + 1;
+    } else {
+        n = strcspn(v, ":");
+    }
+    if (n == 0 || n >= sizeof name) return 0;
+    for (size_t i = 0; i < n; i++)
+        name[i] = (char)tolower((unsigned char)v[i]);
+    name[n] = '\0';
+    if (n > 1 && name[n - 1] == '.') name[--n] = '\0'; /* "localhost." */
+    for (int i = 0; i < h->nallow; i++)
+        if (strcmp(name, h->allow[i]) == 0) return 1;
+    return 0;
+}
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type, void *body,
                              size_t len, enum MHD_ResponseMemoryMode mode) {
@@ -44,7 +95,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         return MHD_YES;
     }
     static char not_allowed[] = "only GET is served here\n",
-                not_found[] = "not found: try / or /api/status\n";
+                not_found[] = "not found: try / or /api/status\n",
+                misdirected[] = "this status page does not answer that Host name; gridmetad "
+                                "--http-allow-host NAME adds one\n";
+    if (!host_allowed(h, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST)))
+        return reply(conn, MHD_HTTP_MISDIRECTED_REQUEST, "text/plain", misdirected, strlen(misdirected),
+                     MHD_RESPMEM_PERSISTENT);
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         return reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", not_allowed, strlen(not_allowed),
                      MHD_RESPMEM_PERSISTENT);
@@ -66,9 +122,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
                  MHD_RESPMEM_PERSISTENT);
 }
 
-struct gms_http *gms_http_start(gms_state *st, const char *host, int port, gr_err *e) {
+struct gms_http *gms_http_start(gms_state *st, const gms_options *o, gr_err *e) {
+    const char *host = o->http_host;
+    int port = o->http_port;
     int err;
-    int fd = gdm_bind(host, port, 64, "--http-host", &err, e);
+    int fd = gdm_bind(host, port, 1024, "--http-host", &err, e);
     if (fd < 0) {
         if (err) gr_seterr(e, GRID_ERR_CONFIG, "--http %s:%d: cannot listen: %s", host, port, strerror(err));
         return NULL;
@@ -80,9 +138,27 @@ struct gms_http *gms_http_start(gms_state *st, const char *host, int port, gr_er
         return NULL;
     }
     h->st = st;
-    h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, h,
-                            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_END);
+    allow_name(h, "localhost");
+    allow_name(h, "127.0.0.1");
+    allow_name(h, "[::1]");
+    char self[256];
+    if (gethostname(self, sizeof self) == 0) {
+        self[sizeof self - 1] = '\0';
+        allow_name(h, self);
+    }
+    /* The address given, unless it stands for every interface (then the operator
+     * names the page's public names with --http-allow-host). */
+    if (strcmp(host, "0.0.0.0") != 0 && strcmp(host, "::") != 0) {
+        char b[270];
+        snprintf(b, sizeof b, strchr(host, ':') ? "[%s]" : "%s", host);
+        allow_name(h, b);
+    }
+    for (int i = 0; i < o->http_nallow; i++)
+        allow_name(h, o->http_allow[i]);
+    h->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, h,
+                            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT, GMS_HTTP_TIMEOUT_S,
+                            MHD_OPTION_CONNECTION_LIMIT, GMS_HTTP_MAX_CONNECTIONS,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, GMS_HTTP_MAX_PER_ADDRESS, MHD_OPTION_END);
     if (!h->d) {
         close(fd);
         free(h);

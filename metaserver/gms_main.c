@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gms.h"
@@ -45,7 +46,16 @@ int main(int argc, char **argv) {
     static gms_state st;
     int rc = gms_options_parse(argc, argv, &opt);
     if (rc >= 0) return rc;
+    /* Whatever the daemon creates (the registry database and its journal, job folders
+     * and files, an executor's files) is its own: 0600 files, 0700 folders. */
+    umask(077);
     gr_log_init("gridmetad", opt.log_level);
+    /* Safe defaults (docs/server.md, "Opening a server to a network"). */
+    if ((rc = gdm_check_exposure("gridmetad", opt.host, opt.key_file || opt.tls_cert, opt.insecure))) return rc;
+    if (opt.token_on_cmdline)
+        gms_log(GMS_LOG_WARN, "--token: a secret on the command line is shown by ps to every user until it is "
+                              "wiped at start: put it in a file (chmod 600) and give --token-file, or set "
+                              "GRIDRPC_TOKEN, or use --key-file");
 
     int sigfd = gdm_signals("gridmetad"); /* before any thread starts */
     if (sigfd < 0) return 1;
@@ -72,7 +82,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     struct gms_http *http = NULL;
-    if (opt.http_port >= 0 && !(http = gms_http_start(&st, opt.http_host, opt.http_port, &e))) {
+    if (opt.http_port >= 0 && !(http = gms_http_start(&st, &opt, &e))) {
         fprintf(stderr, "gridmetad: %s\n", e.msg);
         return 1;
     }

@@ -22,8 +22,12 @@ static const char help_text[] =
     "bandwidth and latency between each client site and each server.\n"
     "\n"
     "Network:\n"
-    "      --host ADDR          address to listen on (default 127.0.0.1; 0.0.0.0: every\n"
-    "                           interface)\n"
+    "      --host ADDR          address to listen on (default 127.0.0.1: this machine only;\n"
+    "                           0.0.0.0: every interface). Any other address needs --key-file\n"
+    "                           or --tls-cert, or --insecure\n"
+    "      --insecure           listen on a non-loopback --host with no key and no TLS: anyone\n"
+    "                           who reaches the port can register servers and steer calls\n"
+    "                           (logged at start)\n"
     "      --port N             TCP port (default 7100; 0: any free port). Once ready it\n"
     "                           prints 'listening on HOST:PORT' on stdout\n"
     "      --key-file FILE      servers and clients must prove they hold a key of FILE\n"
@@ -32,9 +36,12 @@ static const char help_text[] =
     "                           One key per line in hex, up to 8, all accepted (rotation);\n"
     "                           the file must not be readable by others (chmod 600). Make\n"
     "                           one with 'gridrpc keygen FILE'\n"
-    "      --token TOKEN        clients and servers must present TOKEN in HELLO (weaker than\n"
-    "                           --key-file: it travels in clear text; default:\n"
-    "                           $GRIDRPC_TOKEN, else none)\n"
+    "      --token-file FILE    clients and servers must present the token on FILE's first\n"
+    "                           line in HELLO (FILE mode 0600; weaker than --key-file: it\n"
+    "                           travels in clear text; default: $GRIDRPC_TOKEN, else none)\n"
+    "      --token TOKEN        the same from the command line, where ps shows it to every\n"
+    "                           user: accepted for old command lines, with a warning, and\n"
+    "                           wiped from the process's arguments at start\n"
     "      --max-connections N  connections served at once (default 4096); more are answered\n"
     "                           ERROR GRID_ERR_LIMIT and closed\n"
     "      --max-connections-per-address N\n"
@@ -71,6 +78,11 @@ static const char help_text[] =
     "      --http PORT          serve the status page and GET /api/status (JSON) on PORT\n"
     "                           (0: any free port; prints 'http on HOST:PORT' once ready)\n"
     "      --http-host ADDR     address of the status page (default 127.0.0.1)\n"
+    "      --http-allow-host NAME\n"
+    "                           a Host header the page answers (repeatable; default: localhost,\n"
+    "                           127.0.0.1, [::1] and --http-host, with or without the port).\n"
+    "                           Other names get 421, so a web page whose name was rebound to\n"
+    "                           this address cannot read /api/status\n"
     "\n"
     "Logging (on stderr):\n"
     "      --log-level LEVEL    error, warn, info (default) or debug (debug explains every\n"
@@ -111,6 +123,9 @@ enum {
     OPT_QUIET,
     OPT_TLS_CERT,
     OPT_TLS_KEY,
+    OPT_INSECURE,
+    OPT_TOKEN_FILE,
+    OPT_HTTP_ALLOW_HOST,
 };
 
 static const struct option long_options[] = {
@@ -135,6 +150,9 @@ static const struct option long_options[] = {
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
     {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+    {"insecure", no_argument, NULL, OPT_INSECURE},
+    {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+    {"http-allow-host", required_argument, NULL, OPT_HTTP_ALLOW_HOST},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -166,7 +184,24 @@ static int apply(void *ctx, int val, const char *v) {
         if (!*v) return usage_error("%s: empty file name", opt);
         o->key_file = v;
         return 0;
-    case OPT_TOKEN: return gdm_opt_token("gridmetad", opt, v, &o->token);
+    case OPT_TOKEN:
+    case OPT_TOKEN_FILE: {
+        /* Kept in the options' own buffer: --token's bytes in argv are wiped once read,
+         * since every user of the machine reads them in ps otherwise. */
+        int rc = val == OPT_TOKEN ? gdm_opt_secret_arg("gridmetad", opt, (char *)v, o->token_buf)
+                                  : gdm_opt_secret_file("gridmetad", opt, v, o->token_buf);
+        if (rc) return rc;
+        o->token = o->token_buf;
+        o->token_on_cmdline = val == OPT_TOKEN;
+        return 0;
+    }
+    case OPT_INSECURE: o->insecure = 1; return 0;
+    case OPT_HTTP_ALLOW_HOST:
+        if (!*v || strlen(v) > 255) return usage_error("%s: '%s' is not a host name", opt, v);
+        if (o->http_nallow >= GMS_MAX_HTTP_HOSTS)
+            return usage_error("%s: at most %d names", opt, GMS_MAX_HTTP_HOSTS);
+        o->http_allow[o->http_nallow++] = v;
+        return 0;
     case OPT_HEARTBEAT:
         if (gr_parse_duration(v, &secs, err, sizeof err)) return usage_error("%s: %s", opt, err);
         /* A bare number is seconds in the settings grammar; "1000" almost surely meant ms. */

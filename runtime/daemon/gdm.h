@@ -178,6 +178,23 @@ int gdm_opt_token(const char *prog, const char *opt, const char *v, const char *
 /* --tls-cert and --tls-key come together: 0, or the usage error's status. */
 int gdm_opt_tls_pair(const char *prog, const char *cert, const char *key);
 
+/* ---------------------------------------------------------------- safe defaults (gdm_secure.c) */
+
+/* Nonzero when every address HOST names is a loopback one (127.0.0.0/8, ::1). */
+int gdm_host_is_loopback(const char *host);
+/* Called by main once the log is set up. On loopback: a one-line notice when nothing
+ * GUARDED the port (no key file, no TLS). Elsewhere, unguarded: refused (usage error,
+ * its status 2) unless INSECURE, which logs a loud warning instead. 0: go on. */
+int gdm_check_exposure(const char *prog, const char *host, int guarded, int insecure);
+/* The token on the first line of PATH (--token-file; mode 0600 or stricter) into OUT
+ * (GRP_MAX_TOKEN + 1 bytes): 0, or the usage error's status. */
+int gdm_opt_secret_file(const char *prog, const char *opt, const char *path, char *out);
+/* A token typed on the command line (V, in argv's memory) copied into OUT (GRP_MAX_TOKEN
+ * + 1 bytes), then wiped there: 0, or the usage error's status. */
+int gdm_opt_secret_arg(const char *prog, const char *opt, char *v, char *out);
+/* Overwrites the option value V in place (argv memory), so ps no longer shows it. */
+void gdm_scrub_arg(char *v);
+
 struct option;
 /* Reads the command line with getopt_long: -h prints HELP, -V the version (both: 0);
  * a missing value, an unknown option or a word that is not an option is a usage error

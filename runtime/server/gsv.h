@@ -51,6 +51,11 @@
 #ifndef GRIDRPC_MODULE_DIR
 #define GRIDRPC_MODULE_DIR "/usr/local/lib/gridrpc/modules"
 #endif
+/* Where make install puts the test module (test/crash, test/sleep): apart from the
+ * defaults, so an installed server serves it only when named with --module. */
+#ifndef GRIDRPC_TEST_MODULE_DIR
+#define GRIDRPC_TEST_MODULE_DIR "/usr/local/lib/gridrpc/test-modules"
+#endif
 
 enum { GSV_MODE_POOL = 0, GSV_MODE_THREAD = 1 };
 enum { GSV_QUEUE_FCFS = 0, GSV_QUEUE_SJF = 1 };
@@ -75,7 +80,10 @@ typedef struct gsv_options {
     double call_timeout_max; /* --call-timeout-max: the cap on an IDL Timeout; 0: none */
     double call_cpu;         /* --call-cpu: CPU seconds of a call (all its threads); 0: none */
     uint64_t call_memory;    /* --call-memory bytes an executor may add during a call; 0: none */
-    const char *token;       /* NULL: no token required */
+    const char *token;       /* NULL: no token required (--token-file, --token) */
+    const char *token_on_cmdline; /* "--token" when a token was typed there (warned about) */
+    char token_buf[GRP_MAX_TOKEN + 1], meta_token_buf[GRP_MAX_TOKEN + 1]; /* what token, meta_token hold */
+    int insecure;            /* --insecure: a non-loopback --host with no key and no TLS */
     grw_limits limits;
     double io_timeout;       /* seconds; 0: none */
     double shutdown_timeout; /* seconds */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gsv.h"
@@ -66,7 +67,18 @@ int main(int argc, char **argv) {
     gsv_server *s = &server;
     int rc = gsv_options_parse(argc, argv, &s->opt);
     if (rc >= 0) return rc;
+    /* Whatever the daemon creates (the registry database and its journal, job folders
+     * and files, an executor's files) is its own: 0600 files, 0700 folders. */
+    umask(077);
     gr_log_init("gridrpcd", s->opt.log_level);
+    /* Safe defaults (docs/server.md, "Opening a server to a network"). */
+    if ((rc = gdm_check_exposure("gridrpcd", s->opt.host, s->opt.key_file || s->opt.tls_cert, s->opt.insecure)))
+        return rc;
+    if (s->opt.token_on_cmdline)
+        gsv_log(GSV_LOG_WARN,
+                "%s: a secret on the command line is shown by ps to every user until it is wiped at start: "
+                "put it in a file (chmod 600) and give --token-file / --metaserver-token-file, or use --key-file",
+                s->opt.token_on_cmdline);
 
     /* OpenBLAS threads busy-wait about 0.1 s after each call by default; on a server
      * that spin steals the cores the next request's I/O needs (measured: remote dmmul

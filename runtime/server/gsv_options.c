@@ -31,13 +31,18 @@ static const char help_text[] =
     "                           and --module-dir\n"
     "      The default modules, served when neither --module nor --module-dir is given: every\n"
     "      *.so in " GRIDRPC_MODULE_DIR "\n"
-    "      (make install puts the standard ones there: linalg, lsq, nas and test), then in\n"
-    "      the directories of GRIDRPC_MODULE_PATH (colon-separated).\n"
+    "      (make install puts the standard ones there: linalg, lsq and nas), then in the\n"
+    "      directories of GRIDRPC_MODULE_PATH (colon-separated). The test module (test/crash\n"
+    "      ends its executor, test/sleep holds a worker) is installed apart, in\n"
+    "      " GRIDRPC_TEST_MODULE_DIR ": serve it only with --module\n"
     "      Functions answer to 'module/function', and to 'function' when no other loaded\n"
     "      module has a function of that name.\n"
     "\n"
     "Network:\n"
-    "      --host ADDR          address to listen on (default 0.0.0.0: every interface)\n"
+    "      --host ADDR          address to listen on (default 127.0.0.1: this machine only).\n"
+    "                           Any other address needs --key-file or --tls-cert, or --insecure\n"
+    "      --insecure           listen on a non-loopback --host with no key and no TLS: anyone\n"
+    "                           who reaches the port can run anything here (logged at start)\n"
     "      --port N             TCP port (default 7000; 0: any free port). Once ready the server\n"
     "                           prints 'listening on HOST:PORT' on stdout\n"
     "      --key-file FILE      require every client to prove it holds a key of FILE\n"
@@ -48,8 +53,12 @@ static const char help_text[] =
     "                           metaserver and for DATA_COPY to other servers. The file must\n"
     "                           not be readable by others (chmod 600). Make one with\n"
     "                           'gridrpc keygen FILE'\n"
-    "      --token TOKEN        require clients to present TOKEN in HELLO (weaker than\n"
-    "                           --key-file: the token travels in clear text)\n"
+    "      --token-file FILE    require clients to present the token on FILE's first line in\n"
+    "                           HELLO (FILE mode 0600; weaker than --key-file: the token\n"
+    "                           travels in clear text)\n"
+    "      --token TOKEN        the same from the command line, where ps shows it to every\n"
+    "                           user: accepted for old command lines, with a warning, and\n"
+    "                           wiped from the process's arguments at start; use --token-file\n"
     "      --tls-cert FILE      serve TLS only (clients name this server gridrpcs://HOST:PORT),\n"
     "                           with this PEM certificate (chain); needs --tls-key\n"
     "      --tls-key FILE       the certificate's PEM private key\n"
@@ -68,9 +77,12 @@ static const char help_text[] =
     "      --speed FLOPS        start-up speed estimate, flops/s (1e9, 2.5G); default: measured at\n"
     "                           start (about 20 ms: a small double matrix product on one core,\n"
     "                           times the cores)\n"
+    "      --metaserver-token-file FILE\n"
+    "                           token presented to the metaserver, on FILE's first line\n"
+    "                           (default: --token-file, else GRIDRPC_TOKEN)\n"
     "      --metaserver-token TOKEN\n"
-    "                           token presented to the metaserver (default: --token, else\n"
-    "                           GRIDRPC_TOKEN)\n"
+    "                           the same from the command line (warned about and wiped, as\n"
+    "                           --token)\n"
     "      --metaserver-key-file FILE\n"
     "                           key file for the metaserver's handshake (default: --key-file)\n"
     "\n"
@@ -271,6 +283,9 @@ enum {
     OPT_CALL_MEMORY,
     OPT_CALL_TIMEOUT_MAX,
     OPT_CALL_CPU,
+    OPT_INSECURE,
+    OPT_TOKEN_FILE,
+    OPT_METASERVER_TOKEN_FILE,
 };
 
 static const struct option long_options[] = {
@@ -297,6 +312,9 @@ static const struct option long_options[] = {
     {"call-memory", required_argument, NULL, OPT_CALL_MEMORY},
     {"call-timeout-max", required_argument, NULL, OPT_CALL_TIMEOUT_MAX},
     {"call-cpu", required_argument, NULL, OPT_CALL_CPU},
+    {"insecure", no_argument, NULL, OPT_INSECURE},
+    {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+    {"metaserver-token-file", required_argument, NULL, OPT_METASERVER_TOKEN_FILE},
     {"metaserver", required_argument, NULL, OPT_METASERVER},
     {"advertise", required_argument, NULL, OPT_ADVERTISE},
     {"name", required_argument, NULL, OPT_NAME},
@@ -355,7 +373,24 @@ static int apply(void *ctx, int val, const char *v) {
         if (!*v) return usage_error("%s: empty file name", opt);
         *(val == OPT_KEY_FILE ? &o->key_file : &o->meta_key_file) = v;
         return 0;
-    case OPT_TOKEN: return gdm_opt_token("gridrpcd", opt, v, &o->token);
+    case OPT_TOKEN:
+    case OPT_METASERVER_TOKEN:
+    case OPT_TOKEN_FILE:
+    case OPT_METASERVER_TOKEN_FILE: {
+        /* Kept in the options' own buffers: --token's bytes in argv are wiped once read,
+         * since every user of the machine reads them in ps otherwise. */
+        int own = val == OPT_TOKEN || val == OPT_TOKEN_FILE;
+        char *buf = own ? o->token_buf : o->meta_token_buf;
+        if (val == OPT_TOKEN || val == OPT_METASERVER_TOKEN) {
+            if ((rc = gdm_opt_secret_arg("gridrpcd", opt, (char *)v, buf))) return rc;
+            o->token_on_cmdline = val == OPT_TOKEN ? "--token" : "--metaserver-token";
+        } else if ((rc = gdm_opt_secret_file("gridrpcd", opt, v, buf))) {
+            return rc;
+        }
+        *(own ? &o->token : &o->meta_token) = buf;
+        return 0;
+    }
+    case OPT_INSECURE: o->insecure = 1; return 0;
     case OPT_MAX_MESSAGE:
         if ((rc = parse_size(opt, v, (uint64_t)1 << 62, &n))) return rc;
         o->limits.max_message = n;
@@ -404,7 +439,6 @@ static int apply(void *ctx, int val, const char *v) {
         if (*t <= 0) return usage_error("%s: '%s' must be more than 0", opt, v);
         return 0;
     }
-    case OPT_METASERVER_TOKEN: return gdm_opt_token("gridrpcd", opt, v, &o->meta_token);
     case OPT_JOB_DIR:
         if (!*v) return usage_error("%s: empty folder name", opt);
         if (strlen(v) > 3500) return usage_error("%s: the path is too long", opt);
@@ -442,7 +476,7 @@ static uint64_t default_data_memory(void) {
 
 int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     memset(o, 0, sizeof *o);
-    o->host = "0.0.0.0";
+    o->host = "127.0.0.1";
     o->port = 7000;
     o->mode = GSV_MODE_POOL;
     o->queue = GSV_QUEUE_FCFS;
