@@ -152,12 +152,12 @@ else
   }
   lab_host client 10 && lab_link client "$rate" 0 && lab_host meta 2 || exit 1
   # A metaserver too, for the EP sweep placed by it (the other studies name servers).
-  lab_start meta "$B/gridmetad" --host 10.77.0.2 --port 7100 --db "$LAB_DIR/grid.db" --heartbeat 250ms || exit 1
+  lab_start meta "$B/gridmetad" --host 10.77.0.2 --insecure --port 7100 --db "$LAB_DIR/grid.db" --heartbeat 250ms || exit 1
   pids+=("$LAB_PID")
   META=10.77.0.2:7100
   for i in 1 2 3 4; do
     lab_host "s$i" $((10 + i)) && lab_link "s$i" "$rate" 0 && lab_cpu_quota "s$i" "$quota" || exit 1
-    lab_start "s$i" env OPENBLAS_NUM_THREADS=1 "$B/gridrpcd" --host "$(lab_ip "s$i")" --port 7000 \
+    lab_start "s$i" env OPENBLAS_NUM_THREADS=1 "$B/gridrpcd" --host "$(lab_ip --insecure "s$i")" --port 7000 \
       --module-dir "$B/stubs/.libs" --threads 1 --quiet --metaserver "$META" --name "s$i" || exit 1
     pids+=("$LAB_PID")
     addrs+=("$(lab_ip "s$i"):7000")

@@ -144,14 +144,14 @@ in_client() { lab_exec client env GRIDRPC_METASERVER="$META" GRIDRPC_SITE=labcli
 start_grid() {
   local tag=$1 n=$2 i up
   meta_port=$((meta_port + 1))
-  lab_start meta "$B/gridmetad" --host $META_IP --port $meta_port --db "$LAB_DIR/$tag.db" \
+  lab_start meta "$B/gridmetad" --host $META_IP --insecure --port $meta_port --db "$LAB_DIR/$tag.db" \
     --heartbeat 250ms --http $((meta_port + 100)) --http-host $META_IP -v ${GRIDMETAD_ARGS:-} || return 1
   meta_pid=$LAB_PID
   META=$META_IP:$meta_port META_HTTP=$META_IP:$((meta_port + 100))
   cp /dev/null "$LAB_DIR/$tag.names"
   srv_pids=()
   for ((i = 1; i <= n; i++)); do
-    lab_start "s$i" env OPENBLAS_NUM_THREADS=1 "$B/gridrpcd" --host "$(lab_ip "s$i")" --port 7000 \
+    lab_start "s$i" env OPENBLAS_NUM_THREADS=1 "$B/gridrpcd" --host "$(lab_ip --insecure "s$i")" --port 7000 \
       --module-dir "$B/stubs/.libs" --threads 1 --quiet --metaserver "$META" --name "s$i" || return 1
     srv_pids+=("$LAB_PID")
   done

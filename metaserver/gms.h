@@ -50,10 +50,10 @@ typedef struct gms_options {
     int policy;     /* GRP_POLICY_MCT, _LEAST_LOAD, _ROUND_ROBIN */
     int http_port;  /* -1: no status page; 0: any free port */
     const char *http_host;
-    const char *token; /* NULL: none required */
-    int token_on_cmdline; /* --token was typed on the command line (warned about) */
+    const char *token;                 /* NULL: none required */
+    int token_on_cmdline;              /* --token was typed on the command line (warned about) */
     char token_buf[GRP_MAX_TOKEN + 1]; /* what token holds when given by --token or --token-file */
-    int insecure;         /* --insecure: a non-loopback --host with no key and no TLS */
+    int insecure;                      /* --insecure: a non-loopback --host with no key and no TLS */
     /* --http-allow-host: the Host names the status page answers besides its defaults. */
     const char *http_allow[GMS_MAX_HTTP_HOSTS];
     int http_nallow;

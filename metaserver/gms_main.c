@@ -51,11 +51,13 @@ int main(int argc, char **argv) {
     umask(077);
     gr_log_init("gridmetad", opt.log_level);
     /* Safe defaults (docs/server.md, "Opening a server to a network"). */
-    if ((rc = gdm_check_exposure("gridmetad", opt.host, opt.key_file || opt.tls_cert, opt.insecure))) return rc;
+    if ((rc = gdm_check_exposure("gridmetad", opt.host, opt.key_file || opt.tls_cert, opt.insecure)))
+        return rc;
     if (opt.token_on_cmdline)
-        gms_log(GMS_LOG_WARN, "--token: a secret on the command line is shown by ps to every user until it is "
-                              "wiped at start: put it in a file (chmod 600) and give --token-file, or set "
-                              "GRIDRPC_TOKEN, or use --key-file");
+        gms_log(GMS_LOG_WARN,
+                "--token: a secret on the command line is shown by ps to every user until it is "
+                "wiped at start: put it in a file (chmod 600) and give --token-file, or set "
+                "GRIDRPC_TOKEN, or use --key-file");
 
     int sigfd = gdm_signals("gridmetad"); /* before any thread starts */
     if (sigfd < 0) return 1;

@@ -7,6 +7,7 @@
 # a private mount namespace whose /usr and /etc are copy-on-write (so nothing
 # reaches this machine), where a program built with plain `pkg-config --cflags --libs
 # gridrpc` runs without LD_LIBRARY_PATH against a gridrpcd serving its default modules.
+# The test module (test/crash ends an executor) is installed apart: never a default.
 . "$top_srcdir/tests/lib.sh"
 prog_c=$top_srcdir/tests/common/installed_prog.c # the program built against the install
 # What is installed is what users build against with a plain cc: the sanitizer builds'
@@ -48,11 +49,13 @@ if LDCONFIG=$T_TMP/fakebin/ldconfig mk install DESTDIR="$D" >install.out 2>&1; t
 missing=
 for f in "$bindir/gridrpcd" "$bindir/idlc" "$bindir/gridrpc-module" "$libdir/libgridrpc.so" \
   "$libdir/libgridrpc_fortran.so" "$includedir/gridrpc.h" "$includedir/grpc.h" "$includedir/gridrpc.mod" \
-  "$libdir/pkgconfig/gridrpc.pc" "$libdir/pkgconfig/gridrpc-fortran.pc" "$pkglibdir/modules/test.so"; do
+  "$libdir/pkgconfig/gridrpc.pc" "$libdir/pkgconfig/gridrpc-fortran.pc" "$pkglibdir/modules/linalg.so" \
+  "$pkglibdir/test-modules/test.so"; do
   [ -e "$D$f" ] || missing="$missing $f"
 done
 if [ -z "$missing" ]; then ok "programs, libraries, headers, gridrpc.mod, both .pc files and the modules are installed"; else fail "missing:$missing"; fi
 if [ ! -e ldconfig.calls ]; then ok "a DESTDIR install does not run ldconfig"; else fail "ldconfig ran for a DESTDIR install"; diag <ldconfig.calls; fi
+if [ ! -e "$D$pkglibdir/modules/test.so" ]; then ok "the test module is not among the default modules ($pkglibdir/modules)"; else fail "test.so is installed with the default modules"; fi
 
 cat >fprog.f90 <<'F'
 ! Built with pkg-config against the installed Fortran module and library.
@@ -84,11 +87,23 @@ trap '[ -n "$spid" ] && kill "$spid" 2>/dev/null' EXIT
 pc() { PKG_CONFIG_PATH="$D$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$D" pkg-config "$@"; }
 if pc --cflags --libs gridrpc >pc.out 2>&1 && cc -o prog "$prog_c" $(cat pc.out) >cc.out 2>&1; then
   ok "a C program builds with pkg-config --cflags --libs gridrpc"
-  if start_gridrpcd srv.out env LD_LIBRARY_PATH="$D$libdir" "$D$bindir/gridrpcd" --module "$D$pkglibdir/modules/test.so" \
+  if start_gridrpcd srv.out env LD_LIBRARY_PATH="$D$libdir" "$D$bindir/gridrpcd" --module "$D$pkglibdir/test-modules/test.so" \
     && LD_LIBRARY_PATH="$D$libdir" ./prog "127.0.0.1:$port" >prog.out 2>&1 && grep -q '^null_call GRID_OK' prog.out; then
     ok "it runs and calls the installed gridrpcd"
   else
     fail "the staged program and server"; diag <prog.out; diag <srv.out.err
+  fi
+  [ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null; spid=
+  # The installed modules as the defaults (GRIDRPC_MODULE_PATH: the staged folder stands
+  # for the configured one): linalg is served, test/null_call is not.
+  if start_gridrpcd dsrv.out env LD_LIBRARY_PATH="$D$libdir" GRIDRPC_MODULE_PATH="$D$pkglibdir/modules" "$D$bindir/gridrpcd" \
+    && LD_LIBRARY_PATH="$D$libdir" "$D$bindir/gridrpc" --server "127.0.0.1:$port" ls >dls.out 2>&1 \
+    && grep -q 'linalg/dmmul' dls.out && ! grep -q '^ *test/' dls.out \
+    && { LD_LIBRARY_PATH="$D$libdir" ./prog "127.0.0.1:$port" >dprog.out 2>&1 || :; } \
+    && grep -q '^null_call GRID_ERR' dprog.out; then
+    ok "an installed gridrpcd with no module options serves linalg but not the test module"
+  else
+    fail "the default modules of the installed gridrpcd"; diag <dls.out; diag <dprog.out; diag <dsrv.out.err
   fi
   [ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null; spid=
 else
@@ -153,7 +168,7 @@ echo "PASS make install to $prefix"
 grep -q '^gridrpc: .*ldconfig' "\$T/real-install.out" && echo "PASS the install ran ldconfig" || echo "FAIL the install did not run ldconfig"
 env -u LD_LIBRARY_PATH sh -c 'cc -o "\$1/rprog" "\$2" \$(pkg-config --cflags --libs gridrpc)' sh "\$T" "$prog_c" >"\$T/rcc.out" 2>&1 \
   && echo "PASS cc installed_prog.c \\\$(pkg-config --cflags --libs gridrpc)" || echo "FAIL cc with the installed gridrpc.pc"
-env -u LD_LIBRARY_PATH "$bindir/gridrpcd" --host 127.0.0.1 --port 0 >"\$T/rsrv.out" 2>"\$T/rsrv.out.err" &
+env -u LD_LIBRARY_PATH "$bindir/gridrpcd" --host 127.0.0.1 --port 0 --default-modules --module "$pkglibdir/test-modules/test.so" >"\$T/rsrv.out" 2>"\$T/rsrv.out.err" &
 spid=\$!
 i=0
 while [ \$i -lt 100 ] && ! grep -q '^listening on ' "\$T/rsrv.out"; do sleep 0.1; i=\$((i + 1)); done

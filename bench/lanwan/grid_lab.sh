@@ -78,13 +78,13 @@ gl_start() {
   local tag=$1 n=$2 chk=$3 i up=0
   shift 3
   GL_META_PORT=$((GL_META_PORT + 1))
-  lab_start meta "$B/gridmetad" --host $GL_META_IP --port $GL_META_PORT --db "$LAB_DIR/$tag.db" \
+  lab_start meta "$B/gridmetad" --host $GL_META_IP --insecure --port $GL_META_PORT --db "$LAB_DIR/$tag.db" \
     --heartbeat 250ms --http $((GL_META_PORT + 100)) --http-host $GL_META_IP ${GRIDMETAD_ARGS:-} || return 1
   GL_META_PID=$LAB_PID
   GL_META=$GL_META_IP:$GL_META_PORT GL_META_HTTP=$GL_META_IP:$((GL_META_PORT + 100))
   GL_SRV_PIDS=()
   for ((i = 1; i <= n; i++)); do
-    lab_start "s$i" env OPENBLAS_NUM_THREADS=1 "$B/gridrpcd" --host "$(lab_ip "s$i")" --port 7000 \
+    lab_start "s$i" env OPENBLAS_NUM_THREADS=1 "$B/gridrpcd" --host "$(lab_ip --insecure "s$i")" --port 7000 \
       --module-dir "$B/stubs/.libs" --threads 1 --metaserver "$GL_META" --name "s$i" "$@" || return 1
     GL_SRV_PIDS+=("$LAB_PID")
   done

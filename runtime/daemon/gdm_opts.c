@@ -1,11 +1,17 @@
 /* gdm_opts.c: the daemons' command lines: the getopt loop with --help, --version and
  * the usage errors, and the values both take (addresses, ports, tokens, counts), said
- * the same way by both (gridrpcd and gridmetad name themselves as PROG). */
+ * the same way by both (gridrpcd and gridmetad name themselves as PROG). Secrets come
+ * from files (--token-file): one typed on the command line is read by every user of
+ * the machine in ps, so it is wiped from the arguments once copied. */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "gdm.h"
 #include "gr_opts.h"
@@ -93,4 +99,57 @@ int gdm_opt_parse(const char *prog, int argc, char **argv, const char *shortopts
     }
     if (optind < argc) return gdm_usage_error(prog, "unexpected argument '%s'%s", argv[optind], extra_arg);
     return -1;
+}
+
+int gdm_opt_secret_file(const char *prog, const char *opt, const char *path, char *out) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return gdm_usage_error(prog, "%s: cannot read '%s': %s", opt, path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return gdm_usage_error(prog, "%s: '%s' is not a regular file", opt, path);
+    }
+    if (st.st_mode & 0077) {
+        close(fd);
+        return gdm_usage_error(prog,
+                               "%s: '%s' has mode %04o: other users may read the secret; run 'chmod 600 %s'",
+                               opt, path, (unsigned)st.st_mode & 07777, path);
+    }
+    char buf[GRP_MAX_TOKEN + 2];
+    size_t got = 0;
+    for (;;) {
+        ssize_t k = read(fd, buf + got, sizeof buf - 1 - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        got += (size_t)k;
+        if (got == sizeof buf - 1) break;
+    }
+    close(fd);
+    buf[got] = '\0';
+    /* The first line is the secret; an editor's final newline is not part of it. */
+    buf[strcspn(buf, "\r\n")] = '\0';
+    size_t n = strlen(buf);
+    if (n == 0) return gdm_usage_error(prog, "%s: '%s' holds no token on its first line", opt, path);
+    if (n > GRP_MAX_TOKEN)
+        return gdm_usage_error(prog, "%s: a token has at most %d bytes", opt, GRP_MAX_TOKEN);
+    memcpy(out, buf, n + 1);
+    return 0;
+}
+
+int gdm_opt_secret_arg(const char *prog, const char *opt, char *v, char *out) {
+    size_t n = strlen(v);
+    /* Wiped even when refused: it was typed for all to see either way. */
+    if (n > GRP_MAX_TOKEN) {
+        gdm_scrub_arg(v);
+        return gdm_usage_error(prog, "%s: a token has at most %d bytes", opt, GRP_MAX_TOKEN);
+    }
+    memcpy(out, v, n + 1);
+    gdm_scrub_arg(v);
+    return 0;
+}
+
+void gdm_scrub_arg(char *v) {
+    /* /proc/PID/cmdline reads this memory: what was typed no longer shows in ps. */
+    for (; v && *v; v++)
+        *v = 'x';
 }

@@ -72,13 +72,15 @@ int main(int argc, char **argv) {
     umask(077);
     gr_log_init("gridrpcd", s->opt.log_level);
     /* Safe defaults (docs/server.md, "Opening a server to a network"). */
-    if ((rc = gdm_check_exposure("gridrpcd", s->opt.host, s->opt.key_file || s->opt.tls_cert, s->opt.insecure)))
+    if ((rc = gdm_check_exposure("gridrpcd", s->opt.host, s->opt.key_file || s->opt.tls_cert,
+                                 s->opt.insecure)))
         return rc;
     if (s->opt.token_on_cmdline)
-        gsv_log(GSV_LOG_WARN,
-                "%s: a secret on the command line is shown by ps to every user until it is wiped at start: "
-                "put it in a file (chmod 600) and give --token-file / --metaserver-token-file, or use --key-file",
-                s->opt.token_on_cmdline);
+        gsv_log(
+            GSV_LOG_WARN,
+            "%s: a secret on the command line is shown by ps to every user until it is wiped at start: "
+            "put it in a file (chmod 600) and give --token-file / --metaserver-token-file, or use --key-file",
+            s->opt.token_on_cmdline);
 
     /* OpenBLAS threads busy-wait about 0.1 s after each call by default; on a server
      * that spin steals the cores the next request's I/O needs (measured: remote dmmul

@@ -415,7 +415,8 @@ int main(void) {
     fm = fake_meta_start(0, 1000);
     if (!fm) return 1;
     snprintf(maddr, sizeof maddr, "127.0.0.1:%d", fake_meta_port(fm));
-    const char *b_opts[] = {"--host", "0.0.0.0", "--metaserver", maddr, "--speed", "2.5G", NULL};
+    const char *b_opts[] = {"--host", "0.0.0.0", "--insecure", "--metaserver",
+                            maddr,    "--speed", "2.5G",       NULL};
     port = start_server(1, b_opts, "envtok", "/dev/null");
     WAIT_FOR(fake_meta_registrations(fm) >= 1, 5);
     char host[256] = "", name[300];
