@@ -50,13 +50,7 @@ typedef struct gms_options {
     int policy;     /* GRP_POLICY_MCT, _LEAST_LOAD, _ROUND_ROBIN */
     int http_port;  /* -1: no status page; 0: any free port */
     const char *http_host;
-    const char *token;                 /* NULL: none required */
-    int token_on_cmdline;              /* --token was typed on the command line (warned about) */
-    char token_buf[GRP_MAX_TOKEN + 1]; /* what token holds when given by --token or --token-file */
-    int insecure;                      /* --insecure: a non-loopback --host with no key and no TLS */
-    /* --http-allow-host: the Host names the status page answers besides its defaults. */
-    const char *http_allow[GMS_MAX_HTTP_HOSTS];
-    int http_nallow;
+    const char *token; /* NULL: none required */
     unsigned heartbeat_ms;
     unsigned down_after; /* missed heartbeats before a server is down */
     unsigned max_conns;
@@ -70,6 +64,13 @@ typedef struct gms_options {
     const char *key_file;           /* --key-file; NULL: none */
     grp_keyset keys;                /* its keys, loaded by main (n 0: no handshake) */
     const char *tls_cert, *tls_key; /* --tls-cert/--tls-key: the protocol listener is TLS only */
+
+    /* Safe defaults (gdm_secure.c; docs/server.md, "Opening a server to a network") */
+    int insecure;                               /* --insecure: a non-loopback --host with no key and no TLS */
+    int token_on_cmdline;                       /* --token was typed on the command line (warned about) */
+    char token_buf[GRP_MAX_TOKEN + 1];          /* what token holds when given by --token or --token-file */
+    const char *http_allow[GMS_MAX_HTTP_HOSTS]; /* --http-allow-host: more names the page answers */
+    int http_nallow;
 } gms_options;
 
 /* Parses ARGV into O. Returns -1 to go on, or an exit status: 0 after --help or
@@ -421,7 +422,8 @@ void gms_buf_json_string(gms_buf *b, const char *s);
 /* The /api/status JSON (docs/metaserver.md) into B. */
 void gms_status_json(gms_state *st, gms_buf *b);
 
-/* The HTTP server on HOST:PORT (0: any); prints "http on HOST:PORT" once ready. */
+/* The HTTP server on O's --http-host and --http (0: any port), answering the Host names
+ * of gms_http.c; prints "http on HOST:PORT" once ready. */
 struct gms_http;
 struct gms_http *gms_http_start(gms_state *st, const gms_options *o, gr_err *e);
 void gms_http_stop(struct gms_http *h);

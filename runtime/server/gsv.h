@@ -68,22 +68,19 @@ typedef struct gsv_options {
     unsigned nmodules;
     const char **module_dirs; /* --module-dir, in order */
     unsigned nmodule_dirs;
-    int defaults;                 /* load the default modules too: none of --module and --module-dir
-                                     was given, or --default-modules was */
-    unsigned threads;             /* 0: one per core */
-    unsigned blas_threads;        /* --blas-threads: BLAS threads of every call; 0: cores / running calls */
-    int mode;                     /* GSV_MODE_* */
-    int queue;                    /* GSV_QUEUE_* */
-    int in_process;               /* --in-process-unsafe: calls run on the worker threads, so a function
-                                     that crashes takes the server down (executors otherwise) */
-    double call_timeout;          /* --call-timeout seconds; 0: none (executors only) */
-    double call_timeout_max;      /* --call-timeout-max: the cap on an IDL Timeout; 0: none */
-    double call_cpu;              /* --call-cpu: CPU seconds of a call (all its threads); 0: none */
-    uint64_t call_memory;         /* --call-memory bytes an executor may add during a call; 0: none */
-    const char *token;            /* NULL: no token required (--token-file, --token) */
-    const char *token_on_cmdline; /* "--token" when a token was typed there (warned about) */
-    char token_buf[GRP_MAX_TOKEN + 1], meta_token_buf[GRP_MAX_TOKEN + 1]; /* what token, meta_token hold */
-    int insecure; /* --insecure: a non-loopback --host with no key and no TLS */
+    int defaults;            /* load the default modules too: none of --module and --module-dir
+                                was given, or --default-modules was */
+    unsigned threads;        /* 0: one per core */
+    unsigned blas_threads;   /* --blas-threads: BLAS threads of every call; 0: cores / running calls */
+    int mode;                /* GSV_MODE_* */
+    int queue;               /* GSV_QUEUE_* */
+    int in_process;          /* --in-process-unsafe: calls run on the worker threads, so a function
+                                that crashes takes the server down (executors otherwise) */
+    double call_timeout;     /* --call-timeout seconds; 0: none (executors only) */
+    double call_timeout_max; /* --call-timeout-max: the cap on an IDL Timeout; 0: none */
+    double call_cpu;         /* --call-cpu: CPU seconds of a call (all its threads); 0: none */
+    uint64_t call_memory;    /* --call-memory bytes an executor may add during a call; 0: none */
+    const char *token;       /* NULL: no token required (--token-file, --token) */
     grw_limits limits;
     double io_timeout;       /* seconds; 0: none */
     double shutdown_timeout; /* seconds */
@@ -117,6 +114,11 @@ typedef struct gsv_options {
     unsigned max_sessions_per_conn; /* --max-sessions-per-connection: data sessions one connection uses */
     uint64_t max_call_memory;       /* --max-call-memory: bytes of arguments held by those calls */
     double idle_timeout;            /* --idle-timeout seconds; 0: never */
+
+    /* Safe defaults (gdm_secure.c; docs/server.md, "Opening a server to a network") */
+    int insecure;                 /* --insecure: a non-loopback --host with no key and no TLS */
+    const char *token_on_cmdline; /* "--token" when a token was typed there (warned about) */
+    char token_buf[GRP_MAX_TOKEN + 1], meta_token_buf[GRP_MAX_TOKEN + 1]; /* what token, meta_token hold */
 } gsv_options;
 
 /* Parses ARGV into OPT. Returns -1 to go on, or an exit status: 0 after --help or
