@@ -11,7 +11,7 @@ cd "$T_TMP" || exit 1
 missing=
 for o in --host --port --db --scheduler --http --http-host --token --heartbeat --down-after \
   --max-connections --max-connections-per-address --io-timeout --idle-timeout --log-level --verbose \
-  --quiet --help --version; do
+  --quiet --help --version --insecure --token-file --http-allow-host; do
   grep -q -- "$o" help.out || missing="$missing $o"
 done
 if [ $rc -eq 0 ] && grep -q '^Usage: gridmetad' help.out && [ -z "$missing" ]; then ok "--help explains every option"; else fail "--help (rc $rc, missing:$missing)"; fi

@@ -14,7 +14,8 @@ for o in --module --module-dir --default-modules --host --port --threads --mode 
   --max-head --io-timeout --shutdown-timeout --log-level --quiet --help --version \
   --metaserver --advertise --name --speed --metaserver-token --data-memory --data-grace --data-lease \
   --idle-timeout --max-connections --max-connections-per-address --max-calls-per-connection --max-calls \
-  --max-call-memory --max-objects-per-connection --max-sessions-per-connection; do
+  --max-call-memory --max-objects-per-connection --max-sessions-per-connection \
+  --insecure --token-file --metaserver-token-file; do
   grep -q -- "$o" help.out || missing="$missing $o"
 done
 if [ $rc -eq 0 ] && grep -q '^Usage: gridrpcd' help.out && [ -z "$missing" ]; then ok "--help explains every option"; else fail "--help (rc $rc, missing:$missing)"; fi
@@ -218,8 +219,8 @@ if IDLC=$IDLC GRIDRPC_INCLUDE="$top_srcdir/include" CC=$CC "$GRIDRPC_MODULE" -o 
 else
   fail "building the modules for the selection tests"; diag <sel.out
 fi
-if grep -q -- '--default-modules' help.out && grep -q 'linalg, lsq, nas and test' help.out; then
-  ok "--help names the default modules"
+if grep -q -- '--default-modules' help.out && grep -q 'linalg, lsq and nas' help.out && grep -q 'test-modules' help.out; then
+  ok "--help names the default modules, and where the test module is instead"
 else
   fail "--help on the default modules"
 fi

@@ -32,8 +32,8 @@ static const char global_help[] =
     "             it too; the key never crosses the wire (default:\n"
     "             GRIDRPC_KEY_FILE; make one with 'gridrpc keygen FILE')\n"
     "  --token TOKEN\n"
-    "             the token sent in HELLO (default: GRIDRPC_TOKEN; weaker than\n"
-    "             a key: it travels in clear text)\n"
+    "             the token sent in HELLO (default: GRIDRPC_TOKEN, which ps does not\n"
+    "             show: prefer it; weaker than a key: it travels in clear text)\n"
     "  --site NAME\n"
     "             this client's site, whose links status shows (default:\n"
     "             GRIDRPC_SITE, else the host name)\n"
@@ -142,6 +142,10 @@ static int parse_options(int argc, char **argv, cli_opts *o, void (*help)(void))
             }
             snprintf(o->token, sizeof o->token, "%s", optarg);
             o->have_token = 1;
+            /* ps shows the arguments to every user: wipe the copy there (GRIDRPC_TOKEN,
+             * in the environment, is the way that never shows). */
+            for (char *p = optarg; *p; p++)
+                *p = 'x';
             break;
         case OPT_KEY_FILE:
             if (!*optarg) {

@@ -102,7 +102,7 @@ int gdm_opt_parse(const char *prog, int argc, char **argv, const char *shortopts
 }
 
 int gdm_opt_secret_file(const char *prog, const char *opt, const char *path, char *out) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not hang the start */
     if (fd < 0) return gdm_usage_error(prog, "%s: cannot read '%s': %s", opt, path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
