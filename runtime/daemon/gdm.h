@@ -173,8 +173,6 @@ int gdm_opt_positive(const char *prog, const char *opt, const char *v, unsigned 
 int gdm_opt_host(const char *prog, const char *opt, const char *v, const char **out);
 /* A port (--port, 0: any) into *OUT: 0, or the usage error's status. */
 int gdm_opt_port(const char *prog, const char *opt, const char *v, int *out);
-/* A token (--token) into *OUT: 0, or the usage error's status. */
-int gdm_opt_token(const char *prog, const char *opt, const char *v, const char **out);
 /* --tls-cert and --tls-key come together: 0, or the usage error's status. */
 int gdm_opt_tls_pair(const char *prog, const char *cert, const char *key);
 

@@ -53,13 +53,6 @@ int gdm_opt_port(const char *prog, const char *opt, const char *v, int *out) {
     return 0;
 }
 
-int gdm_opt_token(const char *prog, const char *opt, const char *v, const char **out) {
-    if (strlen(v) > GRP_MAX_TOKEN)
-        return gdm_usage_error(prog, "%s: a token has at most %d bytes", opt, GRP_MAX_TOKEN);
-    *out = v;
-    return 0;
-}
-
 int gdm_opt_tls_pair(const char *prog, const char *cert, const char *key) {
     if (!cert == !key) return 0;
     return gdm_usage_error(prog, "%s",
