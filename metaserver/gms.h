@@ -72,25 +72,26 @@ int gms_options_parse(int argc, char **argv, gms_options *o);
 
 /* ---------------------------------------------------------------- model constants */
 
-#define GMS_DEFAULT_SPEED 1e9              /* flops/s of a server that gave no estimate */
-#define GMS_DEFAULT_BANDWIDTH 100e6        /* bytes/s of a link nothing is known about */
-#define GMS_DEFAULT_LATENCY 0.5e-3         /* seconds, one round trip */
-#define GMS_LINK_MAX_AGE_MS 600000         /* link measurements older than this are stale */
-#define GMS_EWMA_ALPHA 0.3                 /* weight of a new sample */
-#define GMS_SMALL_BYTES 65536              /* transfers below this measure latency only */
-#define GMS_MIN_SPEED_RUN_S 1e-3           /* shorter runs say too little about the speed */
-#define GMS_DEFAULT_CALL_S 0.01            /* seconds of a call nothing predicts (no flops, no history) */
-#define GMS_FIGURE_SLACK 16.0              /* a SCHEDULE's flops and bytes: at most this times the measured */
+#define GMS_DEFAULT_SPEED 1e9        /* flops/s of a server that gave no estimate */
+#define GMS_DEFAULT_BANDWIDTH 100e6  /* bytes/s of a link nothing is known about */
+#define GMS_DEFAULT_LATENCY 0.5e-3   /* seconds, one round trip */
+#define GMS_LINK_MAX_AGE_MS 600000   /* link measurements older than this are stale */
+#define GMS_EWMA_ALPHA 0.3           /* weight of a new sample */
+#define GMS_SMALL_BYTES 65536        /* transfers below this measure latency only */
+#define GMS_MIN_SPEED_RUN_S 1e-3     /* shorter runs say too little about the speed */
+#define GMS_DEFAULT_CALL_S 0.01      /* seconds of a call nothing predicts (no flops, no history) */
+#define GMS_DECISIONS 200            /* the ring of recent decisions */
+#define GMS_DECISION_CANDS 8         /* candidates kept per decision (the best ones) */
+#define GMS_HISTORY 300              /* load samples per server: 5 minutes at 1/s */
+#define GMS_HISTORY_STEP_MS 1000     /* at most one sample per second */
+#define GMS_PENDING_SLOTS 65536      /* outstanding decisions tracked at once */
+#define GMS_MAX_SITES 4096           /* client sites remembered */
+#define GMS_DEFAULT_HOLD_S 20.0      /* --max-hold's default (at most GRP_MAX_HOLD_S) */
+#define GMS_HOLD_SLICE_NS 20000000LL /* a held request reads its client's REPORTs this often */
+/* What a client's SCHEDULE may make the state hold (docs/metaserver.md "Bounds"). */
+#define GMS_FIGURE_SLACK 16.0              /* its flops and bytes: at most this times the largest measured */
 #define GMS_DEFAULT_PENDING_MAX_S 600.0    /* --pending-max's default */
 #define GMS_DEFAULT_FORGET_AFTER_S 86400.0 /* --forget-after's default: a day */
-#define GMS_DECISIONS 200                  /* the ring of recent decisions */
-#define GMS_DECISION_CANDS 8               /* candidates kept per decision (the best ones) */
-#define GMS_HISTORY 300                    /* load samples per server: 5 minutes at 1/s */
-#define GMS_HISTORY_STEP_MS 1000           /* at most one sample per second */
-#define GMS_PENDING_SLOTS 65536            /* outstanding decisions tracked at once */
-#define GMS_MAX_SITES 4096                 /* client sites remembered */
-#define GMS_DEFAULT_HOLD_S 20.0            /* --max-hold's default (at most GRP_MAX_HOLD_S) */
-#define GMS_HOLD_SLICE_NS 20000000LL       /* a held request reads its client's REPORTs this often */
 /* A function that crashed its executors on two servers within GMS_CRASH_WINDOW_NS is held
  * back from new calls for --crash-hold (gms_crash.c). */
 #define GMS_CRASH_WINDOW_NS 60000000000LL
