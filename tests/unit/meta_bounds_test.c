@@ -20,6 +20,7 @@
 #include "grp_auth.h"
 #include "grp_meta.h"
 #include "grp_proto.h"
+#include "raw_peer.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/meta-bounds-test.XXXXXX";
@@ -390,24 +391,25 @@ static void *fetcher(void *arg) {
     return NULL;
 }
 
-/* 40 servers of 4,000 functions with long names make a status document of about 40
- * MB. While it is fetched over and over, SCHEDULEs of another function do not wait
- * while it is built: of 40, at most 3 (a loaded machine's hiccups) take a quarter of
- * the slowest fetch. Built under the state's lock, a third of them or more did. */
+/* 8 servers of 4,000 functions with long names make a status document of about 17
+ * MB (3 of 1,500 under sanitizers, whose allocations make registering slow). While it is fetched over and
+ * over, SCHEDULEs of another function do not wait while it is built: of 40, at most 6 (a loaded machine's
+ * hiccups) take a quarter of the slowest fetch. Built under the state's lock, a third of them or more did. */
 static void status(void) {
-    const char *args[] = {"--heartbeat", "1s", "--down-after", "100", NULL};
+    /* No registry: its writes of 32,000 functions are not what is measured here. */
+    const char *args[] = {"--heartbeat", "1s", "--down-after", "100", "--db", ":memory:", NULL};
     if (start("status", args) != 0) {
         result(0, "status: gridmetad starts");
         return;
     }
-    enum { NFNS = 4000 };
+    const int NFNS = SANITIZED ? 1500 : 4000, NSRV = SANITIZED ? 3 : 8;
     grp_function *f = calloc(NFNS, sizeof *f);
     int fd = session();
     int ok = f && fd >= 0;
-    for (uint32_t s = 0; ok && s < 40; s++) {
+    for (uint32_t s = 0; ok && s < (uint32_t)NSRV; s++) {
         for (int i = 0; i < NFNS; i++)
             snprintf(f[i].name, sizeof f[i].name,
-                     "module%u/a_function_with_a_long_name_for_the_status_document_%0200d", s, i);
+                     "module%u/f%04d_a_function_with_a_long_name_for_the_status_document_%0400d", s, i, i);
         ok = register_server(fd, 7400 + s, 4, f, NFNS) != 0;
     }
     grp_function one;
@@ -451,9 +453,9 @@ static void status(void) {
         if (took_v[i] > worst) worst = took_v[i];
     }
     diag("status: slowest SCHEDULE %.3f s, slowest status fetch %.3f s", worst, fetch_max);
-    result(answered >= 10 && fetch_max > 0 && slow <= 3,
+    result(answered >= 10 && fetch_max > 0 && slow <= 6,
            "status: while the status document is built again and again, %d of %d SCHEDULEs take a quarter of "
-           "the slowest fetch (%.3f s) or more (at most 3 allowed)",
+           "the slowest fetch (%.3f s) or more (at most 6 allowed)",
            slow, n, fetch_max);
     if (fd >= 0) close(fd);
     result(stop() == 0, "status: exits 0 on SIGTERM");
