@@ -59,6 +59,8 @@ typedef struct gms_options {
     double idle_timeout;         /* --idle-timeout: a client connection quiet this long closes; 0: never */
     double max_hold;             /* seconds a SCHEDULE may wait while every server is full; 0: never */
     double crash_hold;           /* --crash-hold: seconds a function that crashed on two servers is held */
+    double pending_max;          /* --pending-max: seconds a decision's work counts unreported */
+    double forget_after;         /* --forget-after: seconds down before a server is deleted; 0: never */
     int log_level;
     /* The key handshake after HELLO (grp_auth.h) */
     const char *key_file;           /* --key-file; NULL: none */
@@ -95,6 +97,10 @@ int gms_options_parse(int argc, char **argv, gms_options *o);
 #define GMS_MAX_SITES 4096           /* client sites remembered */
 #define GMS_DEFAULT_HOLD_S 20.0      /* --max-hold's default (at most GRP_MAX_HOLD_S) */
 #define GMS_HOLD_SLICE_NS 20000000LL /* a held request reads its client's REPORTs this often */
+/* What a client's SCHEDULE may make the state hold (docs/metaserver.md "Bounds"). */
+#define GMS_FIGURE_SLACK 16.0              /* its flops and bytes: at most this times the largest measured */
+#define GMS_DEFAULT_PENDING_MAX_S 600.0    /* --pending-max's default */
+#define GMS_DEFAULT_FORGET_AFTER_S 86400.0 /* --forget-after's default: a day */
 /* A function that crashed its executors on two servers within GMS_CRASH_WINDOW_NS is held
  * back from new calls for --crash-hold (gms_crash.c). */
 #define GMS_CRASH_WINDOW_NS 60000000000LL
@@ -164,6 +170,10 @@ typedef struct gms_fn {
     double speed; /* measured flops/s EWMA; 0: none */
     double run_s; /* measured run seconds EWMA; 0: none */
     uint32_t samples;
+    /* The largest figures a completed call of it reported (in memory only): a client's
+     * SCHEDULE may not claim more than GMS_FIGURE_SLACK times these. 0: none yet. */
+    double max_flops, max_run_s;
+    uint64_t max_bytes_in, max_bytes_out;
 } gms_fn;
 
 typedef struct gms_link {
@@ -306,7 +316,9 @@ typedef struct gms_state {
     uint64_t held, held_over; /* requests ever held; of those, placed on a full server */
     int stopping;
     /* Crashing functions (gms_crash.c). */
-    double crash_hold_s; /* --crash-hold; 0: never hold */
+    double crash_hold_s;   /* --crash-hold; 0: never hold */
+    double pending_max_s;  /* --pending-max: the longest a decision's work is counted unreported */
+    double forget_after_s; /* --forget-after: a server down this long is deleted; 0: never */
     gms_crash_fn *crash_fns;
     uint32_t ncrash_fns;
     uint64_t crashes, crash_holds, crash_refused; /* reported; holds begun; SCHEDULEs refused */
@@ -403,6 +415,8 @@ void gms_db_close(gms_db *db);
 /* Queued writes (never block on SQLite; DB may be NULL: nothing happens). */
 void gms_db_put_server(gms_db *db, const gms_server *s);
 void gms_db_put_server_state(gms_db *db, const gms_server *s);
+/* Deletes server ID's rows: the server, its functions and its links (--forget-after). */
+void gms_db_forget_server(gms_db *db, uint64_t id);
 void gms_db_put_fn(gms_db *db, const gms_server *s, const gms_fn *f);
 void gms_db_put_link(gms_db *db, const char *site, uint64_t server, const gms_link *l);
 void gms_db_put_call(gms_db *db, const grp_report *r, const char *site, int64_t unix_ms);

@@ -31,7 +31,7 @@ typedef struct db_fn {
     uint32_t samples;
 } db_fn;
 
-enum { OP_SERVER, OP_STATE, OP_FN, OP_LINK, OP_CALL };
+enum { OP_SERVER, OP_STATE, OP_FN, OP_LINK, OP_CALL, OP_FORGET };
 
 typedef struct db_op {
     struct db_op *next;
@@ -80,6 +80,7 @@ struct gms_db {
     unsigned flushing; /* threads in gms_db_flush: commit at once */
     long long last_drop_log;
     sqlite3_stmt *st_server, *st_state, *st_fn_del, *st_fn, *st_site, *st_link, *st_call, *st_trim;
+    sqlite3_stmt *st_srv_del, *st_link_del;
 };
 
 /* ---------------------------------------------------------------- schema */
@@ -292,6 +293,8 @@ static int prepare(gms_db *d) {
         {&d->st_call, "INSERT INTO calls(unix_ms, decision, server_id, site, function, code, bytes_in,"
                       " bytes_out, total_ns, queue_ns, run_ns, flops) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"},
         {&d->st_trim, "DELETE FROM calls WHERE id <= (SELECT max(id) FROM calls) - ?"},
+        {&d->st_srv_del, "DELETE FROM servers WHERE id=?"},
+        {&d->st_link_del, "DELETE FROM links WHERE server_id=?"},
     };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (sqlite3_prepare_v3(d->db, v[i].sql, -1, SQLITE_PREPARE_PERSISTENT, v[i].st, NULL) != SQLITE_OK) {
@@ -359,6 +362,15 @@ static void apply(gms_db *d, const db_op *op) {
         step(d, q);
         break;
     case OP_FN: put_fn(d, op->u.fn.server, &op->u.fn.fn); break;
+    case OP_FORGET:
+        /* The server's rows; its calls stay in the bounded history. */
+        sqlite3_bind_int64(d->st_fn_del, 1, (int64_t)op->u.srv.id);
+        step(d, d->st_fn_del);
+        sqlite3_bind_int64(d->st_link_del, 1, (int64_t)op->u.srv.id);
+        step(d, d->st_link_del);
+        sqlite3_bind_int64(d->st_srv_del, 1, (int64_t)op->u.srv.id);
+        step(d, d->st_srv_del);
+        break;
     case OP_LINK:
         sqlite3_bind_text(d->st_site, 1, op->u.link.site, -1, SQLITE_STATIC);
         sqlite3_bind_int64(d->st_site, 2,
@@ -597,6 +609,14 @@ void gms_db_put_server(gms_db *d, const gms_server *s) {
     enqueue(d, op);
 }
 
+void gms_db_forget_server(gms_db *d, uint64_t id) {
+    if (!d) return;
+    db_op *op = new_op(OP_FORGET);
+    if (!op) return;
+    op->u.srv.id = id;
+    enqueue(d, op);
+}
+
 void gms_db_put_server_state(gms_db *d, const gms_server *s) {
     if (!d) return;
     db_op *op = new_op(OP_STATE);
@@ -658,8 +678,8 @@ void gms_db_close(gms_db *d) {
         pthread_mutex_unlock(&d->lock);
         pthread_join(d->thread, NULL);
     }
-    sqlite3_stmt *v[] = {d->st_server, d->st_state, d->st_fn_del, d->st_fn,
-                         d->st_site,   d->st_link,  d->st_call,   d->st_trim};
+    sqlite3_stmt *v[] = {d->st_server, d->st_state, d->st_fn_del, d->st_fn,      d->st_site,
+                         d->st_link,   d->st_call,  d->st_trim,   d->st_srv_del, d->st_link_del};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         sqlite3_finalize(v[i]);
     if (d->db) sqlite3_close(d->db);

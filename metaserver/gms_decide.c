@@ -81,6 +81,27 @@ static void keep_candidates(gms_decision *d, const gms_cand *c, uint32_t n, uint
     d->ntotal = n;
 }
 
+/* Caps JOB's figures (the client's word) at GMS_FIGURE_SLACK times the largest the
+ * function's completed calls reported on any of ENT's servers; a figure nothing was
+ * measured for stays. Returns the longest measured run seconds (0: none). */
+static double cap_figures(const gms_fnent *ent, gms_job *job) {
+    double flops = 0, run_s = 0;
+    uint64_t in = 0, out = 0;
+    for (uint32_t i = 0; i < ent->n; i++) {
+        const gms_fn *f = &ent->srv[i]->fns[ent->fi[i]];
+        if (f->max_flops > flops) flops = f->max_flops;
+        if (f->max_run_s > run_s) run_s = f->max_run_s;
+        if (f->max_bytes_in > in) in = f->max_bytes_in;
+        if (f->max_bytes_out > out) out = f->max_bytes_out;
+    }
+    if (flops > 0 && job->flops > flops * GMS_FIGURE_SLACK) job->flops = flops * GMS_FIGURE_SLACK;
+    if (in && (double)job->bytes_in > (double)in * GMS_FIGURE_SLACK)
+        job->bytes_in = (uint64_t)((double)in * GMS_FIGURE_SLACK);
+    if (out && (double)job->bytes_out > (double)out * GMS_FIGURE_SLACK)
+        job->bytes_out = (uint64_t)((double)out * GMS_FIGURE_SLACK);
+    return run_s;
+}
+
 static int in_list(uint64_t id, const uint64_t *v, uint32_t n) {
     for (uint32_t i = 0; i < n; i++)
         if (v[i] == id) return 1;
@@ -168,6 +189,7 @@ int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, l
     }
     int policy = m->policy != GRP_POLICY_DEFAULT ? (int)m->policy : st->policy;
     gms_job job = {m->flops, m->bytes_in, m->bytes_out, m->affinity, m->naffinity};
+    double run_bound = cap_figures(ent, &job);
     /* Every candidate gets its estimate (the explanation shows them all). MCT weighs
      * the full servers too: a full server's estimate includes the wait for what it
      * holds, and waiting for the one server behind a fast link can beat running at once
@@ -206,11 +228,20 @@ int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, l
     /* A call that nothing predicts still occupies the server: count it as the default. */
     p->seconds = cand->compute > 0 ? cand->compute : GMS_DEFAULT_CALL_S;
     p->assigned_ns = now_ns;
-    /* A client's flops have no bound, nor has the estimate: past 10^9 s (31 years) the
-     * deadline is that, rather than a nanosecond count overflowing (found by
-     * tests/fuzz/meta_fuzz.c). */
+    /* Counted until its REPORT, or until it has surely reached the server (whose
+     * heartbeat then counts it): three times the estimate, but never past --pending-max
+     * nor, once the function's calls were measured, past a bound from their longest run
+     * and transfer: a client that declares huge flops and never reports cannot keep a
+     * server full. The estimate has no upper bound of its own (found by
+     * tests/fuzz/meta_fuzz.c): the comparisons keep the count of ns in range. */
     double life_s = cand->estimate * 3 + 60;
-    p->expires_ns = now_ns + (long long)((life_s < 1e9 ? life_s : 1e9) * 1e9);
+    if (run_bound > 0) {
+        double measured = GMS_FIGURE_SLACK * run_bound + cand->transfer * 3 + 60;
+        if (measured < life_s) life_s = measured;
+    }
+    if (life_s > st->pending_max_s) life_s = st->pending_max_s;
+    if (!(life_s < 1e9)) life_s = 1e9;
+    p->expires_ns = now_ns + (long long)(life_s * 1e9);
     s->pending++;
     s->pending_s += p->seconds;
     s->fresh_s += p->seconds;

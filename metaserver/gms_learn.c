@@ -88,6 +88,11 @@ void gms_state_report(gms_state *st, const grp_report *m, const char *site, long
                 if (f) {
                     f->run_s = ewma(f->run_s, run_s, f->samples == 0);
                     f->samples++;
+                    /* What a call of it was seen to take: the bound of what a SCHEDULE may claim. */
+                    if (m->flops > f->max_flops) f->max_flops = m->flops;
+                    if (run_s > f->max_run_s) f->max_run_s = run_s;
+                    if (m->bytes_in > f->max_bytes_in) f->max_bytes_in = m->bytes_in;
+                    if (m->bytes_out > f->max_bytes_out) f->max_bytes_out = m->bytes_out;
                     gms_db_put_fn(st->db, s, f);
                 }
                 s->mean_call_s = ewma(s->mean_call_s, run_s, s->mean_call_s <= 0);

@@ -73,6 +73,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     st.crash_hold_s = opt.crash_hold;
+    st.pending_max_s = opt.pending_max;
+    st.forget_after_s = opt.forget_after;
     gms_db *db = gms_db_open(opt.db, &e);
     if (!db || gms_db_load(db, &st, gr_now_ns(), &e) || gms_db_start(db, &e)) {
         fprintf(stderr, "gridmetad: %s\n", e.msg);

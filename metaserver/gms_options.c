@@ -73,6 +73,12 @@ static const char help_text[] =
     "                           a minute is not offered to new calls for TIME (default 5m;\n"
     "                           0: never held back); its calls fail at once, naming the\n"
     "                           servers and when it is offered again\n"
+    "      --pending-max TIME   a call placed here counts against its server until the\n"
+    "                           client reports it, for at most TIME (default 10m), and less\n"
+    "                           once the function's calls were measured; a client's flops\n"
+    "                           and bytes count for at most 16 times the largest measured\n"
+    "      --forget-after TIME  a server down for TIME is deleted, from memory and from\n"
+    "                           the registry (default 1d; 0: never)\n"
     "\n"
     "Status page:\n"
     "      --http PORT          serve the status page and GET /api/status (JSON) on PORT\n"
@@ -119,6 +125,8 @@ enum {
     OPT_IDLE_TIMEOUT,
     OPT_MAX_HOLD,
     OPT_CRASH_HOLD,
+    OPT_PENDING_MAX,
+    OPT_FORGET_AFTER,
     OPT_LOG_LEVEL,
     OPT_QUIET,
     OPT_TLS_CERT,
@@ -145,6 +153,8 @@ static const struct option long_options[] = {
     {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
     {"max-hold", required_argument, NULL, OPT_MAX_HOLD},
     {"crash-hold", required_argument, NULL, OPT_CRASH_HOLD},
+    {"pending-max", required_argument, NULL, OPT_PENDING_MAX},
+    {"forget-after", required_argument, NULL, OPT_FORGET_AFTER},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, OPT_QUIET},
@@ -229,6 +239,13 @@ static int apply(void *ctx, int val, const char *v) {
     case OPT_CRASH_HOLD:
         if (gr_parse_duration(v, &o->crash_hold, err, sizeof err)) return usage_error("%s: %s", opt, err);
         return 0;
+    case OPT_PENDING_MAX:
+        if (gr_parse_duration(v, &o->pending_max, err, sizeof err)) return usage_error("%s: %s", opt, err);
+        if (o->pending_max <= 0) return usage_error("%s: '%s' must be more than 0", opt, v);
+        return 0;
+    case OPT_FORGET_AFTER:
+        if (gr_parse_duration(v, &o->forget_after, err, sizeof err)) return usage_error("%s: %s", opt, err);
+        return 0;
     case OPT_LOG_LEVEL:
         for (int i = 0; levels[i]; i++)
             if (strcmp(v, levels[i]) == 0) {
@@ -264,6 +281,8 @@ int gms_options_parse(int argc, char **argv, gms_options *o) {
     o->idle_timeout = 300;
     o->max_hold = GMS_DEFAULT_HOLD_S;
     o->crash_hold = GMS_DEFAULT_CRASH_HOLD_S;
+    o->pending_max = GMS_DEFAULT_PENDING_MAX_S;
+    o->forget_after = GMS_DEFAULT_FORGET_AFTER_S;
     o->log_level = GMS_LOG_INFO;
     const char *env = getenv("GRIDRPC_TOKEN");
     if (env && *env) {

@@ -35,6 +35,8 @@ int gms_state_init(gms_state *st, int policy, unsigned heartbeat_ms, unsigned do
     st->start_ns = gr_now_ns();
     st->next_id = 1;
     st->crash_hold_s = GMS_DEFAULT_CRASH_HOLD_S;
+    st->pending_max_s = GMS_DEFAULT_PENDING_MAX_S;
+    st->forget_after_s = GMS_DEFAULT_FORGET_AFTER_S;
     /* Decision ids differ across restarts, so a late REPORT of a decision made before
      * a restart never matches a new one. */
     st->next_decision = ((uint64_t)gms_unix_ms() << 12) + 1;
@@ -405,6 +407,33 @@ void gms_state_stop(gms_state *st) {
     pthread_mutex_unlock(&st->lock);
 }
 
+/* Deletes the server at index I of st->servers (st->lock held): its pending work, its
+ * place in every index, its registry rows and its memory. A REGISTER from its host:port
+ * later makes a new server. */
+static void forget_server(gms_state *st, uint32_t i) {
+    gms_server *s = st->servers[i];
+    for (uint32_t k = 0; k < GMS_PENDING_SLOTS; k++)
+        if (st->pending[k].decision && st->pending[k].srv == s) gms_pending_end(st, &st->pending[k]);
+    memmove(&st->servers[i], &st->servers[i + 1], (st->nservers - i - 1) * sizeof *st->servers);
+    st->nservers--;
+    st->by_id[s->id] = NULL;
+    /* The address index holds positions in servers, which moved: built again. */
+    gms_map_free(&st->addr);
+    memset(&st->addr, 0, sizeof st->addr);
+    char key[GRP_MAX_HOST + 16];
+    for (uint32_t k = 0; k < st->nservers; k++) {
+        snprintf(key, sizeof key, "%s:%u", st->servers[k]->host, st->servers[k]->port);
+        if (gms_map_put(&st->addr, key, k)) gms_log(GMS_LOG_ERROR, "out of memory while indexing servers");
+    }
+    if (gms_state_reindex(st)) gms_log(GMS_LOG_ERROR, "out of memory while indexing functions");
+    gms_db_forget_server(st->db, s->id);
+    gms_log(GMS_LOG_INFO, "server %llu '%s' (%s:%u) forgotten: down for more than %g s (--forget-after)",
+            (unsigned long long)s->id, s->name, s->host, s->port, st->forget_after_s);
+    free_fns(s);
+    free(s->links);
+    free(s);
+}
+
 void gms_state_sweep(gms_state *st, long long now_ns, int64_t unix_ms) {
     long long limit = (long long)st->down_after * st->heartbeat_ms * 1000000LL;
     pthread_mutex_lock(&st->lock);
@@ -423,6 +452,16 @@ void gms_state_sweep(gms_state *st, long long now_ns, int64_t unix_ms) {
                 (unsigned long long)s->id, s->name, s->host, s->port, (now_ns - s->last_beat_ns) / 1000000,
                 st->down_after);
     }
+    /* Down and not seen for --forget-after: deleted, so that servers that come and go
+     * (or made-up registrations) do not grow the state, the registry and the status
+     * page without end. */
+    /* By the wall clock of its last beat, which the registry keeps: a server down long
+     * before a restart is forgotten at once. */
+    double forget_ms = st->forget_after_s * 1e3;
+    for (uint32_t i = st->nservers; st->forget_after_s > 0 && i-- > 0;) {
+        gms_server *s = st->servers[i];
+        if (!s->up && (double)(unix_ms - s->last_beat_unix_ms) > forget_ms) forget_server(st, i);
+    }
     for (uint32_t i = 0; i < GMS_PENDING_SLOTS; i++) {
         gms_pending *p = &st->pending[i];
         if (!p->decision || p->expires_ns > now_ns) continue;
@@ -430,7 +469,6 @@ void gms_state_sweep(gms_state *st, long long now_ns, int64_t unix_ms) {
         gms_pending_end(st, p);
         st->pending_dropped++;
     }
-    (void)unix_ms;
     pthread_mutex_unlock(&st->lock);
 }
 

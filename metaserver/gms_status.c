@@ -3,7 +3,8 @@
  * every server with its load history, every link with its age, the recent
  * decisions with their candidates' estimates, and the functions that crashed (those held
  * back from new calls first). Strings are escaped for JSON; numbers
- * that are not finite are written as 0, which JSON can hold. */
+ * that are not finite are written as 0, which JSON can hold. The document is built
+ * from a copy of the state taken under its lock, never under the lock itself. */
 #include "config.h"
 
 #include <math.h>
@@ -123,12 +124,12 @@ static void server_json(gms_buf *b, const gms_server *s, long long now_ns) {
     gms_buf_printf(b, "]}");
 }
 
-/* The functions that crashed, held ones first (st->lock held). */
-static void crashing_json(gms_buf *b, const gms_state *st, long long now_ns) {
+/* The functions that crashed, held ones first. */
+static void crashing_json(gms_buf *b, const gms_crash_fn *v, uint32_t n, long long now_ns) {
     int first = 1;
     for (int pass = 1; pass >= 0; pass--)
-        for (uint32_t i = 0; i < st->ncrash_fns; i++) {
-            const gms_crash_fn *f = &st->crash_fns[i];
+        for (uint32_t i = 0; i < n; i++) {
+            const gms_crash_fn *f = &v[i];
             int held = f->held_until_ns > now_ns;
             if (held != pass) continue;
             gms_buf_printf(b, "%s{\"function\":", first ? "" : ",\n");
@@ -145,35 +146,149 @@ static void crashing_json(gms_buf *b, const gms_state *st, long long now_ns) {
         }
 }
 
+/* What the document shows, copied under the state's lock: the document is built from
+ * it after the lock is let go, so a SCHEDULE never waits for a large page's formatting
+ * (with 40 servers of many functions it took most of a second). */
+typedef struct snapshot {
+    long long start_ns;
+    int policy;
+    unsigned heartbeat_ms, down_after, holding;
+    uint64_t calls, failures, decisions, held, held_over, crashes, crash_holds, crash_refused;
+    double crash_hold_s;
+    gms_server *servers; /* copies: fns (names in names[i]) and links are the snapshot's own */
+    char **names;
+    uint32_t nservers;
+    const char **sites; /* the strings are the state's: never freed while it runs */
+    uint32_t nsites;
+    gms_decision *ring; /* newest first */
+    uint32_t ndecisions;
+    gms_crash_fn *crash;
+    uint32_t ncrash;
+    int failed;
+} snapshot;
+
+static void snapshot_free(snapshot *c) {
+    for (uint32_t i = 0; c->servers && i < c->nservers; i++) {
+        free(c->servers[i].fns);
+        free(c->servers[i].links);
+        free(c->names[i]);
+    }
+    free(c->servers);
+    free(c->names);
+    free(c->sites);
+    free(c->ring);
+    free(c->crash);
+}
+
+/* Copies server S into O: its function names packed into one buffer (*NAMES). */
+static int copy_server(const gms_server *s, gms_server *o, char **names) {
+    *o = *s;
+    o->fns = NULL;
+    o->links = NULL;
+    o->nfns = o->nlinks = 0;
+    size_t len = 1;
+    for (uint32_t i = 0; i < s->nfns; i++)
+        len += strlen(s->fns[i].name) + 1;
+    *names = malloc(len);
+    o->fns = calloc(s->nfns ? s->nfns : 1, sizeof *o->fns);
+    o->links = malloc((s->nlinks ? s->nlinks : 1) * sizeof *o->links);
+    if (!*names || !o->fns || !o->links) return -1;
+    char *p = *names;
+    for (uint32_t i = 0; i < s->nfns; i++) {
+        size_t n = strlen(s->fns[i].name) + 1;
+        memcpy(p, s->fns[i].name, n);
+        o->fns[i].name = p;
+        p += n;
+    }
+    o->nfns = s->nfns;
+    memcpy(o->links, s->links, s->nlinks * sizeof *o->links);
+    o->nlinks = o->caplinks = s->nlinks;
+    return 0;
+}
+
+static void take_snapshot(gms_state *st, snapshot *c) {
+    memset(c, 0, sizeof *c);
+    pthread_mutex_lock(&st->lock);
+    c->start_ns = st->start_ns;
+    c->policy = st->policy;
+    c->heartbeat_ms = st->heartbeat_ms;
+    c->down_after = st->down_after;
+    c->holding = st->holding;
+    c->calls = st->calls;
+    c->failures = st->failures;
+    c->decisions = st->decisions;
+    c->held = st->held;
+    c->held_over = st->held_over;
+    c->crashes = st->crashes;
+    c->crash_holds = st->crash_holds;
+    c->crash_refused = st->crash_refused;
+    c->crash_hold_s = st->crash_hold_s;
+    uint32_t n = st->nservers;
+    c->servers = calloc(n ? n : 1, sizeof *c->servers);
+    c->names = calloc(n ? n : 1, sizeof *c->names);
+    c->failed = !c->servers || !c->names;
+    for (uint32_t i = 0; i < n && !c->failed; i++) {
+        c->nservers = i + 1;
+        c->failed = copy_server(st->servers[i], &c->servers[i], &c->names[i]);
+    }
+    c->sites = malloc((st->nsites ? st->nsites : 1) * sizeof *c->sites);
+    if (c->sites) {
+        for (uint32_t i = 0; i < st->nsites; i++)
+            c->sites[i] = st->sites[i];
+        c->nsites = st->nsites;
+    }
+    uint32_t nd = (uint32_t)(st->decisions < GMS_DECISIONS ? st->decisions : GMS_DECISIONS);
+    c->ring = malloc((nd ? nd : 1) * sizeof *c->ring);
+    if (c->ring) {
+        for (uint32_t k = 0; k < nd; k++)
+            c->ring[k] = st->ring[(st->decisions - 1 - k) % GMS_DECISIONS];
+        c->ndecisions = nd;
+    }
+    c->crash = malloc((st->ncrash_fns ? st->ncrash_fns : 1) * sizeof *c->crash);
+    if (c->crash) {
+        memcpy(c->crash, st->crash_fns, st->ncrash_fns * sizeof *c->crash);
+        c->ncrash = st->ncrash_fns;
+    }
+    c->failed |= !c->sites || !c->ring || !c->crash;
+    pthread_mutex_unlock(&st->lock);
+}
+
 void gms_status_json(gms_state *st, gms_buf *b) {
+    snapshot c;
+    take_snapshot(st, &c);
     long long now_ns = gr_now_ns();
     int64_t now_ms = gms_unix_ms();
-    pthread_mutex_lock(&st->lock);
+    if (c.failed) {
+        snapshot_free(&c);
+        b->failed = 1;
+        return;
+    }
     gms_buf_printf(
         b,
         "{\"metaserver\":{\"version\":\"%s\",\"scheduler\":\"%s\",\"uptime_s\":%lld,\"calls\":%llu,"
         "\"failures\":%llu,\"decisions\":%llu,\"heartbeat_ms\":%u,\"down_after\":%u,\"holding\":%u,"
         "\"held\":%llu,\"held_over\":%llu,\"crash_hold_s\":%.6g,\"crashes\":%llu,\"crash_holds\":%llu,"
         "\"crash_refused\":%llu},\n\"servers\":[",
-        PACKAGE_VERSION, grp_policy_name((uint32_t)st->policy), (now_ns - st->start_ns) / 1000000000LL,
-        (unsigned long long)st->calls, (unsigned long long)st->failures, (unsigned long long)st->decisions,
-        st->heartbeat_ms, st->down_after, st->holding, (unsigned long long)st->held,
-        (unsigned long long)st->held_over, num(st->crash_hold_s), (unsigned long long)st->crashes,
-        (unsigned long long)st->crash_holds, (unsigned long long)st->crash_refused);
-    for (uint32_t i = 0; i < st->nservers; i++) {
+        PACKAGE_VERSION, grp_policy_name((uint32_t)c.policy), (now_ns - c.start_ns) / 1000000000LL,
+        (unsigned long long)c.calls, (unsigned long long)c.failures, (unsigned long long)c.decisions,
+        c.heartbeat_ms, c.down_after, c.holding, (unsigned long long)c.held, (unsigned long long)c.held_over,
+        num(c.crash_hold_s), (unsigned long long)c.crashes, (unsigned long long)c.crash_holds,
+        (unsigned long long)c.crash_refused);
+    for (uint32_t i = 0; i < c.nservers; i++) {
         if (i) gms_buf_printf(b, ",\n");
-        server_json(b, st->servers[i], now_ns);
+        server_json(b, &c.servers[i], now_ns);
     }
     gms_buf_printf(b, "],\n\"links\":[");
     int first = 1;
-    for (uint32_t i = 0; i < st->nservers; i++) {
-        const gms_server *s = st->servers[i];
+    for (uint32_t i = 0; i < c.nservers; i++) {
+        const gms_server *s = &c.servers[i];
         for (uint32_t j = 0; j < s->nlinks; j++) {
             const gms_link *l = &s->links[j];
+            if (l->site >= c.nsites) continue;
             int64_t at = l->bw_unix_ms > l->lat_unix_ms ? l->bw_unix_ms : l->lat_unix_ms;
             gms_buf_printf(b, "%s{\"site\":", first ? "" : ",\n");
             first = 0;
-            gms_buf_json_string(b, st->sites[l->site]);
+            gms_buf_json_string(b, c.sites[l->site]);
             gms_buf_printf(
                 b,
                 ",\"server\":%llu,\"bandwidth\":%.6g,\"latency\":%.6g,\"samples\":%u,\"age_s\":%.1f,"
@@ -183,10 +298,8 @@ void gms_status_json(gms_state *st, gms_buf *b) {
         }
     }
     gms_buf_printf(b, "],\n\"decisions\":[");
-    uint64_t n = st->decisions < GMS_DECISIONS ? st->decisions : GMS_DECISIONS;
-    for (uint64_t k = 0; k < n; k++) {
-        /* newest first */
-        const gms_decision *d = &st->ring[(st->decisions - 1 - k) % GMS_DECISIONS];
+    for (uint32_t k = 0; k < c.ndecisions; k++) {
+        const gms_decision *d = &c.ring[k];
         gms_buf_printf(b, "%s{\"id\":%llu,\"unix_ms\":%lld,\"function\":", k ? ",\n" : "",
                        (unsigned long long)d->id, (long long)d->unix_ms);
         gms_buf_json_string(b, d->function);
@@ -198,18 +311,18 @@ void gms_status_json(gms_state *st, gms_buf *b) {
                        grp_policy_name((uint32_t)d->policy), (unsigned long long)d->chosen, d->ntotal,
                        d->nfull, num(d->held_s), d->elapsed_ns / 1000);
         for (uint32_t i = 0; i < d->ncands; i++) {
-            const gms_decision_cand *c = &d->cands[i];
+            const gms_decision_cand *dc = &d->cands[i];
             gms_buf_printf(
                 b,
                 "%s{\"server\":%llu,\"estimate\":%.6g,\"wait\":%.6g,\"transfer\":%.6g,\"compute\":%.6g,"
                 "\"assumed_link\":%s}",
-                i ? "," : "", (unsigned long long)c->server, num(c->estimate), num(c->wait), num(c->transfer),
-                num(c->compute), c->assumed_link ? "true" : "false");
+                i ? "," : "", (unsigned long long)dc->server, num(dc->estimate), num(dc->wait),
+                num(dc->transfer), num(dc->compute), dc->assumed_link ? "true" : "false");
         }
         gms_buf_printf(b, "]}");
     }
     gms_buf_printf(b, "],\n\"crashing\":[");
-    crashing_json(b, st, now_ns);
+    crashing_json(b, c.crash, c.ncrash, now_ns);
     gms_buf_printf(b, "]}\n");
-    pthread_mutex_unlock(&st->lock);
+    snapshot_free(&c);
 }

@@ -53,6 +53,16 @@ uint64_t grp_call_bulk_bytes(const grm_call *c) {
     return n;
 }
 
+uint64_t grp_call_array_bytes(const grm_call *c) {
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < c->desc->nparams; i++) {
+        const grd_param *p = &c->desc->params[i];
+        /* As grm_read_bulk allocates them: a data handle's array is the server's own. */
+        if (p->rank && !((c->skip[GRM_TO_SERVER] >> i) & 1u) && !c->sl[i].own_buf) n += c->sl[i].ext.bytes;
+    }
+    return n;
+}
+
 static uint64_t pad4(uint64_t n) {
     return (n + 3) & ~(uint64_t)3;
 }

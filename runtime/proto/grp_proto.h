@@ -101,6 +101,10 @@ int grp_read_call_head(grw_reader *r, grm_call *c, const grw_limits *lim, gr_err
 int grp_read_call_bulk(grw_reader *r, grm_call *c, gr_err *e);
 /* Bytes of the arrays a CALL of C carries, known once its head is read. */
 uint64_t grp_call_bulk_bytes(const grm_call *c);
+/* Server: the bytes the arrays of C take once allocated (every array, IN, OUT, INOUT
+ * and WORK, whole; those a data handle stands for are not the call's): with the head,
+ * what the call holds until its result is written (gsv_limits.c). */
+uint64_t grp_call_array_bytes(const grm_call *c);
 /* The size of a CALL of C (client side, prepared) to function NAME: exact for the
  * header, target, numbers and strings; an array of strings counts 8 bytes an element
  * and a file its size now. What the client tells the metaserver a call sends. */

@@ -412,11 +412,17 @@ int gsv_modules_load(gsv_server *s);
 /* ---------------------------------------------------------------- limits (gsv_limits.c) */
 
 enum { GSV_HELD_SERVER = 1, GSV_HELD_CONN = 2 };
-/* JOB's head was read (C, the connection it came on; BYTES, the bytes of its message):
- * counts it against --max-calls-per-connection (when JOB has a connection),
- * --max-calls and --max-call-memory until gsv_limits_release. Returns GRID_OK, or
- * GRID_ERR_LIMIT with E naming the limit, the figures and what to do (nothing counted). */
-int gsv_limits_admit(gsv_server *s, gsv_conn *c, gsv_job *job, uint64_t bytes, gr_err *e);
+/* JOB's head was read (C, the connection it came on): counts it against
+ * --max-calls-per-connection (when JOB has a connection), --max-calls and
+ * --max-call-memory (BYTES now, of the NEED bytes it will hold in all) until
+ * gsv_limits_release. Returns GRID_OK, or GRID_ERR_LIMIT with E naming the limit and
+ * what to do, not the server's figures (nothing counted). */
+int gsv_limits_admit(gsv_server *s, gsv_conn *c, gsv_job *job, uint64_t bytes, uint64_t need, gr_err *e);
+/* JOB's call head was read from C: admits it (gsv_limits_admit: its head and every
+ * array, OUT and WORK ones included) and reads its bulk, reserving the bytes that
+ * arrive in steps as they come; a stall of --io-timeout fails the read
+ * (GRID_ERR_TIMEOUT). */
+int gsv_limits_read_call(gsv_server *s, gsv_conn *c, gsv_job *job, gr_err *e);
 /* Uncounts what JOB holds (from gsv_job_free). */
 void gsv_limits_release(gsv_server *s, gsv_job *job);
 /* 1 when C holds nothing the server would lose by closing it: no call in flight, no

@@ -252,11 +252,7 @@ static int on_invoke(gsv_conn *c, const grw_header *h) {
     if (f && !job) gr_seterr(&e, GRID_ERR_NOMEM, "the server is out of memory: retry later");
     int rc = job ? GRID_OK : e.code;
     if (!rc) rc = grp_read_call_head(&c->r, &job->call, &s->opt.limits, &e);
-    if (!rc) rc = gsv_limits_admit(s, c, job, c->r.consumed + grp_call_bulk_bytes(&job->call), &e);
-    if (!rc) {
-        c->r.deadline_ns = gsv_io_deadline(s, grp_call_bulk_bytes(&job->call));
-        rc = grp_read_call_bulk(&c->r, &job->call, &e);
-    }
+    if (!rc) rc = gsv_limits_read_call(s, c, job, &e);
     if (job) job->bytes_in = c->r.consumed;
     /* A method's callbacks (gsv_callback.c), read whole first so the stream stays in step. */
     int cbrc = !rc ? gsv_callback_attach(s, job, &e) : GRID_OK;

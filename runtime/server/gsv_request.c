@@ -210,14 +210,10 @@ int gsv_call_read_args(gsv_server *s, gsv_conn *c, gsv_job *job, int (*bind)(gsv
                        gr_err *e) {
     int rc = grp_read_call_head(&c->r, &job->call, &s->opt.limits, e);
     if (!rc && bind) rc = bind(job, e);
-    /* The head says how many bytes follow: counted against the limits before the bulk
-     * is allocated (over one, the caller skips the rest and answers LIMIT). */
-    if (!rc) rc = gsv_limits_admit(s, c, job, c->r.consumed + grp_call_bulk_bytes(&job->call), e);
-    if (!rc) {
-        /* Allow for the bulk's bytes at the floor rate. */
-        c->r.deadline_ns = gsv_io_deadline(s, grp_call_bulk_bytes(&job->call));
-        rc = grp_read_call_bulk(&c->r, &job->call, e);
-    }
+    /* The head says how many bytes follow and what the results take: counted against
+     * the limits before anything is allocated (over one, the caller skips the rest and
+     * answers LIMIT). */
+    if (!rc) rc = gsv_limits_read_call(s, c, job, e);
     job->bytes_in = c->r.consumed;
     return rc;
 }

@@ -32,13 +32,19 @@ void grw_reader_init(grw_reader *r, int fd, uint64_t max_message) {
  * tried first without blocking and poll() runs only when no data is ready, so a bulk
  * transfer costs one system call per chunk rather than two. */
 static int sock_read(grw_reader *r, void *dst, size_t n, size_t *got, gr_err *e) {
+    /* A stall ends the wait at idle_ns, before the message's own deadline. */
+    long long deadline = r->deadline_ns;
+    if (r->idle_ns > 0) {
+        long long idle = gr_now_ns() + r->idle_ns;
+        if (!deadline || idle < deadline) deadline = idle;
+    }
     if (r->tls) {
-        int rc = grw_tls_read(r->tls, dst, n, got, r->deadline_ns, e);
+        int rc = grw_tls_read(r->tls, dst, n, got, deadline, e);
         if (!rc && r->tally) __atomic_add_fetch(r->tally, (uint64_t)*got, __ATOMIC_RELAXED);
         return rc;
     }
     for (;;) {
-        ssize_t k = recv(r->fd, dst, n, r->deadline_ns ? MSG_DONTWAIT : 0);
+        ssize_t k = recv(r->fd, dst, n, deadline ? MSG_DONTWAIT : 0);
         /* A file (a job kept on disk, gsv_jobs.c) reads the same bytes. */
         if (k < 0 && errno == ENOTSOCK) k = read(r->fd, dst, n);
         if (k > 0) {
@@ -51,7 +57,7 @@ static int sock_read(grw_reader *r, void *dst, size_t n, size_t *got, gr_err *e)
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return gr_seterr(e, GRID_ERR_CONN_LOST, "reading from the peer: %s", strerror(errno));
         struct pollfd p = {r->fd, POLLIN, 0};
-        int rc = poll(&p, 1, grw_poll_ms(r->deadline_ns));
+        int rc = poll(&p, 1, grw_poll_ms(deadline));
         if (rc == 0) return gr_seterr(e, GRID_ERR_TIMEOUT, "timed out waiting for the peer");
         if (rc < 0 && errno != EINTR)
             return gr_seterr(e, GRID_ERR_CONN_LOST, "waiting for the peer: %s", strerror(errno));
@@ -129,6 +135,15 @@ int grw_read(grw_reader *r, void *dst, size_t n, gr_err *e) {
             if (rc) return rc;
         }
         size_t k = r->frag_left < n ? r->frag_left : n;
+        if (r->credit && r->consumed + k > r->credit_to) {
+            if (r->consumed >= r->credit_to) {
+                int rc = r->credit(r, e);
+                if (rc) return rc;
+                if (r->credit_to <= r->consumed)
+                    return gr_seterr(e, GRID_ERR_LIMIT, "no room for the rest of the message");
+            }
+            if (r->consumed + k > r->credit_to) k = (size_t)(r->credit_to - r->consumed);
+        }
         int rc = raw_read(r, d, k, e);
         if (rc) return rc;
         r->frag_left -= (uint32_t)k;

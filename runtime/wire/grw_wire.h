@@ -59,6 +59,16 @@ typedef struct grw_reader {
     uint64_t *tally;     /* when set, every byte received is added here (atomically): the
                           * client's statistics; grw_reader_init clears it */
     struct grw_tls *tls; /* the connection's TLS session, or NULL; grw_reader_init clears it */
+    /* When nonzero, a wait for more bytes also ends (GRID_ERR_TIMEOUT) after this many ns
+     * without any: a peer that stalls is dropped long before a deadline sized for the
+     * whole message. */
+    long long idle_ns;
+    /* When set, called before the message's consumed bytes pass credit_to: it raises
+     * credit_to (what the reader may take in, reserved as bytes come) or fails the read
+     * with E set. grw_reader_init clears both. */
+    int (*credit)(struct grw_reader *r, gr_err *e);
+    void *credit_arg;
+    uint64_t credit_to;
     uint8_t buf[65536];
 } grw_reader;
 

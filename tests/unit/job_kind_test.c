@@ -106,7 +106,7 @@ static void direct(void) {
     reset();
     gr_err e;
     job = gsv_job_new(&fake_kind, &s, NULL, &fn, 8);
-    int rc = job ? gsv_limits_admit(&s, NULL, job, 100, &e) : GRID_ERR_NOMEM;
+    int rc = job ? gsv_limits_admit(&s, NULL, job, 100, 100, &e) : GRID_ERR_NOMEM;
     result(rc == GRID_OK && atomic_load(&s.calls_open) == 1 && atomic_load(&s.call_bytes) == 100,
            "the limits count the job");
     if (!job) return;
