@@ -31,6 +31,10 @@ typedef struct grp_hello {
     char client[GRP_MAX_PEER_NAME + 1]; /* "libgridrpc 0.1.0": for logs */
     uint32_t min_version, max_version;  /* protocol versions the client speaks */
     char token[GRP_MAX_TOKEN + 1];      /* "" when none */
+    /* The client's session secret (gr_session.h): who owns the jobs and objects it makes
+     * when no key was proved. session_len 0: none (an older client; it may not SUBMIT). */
+    uint8_t session[GRP_SESSION_BYTES];
+    uint32_t session_len;
 } grp_hello;
 
 typedef struct grp_hello_ok {

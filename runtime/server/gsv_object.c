@@ -7,9 +7,10 @@
  *
  * Lifetime: an object belongs to the connection that created it. It ends with
  * OBJ_DESTROY or when that connection closes; either way its _finalize runs after the
- * jobs already queued, and its state is freed once its last job is over. Ids are
- * random-looking 64-bit numbers (a bijection of a counter, so never reused while the
- * server runs), so a stale or forged id names nothing.
+ * jobs already queued, and its state is freed once its last job is over. Only its
+ * owner (the identity of the connection that made it, grp_session.h) or an admin may
+ * invoke or destroy it; to anyone else it does not exist. Ids are drawn from the
+ * system's CSPRNG (never a counter), so knowing one's own ids tells nothing of others'.
  *
  * Methods always run in the server process, not in an executor: the state lives here.
  * One lock (olock) guards the table and every object's queue; it is never held while
@@ -27,6 +28,7 @@ typedef struct gsv_object {
     const gsv_class *cls;
     gsv_server *srv;
     gsv_conn *owner; /* not a reference: its objects are unlisted before it closes (under olock) */
+    char owner_id[GRP_OWNER_MAX + 1]; /* who may invoke and destroy it (gsv_owner_may) */
     void *state;
     int busy;                 /* one of its jobs is in the scheduler or running */
     int listed;               /* in the table: it can be invoked and destroyed */
@@ -40,7 +42,6 @@ typedef struct gsv_object {
 static pthread_mutex_t olock = PTHREAD_MUTEX_INITIALIZER;
 static gsv_object *buckets[NBUCKETS];
 static unsigned nobjects; /* listed */
-static uint64_t id_seed, id_counter;
 
 unsigned gsv_objects_count(void) {
     pthread_mutex_lock(&olock);
@@ -49,25 +50,17 @@ unsigned gsv_objects_count(void) {
     return n;
 }
 
-/* splitmix64's finaliser: a bijection, so distinct counters give distinct ids. */
-static uint64_t mix(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static gsv_object *lookup(uint64_t id);
 
-/* olock held. */
+/* olock held: a fresh id, from the CSPRNG; 0 when it gives none. */
 static uint64_t new_id(void) {
-    if (!id_seed) {
-        if (getrandom(&id_seed, sizeof id_seed, GRND_NONBLOCK) != sizeof id_seed)
-            id_seed = (uint64_t)gr_now_ns() * 0x9e3779b97f4a7c15ull;
-        id_seed |= 1;
+    for (int tries = 0; tries < 8; tries++) {
+        uint64_t id = 0;
+        gr_err e;
+        if (grp_auth_random((uint8_t *)&id, sizeof id, &e)) return 0;
+        if (id && !lookup(id)) return id;
     }
-    uint64_t id;
-    do
-        id = mix(id_seed + id_counter++);
-    while (id == 0);
-    return id;
+    return 0;
 }
 
 static gsv_object *lookup(uint64_t id) {
@@ -206,8 +199,18 @@ static int on_create(gsv_conn *c, const grw_header *h) {
     o->cls = cls;
     o->srv = s;
     o->owner = c;
+    snprintf(o->owner_id, sizeof o->owner_id, "%s", c->owner);
     pthread_mutex_lock(&olock);
     o->id = new_id();
+    if (!o->id) {
+        pthread_mutex_unlock(&olock);
+        job->priv = NULL; /* never listed: nothing to unlist */
+        gsv_job_free(job);
+        free(o->state);
+        free(o);
+        gr_seterr(&e, GRID_ERR_INTERNAL, "the server cannot make an object id (no random bytes): retry later");
+        return fail(c, h, cls->qualified, &e);
+    }
     o->hnext = buckets[o->id % NBUCKETS];
     buckets[o->id % NBUCKETS] = o;
     o->listed = 1;
@@ -218,9 +221,11 @@ static int on_create(gsv_conn *c, const grw_header *h) {
     return GSV_KEEP;
 }
 
-/* The object ID still listed, or NULL with E saying so. olock held. */
-static gsv_object *find_listed(uint64_t id, gr_err *e) {
+/* The object ID still listed and C's to use, or NULL with E saying so (the same words
+ * for another owner's object as for none). olock held. */
+static gsv_object *find_listed(const gsv_conn *c, uint64_t id, gr_err *e) {
     gsv_object *o = id ? lookup(id) : NULL;
+    if (o && !gsv_owner_may(c, o->owner_id)) o = NULL;
     if (!o)
         gr_seterr(e, GRID_ERR_NOT_FOUND,
                   "object %016llx does not exist on this server: it was destroyed, or the connection that "
@@ -235,7 +240,7 @@ static int on_invoke(gsv_conn *c, const grw_header *h) {
     grp_invoke_target t;
     if (grp_read_obj_invoke_target(&c->r, &t, &e)) return gsv_request_failed(c, h, "OBJ_INVOKE message", &e);
     pthread_mutex_lock(&olock);
-    gsv_object *o = find_listed(t.object, &e);
+    gsv_object *o = find_listed(c, t.object, &e);
     const gsv_class *cls = o ? o->cls : NULL;
     if (o) o->jobs++; /* keeps it while this request is read */
     pthread_mutex_unlock(&olock);
@@ -325,7 +330,7 @@ static int on_destroy(gsv_conn *c, const grw_header *h) {
     uint64_t id;
     if (grp_read_obj_destroy(&c->r, &id, &e)) return gsv_request_failed(c, h, "OBJ_DESTROY message", &e);
     pthread_mutex_lock(&olock);
-    gsv_object *o = find_listed(id, &e);
+    gsv_object *o = find_listed(c, id, &e);
     if (o) {
         unlist(o);
         o->jobs++; /* destroy's hold */
