@@ -2,8 +2,10 @@
  * tests/ngobj/run.sh with OBJ_TEST_PORT, a server that loads counter.idl): ids that
  * name nothing (never made, 0, destroyed, dead with their connection), unknown
  * methods, a stale descriptor hash, a method's array sized far past every limit, and
- * invocations from another connection. After each refusal the same connection must
- * still answer, and the server must stay up. Prints TAP. */
+ * invocations from another connection: of the same client session (allowed) and of
+ * another session or of an old client that sent none (refused exactly as an id that
+ * does not exist). Ids must not follow a counter. After each refusal the same
+ * connection must still answer, and the server must stay up. Prints TAP. */
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,7 +28,9 @@ typedef struct conn {
     grw_writer w;
 } conn;
 
-static conn *open_conn(void) {
+/* A connection of client session WHO (a letter: its secret is 16 times that byte), or
+ * of an old client that sends no session (WHO 0). */
+static conn *open_conn_as(char who) {
     gr_err e;
     conn *c = calloc(1, sizeof *c);
     c->fd = grw_connect("127.0.0.1", port, 5, &e);
@@ -39,6 +43,10 @@ static conn *open_conn(void) {
     c->next = 1;
     grp_hello m = {0};
     snprintf(m.client, sizeof m.client, "obj_hostile_test");
+    if (who) {
+        memset(m.session, who, GRP_SESSION_BYTES);
+        m.session_len = GRP_SESSION_BYTES;
+    }
     m.min_version = m.max_version = 1;
     grp_hello_ok ok;
     if (grp_auth_hello(&c->r, &c->w, c->next++, &m, NULL, "", &ok, NULL, &e)) {
@@ -46,6 +54,10 @@ static conn *open_conn(void) {
         exit(1);
     }
     return c;
+}
+
+static conn *open_conn(void) {
+    return open_conn_as('A');
 }
 
 static void close_conn(conn *c) {
@@ -78,6 +90,13 @@ static int in_step(conn *c) {
     if (reply(c, &code, msg, sizeof msg) != GRP_PONG) return 0;
     grp_pong p;
     return grp_read_pong(&c->r, &p, &e) == GRID_OK;
+}
+
+/* The inverse of splitmix64's finaliser, which an older gridrpcd applied to a counter. */
+static uint64_t unmix(uint64_t z) {
+    z = (z ^ (z >> 31) ^ (z >> 62)) * 0x319642b2d24d8ec3ull;
+    z = (z ^ (z >> 27) ^ (z >> 54)) * 0x96de1b173f119089ull;
+    return z ^ (z >> 30) ^ (z >> 60);
 }
 
 static uint64_t create(conn *c, const char *cls) {
@@ -250,10 +269,44 @@ int main(void) {
         result(in_step(x), "the server still answers a new connection");
         close_conn(x);
     }
-    /* Another connection may invoke the object while its owner lives. */
+    /* Another client (session B) knows the id: to it the object does not exist, in the
+     * very words of an id that was never made; the object is unchanged. */
+    {
+        conn *x = open_conn_as('B'), *old = open_conn_as(0);
+        char none[4096] = "", want[4096];
+        int c2 = 0;
+        add(x, 0x5eed5eed5eed5eedull, d, d->hash, 1, &now, &c2, none, sizeof none);
+        char *at = strstr(none, "5eed5eed5eed5eed");
+        if (at) snprintf(want, sizeof want, "%.*s%016llx%s", (int)(at - none), none, (unsigned long long)id,
+                         at + 16);
+        code = 0;
+        msg[0] = '\0';
+        uint32_t t = add(x, id, d, d->hash, 100, &now, &code, msg, sizeof msg);
+        result(t == GRP_ERROR && code == GRID_ERR_NOT_FOUND && at && strcmp(msg, want) == 0,
+               "another session invokes the object: NOT_FOUND, as for an id never made (%s)", msg);
+        code = 0;
+        result(destroy(x, id, &code, msg, sizeof msg) == GRP_ERROR && code == GRID_ERR_NOT_FOUND,
+               "another session destroys it: NOT_FOUND");
+        code = 0;
+        result(add(old, id, d, d->hash, 100, &now, &code, msg, sizeof msg) == GRP_ERROR &&
+                   code == GRID_ERR_NOT_FOUND,
+               "a client without a session invokes it: NOT_FOUND");
+        uint64_t oid = create(old, "counter");
+        conn *old2 = open_conn_as(0);
+        code = 0;
+        result(oid && add(old, oid, d, d->hash, 7, &now, &code, msg, sizeof msg) == GRP_RESULT && now == 1007 &&
+                   add(old2, oid, d, d->hash, 3, &now, &code, msg, sizeof msg) == GRP_ERROR &&
+                   code == GRID_ERR_NOT_FOUND,
+               "a client without a session uses its own object; another such connection cannot");
+        result(in_step(x) && in_step(old), "their connections still answer");
+        close_conn(x);
+        close_conn(old);
+        close_conn(old2);
+    }
+    /* Another connection of the same session may invoke the object while its owner lives. */
     conn *b = open_conn();
     result(add(b, id, d, d->hash, 1, &now, &code, msg, sizeof msg) == GRP_RESULT && now == 1006,
-           "another connection invokes the object: 1006");
+           "another connection of the same session invokes the object, untouched by the others: 1006");
     code = 0;
     result(destroy(b, id, &code, msg, sizeof msg) == GRP_OBJ_DESTROYED, "OBJ_DESTROY: OBJ_DESTROYED");
     code = 0;
@@ -281,6 +334,27 @@ int main(void) {
     }
     result(gone, "once its connection closed, the object is gone: NOT_FOUND");
     result(in_step(b) && in_step(a), "both connections still answer");
+
+    /* Ids do not follow a counter: neither consecutive nor a bijection of one (the old
+     * splitmix64 of seed + counter, whose inverse of consecutive ids differs by 1), and
+     * any two differ in many bits. */
+    {
+        enum { N = 16 };
+        uint64_t v[N];
+        int made = 0, counter = 0, close_bits = 0;
+        for (int i = 0; i < N; i++)
+            if ((v[i] = create(a, "counter"))) made++;
+        for (int i = 1; i < N; i++) {
+            uint64_t x = unmix(v[i]), y = unmix(v[i - 1]);
+            if (x - y < 1024 || y - x < 1024 || v[i] - v[i - 1] < 1024 || v[i - 1] - v[i] < 1024) counter++;
+            if (__builtin_popcountll(v[i] ^ v[i - 1]) < 12) close_bits++;
+        }
+        result(made == N, "%d objects made in a row", N);
+        result(counter == 0, "their ids follow no counter (%d of %d pairs did)", counter, N - 1);
+        result(close_bits == 0, "consecutive ids differ in many bits (%d pairs in fewer than 12)", close_bits);
+        for (int i = 0; i < N; i++)
+            destroy(a, v[i], &code, msg, sizeof msg);
+    }
 
     grd_free(d);
     close_conn(a);
