@@ -99,11 +99,15 @@ int cli_connect(const cli_opts *o, const char *host, int port, int is_meta, cli_
     m.min_version = m.max_version = GRW_VERSION;
     snprintf(m.token, sizeof m.token, "%s", o->token);
     int refused;
-    if (grp_session_secret(m.session, e)) {
-        cli_close(c);
-        return e->code;
+    /* The session owns what is made on a computing server (a metaserver keeps nothing
+     * of a client's, so it is not told). */
+    if (!is_meta) {
+        if (grp_session_secret(m.session, e)) {
+            cli_close(c);
+            return e->code;
+        }
+        m.session_len = GRP_SESSION_BYTES;
     }
-    m.session_len = GRP_SESSION_BYTES;
     int rc = grp_auth_hello(&c->rd, &c->wr, c->next_id++, &m, &o->keys,
                             "pass --key-file FILE or set GRIDRPC_KEY_FILE", &c->hello, &refused, e);
     if (rc) {

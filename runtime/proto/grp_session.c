@@ -15,7 +15,8 @@
 
 static int parse_hex(const char *s, uint8_t out[GRP_SESSION_BYTES]) {
     size_t n = strlen(s);
-    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ')) n--;
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
+        n--;
     if (n != 2 * GRP_SESSION_BYTES) return -1;
     for (size_t i = 0; i < GRP_SESSION_BYTES; i++) {
         unsigned v;
@@ -54,7 +55,8 @@ static int from_file(const char *path, uint8_t out[GRP_SESSION_BYTES], gr_err *e
             return GRID_OK;
         }
         if (errno != ENOENT)
-            return gr_seterr(e, GRID_ERR_CONFIG, "cannot read the session file %s: %s", path, strerror(errno));
+            return gr_seterr(e, GRID_ERR_CONFIG, "cannot read the session file %s: %s", path,
+                             strerror(errno));
         char dir[4096];
         snprintf(dir, sizeof dir, "%s", path);
         char *slash = strrchr(dir, '/');
@@ -65,7 +67,8 @@ static int from_file(const char *path, uint8_t out[GRP_SESSION_BYTES], gr_err *e
         fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0) {
             if (errno == EEXIST) continue;
-            return gr_seterr(e, GRID_ERR_CONFIG, "cannot create the session file %s: %s", path, strerror(errno));
+            return gr_seterr(e, GRID_ERR_CONFIG, "cannot create the session file %s: %s", path,
+                             strerror(errno));
         }
         int rc = grp_auth_random(out, GRP_SESSION_BYTES, e);
         char hex[2 * GRP_SESSION_BYTES + 2];

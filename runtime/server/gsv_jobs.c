@@ -49,7 +49,7 @@
 #include "gsv.h"
 
 typedef struct gsv_kept {
-    grp_job j;        /* id, function, state, code, times, bytes */
+    grp_job j;                     /* id, function, state, code, times, bytes */
     char owner[GRP_OWNER_MAX + 1]; /* who may reach it ("": an admin only) */
     int storing;      /* its SUBMIT is being written: counted in its owner's quota, not findable */
     uint64_t hash;    /* of the descriptor the SUBMIT was marshalled with */
@@ -552,7 +552,8 @@ int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
     }
     pthread_mutex_unlock(&st.lock);
     if (over) {
-        gsv_log(GSV_LOG_WARN, "%s: SUBMIT of %s refused: its owner %.20s keeps %llu bytes of jobs, %llu more "
+        gsv_log(GSV_LOG_WARN,
+                "%s: SUBMIT of %s refused: its owner %.20s keeps %llu bytes of jobs, %llu more "
                 "would pass --job-quota %llu",
                 c->peer, f->qualified, k->owner, (unsigned long long)used, (unsigned long long)k->j.bytes_in,
                 (unsigned long long)s->opt.job_quota);

@@ -208,7 +208,8 @@ static int on_create(gsv_conn *c, const grw_header *h) {
         gsv_job_free(job);
         free(o->state);
         free(o);
-        gr_seterr(&e, GRID_ERR_INTERNAL, "the server cannot make an object id (no random bytes): retry later");
+        gr_seterr(&e, GRID_ERR_INTERNAL,
+                  "the server cannot make an object id (no random bytes): retry later");
         return fail(c, h, cls->qualified, &e);
     }
     o->hnext = buckets[o->id % NBUCKETS];

@@ -277,8 +277,9 @@ int main(void) {
         int c2 = 0;
         add(x, 0x5eed5eed5eed5eedull, d, d->hash, 1, &now, &c2, none, sizeof none);
         char *at = strstr(none, "5eed5eed5eed5eed");
-        if (at) snprintf(want, sizeof want, "%.*s%016llx%s", (int)(at - none), none, (unsigned long long)id,
-                         at + 16);
+        if (at)
+            snprintf(want, sizeof want, "%.*s%016llx%s", (int)(at - none), none, (unsigned long long)id,
+                     at + 16);
         code = 0;
         msg[0] = '\0';
         uint32_t t = add(x, id, d, d->hash, 100, &now, &code, msg, sizeof msg);
@@ -294,8 +295,8 @@ int main(void) {
         uint64_t oid = create(old, "counter");
         conn *old2 = open_conn_as(0);
         code = 0;
-        result(oid && add(old, oid, d, d->hash, 7, &now, &code, msg, sizeof msg) == GRP_RESULT && now == 1007 &&
-                   add(old2, oid, d, d->hash, 3, &now, &code, msg, sizeof msg) == GRP_ERROR &&
+        result(oid && add(old, oid, d, d->hash, 7, &now, &code, msg, sizeof msg) == GRP_RESULT &&
+                   now == 1007 && add(old2, oid, d, d->hash, 3, &now, &code, msg, sizeof msg) == GRP_ERROR &&
                    code == GRID_ERR_NOT_FOUND,
                "a client without a session uses its own object; another such connection cannot");
         result(in_step(x) && in_step(old), "their connections still answer");
@@ -351,7 +352,8 @@ int main(void) {
         }
         result(made == N, "%d objects made in a row", N);
         result(counter == 0, "their ids follow no counter (%d of %d pairs did)", counter, N - 1);
-        result(close_bits == 0, "consecutive ids differ in many bits (%d pairs in fewer than 12)", close_bits);
+        result(close_bits == 0, "consecutive ids differ in many bits (%d pairs in fewer than 12)",
+               close_bits);
         for (int i = 0; i < N; i++)
             destroy(a, v[i], &code, msg, sizeof msg);
     }
