@@ -35,7 +35,7 @@ dd if=/dev/zero of="$T_TMP/small/fill" bs=4096 >/dev/null 2>&1
 timeout 60 "$JC" submit "$P" 4 >jc.out 2>&1; rc=$?
 if [ $rc -eq 3 ] && grep -q "^error GRID_ERR_IO: .*the job folder $T_TMP/small/jobs is full (No space left on device): the job was not accepted; free space there" jc.out; then
   ok "a full disk refuses SUBMIT with GRID_ERR_IO naming the folder"; else fail "full disk submit (rc $rc)"; diag <jc.out; fi
-if [ -z "$(ls "$T_TMP/small/jobs" | grep -v -e "^${ID##*/}\.submit$" -e "^${ID##*/}\.result$")" ]; then
+if [ -z "$(ls "$T_TMP/small/jobs" | grep -v -e "^${ID##*/}\.submit$" -e "^${ID##*/}\.result$" -e "^${ID##*/}\.owner$")" ]; then
   ok "nothing of the refused job is left in the folder"; else fail "leftovers"; ls -l "$T_TMP/small/jobs" | diag; fi
 timeout 30 "$CLI" --server "127.0.0.1:$P" call test/echo_double 2 '[1,2]' >cli.out 2>&1; rc=$?
 if [ $rc -eq 0 ] && grep -qx 'out = \[1, 2\]' cli.out; then ok "the server keeps serving calls"; else fail "call after refusal (rc $rc)"; diag <cli.out; fi

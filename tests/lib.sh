@@ -17,6 +17,10 @@ IDLC=${IDLC:-$top_builddir/idlc/idlc}
 GRIDRPC_DESC=${GRIDRPC_DESC:-$top_builddir/gridrpc-desc}
 CC=${CC:-cc}
 T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/gridrpc-test.XXXXXX")
+# The clients' session (who owns their jobs and objects): this test's own, shared by its
+# processes as a user's are, and never the home folder's.
+export GRIDRPC_SESSION_FILE="$T_TMP/session"
+unset GRIDRPC_SESSION
 
 # wait_line FILE REGEX [TENTHS]: up to TENTHS/10 s (default 10 s) for a line matching
 # REGEX to appear in FILE.

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "grp_session.h"
 
 /* The reason inside grw_connect's "cannot connect to H:P: REASON; is gridrpcd running
  * there?", lower-cased at its start, or the whole message when it has another form. */
@@ -98,6 +99,15 @@ int cli_connect(const cli_opts *o, const char *host, int port, int is_meta, cli_
     m.min_version = m.max_version = GRW_VERSION;
     snprintf(m.token, sizeof m.token, "%s", o->token);
     int refused;
+    /* The session owns what is made on a computing server (a metaserver keeps nothing
+     * of a client's, so it is not told). */
+    if (!is_meta) {
+        if (grp_session_secret(m.session, e)) {
+            cli_close(c);
+            return e->code;
+        }
+        m.session_len = GRP_SESSION_BYTES;
+    }
     int rc = grp_auth_hello(&c->rd, &c->wr, c->next_id++, &m, &o->keys,
                             "pass --key-file FILE or set GRIDRPC_KEY_FILE", &c->hello, &refused, e);
     if (rc) {

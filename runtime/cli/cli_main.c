@@ -60,7 +60,7 @@ static void usage(void) {
           "  submit FUNC ARGS... submit a call as a job kept on the server; prints its id\n"
           "  fetch ID [--wait DURATION]\n"
           "                    the results of a submitted job, printed as call prints them\n"
-          "  jobs [SERVER]     the jobs a server keeps (every server of the metaserver)\n"
+          "  jobs [SERVER]     your jobs a server keeps (every server of the metaserver)\n"
           "  forget ID         delete a job and its results on its server (a running one\n"
           "                    is stopped)\n"
           "  cancel ID         stop a queued or running job; its record stays (fetch then\n"
@@ -68,6 +68,10 @@ static void usage(void) {
           "  keygen FILE       write a new key file (32 random bytes in hex, mode 0600)\n"
           "                    for gridrpcd/gridmetad --key-file and GRIDRPC_KEY_FILE\n"
           "  help [COMMAND]    show this help, or a command's\n"
+          "\n"
+          "A job is yours to fetch, list, cancel and forget: your key id's with --key-file,\n"
+          "else your session's (~/.gridrpc/session, 0600, shared by your processes;\n"
+          "GRIDRPC_SESSION_FILE names another file, GRIDRPC_SESSION gives its 32 hex digits).\n"
           "\n",
           stdout);
     fputs(global_help, stdout);

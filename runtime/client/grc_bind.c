@@ -80,7 +80,7 @@ int grc_req_bind(grc_req *q, uint32_t p, grc_data *h, unsigned flags, gr_err *e)
     if (!q->call || p >= q->desc->nparams || !h)
         return gr_seterr(e, GRID_ERR_INTERNAL, "grc_req_bind: parameter %u of a call of %u, or no handle", p,
                          q->desc ? q->desc->nparams : 0);
-    if (q->object)
+    if (!grp_object_id_zero(q->object))
         return gr_seterr(
             e, GRID_ERR_ARGS,
             "methods of remote objects take no data handles (argument %u): pass the array itself", p + 2);

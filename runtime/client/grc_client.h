@@ -195,9 +195,9 @@ typedef struct grc_req {
     grc_target t;
     const grd_desc *desc;
     grm_call *call;
-    int refreshed;   /* the descriptor was fetched again after GRID_ERR_STALE */
-    uint64_t object; /* a method invocation on this remote object (OBJ_INVOKE; t.name is
-                      * "module/Class.method"); 0 for a call */
+    int refreshed;        /* the descriptor was fetched again after GRID_ERR_STALE */
+    grp_object_id object; /* a method invocation on this remote object (OBJ_INVOKE; t.name is
+                           * "module/Class.method"); 0 for a call */
     grc_route route;
     /* Handles bound to parameters (grc_req_bind): nbind of bind[0..nparams) are set, and
      * the call goes as CALL_DATA. grc_req_fill binds the caller's handles passed as

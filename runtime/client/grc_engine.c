@@ -75,7 +75,7 @@ int grc_req_start(grc_req *q, const char *name, const grc_args *args, grc_config
     q->desc = NULL;
     q->call = NULL;
     q->refreshed = 0;
-    q->object = 0;
+    q->object = (grp_object_id){0, 0};
     q->nbind = 0;
     q->route.no_retry = (grc_call_flags() & GRID_CALL_NO_RETRY_NP) != 0;
     int rc = grc_config_get(cfg, e);
@@ -120,7 +120,8 @@ int grc_req_check(const grc_req *q, const grw_limits *server, gr_err *e) {
 }
 
 int grc_req_send(const grc_req *q, grw_writer *w, uint64_t id, const grw_limits *server, gr_err *e) {
-    if (q->object) { /* a remote object's method: the name ends ".method" (grc_object.c) */
+    if (!grp_object_id_zero(
+            q->object)) { /* a remote object's method: the name ends ".method" (grc_object.c) */
         const char *dot = strrchr(q->t.name, '.');
         return grp_write_obj_invoke(w, id, q->object, dot ? dot + 1 : q->t.name, q->desc->hash, q->call,
                                     server, e);

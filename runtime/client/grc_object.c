@@ -16,7 +16,7 @@ struct grid_object_np {
     pthread_mutex_t lock; /* one exchange at a time on conn */
     grc_conn *conn;       /* NULL once broken: the server has dropped the object */
     grc_target t;         /* the server; t.name is the class's qualified name */
-    uint64_t id;
+    grp_object_id id;
     char url[GRC_MAX_HOST + GRC_MAX_NAME + 32];
 };
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "grc_client.h"
+#include "grp_session.h"
 
 #define GRC_IDLE_MAX 64
 
@@ -56,9 +57,13 @@ static void close_conn(grc_conn *c) {
 
 static int hello(grc_conn *c, const grc_config *cfg, gr_err *e) {
     grp_hello m;
+    memset(&m, 0, sizeof m);
     snprintf(m.client, sizeof m.client, "libgridrpc %s", PACKAGE_VERSION);
     m.min_version = m.max_version = GRW_VERSION;
     snprintf(m.token, sizeof m.token, "%s", cfg->token);
+    /* Who owns the jobs and objects made over this connection when no key is proved. */
+    if (grp_session_secret(m.session, e)) return e->code;
+    m.session_len = GRP_SESSION_BYTES;
     grp_hello_ok ok;
     int refused;
     int rc = grp_auth_hello(&c->rd, &c->wr, c->next_id++, &m, &cfg->keys,

@@ -91,7 +91,7 @@ static int starter(grc_req *q, const void *ctx, const grc_args *args, grc_config
     q->desc = NULL;
     q->call = NULL;
     q->refreshed = 0;
-    q->object = 0;
+    q->object = (grp_object_id){0, 0};
     int rc = grc_config_get(cfg, e);
     if (!rc && c->routed && !cfg->meta_host[0])
         rc = gr_seterr(e, GRID_ERR_CONFIG,

@@ -8,6 +8,7 @@
 /* Bytes of the strings in message bodies (XDR string<N>). */
 #define GRP_MAX_PEER_NAME 255      /* HELLO client, HELLO_OK server */
 #define GRP_MAX_TOKEN 1024         /* HELLO token */
+#define GRP_SESSION_BYTES 16       /* HELLO session secret: 128 random bits */
 #define GRP_MAX_FUNCTION_NAME 511  /* GET_DESCRIPTOR, DESCRIPTOR, CALL, LIST_OK names */
 #define GRP_MAX_ERROR_MESSAGE 4095 /* ERROR message */
 #define GRP_MAX_DESCRIPTOR 1048576 /* DESCRIPTOR opaque (GRD_MAX_ENCODED) */

@@ -39,6 +39,11 @@ int grp_write_hello(grw_writer *w, uint64_t id, const grp_hello *m, gr_err *e) {
     if (!rc) rc = grw_write_u32(w, m->min_version, e);
     if (!rc) rc = grw_write_u32(w, m->max_version, e);
     if (!rc) rc = grw_write_string(w, m->token, e);
+    if (!rc && m->session_len) {
+        if (m->session_len != GRP_SESSION_BYTES)
+            return gr_seterr(e, GRID_ERR_INTERNAL, "a session secret of %u bytes", m->session_len);
+        rc = grw_write_opaque(w, m->session, m->session_len, e);
+    }
     if (!rc) rc = grw_finish(w, e);
     return rc;
 }
@@ -48,6 +53,23 @@ int grp_read_hello(grw_reader *r, grp_hello *m, gr_err *e) {
     if (!rc) rc = grw_read_u32(r, &m->min_version, e);
     if (!rc) rc = grw_read_u32(r, &m->max_version, e);
     if (!rc) rc = grw_read_string_buf(r, m->token, GRP_MAX_TOKEN, e);
+    /* The session secret came after the token (0.2); a client without it ends here. */
+    m->session_len = 0;
+    int more = 0;
+    if (!rc) rc = grw_more(r, &more, e);
+    if (!rc && more) {
+        uint8_t *p = NULL;
+        uint32_t n = 0;
+        rc = grw_read_opaque(r, GRP_SESSION_BYTES, &p, &n, e);
+        if (!rc && n != GRP_SESSION_BYTES)
+            rc = gr_seterr(e, GRID_ERR_PROTOCOL, "a HELLO session secret must be %d bytes, not %u",
+                           GRP_SESSION_BYTES, n);
+        if (!rc) {
+            memcpy(m->session, p, n);
+            m->session_len = n;
+        }
+        free(p);
+    }
     if (!rc) rc = grw_end(r, e);
     return rc;
 }

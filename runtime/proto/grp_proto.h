@@ -31,6 +31,10 @@ typedef struct grp_hello {
     char client[GRP_MAX_PEER_NAME + 1]; /* "libgridrpc 0.1.0": for logs */
     uint32_t min_version, max_version;  /* protocol versions the client speaks */
     char token[GRP_MAX_TOKEN + 1];      /* "" when none */
+    /* The client's session secret (gr_session.h): who owns the jobs and objects it makes
+     * when no key was proved. session_len 0: none (an older client; it may not SUBMIT). */
+    uint8_t session[GRP_SESSION_BYTES];
+    uint32_t session_len;
 } grp_hello;
 
 typedef struct grp_hello_ok {
@@ -173,28 +177,40 @@ int grp_read_list_ok(grw_reader *r, char ***names, uint32_t *count, gr_err *e);
 void grp_free_names(char **names, uint32_t count);
 
 /* ---- remote objects (grp_object.c): OBJ_CREATE, OBJ_CREATED, OBJ_INVOKE,
- * OBJ_DESTROY, OBJ_DESTROYED. An object id is the server's; 0 is never one. */
+ * OBJ_DESTROY, OBJ_DESTROYED. An object id is the server's: 128 bits (two hypers on the
+ * wire, hi first) from its CSPRNG; all zero is never one. */
+typedef struct grp_object_id {
+    uint64_t hi, lo;
+} grp_object_id;
+static inline int grp_object_id_eq(grp_object_id a, grp_object_id b) {
+    return a.hi == b.hi && a.lo == b.lo;
+}
+static inline int grp_object_id_zero(grp_object_id a) {
+    return !a.hi && !a.lo;
+}
+/* "%016llx%016llx" of ID into OUT (33 bytes): for messages and logs. */
+void grp_object_id_hex(grp_object_id id, char out[33]);
 /* OBJ_CREATE: the class, "module/Class" or "Class". */
 int grp_write_obj_create(grw_writer *w, uint64_t id, const char *cls, gr_err *e);
 int grp_read_obj_create(grw_reader *r, char cls[GRP_MAX_FUNCTION_NAME + 1], gr_err *e);
 /* OBJ_CREATED: the new object and its class's qualified name. */
-int grp_write_obj_created(grw_writer *w, uint64_t id, uint64_t object, const char *qualified, gr_err *e);
-int grp_read_obj_created(grw_reader *r, uint64_t *object, char qualified[GRP_MAX_FUNCTION_NAME + 1],
+int grp_write_obj_created(grw_writer *w, uint64_t id, grp_object_id object, const char *qualified, gr_err *e);
+int grp_read_obj_created(grw_reader *r, grp_object_id *object, char qualified[GRP_MAX_FUNCTION_NAME + 1],
                          gr_err *e);
 /* OBJ_INVOKE: object, method (a non-empty name), the hash of the method's descriptor,
  * then the arguments as in CALL (read them with grp_read_call_head and
  * grp_read_call_bulk). */
 typedef struct grp_invoke_target {
-    uint64_t object;
+    grp_object_id object;
     char method[GRP_MAX_METHOD_NAME + 1];
     uint64_t hash;
 } grp_invoke_target;
-int grp_write_obj_invoke(grw_writer *w, uint64_t id, uint64_t object, const char *method, uint64_t hash,
+int grp_write_obj_invoke(grw_writer *w, uint64_t id, grp_object_id object, const char *method, uint64_t hash,
                          const grm_call *c, const grw_limits *lim, gr_err *e);
 int grp_read_obj_invoke_target(grw_reader *r, grp_invoke_target *t, gr_err *e);
 /* OBJ_DESTROY: the object; its reply OBJ_DESTROYED is empty (grp_write_empty). */
-int grp_write_obj_destroy(grw_writer *w, uint64_t id, uint64_t object, gr_err *e);
-int grp_read_obj_destroy(grw_reader *r, uint64_t *object, gr_err *e);
+int grp_write_obj_destroy(grw_writer *w, uint64_t id, grp_object_id object, gr_err *e);
+int grp_read_obj_destroy(grw_reader *r, grp_object_id *object, gr_err *e);
 
 /* ---- remote data handles (grp_data.c): DATA_PUT, DATA_OK, DATA_GET, DATA, DATA_FREE,
  * DATA_COPY, SESSION_END, CALL_DATA (docs/protocol.md "Remote data"). A session and a

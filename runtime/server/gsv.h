@@ -39,6 +39,7 @@
 #include "grd_desc.h"
 #include "grp_auth.h"
 #include "grp_limits.h"
+#include "grp_session.h"
 #include "gridrpc_stub.h"
 #include "grm_marshal.h"
 #include "grw_tls.h"
@@ -99,6 +100,7 @@ typedef struct gsv_options {
     /* Two-phase calls (gsv_jobs.c) */
     const char *job_dir; /* --job-dir; NULL: $XDG_STATE_HOME/gridrpc/jobs-PORT or ~/.local/state/... */
     double job_keep;     /* --job-keep seconds: a finished job is removed this long after it ended */
+    uint64_t job_quota;  /* --job-quota: bytes of kept SUBMITs and results one owner may hold */
     /* The key handshake (gsv_auth.c); NULL when not given. */
     const char *key_file;      /* --key-file: clients must prove one of its keys */
     const char *meta_key_file; /* --metaserver-key-file; NULL: --key-file */
@@ -277,7 +279,17 @@ typedef struct gsv_conn {
     atomic_uint calls;      /* its calls read and not yet answered (gsv_limits.c) */
     atomic_uint objects;    /* remote objects it owns (gsv_object.c) */
     struct gsv_dconn *data; /* reader thread only: the data sessions it joined (gsv_data.c) */
+    /* Who made what this connection makes (grp_session.h), set once at HELLO: "k:KEYID"
+     * when a key was proved, else "s:" and its session's hash, else (an older client
+     * with no session) "c:" and random digits of this connection alone, which may keep
+     * no job; "" before HELLO. */
+    char owner[GRP_OWNER_MAX + 1];
+    int is_admin; /* may reach every owner's jobs and objects: set by an admin credential */
 } gsv_conn;
+
+/* 1 if C may see and act on what OWNER made: the same owner, or an admin. A resource
+ * with no owner ("") is reachable by an admin only. */
+int gsv_owner_may(const gsv_conn *c, const char *owner);
 
 /* The core's connection functions (gdm.h) on a server's connection: references (the
  * last closes the socket), sending an ERROR, aborting, and one whole message under the

@@ -29,6 +29,11 @@ int gsv_keys_load(gsv_server *s, gr_err *e) {
     return GRID_OK;
 }
 
+int gsv_owner_may(const gsv_conn *c, const char *owner) {
+    if (c->is_admin) return 1;
+    return c->owner[0] && strcmp(c->owner, owner) == 0;
+}
+
 int gsv_auth_hello(gsv_conn *c, const grw_header *h, const grp_hello *m, const grp_hello_ok *ok) {
     gsv_server *s = c->srv;
     gr_err e;
@@ -50,6 +55,20 @@ int gsv_auth_hello(gsv_conn *c, const grw_header *h, const grp_hello *m, const g
         return GSV_REFUSE;
     }
     if (key_id[0]) gsv_log(GSV_LOG_DEBUG, "%s: proved key %s", c->peer, key_id);
+    /* With a key its id is the owner (every holder of one key is one owner); without, the
+     * session the client sent, which nothing protects on the wire without TLS. */
+    grp_owner_of(key_id, m->session, m->session_len, c->owner);
+    if (!c->owner[0]) {
+        /* An older client, with no session: what it makes is this connection's alone. */
+        uint8_t b[16];
+        gr_err re;
+        if (grp_auth_random(b, sizeof b, &re) == GRID_OK) {
+            snprintf(c->owner, sizeof c->owner, "c:");
+            for (int i = 0; i < 16; i++)
+                snprintf(c->owner + 2 + 2 * i, 3, "%02x", b[i]);
+        }
+    }
+    c->is_admin = 0; /* no credential carries the admin role yet */
     c->hello_done = 1;
     return gsv_reply_unlock(c, grp_write_hello_ok(w, h->request_id, ok, &e), &e) ? GSV_CLOSE : GSV_KEEP;
 }

@@ -9,7 +9,13 @@
  *   HEX.result   its RESULT or ERROR (request id 0), written to HEX.result.tmp, fsynced
  *                and renamed: there is a whole reply or none. FETCH sends it as is, its
  *                request id patched, so a fetched result is exactly a CALL's reply.
- * The files' modification times are the submit and finish times. At start the folder is
+ *   HEX.owner    who submitted it (grp_session.h: "k:KEYID" or "s:HASH"), written before
+ *                the SUBMIT: only that owner (or an admin) may list, fetch, read, cancel
+ *                or forget the job; to anyone else it does not exist. A SUBMIT kept
+ *                without one (an older server's) is an admin's only.
+ * The files' modification times are the submit and finish times. Each owner may keep
+ * --job-quota bytes of SUBMITs and results; counted from the folder at start, so a
+ * restart does not reset it. At start the folder is
  * read: finished jobs are fetchable, unfinished ones run again, *.tmp files (a write a
  * crash interrupted: never acknowledged) are removed. Finished jobs older than
  * --job-keep are removed by a sweeper thread.
@@ -21,6 +27,8 @@
  * in memory (a memfd) so the job stays fetchable until the server stops, and runs again
  * after a restart since its SUBMIT is still on disk. */
 #define _GNU_SOURCE
+#include "config.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +49,9 @@
 #include "gsv.h"
 
 typedef struct gsv_kept {
-    grp_job j;        /* id, function, state, code, times, bytes */
+    grp_job j;                     /* id, function, state, code, times, bytes */
+    char owner[GRP_OWNER_MAX + 1]; /* who may reach it ("": an admin only) */
+    int storing;      /* its SUBMIT is being written: counted in its owner's quota, not findable */
     uint64_t hash;    /* of the descriptor the SUBMIT was marshalled with */
     int forgotten;    /* FORGET while it was queued or ran: dropped when its run ends */
     int canceled;     /* FORGET or JOB_CANCEL: it must not run (any more) */
@@ -76,8 +86,23 @@ static uint64_t mtime_ms(const struct stat *sb) {
 /* Under st.lock. */
 static gsv_kept *find(const char *id) {
     for (gsv_kept *k = st.list; k; k = k->next)
-        if (!k->forgotten && strcmp(k->j.id, id) == 0) return k;
+        if (!k->forgotten && !k->storing && strcmp(k->j.id, id) == 0) return k;
     return NULL;
+}
+
+/* Under st.lock: job ID if C may reach it. Anyone else's job is answered as one that
+ * does not exist, so that its existence is not revealed either. */
+static gsv_kept *find_for(const gsv_conn *c, const char *id) {
+    gsv_kept *k = find(id);
+    return k && gsv_owner_may(c, k->owner) ? k : NULL;
+}
+
+/* Under st.lock: bytes OWNER keeps in the folder (its SUBMITs and results). */
+static uint64_t owner_bytes(const char *owner) {
+    uint64_t n = 0;
+    for (gsv_kept *k = st.list; k; k = k->next)
+        if (!k->forgotten && strcmp(k->owner, owner) == 0) n += k->j.bytes_in + k->j.bytes_out;
+    return n;
 }
 
 static void unlink_files(const char *id) {
@@ -86,6 +111,8 @@ static void unlink_files(const char *id) {
     unlinkat(st.dirfd, name, 0);
     snprintf(name, sizeof name, "%s.submit", id);
     unlinkat(st.dirfd, name, 0);
+    snprintf(name, sizeof name, "%s.owner", id);
+    unlinkat(st.dirfd, name, 0); /* last: a SUBMIT is never left without its owner */
 }
 
 /* Under st.lock: takes K out of the list and frees it. */
@@ -179,6 +206,49 @@ static int store_file(const char *name, write_fn fn, void *arg, uint64_t *bytes,
     }
     *bytes = (uint64_t)sb.st_size;
     return GRID_OK;
+}
+
+/* Writes K's owner to HEX.owner (tmp, fsync, rename; the SUBMIT's store fsyncs the
+ * folder after). Returns GRID_OK or GRID_ERR_IO with *err the errno. */
+static int store_owner(const gsv_kept *k, int *err, gr_err *e) {
+    char name[GRP_MAX_JOB_ID + 16], tmp[GRP_MAX_JOB_ID + 24];
+    snprintf(name, sizeof name, "%s.owner", k->j.id);
+    snprintf(tmp, sizeof tmp, "%s.owner.tmp", k->j.id);
+    *err = 0;
+    if (open_folder(e)) {
+        *err = errno;
+        return e->code;
+    }
+    int fd = openat(st.dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    size_t n = strlen(k->owner);
+    int ok = fd >= 0 && write(fd, k->owner, n) == (ssize_t)n && fsync(fd) == 0;
+    if (!ok) *err = errno;
+    if (fd >= 0 && close(fd) != 0 && ok) {
+        ok = 0;
+        *err = errno;
+    }
+    if (ok && renameat(st.dirfd, tmp, st.dirfd, name) != 0) {
+        ok = 0;
+        *err = errno;
+    }
+    if (ok) return GRID_OK;
+    unlinkat(st.dirfd, tmp, 0);
+    if (!*err) *err = EIO;
+    return gr_seterr(e, GRID_ERR_IO, "cannot write %s/%s: %s", st.dir, name, strerror(*err));
+}
+
+/* Reads the owner of job ID into OUT ("" when there is none). */
+static void load_owner(const char *id, char out[GRP_OWNER_MAX + 1]) {
+    char name[GRP_MAX_JOB_ID + 16];
+    snprintf(name, sizeof name, "%s.owner", id);
+    out[0] = '\0';
+    int fd = openat(st.dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    ssize_t n = read(fd, out, GRP_OWNER_MAX);
+    close(fd);
+    out[n > 0 ? n : 0] = '\0';
+    if (n <= 2 || (strncmp(out, "k:", 2) != 0 && strncmp(out, "s:", 2) != 0) || strchr(out, '\n'))
+        out[0] = '\0';
 }
 
 static int disk_full(int err) {
@@ -393,17 +463,14 @@ static int write_submit(grw_writer *w, void *arg, gr_err *e) {
                             &st.s->opt.limits, e);
 }
 
-static void new_id(char *out) {
+/* A job id: 128 bits of the system's CSPRNG, so that nobody can name another's job by
+ * guessing (ownership is checked as well: an id alone reaches nothing). */
+static int new_id(char *out, gr_err *e) {
     unsigned char b[16];
-    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
-        /* No entropy source: still unique, if guessable. */
-        uint64_t t = (uint64_t)gr_now_ns() ^ ((uint64_t)getpid() << 32);
-        memcpy(b, &t, 8);
-        t *= 0x9e3779b97f4a7c15ull;
-        memcpy(b + 8, &t, 8);
-    }
+    if (grp_auth_random(b, sizeof b, e)) return e->code;
     for (size_t i = 0; i < sizeof b; i++)
         snprintf(out + 2 * i, 3, "%02x", b[i]);
+    return GRID_OK;
 }
 
 int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
@@ -433,6 +500,13 @@ int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
         gr_seterr(&e, GRID_ERR_CONFIG, "this server keeps no jobs");
         return gsv_request_failed(c, h, "SUBMIT message", &e);
     }
+    if (strncmp(c->owner, "c:", 2) == 0 || !c->owner[0]) {
+        gr_seterr(&e, GRID_ERR_CONFIG,
+                  "this client sent no session identity in its HELLO (a client older than gridrpcd %s), so "
+                  "nobody could fetch the job: upgrade the client, or connect with a key (--key-file)",
+                  PACKAGE_VERSION);
+        return gsv_request_failed(c, h, "SUBMIT message", &e);
+    }
     gsv_job *job = gsv_job_new(&submit_kind, s, NULL, f, 0);
     if (!job) {
         gr_seterr(&e, GRID_ERR_NOMEM, "the server is out of memory: retry later");
@@ -453,17 +527,60 @@ int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
                    : GSV_KEEP;
     }
     k->mem_fd = -1;
-    new_id(k->j.id);
+    if (new_id(k->j.id, &e)) {
+        gsv_job_free(job);
+        free(k);
+        return gsv_conn_send_error(c, h->request_id, e.code, "the server cannot make a job id: retry later")
+                   ? GSV_CLOSE
+                   : GSV_KEEP;
+    }
+    snprintf(k->owner, sizeof k->owner, "%s", c->owner);
     snprintf(k->j.function, sizeof k->j.function, "%s", f->qualified);
     k->hash = f->desc->hash;
     k->j.state = GRP_JOB_QUEUED;
     k->j.submitted_ms = now_ms();
+    /* The quota: what the owner keeps, and this SUBMIT (about the size it arrived in),
+     * reserved under the lock so that two SUBMITs at once cannot both pass. */
+    k->storing = 1;
+    k->j.bytes_in = job->bytes_in;
+    pthread_mutex_lock(&st.lock);
+    uint64_t used = owner_bytes(k->owner);
+    int over = used + k->j.bytes_in > s->opt.job_quota;
+    if (!over) {
+        k->next = st.list;
+        st.list = k;
+    }
+    pthread_mutex_unlock(&st.lock);
+    if (over) {
+        gsv_log(GSV_LOG_WARN,
+                "%s: SUBMIT of %s refused: its owner %.20s keeps %llu bytes of jobs, %llu more "
+                "would pass --job-quota %llu",
+                c->peer, f->qualified, k->owner, (unsigned long long)used, (unsigned long long)k->j.bytes_in,
+                (unsigned long long)s->opt.job_quota);
+        gsv_job_free(job);
+        free(k);
+        return gsv_conn_send_error(
+                   c, h->request_id, GRID_ERR_LIMIT,
+                   "the job was not accepted: the jobs you keep on this server would pass your quota of kept "
+                   "arguments and results (gridrpcd --job-quota): fetch the results you need and forget old "
+                   "jobs (gridrpc jobs; gridrpc forget ID), or wait until --job-keep removes finished ones")
+                   ? GSV_CLOSE
+                   : GSV_KEEP;
+    }
     char name[GRP_MAX_JOB_ID + 16];
     snprintf(name, sizeof name, "%s.submit", k->j.id);
     submit_arg a = {job};
     int err;
-    rc = store_file(name, write_submit, &a, &k->j.bytes_in, &err, &e);
+    uint64_t stored = 0;
+    rc = store_owner(k, &err, &e);
+    if (!rc) rc = store_file(name, write_submit, &a, &stored, &err, &e);
     if (rc) {
+        snprintf(name, sizeof name, "%s.owner", k->j.id);
+        unlinkat(st.dirfd, name, 0);
+        pthread_mutex_lock(&st.lock);
+        drop(k); /* not freed twice: drop frees it */
+        k = NULL;
+        pthread_mutex_unlock(&st.lock);
         char msg[GRP_MAX_ERROR_MESSAGE + 1];
         if (disk_full(err))
             snprintf(
@@ -477,15 +594,14 @@ int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
                      e.msg);
         gsv_log(GSV_LOG_WARN, "%s: SUBMIT of %s refused: %s", c->peer, f->qualified, msg);
         gsv_job_free(job);
-        free(k);
         return gsv_conn_send_error(c, h->request_id, GRID_ERR_IO, msg) ? GSV_CLOSE : GSV_KEEP;
     }
     job->priv = k;
+    pthread_mutex_lock(&st.lock);
     k->has_job = 1;
     k->job = job;
-    pthread_mutex_lock(&st.lock);
-    k->next = st.list;
-    st.list = k;
+    k->j.bytes_in = stored;
+    k->storing = 0;
     pthread_mutex_unlock(&st.lock);
     gsv_log(GSV_LOG_INFO, "%s: job %s submitted: %s (%llu bytes kept)", c->peer, k->j.id, f->qualified,
             (unsigned long long)k->j.bytes_in);
@@ -575,7 +691,7 @@ int gsv_jobs_fetch(gsv_conn *c, const grw_header *h) {
     pthread_mutex_lock(&st.lock);
     gsv_kept *k;
     /* Wait in short slices: a shutdown must not wait for a long FETCH. */
-    while ((k = find(id)) && k->j.state < GRP_JOB_DONE && gr_now_ns() < until &&
+    while ((k = find_for(c, id)) && k->j.state < GRP_JOB_DONE && gr_now_ns() < until &&
            !atomic_load(&c->srv->stopping)) {
         long long left = until - gr_now_ns();
         if (left > 200000000LL) left = 200000000LL;
@@ -616,13 +732,16 @@ int gsv_jobs_list(gsv_conn *c, const grw_header *h) {
     if (grp_read_empty(&c->r, &e)) return gsv_request_failed(c, h, "JOBS message", &e);
     pthread_mutex_lock(&st.lock);
     uint32_t n = 0;
+    /* The asker's jobs only (every job for an admin). */
+#define LISTED(k) (!(k)->forgotten && !(k)->storing && gsv_owner_may(c, (k)->owner))
     for (gsv_kept *k = st.list; k; k = k->next)
-        n += !k->forgotten;
+        n += LISTED(k);
     if (n > GRP_MAX_JOBS) n = GRP_MAX_JOBS; /* the newest ones: the list is newest first */
     grp_job *v = malloc((n ? n : 1) * sizeof *v);
     uint32_t i = 0;
     for (gsv_kept *k = st.list; v && k && i < n; k = k->next)
-        if (!k->forgotten) v[i++] = k->j;
+        if (LISTED(k)) v[i++] = k->j;
+#undef LISTED
     pthread_mutex_unlock(&st.lock);
     if (!v)
         return gsv_conn_send_error(c, h->request_id, GRID_ERR_NOMEM,
@@ -640,7 +759,7 @@ int gsv_jobs_forget(gsv_conn *c, const grw_header *h) {
     char id[GRP_MAX_JOB_ID + 1];
     if (grp_read_job_id(&c->r, id, &e)) return gsv_request_failed(c, h, "FORGET message", &e);
     pthread_mutex_lock(&st.lock);
-    gsv_kept *k = find(id);
+    gsv_kept *k = find_for(c, id);
     if (k) {
         unlink_files(id);
         fsync(st.dirfd);
@@ -672,7 +791,7 @@ int gsv_jobs_cancel(gsv_conn *c, const grw_header *h) {
     char id[GRP_MAX_JOB_ID + 1];
     if (grp_read_job_id(&c->r, id, &e)) return gsv_request_failed(c, h, "JOB_CANCEL message", &e);
     pthread_mutex_lock(&st.lock);
-    gsv_kept *k = find(id);
+    gsv_kept *k = find_for(c, id);
     gsv_job *queued = NULL;
     if (k && k->j.state < GRP_JOB_DONE && !k->canceled) {
         cancel_locked(k);
@@ -687,7 +806,7 @@ int gsv_jobs_cancel(gsv_conn *c, const grw_header *h) {
     long long deadline = gr_now_ns() + (long long)CANCEL_WAIT_MS * 1000000;
     grp_job j;
     pthread_mutex_lock(&st.lock);
-    while ((k = find(id)) && k->j.state < GRP_JOB_DONE &&
+    while ((k = find_for(c, id)) && k->j.state < GRP_JOB_DONE &&
            gr_cond_wait_until(&st.changed, &st.lock, deadline) == 0) {
     }
     if (k) j = k->j;
@@ -708,7 +827,7 @@ int gsv_jobs_info(gsv_conn *c, const grw_header *h) {
     char id[GRP_MAX_JOB_ID + 1];
     if (grp_read_job_id(&c->r, id, &e)) return gsv_request_failed(c, h, "JOB_INFO message", &e);
     pthread_mutex_lock(&st.lock);
-    gsv_kept *k = find(id);
+    gsv_kept *k = find_for(c, id);
     grp_job j;
     int fd = -1, err = 0;
     if (k) {
@@ -831,13 +950,23 @@ static void load(gsv_server *s) {
     DIR *d = fdopendir(dup(st.dirfd));
     if (!d) return;
     struct dirent *de;
-    unsigned done = 0, again = 0, cap = 0;
+    unsigned done = 0, again = 0, cap = 0, unowned = 0;
     gsv_kept **rerun = NULL;
     while ((de = readdir(d))) {
         const char *dot = strchr(de->d_name, '.');
         if (!dot) continue;
         if (strstr(de->d_name, ".tmp")) {
             unlinkat(st.dirfd, de->d_name, 0); /* never acknowledged, or a reply to write again */
+            continue;
+        }
+        if (strcmp(dot, ".owner") == 0) {
+            /* An owner whose SUBMIT was never written (a crash between the two): removed. */
+            char sub[GRP_MAX_JOB_ID + 16];
+            struct stat ssb;
+            snprintf(sub, sizeof sub, "%.*s.submit", (int)(dot - de->d_name), de->d_name);
+            if ((size_t)(dot - de->d_name) <= GRP_MAX_JOB_ID && fstatat(st.dirfd, sub, &ssb, 0) != 0 &&
+                errno == ENOENT)
+                unlinkat(st.dirfd, de->d_name, 0);
             continue;
         }
         if (strcmp(dot, ".submit") != 0 || (size_t)(dot - de->d_name) > GRP_MAX_JOB_ID) continue;
@@ -849,6 +978,8 @@ static void load(gsv_server *s) {
         if (!k) break;
         k->mem_fd = -1;
         snprintf(k->j.id, sizeof k->j.id, "%s", id);
+        load_owner(id, k->owner);
+        if (!k->owner[0]) unowned++;
         k->j.submitted_ms = mtime_ms(&sb);
         k->j.bytes_in = (uint64_t)sb.st_size;
         k->j.state = GRP_JOB_QUEUED;
@@ -897,6 +1028,12 @@ static void load(gsv_server *s) {
     closedir(d);
     gsv_log(GSV_LOG_INFO, "jobs in %s: %u finished, %u to run again (--job-keep %g s)", st.dir, done, again,
             s->opt.job_keep);
+    if (unowned)
+        gsv_log(GSV_LOG_WARN,
+                "%u job%s in %s %s no owner (kept by an older gridrpcd): no client can reach %s; they are "
+                "removed after --job-keep",
+                unowned, unowned == 1 ? "" : "s", st.dir, unowned == 1 ? "has" : "have",
+                unowned == 1 ? "it" : "them");
     /* Queued after the scan: a job that fails at once does not change the folder being read. */
     for (unsigned i = 0; i < again; i++) {
         gr_err e;

@@ -7,13 +7,17 @@
  *
  * Lifetime: an object belongs to the connection that created it. It ends with
  * OBJ_DESTROY or when that connection closes; either way its _finalize runs after the
- * jobs already queued, and its state is freed once its last job is over. Ids are
- * random-looking 64-bit numbers (a bijection of a counter, so never reused while the
- * server runs), so a stale or forged id names nothing.
+ * jobs already queued, and its state is freed once its last job is over. Only its
+ * owner (the identity of the connection that made it, grp_session.h) or an admin may
+ * invoke or destroy it; to anyone else it does not exist. Ids are 128 bits drawn from
+ * the system's CSPRNG (never a counter), so knowing one's own ids tells nothing of
+ * others'.
  *
  * Methods always run in the server process, not in an executor: the state lives here.
  * One lock (olock) guards the table and every object's queue; it is never held while
  * another lock is taken or a message is written. */
+#include "config.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +27,11 @@
 #include "gsv.h"
 
 typedef struct gsv_object {
-    uint64_t id;
+    grp_object_id id;
     const gsv_class *cls;
     gsv_server *srv;
     gsv_conn *owner; /* not a reference: its objects are unlisted before it closes (under olock) */
+    char owner_id[GRP_OWNER_MAX + 1]; /* who may invoke and destroy it (gsv_owner_may) */
     void *state;
     int busy;                 /* one of its jobs is in the scheduler or running */
     int listed;               /* in the table: it can be invoked and destroyed */
@@ -40,7 +45,6 @@ typedef struct gsv_object {
 static pthread_mutex_t olock = PTHREAD_MUTEX_INITIALIZER;
 static gsv_object *buckets[NBUCKETS];
 static unsigned nobjects; /* listed */
-static uint64_t id_seed, id_counter;
 
 unsigned gsv_objects_count(void) {
     pthread_mutex_lock(&olock);
@@ -49,37 +53,37 @@ unsigned gsv_objects_count(void) {
     return n;
 }
 
-/* splitmix64's finaliser: a bijection, so distinct counters give distinct ids. */
-static uint64_t mix(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static gsv_object *lookup(grp_object_id id);
 
-/* olock held. */
-static uint64_t new_id(void) {
-    if (!id_seed) {
-        if (getrandom(&id_seed, sizeof id_seed, GRND_NONBLOCK) != sizeof id_seed)
-            id_seed = (uint64_t)gr_now_ns() * 0x9e3779b97f4a7c15ull;
-        id_seed |= 1;
+/* olock held: a fresh id, 128 bits from the CSPRNG; all zero when it gives none. */
+static grp_object_id new_id(void) {
+    grp_object_id none = {0, 0};
+    for (int tries = 0; tries < 8; tries++) {
+        uint8_t b[16];
+        gr_err e;
+        if (grp_auth_random(b, sizeof b, &e)) return none;
+        grp_object_id id;
+        memcpy(&id.hi, b, 8);
+        memcpy(&id.lo, b + 8, 8);
+        if (!grp_object_id_zero(id) && !lookup(id)) return id;
     }
-    uint64_t id;
-    do
-        id = mix(id_seed + id_counter++);
-    while (id == 0);
-    return id;
+    return none;
 }
 
-static gsv_object *lookup(uint64_t id) {
-    for (gsv_object *o = buckets[id % NBUCKETS]; o; o = o->hnext)
-        if (o->id == id) return o;
+static unsigned bucket(grp_object_id id) {
+    return (unsigned)((id.hi ^ id.lo) % NBUCKETS);
+}
+
+static gsv_object *lookup(grp_object_id id) {
+    for (gsv_object *o = buckets[bucket(id)]; o; o = o->hnext)
+        if (grp_object_id_eq(o->id, id)) return o;
     return NULL;
 }
 
 /* olock held: takes O out of the table (it can no longer be named). */
 static void unlist(gsv_object *o) {
     if (!o->listed) return;
-    gsv_object **pp = &buckets[o->id % NBUCKETS];
+    gsv_object **pp = &buckets[bucket(o->id)];
     while (*pp != o)
         pp = &(*pp)->hnext;
     *pp = o->hnext;
@@ -184,6 +188,15 @@ static int on_create(gsv_conn *c, const grw_header *h) {
     if (grp_read_obj_create(&c->r, name, &e)) return gsv_request_failed(c, h, "OBJ_CREATE message", &e);
     const gsv_class *cls = gsv_class_find(&s->reg, name, &e);
     if (!cls) return fail(c, h, name, &e);
+    if (strncmp(c->owner, "c:", 2) == 0 || !c->owner[0]) {
+        /* A client older than 128-bit object ids (it sent no session in HELLO): it would
+         * misread OBJ_CREATED's id. */
+        gr_seterr(&e, GRID_ERR_CONFIG,
+                  "this client is older than this server's remote objects (it sent no session in its "
+                  "HELLO and reads 64-bit object ids): upgrade the client (libgridrpc %s or later)",
+                  PACKAGE_VERSION);
+        return fail(c, h, cls->qualified, &e);
+    }
     /* Only this connection's reader creates its objects: the count cannot grow meanwhile. */
     if (atomic_load(&c->objects) >= s->opt.max_objects_per_conn) {
         gr_seterr(&e, GRID_ERR_LIMIT,
@@ -206,10 +219,21 @@ static int on_create(gsv_conn *c, const grw_header *h) {
     o->cls = cls;
     o->srv = s;
     o->owner = c;
+    snprintf(o->owner_id, sizeof o->owner_id, "%s", c->owner);
     pthread_mutex_lock(&olock);
     o->id = new_id();
-    o->hnext = buckets[o->id % NBUCKETS];
-    buckets[o->id % NBUCKETS] = o;
+    if (grp_object_id_zero(o->id)) {
+        pthread_mutex_unlock(&olock);
+        job->priv = NULL; /* never listed: nothing to unlist */
+        gsv_job_free(job);
+        free(o->state);
+        free(o);
+        gr_seterr(&e, GRID_ERR_INTERNAL,
+                  "the server cannot make an object id (no random bytes): retry later");
+        return fail(c, h, cls->qualified, &e);
+    }
+    o->hnext = buckets[bucket(o->id)];
+    buckets[bucket(o->id)] = o;
     o->listed = 1;
     nobjects++;
     atomic_fetch_add(&c->objects, 1);
@@ -218,14 +242,18 @@ static int on_create(gsv_conn *c, const grw_header *h) {
     return GSV_KEEP;
 }
 
-/* The object ID still listed, or NULL with E saying so. olock held. */
-static gsv_object *find_listed(uint64_t id, gr_err *e) {
-    gsv_object *o = id ? lookup(id) : NULL;
+/* The object ID still listed and C's to use, or NULL with E saying so (the same words
+ * for another owner's object as for none). olock held. */
+static gsv_object *find_listed(const gsv_conn *c, grp_object_id id, gr_err *e) {
+    gsv_object *o = !grp_object_id_zero(id) ? lookup(id) : NULL;
+    if (o && !gsv_owner_may(c, o->owner_id)) o = NULL;
+    char hex[33];
+    grp_object_id_hex(id, hex);
     if (!o)
         gr_seterr(e, GRID_ERR_NOT_FOUND,
-                  "object %016llx does not exist on this server: it was destroyed, or the connection that "
+                  "object %s does not exist on this server: it was destroyed, or the connection that "
                   "created it closed; create a new object",
-                  (unsigned long long)id);
+                  hex);
     return o;
 }
 
@@ -235,7 +263,7 @@ static int on_invoke(gsv_conn *c, const grw_header *h) {
     grp_invoke_target t;
     if (grp_read_obj_invoke_target(&c->r, &t, &e)) return gsv_request_failed(c, h, "OBJ_INVOKE message", &e);
     pthread_mutex_lock(&olock);
-    gsv_object *o = find_listed(t.object, &e);
+    gsv_object *o = find_listed(c, t.object, &e);
     const gsv_class *cls = o ? o->cls : NULL;
     if (o) o->jobs++; /* keeps it while this request is read */
     pthread_mutex_unlock(&olock);
@@ -273,11 +301,12 @@ static int on_invoke(gsv_conn *c, const grw_header *h) {
     }
     int queued = !rc && !cbrc && submit(s, job);
     if (!rc && !cbrc && !queued) {
-        gr_seterr(
-            &e, GRID_ERR_NOT_FOUND,
-            "object %016llx was destroyed while this invocation arrived (the connection that created it "
-            "closed): create a new object",
-            (unsigned long long)t.object);
+        char hex[33];
+        grp_object_id_hex(t.object, hex);
+        gr_seterr(&e, GRID_ERR_NOT_FOUND,
+                  "object %s was destroyed while this invocation arrived (the connection that created it "
+                  "closed): create a new object",
+                  hex);
         gsv_call_fail(s, job, e.code, e.msg);
     }
     if (o) {
@@ -318,10 +347,10 @@ static void destroy(gsv_object *o, gsv_conn *c, const gsv_job_kind *kind, uint64
 
 static int on_destroy(gsv_conn *c, const grw_header *h) {
     gr_err e;
-    uint64_t id;
+    grp_object_id id;
     if (grp_read_obj_destroy(&c->r, &id, &e)) return gsv_request_failed(c, h, "OBJ_DESTROY message", &e);
     pthread_mutex_lock(&olock);
-    gsv_object *o = find_listed(id, &e);
+    gsv_object *o = find_listed(c, id, &e);
     if (o) {
         unlist(o);
         o->jobs++; /* destroy's hold */
@@ -430,8 +459,10 @@ static void run(gsv_server *s, gsv_job *job) {
     long long run_ns = gr_now_ns() - job->t_started;
     uint64_t bytes = 0;
     int rc = job->kind == &drop_kind ? GRID_OK : reply(s, job, queue_ns, run_ns, &bytes, &e);
-    char what[GRP_MAX_FUNCTION_NAME + 40];
-    snprintf(what, sizeof what, "%s [object %016llx]", job->fn->qualified, (unsigned long long)o->id);
+    char what[GRP_MAX_FUNCTION_NAME + 56];
+    char hex[33];
+    grp_object_id_hex(o->id, hex);
+    snprintf(what, sizeof what, "%s [object %s]", job->fn->qualified, hex);
     gsv_call_log_at(job->conn->peer, what, job->request_id, job->bytes_in, rc ? 0 : bytes, queue_ns, run_ns,
                     job->t_queued, rc, e.msg);
     gsv_job_free(job);

@@ -119,6 +119,9 @@ static const char help_text[] =
     "                           A restart on the same DIR serves the finished jobs and runs the\n"
     "                           unfinished ones again\n"
     "      --job-keep TIME      remove a finished job this long after it finished (default 7d)\n"
+    "      --job-quota SIZE     most bytes of kept arguments and results one owner (a key id, else\n"
+    "                           a client session) may hold in the job folder (default 1G); a SUBMIT\n"
+    "                           past it is refused until the owner forgets jobs\n"
     "\n"
     "Limits and timeouts:\n"
     "      --max-message SIZE   largest message accepted (default 1G)\n"
@@ -267,6 +270,7 @@ enum {
     OPT_DATA_LEASE,
     OPT_JOB_DIR,
     OPT_JOB_KEEP,
+    OPT_JOB_QUOTA,
     OPT_KEY_FILE,
     OPT_METASERVER_KEY_FILE,
     OPT_TLS_CERT,
@@ -327,6 +331,7 @@ static const struct option long_options[] = {
     {"data-lease", required_argument, NULL, OPT_DATA_LEASE},
     {"job-dir", required_argument, NULL, OPT_JOB_DIR},
     {"job-keep", required_argument, NULL, OPT_JOB_KEEP},
+    {"job-quota", required_argument, NULL, OPT_JOB_QUOTA},
     {"key-file", required_argument, NULL, OPT_KEY_FILE},
     {"metaserver-key-file", required_argument, NULL, OPT_METASERVER_KEY_FILE},
     {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
@@ -460,6 +465,10 @@ static int apply(void *ctx, int val, const char *v) {
     case OPT_MAX_SESSIONS_PER_CONNECTION: return parse_positive(opt, v, 1u << 24, &o->max_sessions_per_conn);
     case OPT_MAX_OBJECTS_PER_CONNECTION: return parse_positive(opt, v, 1u << 24, &o->max_objects_per_conn);
     case OPT_MAX_CALL_MEMORY: return parse_size(opt, v, (uint64_t)1 << 62, &o->max_call_memory);
+    case OPT_JOB_QUOTA:
+        if ((rc = parse_size(opt, v, (uint64_t)1 << 62, &o->job_quota))) return rc;
+        if (!o->job_quota) return usage_error("%s: '%s' must be more than 0", opt, v);
+        return 0;
     case OPT_JOB_KEEP:
         if ((rc = parse_duration(opt, v, &o->job_keep))) return rc;
         if (!(o->job_keep > 0)) return usage_error("%s: '%s' must be more than 0", opt, v);
@@ -490,6 +499,7 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     o->data_grace = 60;
     o->data_lease = 3600;
     o->job_keep = 7 * 24 * 3600;
+    o->job_quota = (uint64_t)1 << 30;
     /* The limits' defaults, and why: docs/server.md ("Limits"). */
     o->idle_timeout = 300;
     o->max_conns = 4096;

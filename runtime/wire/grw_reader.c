@@ -292,6 +292,16 @@ int grw_end(grw_reader *r, gr_err *e) {
     return GRID_OK;
 }
 
+int grw_more(grw_reader *r, int *more, gr_err *e) {
+    *more = 0;
+    while (r->frag_left == 0 && !r->last_frag) {
+        int rc = next_fragment(r, e);
+        if (rc) return rc;
+    }
+    *more = r->frag_left != 0;
+    return GRID_OK;
+}
+
 int grw_skip(grw_reader *r, gr_err *e) {
     uint8_t sink[4096];
     for (;;) {

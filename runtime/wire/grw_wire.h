@@ -91,6 +91,9 @@ int grw_read_opaque(grw_reader *r, uint32_t max, uint8_t **out, uint32_t *len, g
 int grw_read_string_buf(grw_reader *r, char *buf, uint32_t max, gr_err *e);
 /* Checks that the message has no bytes left (trailing bytes are GRID_ERR_PROTOCOL). */
 int grw_end(grw_reader *r, gr_err *e);
+/* *MORE: 1 if the current message has bytes left (an optional field a newer peer
+ * appends), 0 at its end. */
+int grw_more(grw_reader *r, int *more, gr_err *e);
 /* Discards the rest of the current message (after an error that leaves the stream in
  * sync). Fails when the message is longer than the limit. */
 int grw_skip(grw_reader *r, gr_err *e);

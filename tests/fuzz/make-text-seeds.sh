@@ -55,6 +55,10 @@ strip() { tail -c +61 "$1"; }
 { msg hello; for m in data-put call-data data-get data-free session-end; do strip $c/server/$m; done; } >$c/server/data-session
 { msg hello; for m in submit jobs fetch job-info forget; do strip $c/server/$m; done; } >$c/server/jobs-flow
 { msg hello; cat $c/msg/obj-create $c/msg/obj-invoke-echo-double $c/msg/obj-destroy; } >$c/server/object-flow
+# The same flows from a client that sends its session (an owner, so its SUBMIT is kept).
+msg hello_session >$c/msg/hello-session
+{ msg hello_session; for m in submit jobs fetch job-info forget; do strip $c/server/$m; done; } >$c/server/jobs-flow-session
+{ msg hello_session; cat $c/msg/obj-create $c/msg/obj-invoke-echo-double $c/msg/obj-destroy; } >$c/server/object-flow-session
 
 # ---- idl: every IDL file of the tree, as idlc --no-cpp reads it (#include lines and all).
 for f in stubs/*.idl tests/idl/*.idl tests/golden/*/input.idl tests/ngobj/*.idl tests/ngdiag/*.idl \

@@ -62,7 +62,8 @@ static void seed(const char *dir, const char *file, const char *fn, int result, 
         rc = grp_write_result(w, id, &t, c, &lim, &e);
     } else if (result == 2) {
         /* OBJ_INVOKE of a method named after FN (msg_fuzz decodes it with FN's descriptor). */
-        rc = grp_write_obj_invoke(w, id, 0x0123456789abcdefull, fn, d->hash, c, &lim, &e);
+        rc = grp_write_obj_invoke(w, id, (grp_object_id){0x0123456789abcdefull, 0xfedcba9876543210ull}, fn,
+                                  d->hash, c, &lim, &e);
     } else {
         rc = grp_write_call(w, id, fn, d->hash, c, &lim, &e);
     }

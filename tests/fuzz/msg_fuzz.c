@@ -307,13 +307,13 @@ static int meta_message(grw_reader *r, uint32_t type) {
     }
     case GRP_OBJ_CREATED: {
         char q[GRP_MAX_FUNCTION_NAME + 1];
-        uint64_t id;
+        grp_object_id id;
         int rc = grp_read_obj_created(r, &id, q, &e);
-        if (!rc && id == 0) abort();
+        if (!rc && grp_object_id_zero(id)) abort();
         return rc;
     }
     case GRP_OBJ_DESTROY: {
-        uint64_t id;
+        grp_object_id id;
         return grp_read_obj_destroy(r, &id, &e);
     }
     case GRP_DATA_GET:

@@ -2,8 +2,10 @@
  * tests/ngobj/run.sh with OBJ_TEST_PORT, a server that loads counter.idl): ids that
  * name nothing (never made, 0, destroyed, dead with their connection), unknown
  * methods, a stale descriptor hash, a method's array sized far past every limit, and
- * invocations from another connection. After each refusal the same connection must
- * still answer, and the server must stay up. Prints TAP. */
+ * invocations from another connection: of the same client session (allowed) and of
+ * another session or of an old client that sent none (refused exactly as an id that
+ * does not exist). Ids must not follow a counter. After each refusal the same
+ * connection must still answer, and the server must stay up. Prints TAP. */
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,7 +28,9 @@ typedef struct conn {
     grw_writer w;
 } conn;
 
-static conn *open_conn(void) {
+/* A connection of client session WHO (a letter: its secret is 16 times that byte), or
+ * of an old client that sends no session (WHO 0). */
+static conn *open_conn_as(char who) {
     gr_err e;
     conn *c = calloc(1, sizeof *c);
     c->fd = grw_connect("127.0.0.1", port, 5, &e);
@@ -39,6 +43,10 @@ static conn *open_conn(void) {
     c->next = 1;
     grp_hello m = {0};
     snprintf(m.client, sizeof m.client, "obj_hostile_test");
+    if (who) {
+        memset(m.session, who, GRP_SESSION_BYTES);
+        m.session_len = GRP_SESSION_BYTES;
+    }
     m.min_version = m.max_version = 1;
     grp_hello_ok ok;
     if (grp_auth_hello(&c->r, &c->w, c->next++, &m, NULL, "", &ok, NULL, &e)) {
@@ -46,6 +54,10 @@ static conn *open_conn(void) {
         exit(1);
     }
     return c;
+}
+
+static conn *open_conn(void) {
+    return open_conn_as('A');
 }
 
 static void close_conn(conn *c) {
@@ -80,17 +92,37 @@ static int in_step(conn *c) {
     return grp_read_pong(&c->r, &p, &e) == GRID_OK;
 }
 
-static uint64_t create(conn *c, const char *cls) {
+/* The inverse of splitmix64's finaliser, which an older gridrpcd applied to a counter. */
+static uint64_t unmix(uint64_t z) {
+    z = (z ^ (z >> 31) ^ (z >> 62)) * 0x319642b2d24d8ec3ull;
+    z = (z ^ (z >> 27) ^ (z >> 54)) * 0x96de1b173f119089ull;
+    return z ^ (z >> 30) ^ (z >> 60);
+}
+
+typedef grp_object_id oid;
+static const oid none_id = {0, 0};
+
+static int made_one(oid id) {
+    return !grp_object_id_zero(id);
+}
+
+/* OBJ_CREATE of CLS on C: the id, or all zero (*CODE and MSG say why). */
+static oid create_or(conn *c, const char *cls, int *code, char *msg, size_t n) {
     gr_err e;
+    char q[GRP_MAX_FUNCTION_NAME + 1];
+    oid id = none_id;
+    msg[0] = '\0';
+    if (grp_write_obj_create(&c->w, c->next++, cls, &e)) return none_id;
+    if (reply(c, code, msg, n) != GRP_OBJ_CREATED) return none_id;
+    if (grp_read_obj_created(&c->r, &id, q, &e)) return none_id;
+    return id;
+}
+
+static oid create(conn *c, const char *cls) {
     int code = 0;
-    char msg[512], q[GRP_MAX_FUNCTION_NAME + 1];
-    uint64_t id = 0;
-    if (grp_write_obj_create(&c->w, c->next++, cls, &e)) return 0;
-    if (reply(c, &code, msg, sizeof msg) != GRP_OBJ_CREATED) {
-        printf("# create %s: %d %s\n", cls, code, msg);
-        return 0;
-    }
-    if (grp_read_obj_created(&c->r, &id, q, &e)) return 0;
+    char msg[512];
+    oid id = create_or(c, cls, &code, msg, sizeof msg);
+    if (!made_one(id)) printf("# create %s: %d %s\n", cls, code, msg);
     return id;
 }
 
@@ -106,8 +138,8 @@ static grd_desc *describe(conn *c, const char *name) {
 }
 
 /* counter.add(n, &now) on object ID with HASH: returns the reply type; *now or the error. */
-static uint32_t add(conn *c, uint64_t id, const grd_desc *d, uint64_t hash, int n, long *now, int *code,
-                    char *msg, size_t msgn) {
+static uint32_t add(conn *c, oid id, const grd_desc *d, uint64_t hash, int n, long *now, int *code, char *msg,
+                    size_t msgn) {
     gr_err e;
     grw_limits lim;
     grp_limits_default(&lim);
@@ -124,7 +156,7 @@ static uint32_t add(conn *c, uint64_t id, const grd_desc *d, uint64_t hash, int 
     return t;
 }
 
-static int destroy(conn *c, uint64_t id, int *code, char *msg, size_t n) {
+static int destroy(conn *c, oid id, int *code, char *msg, size_t n) {
     gr_err e;
     if (grp_write_obj_destroy(&c->w, c->next++, id, &e)) return 0;
     uint32_t t = reply(c, code, msg, n);
@@ -137,11 +169,11 @@ static int destroy(conn *c, uint64_t id, int *code, char *msg, size_t n) {
  * on, another connection may still make one), and one more once one is destroyed. */
 static int limit_case(int n) {
     conn *a = open_conn(), *b = open_conn();
-    uint64_t ids[64] = {0};
+    oid ids[64] = {{0, 0}};
     int made = 0, code = 0;
     char msg[4096] = "";
     for (int i = 0; a && i < n && i < 64; i++)
-        if ((ids[i] = create(a, "counter")) != 0) made++;
+        if (made_one(ids[i] = create(a, "counter"))) made++;
     result(made == n, "%d objects on one connection (the bound) are made", n);
     gr_err e;
     uint32_t t =
@@ -150,11 +182,11 @@ static int limit_case(int n) {
     result(t == GRP_ERROR && code == GRID_ERR_LIMIT && strstr(msg, "--max-objects-per-connection"),
            "one more is ERROR GRID_ERR_LIMIT naming --max-objects-per-connection");
     result(a && in_step(a), "the connection still answers");
-    uint64_t other = b ? create(b, "counter") : 0;
-    result(other != 0, "another connection still makes its own object");
+    oid other = b ? create(b, "counter") : none_id;
+    result(made_one(other), "another connection still makes its own object");
     result(a && made > 0 && destroy(a, ids[0], &code, msg, sizeof msg) == GRP_OBJ_DESTROYED,
            "one of them is destroyed");
-    result(a && create(a, "counter") != 0, "then one more is made on that connection");
+    result(a && made_one(create(a, "counter")), "then one more is made on that connection");
     if (a) close_conn(a);
     if (b) close_conn(b);
     printf("1..%d\n", tests);
@@ -188,21 +220,23 @@ int main(void) {
     }
 
     /* Ids that name nothing. */
-    uint64_t ids[] = {0, 0x5eed5eed5eed5eedull, ~0ull};
+    oid ids[] = {{0, 0}, {0x5eed5eed5eed5eedull, 1}, {~0ull, ~0ull}};
     for (unsigned i = 0; i < 3; i++) {
         code = 0;
         uint32_t t = add(a, ids[i], d, d->hash, 1, &now, &code, msg, sizeof msg);
+        char hex[33];
+        grp_object_id_hex(ids[i], hex);
         result(t == GRP_ERROR && code == GRID_ERR_NOT_FOUND && strstr(msg, "does not exist"),
-               "OBJ_INVOKE of unknown object %016llx: NOT_FOUND (%s)", (unsigned long long)ids[i], msg);
+               "OBJ_INVOKE of unknown object %s: NOT_FOUND (%s)", hex, msg);
         result(in_step(a), "the connection still answers");
     }
     code = 0;
-    result(destroy(a, 0x1234, &code, msg, sizeof msg) == GRP_ERROR && code == GRID_ERR_NOT_FOUND,
+    result(destroy(a, (oid){0, 0x1234}, &code, msg, sizeof msg) == GRP_ERROR && code == GRID_ERR_NOT_FOUND,
            "OBJ_DESTROY of an unknown object: NOT_FOUND");
 
     /* A real object, then a destroyed one. */
-    uint64_t id = create(a, "counter/counter");
-    result(id != 0, "OBJ_CREATE counter/counter");
+    oid id = create(a, "counter/counter");
+    result(made_one(id), "OBJ_CREATE counter/counter");
     result(add(a, id, d, d->hash, 5, &now, &code, msg, sizeof msg) == GRP_RESULT && now == 1005,
            "OBJ_INVOKE add(5) after _initialize: 1005");
     code = 0;
@@ -213,7 +247,8 @@ int main(void) {
     {
         gr_err e;
         grw_begin(&a->w, GRP_OBJ_INVOKE, 0, a->next++, &e);
-        grw_write_u64(&a->w, id, &e);
+        grw_write_u64(&a->w, id.hi, &e);
+        grw_write_u64(&a->w, id.lo, &e);
         grw_write_string(&a->w, "nosuch", &e);
         grw_write_u64(&a->w, 1, &e);
         grw_write_u32(&a->w, 4, &e);
@@ -233,7 +268,8 @@ int main(void) {
         for (unsigned i = 0; sd && i < 2; i++) {
             gr_err e;
             grw_begin(&a->w, GRP_OBJ_INVOKE, 0, a->next++, &e);
-            grw_write_u64(&a->w, id, &e);
+            grw_write_u64(&a->w, id.hi, &e);
+            grw_write_u64(&a->w, id.lo, &e);
             grw_write_string(&a->w, "scale", &e);
             grw_write_u64(&a->w, sd->hash, &e);
             grw_write_u32(&a->w, 4, &e); /* head: the scalar n */
@@ -250,10 +286,43 @@ int main(void) {
         result(in_step(x), "the server still answers a new connection");
         close_conn(x);
     }
-    /* Another connection may invoke the object while its owner lives. */
+    /* Another client (session B) knows the id: to it the object does not exist, in the
+     * very words of an id that was never made; the object is unchanged. */
+    {
+        conn *x = open_conn_as('B'), *old = open_conn_as(0);
+        char none[4096] = "", want[4096];
+        int c2 = 0;
+        oid never = {0x5eed5eed5eed5eedull, 0x5eed5eed5eed5eedull};
+        char hex[33];
+        add(x, never, d, d->hash, 1, &now, &c2, none, sizeof none);
+        char *at = strstr(none, "5eed5eed5eed5eed5eed5eed5eed5eed");
+        grp_object_id_hex(id, hex);
+        if (at) snprintf(want, sizeof want, "%.*s%s%s", (int)(at - none), none, hex, at + 32);
+        code = 0;
+        msg[0] = '\0';
+        uint32_t t = add(x, id, d, d->hash, 100, &now, &code, msg, sizeof msg);
+        result(t == GRP_ERROR && code == GRID_ERR_NOT_FOUND && at && strcmp(msg, want) == 0,
+               "another session invokes the object: NOT_FOUND, as for an id never made (%s)", msg);
+        code = 0;
+        result(destroy(x, id, &code, msg, sizeof msg) == GRP_ERROR && code == GRID_ERR_NOT_FOUND,
+               "another session destroys it: NOT_FOUND");
+        code = 0;
+        result(add(old, id, d, d->hash, 100, &now, &code, msg, sizeof msg) == GRP_ERROR &&
+                   code == GRID_ERR_NOT_FOUND,
+               "a client without a session invokes it: NOT_FOUND");
+        /* An older client reads 64-bit ids: it is told to upgrade rather than misread one. */
+        code = 0;
+        oid mine = create_or(old, "counter", &code, msg, sizeof msg);
+        result(!made_one(mine) && code == GRID_ERR_CONFIG && strstr(msg, "upgrade"),
+               "a client without a session (an older one) is refused OBJ_CREATE, told to upgrade (%s)", msg);
+        result(in_step(x) && in_step(old), "their connections still answer");
+        close_conn(x);
+        close_conn(old);
+    }
+    /* Another connection of the same session may invoke the object while its owner lives. */
     conn *b = open_conn();
     result(add(b, id, d, d->hash, 1, &now, &code, msg, sizeof msg) == GRP_RESULT && now == 1006,
-           "another connection invokes the object: 1006");
+           "another connection of the same session invokes the object, untouched by the others: 1006");
     code = 0;
     result(destroy(b, id, &code, msg, sizeof msg) == GRP_OBJ_DESTROYED, "OBJ_DESTROY: OBJ_DESTROYED");
     code = 0;
@@ -265,14 +334,15 @@ int main(void) {
 
     /* An object dies with the connection that created it. */
     conn *owner = open_conn();
-    uint64_t oid = create(owner, "counter");
-    result(oid != 0 && add(b, oid, d, d->hash, 2, &now, &code, msg, sizeof msg) == GRP_RESULT && now == 1002,
+    oid oid1 = create(owner, "counter");
+    result(made_one(oid1) && add(b, oid1, d, d->hash, 2, &now, &code, msg, sizeof msg) == GRP_RESULT &&
+               now == 1002,
            "an object of another connection works");
     close_conn(owner);
     int gone = 0;
     for (int i = 0; i < 100 && !gone; i++) {
         code = 0;
-        uint32_t t = add(b, oid, d, d->hash, 1, &now, &code, msg, sizeof msg);
+        uint32_t t = add(b, oid1, d, d->hash, 1, &now, &code, msg, sizeof msg);
         gone = t == GRP_ERROR && code == GRID_ERR_NOT_FOUND;
         if (!gone) {
             struct timespec ts = {0, 20000000};
@@ -281,6 +351,34 @@ int main(void) {
     }
     result(gone, "once its connection closed, the object is gone: NOT_FOUND");
     result(in_step(b) && in_step(a), "both connections still answer");
+
+    /* Ids do not follow a counter: neither consecutive nor a bijection of one (the old
+     * splitmix64 of seed + counter, whose inverse of consecutive ids differs by 1), and
+     * any two differ in many bits. */
+    {
+        enum { N = 16 };
+        oid v[N];
+        int made = 0, counter = 0, close_bits = 0;
+        for (int i = 0; i < N; i++)
+            if (made_one(v[i] = create(a, "counter"))) made++;
+        for (int i = 1; i < N; i++) {
+            /* Each half on its own, as an older server's 64-bit id (and its counter) was. */
+            for (int half = 0; half < 2; half++) {
+                uint64_t u = half ? v[i].lo : v[i].hi, w = half ? v[i - 1].lo : v[i - 1].hi;
+                uint64_t x = unmix(u), y = unmix(w);
+                if (x - y < 1024 || y - x < 1024 || u - w < 1024 || w - u < 1024) counter++;
+            }
+            if (__builtin_popcountll(v[i].hi ^ v[i - 1].hi) + __builtin_popcountll(v[i].lo ^ v[i - 1].lo) <
+                32)
+                close_bits++;
+        }
+        result(made == N, "%d objects made in a row", N);
+        result(counter == 0, "their ids follow no counter (%d of %d half-pairs did)", counter, 2 * (N - 1));
+        result(close_bits == 0, "consecutive 128-bit ids differ in many bits (%d pairs in fewer than 32)",
+               close_bits);
+        for (int i = 0; i < N; i++)
+            destroy(a, v[i], &code, msg, sizeof msg);
+    }
 
     grd_free(d);
     close_conn(a);

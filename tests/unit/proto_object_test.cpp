@@ -16,12 +16,17 @@ extern const gridrpc_stub_module gridrpc_module_test;
 
 #include "proto_fixture.h"
 
+// For EXPECT_EQ on ids (found by argument-dependent lookup: the global namespace).
+static bool operator==(const grp_object_id &a, const grp_object_id &b) {
+    return grp_object_id_eq(a, b);
+}
+
 namespace {
 
 using proto_fixture::golden;
 using proto_fixture::Pair;
 
-const uint64_t kObj = 0x0123456789abcdefull;
+const grp_object_id kObj = {0x0123456789abcdefull, 0xfedcba9876543210ull};
 
 const grd_desc *echo_double() {
     static grd_desc *d = nullptr;
@@ -43,7 +48,7 @@ TEST(ProtoObject, CreateAndCreatedRoundTrip) {
     EXPECT_STREQ("counter/counter", cls);
     ASSERT_EQ(GRID_OK, grp_write_obj_created(p.w, 5, kObj, "counter/counter", &e)) << e.msg;
     p.header(GRP_OBJ_CREATED, 5);
-    uint64_t id = 0;
+    grp_object_id id = {0, 0};
     ASSERT_EQ(GRID_OK, grp_read_obj_created(p.r, &id, cls, &e)) << e.msg;
     EXPECT_EQ(kObj, id);
     EXPECT_STREQ("counter/counter", cls);
@@ -82,7 +87,7 @@ TEST(ProtoObject, InvokeCarriesACallsArgumentsAndIsAnsweredByResult) {
 TEST(ProtoObject, DestroyRoundTripAndEmptyReply) {
     Pair p;
     gr_err e;
-    uint64_t id = 0;
+    grp_object_id id = {0, 0};
     ASSERT_EQ(GRID_OK, grp_write_obj_destroy(p.w, 3, kObj, &e)) << e.msg;
     p.header(GRP_OBJ_DESTROY, 3);
     ASSERT_EQ(GRID_OK, grp_read_obj_destroy(p.r, &id, &e)) << e.msg;
@@ -125,7 +130,8 @@ TEST(ProtoObject, FieldsAtAndOnePastTheirLimits) {
         int rc = decode_of(
             GRP_OBJ_INVOKE,
             [&](grw_writer *w, gr_err *le) {
-                grw_write_u64(w, kObj, le);
+                grw_write_u64(w, kObj.hi, le);
+                grw_write_u64(w, kObj.lo, le);
                 grw_write_string(w, s.c_str(), le);
                 grw_write_u64(w, 1, le);
             },
@@ -148,7 +154,8 @@ TEST(ProtoObject, DecodersRefuseWhatNamesNothing) {
     rc = decode_of(
         GRP_OBJ_INVOKE,
         [](grw_writer *w, gr_err *le) {
-            grw_write_u64(w, kObj, le);
+            grw_write_u64(w, kObj.hi, le);
+            grw_write_u64(w, kObj.lo, le);
             grw_write_string(w, "", le);
             grw_write_u64(w, 1, le);
         },
@@ -163,10 +170,11 @@ TEST(ProtoObject, DecodersRefuseWhatNamesNothing) {
         GRP_OBJ_CREATED,
         [](grw_writer *w, gr_err *le) {
             grw_write_u64(w, 0, le);
+            grw_write_u64(w, 0, le);
             grw_write_string(w, "m/C", le);
         },
         [](grw_reader *r, gr_err *le) {
-            uint64_t id;
+            grp_object_id id;
             char q[GRP_MAX_FUNCTION_NAME + 1];
             return grp_read_obj_created(r, &id, q, le);
         },
@@ -177,11 +185,21 @@ TEST(ProtoObject, DecodersRefuseWhatNamesNothing) {
     rc = decode_of(
         GRP_OBJ_DESTROY,
         [](grw_writer *w, gr_err *le) {
-            grw_write_u64(w, kObj, le);
+            grw_write_u64(w, kObj.hi, le);
+            grw_write_u64(w, kObj.lo, le);
             grw_write_u32(w, 7, le);
         },
         [](grw_reader *r, gr_err *le) {
-            uint64_t id;
+            grp_object_id id;
+            return grp_read_obj_destroy(r, &id, le);
+        },
+        &e);
+    EXPECT_EQ(GRID_ERR_PROTOCOL, rc);
+    // An older peer's OBJ_DESTROY: a 64-bit id only.
+    rc = decode_of(
+        GRP_OBJ_DESTROY, [](grw_writer *w, gr_err *le) { grw_write_u64(w, kObj.hi, le); },
+        [](grw_reader *r, gr_err *le) {
+            grp_object_id id;
             return grp_read_obj_destroy(r, &id, le);
         },
         &e);
@@ -190,7 +208,7 @@ TEST(ProtoObject, DecodersRefuseWhatNamesNothing) {
     rc = decode_of(
         GRP_OBJ_DESTROY, [](grw_writer *w, gr_err *le) { grw_write_u32(w, 7, le); },
         [](grw_reader *r, gr_err *le) {
-            uint64_t id;
+            grp_object_id id;
             return grp_read_obj_destroy(r, &id, le);
         },
         &e);

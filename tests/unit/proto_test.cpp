@@ -21,6 +21,7 @@
 extern "C" {
 #include "gridrpc_stub.h"
 #include "grp_proto.h"
+#include "grp_session.h"
 extern const gridrpc_stub_module gridrpc_module_test;
 }
 
@@ -74,6 +75,58 @@ TEST(Proto, HelloRoundTrip) {
     EXPECT_EQ(1u, got.min_version);
     EXPECT_EQ(7u, got.max_version);
     EXPECT_STREQ("s3cret", got.token);
+    EXPECT_EQ(0u, got.session_len); // an older client's HELLO: no session
+}
+
+TEST(Proto, HelloCarriesTheSessionSecret) {
+    Pair p;
+    gr_err e;
+    grp_hello m = {}, got;
+    snprintf(m.client, sizeof m.client, "c");
+    m.min_version = m.max_version = 1;
+    for (int i = 0; i < GRP_SESSION_BYTES; i++)
+        m.session[i] = (uint8_t)(0xa0 + i);
+    m.session_len = GRP_SESSION_BYTES;
+    ASSERT_EQ(GRID_OK, grp_write_hello(p.w, 3, &m, &e)) << e.msg;
+    p.header(GRP_HELLO, 3);
+    ASSERT_EQ(GRID_OK, grp_read_hello(p.r, &got, &e)) << e.msg;
+    ASSERT_EQ((uint32_t)GRP_SESSION_BYTES, got.session_len);
+    EXPECT_EQ(0, memcmp(m.session, got.session, GRP_SESSION_BYTES));
+}
+
+TEST(Proto, HelloSessionOfAnotherLengthIsRefused) {
+    for (uint32_t n : {0u, 15u, 17u}) {
+        Pair p;
+        gr_err e;
+        grp_hello got;
+        uint8_t b[17] = {};
+        grw_begin(p.w, GRP_HELLO, 0, 1, &e);
+        grw_write_string(p.w, "c", &e);
+        grw_write_u32(p.w, 1, &e);
+        grw_write_u32(p.w, 1, &e);
+        grw_write_string(p.w, "", &e);
+        grw_write_opaque(p.w, b, n, &e);
+        grw_finish(p.w, &e);
+        p.header(GRP_HELLO, 1);
+        int rc = grp_read_hello(p.r, &got, &e);
+        EXPECT_TRUE(rc == GRID_ERR_PROTOCOL || rc == GRID_ERR_LIMIT) << n << ": " << e.msg;
+    }
+}
+
+TEST(Proto, OwnersAreKeyIdsOrSessionHashes) {
+    char a[GRP_OWNER_MAX + 1], b[GRP_OWNER_MAX + 1], k[GRP_OWNER_MAX + 1], none[GRP_OWNER_MAX + 1];
+    uint8_t s1[GRP_SESSION_BYTES] = {1}, s2[GRP_SESSION_BYTES] = {2};
+    grp_owner_of("", s1, GRP_SESSION_BYTES, a);
+    grp_owner_of(nullptr, s2, GRP_SESSION_BYTES, b);
+    grp_owner_of("0123456789abcdef", s1, GRP_SESSION_BYTES, k);
+    grp_owner_of("", s1, 0, none);
+    EXPECT_EQ(34u, strlen(a));
+    EXPECT_EQ(0, strncmp(a, "s:", 2));
+    EXPECT_STRNE(a, b);
+    // The secret itself is never the owner's name (the job folder and logs hold names).
+    EXPECT_EQ(nullptr, strstr(a, "01000000000000000000000000000000"));
+    EXPECT_STREQ("k:0123456789abcdef", k); // with a key, the key id owns, whatever the session
+    EXPECT_STREQ("", none);
 }
 
 TEST(Proto, HelloOkRoundTripAndVersionChecked) {
@@ -452,6 +505,17 @@ TEST(ProtoGolden, SmallMessages) {
         snprintf(m.token, sizeof m.token, "tok");
         grp_write_hello(p.w, kId, &m, &e);
         golden("hello", p.raw());
+    }
+    {
+        Pair p;
+        grp_hello m = {};
+        snprintf(m.client, sizeof m.client, "libgridrpc 1");
+        m.min_version = m.max_version = 1;
+        for (int i = 0; i < GRP_SESSION_BYTES; i++)
+            m.session[i] = (uint8_t)(0x10 + i);
+        m.session_len = GRP_SESSION_BYTES;
+        grp_write_hello(p.w, kId, &m, &e);
+        golden("hello_session", p.raw());
     }
     {
         Pair p;
