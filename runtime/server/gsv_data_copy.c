@@ -60,8 +60,9 @@ static int send_copy(copy_job *j, gr_err *e) {
     hello.min_version = hello.max_version = GRW_VERSION;
     snprintf(hello.token, sizeof hello.token, "%s", s->opt.token ? s->opt.token : "");
     grp_hello_ok ok;
-    int rc = grp_auth_hello(&j->r, &j->w, 1, &hello, &s->keys, "start the servers with the same --key-file",
-                            &ok, NULL, e);
+    /* The copy proves this server's own role to a gridrpcd only (the proof binds both). */
+    int rc = grp_auth_hello_as(&j->r, &j->w, 1, &hello, &s->keys, GRP_ROLE_SERVER, GRP_PEER_GRIDRPCD,
+                               "start the servers with the same --key-file", &ok, NULL, e);
     if (!rc && j->b->bytes > ok.limits.max_array) {
         char a[32], b[32];
         rc = gr_seterr(e, GRID_ERR_LIMIT, "it takes arrays of at most %s; the handle holds %s",
