@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "gr_opts.h"
+#include "gr_scheme.h"
 #include "gr_settings.h"
 #include "grp_limits.h"
 #include "gsv.h"
@@ -73,6 +74,9 @@ static const char help_text[] =
     "                           GRIDRPC_TOKEN)\n"
     "      --metaserver-key-file FILE\n"
     "                           key file for the metaserver's handshake (default: --key-file)\n"
+    "      --copy-to HOST:PORT  a server this one may send data handles to (DATA_COPY), besides\n"
+    "                           those its metaserver lists up; repeat for more. Without either,\n"
+    "                           DATA_COPY is refused (docs/security.md)\n"
     "\n"
     "Execution:\n"
     "      --threads N          worker threads (default: one per online core)\n"
@@ -255,6 +259,7 @@ enum {
     OPT_JOB_KEEP,
     OPT_KEY_FILE,
     OPT_METASERVER_KEY_FILE,
+    OPT_COPY_TO,
     OPT_TLS_CERT,
     OPT_TLS_KEY,
     OPT_TLS_CA,
@@ -309,6 +314,7 @@ static const struct option long_options[] = {
     {"job-keep", required_argument, NULL, OPT_JOB_KEEP},
     {"key-file", required_argument, NULL, OPT_KEY_FILE},
     {"metaserver-key-file", required_argument, NULL, OPT_METASERVER_KEY_FILE},
+    {"copy-to", required_argument, NULL, OPT_COPY_TO},
     {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
     {"tls-key", required_argument, NULL, OPT_TLS_KEY},
     {"tls-ca", required_argument, NULL, OPT_TLS_CA},
@@ -355,6 +361,13 @@ static int apply(void *ctx, int val, const char *v) {
         if (!*v) return usage_error("%s: empty file name", opt);
         *(val == OPT_KEY_FILE ? &o->key_file : &o->meta_key_file) = v;
         return 0;
+    case OPT_COPY_TO: {
+        char host[GRP_MAX_HOST + 1], why[256];
+        int port, tls;
+        if (gr_parse_hostport(v + gr_scheme_len(v, &tls), 0, host, sizeof host, &port, why, sizeof why) != 0)
+            return usage_error("%s '%s': give HOST:PORT of a server: %s", opt, v, why);
+        return push(&o->copy_to, &o->ncopy_to, v);
+    }
     case OPT_TOKEN: return gdm_opt_token("gridrpcd", opt, v, &o->token);
     case OPT_MAX_MESSAGE:
         if ((rc = parse_size(opt, v, (uint64_t)1 << 62, &n))) return rc;

@@ -349,7 +349,7 @@ kill "$hold" 2>/dev/null
 
 # ---------------------------------------------------------------- a data copy between TLS servers
 start_server d2.out --tls-cert server.pem --tls-key server.key --module "$TESTMOD" --tls-ca "$T_TMP/ca.pem" \
-  --log-level debug
+  --log-level debug --copy-to "gridrpcs://127.0.0.1:$TLS_PORT"
 D2_PORT=$port
 cat >copy.c <<'C'
 /* Puts an array on the first TLS server, then calls a function of the second with the
