@@ -191,6 +191,7 @@ typedef struct gms_sample {
 
 typedef struct gms_server {
     uint64_t id;
+    char owner[GRP_AUTH_KEY_ID_HEX + 1]; /* key id that registered it ("": none yet; gms_owner.c) */
     char name[GRP_MAX_PEER_NAME + 1];
     char host[GRP_MAX_HOST + 1];
     uint32_t port;
@@ -326,6 +327,17 @@ typedef struct gms_state {
 
 int gms_state_init(gms_state *st, int policy, unsigned heartbeat_ms, unsigned down_after);
 void gms_state_free(gms_state *st);
+
+/* Who may write a server entry (gms_owner.c): entries belong to the server key that
+ * registered them. Before REGISTER of HOST:PORT by key OWNER: GRID_OK (an unowned
+ * existing entry is claimed for OWNER), or GRID_ERR_CONFIG when another key registered
+ * it (E says what to do). */
+int gms_state_claim(gms_state *st, const char *host, uint32_t port, const char *owner, gr_err *e);
+/* After REGISTER: entry ID belongs to OWNER unless another key holds it already. */
+void gms_state_set_owner(gms_state *st, uint64_t id, const char *owner);
+/* Before HEARTBEAT or UNREGISTER of ID by key OWNER: GRID_OK (also for an unknown id,
+ * which the caller answers as today), or GRID_ERR_CONFIG when another key registered it. */
+int gms_state_check_owner(gms_state *st, uint64_t id, const char *owner, const char *what, gr_err *e);
 
 /* REGISTER: the same host:port keeps its id. Returns the id. */
 uint64_t gms_state_register(gms_state *st, const grp_register *m, long long now_ns, int64_t unix_ms);
@@ -465,6 +477,8 @@ struct gms_conn {
     char peer_host[64]; /* the site of a client that declares none */
     int server;         /* it registered a server: its heartbeats keep it, never idle-closed */
     uint64_t server_id; /* the server it registered last (0: none): only it may report CRASHED */
+    uint32_t role;      /* the GRP_ROLE_* its key proved; every role when no keys are configured */
+    char key_id[GRP_AUTH_KEY_ID_HEX + 1]; /* the key it proved ("": no keys) */
 };
 
 enum { GMS_KEEP = GDM_KEEP, GMS_CLOSE = GDM_CLOSE, GMS_REFUSE = GDM_REFUSE };

@@ -49,7 +49,6 @@ static void learn_link(gms_state *st, gms_server *s, const char *site, uint64_t 
 
 void gms_state_report(gms_state *st, const grp_report *m, const char *site, long long now_ns,
                       int64_t unix_ms) {
-    (void)now_ns;
     int marked_down = 0;
     char name[GRP_MAX_PEER_NAME + 1] = "";
     pthread_mutex_lock(&st->lock);
@@ -62,7 +61,13 @@ void gms_state_report(gms_state *st, const grp_report *m, const char *site, long
         st->failures++;
         if (s) {
             s->failures++;
-            if ((m->code == GRID_ERR_CONNECT || m->code == GRID_ERR_CONN_LOST) && s->up) {
+            /* A client's word alone does not mark a server down (any client could say it of
+             * any server): only when the metaserver's own evidence agrees, its heartbeat being
+             * late. A server that beats on time stays up; a dead one is down at the next
+             * sweep anyway (docs/security.md). */
+            long long late_ns = (long long)st->heartbeat_ms * 1500000LL;
+            if ((m->code == GRID_ERR_CONNECT || m->code == GRID_ERR_CONN_LOST) && s->up &&
+                now_ns - s->last_beat_ns > late_ns) {
                 /* Suspect until its next heartbeat says otherwise. */
                 s->up = 0;
                 marked_down = 1;

@@ -68,6 +68,14 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gridmetad: --key-file: %s\n", e.msg);
         return 1;
     }
+    if (!opt.keys.n)
+        gms_log(GMS_LOG_WARN, "no --key-file: anyone who reaches this metaserver may do anything (register, "
+                              "unregister or report on any server); see docs/security.md");
+    else if (grp_keyset_untagged(&opt.keys))
+        gms_log(GMS_LOG_WARN,
+                "%s: %u untagged key%s: any holder may register as a server; tag each line 'client HEX', "
+                "'server HEX' or 'admin HEX' (docs/security.md)",
+                opt.key_file, grp_keyset_untagged(&opt.keys), grp_keyset_untagged(&opt.keys) == 1 ? "" : "s");
     if (gms_state_init(&st, opt.policy, opt.heartbeat_ms, opt.down_after)) {
         fprintf(stderr, "gridmetad: out of memory\n");
         return 1;

@@ -76,9 +76,13 @@ static int on_hello(gms_conn *c, const grw_header *h) {
     ok.limits.max_message = GMS_MAX_MESSAGE;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     ok.cores = n > 0 ? (uint32_t)n : 1;
+    /* Without keys every peer may do everything, as before roles (warned at start). */
+    c->role = GRP_ROLES_ALL;
+    c->key_id[0] = '\0';
     if (o->keys.n) {
         char key_id[GRP_AUTH_KEY_ID_HEX + 1];
-        int rc = grp_auth_serve(&c->r, gms_conn_writer(c, 0), h->request_id, &o->keys, key_id, &e);
+        int rc = grp_auth_serve(&c->r, gms_conn_writer(c, 0), h->request_id, &o->keys, GRP_PEER_GRIDMETAD,
+                                key_id, &c->role, &e);
         if (rc) {
             gms_log(GMS_LOG_WARN, "%s: refused: %s (peer '%s')", c->peer, e.msg, m.client);
             if (rc == GRID_ERR_CONN_LOST) return GMS_CLOSE;
@@ -87,7 +91,8 @@ static int on_hello(gms_conn *c, const grw_header *h) {
                 rc == GRID_ERR_TIMEOUT ? "the key handshake did not finish within --io-timeout" : e.msg);
             return GMS_REFUSE;
         }
-        gms_log(GMS_LOG_DEBUG, "%s: proved key %s", c->peer, key_id);
+        memcpy(c->key_id, key_id, sizeof c->key_id);
+        gms_log(GMS_LOG_DEBUG, "%s: proved key %s as %s", c->peer, key_id, grp_role_name(c->role));
     }
     c->hello_done = 1;
     return sent(c, grp_write_hello_ok(gms_conn_writer(c, 0), h->request_id, &ok, &e), &e);
@@ -120,11 +125,39 @@ static int on_probe(gms_conn *c, const grw_header *h) {
     return sent(c, grp_write_probe_ok(gms_conn_writer(c, reply), h->request_id, reply, &e), &e);
 }
 
+/* Refuses (ERROR, connection kept) a server message from a connection whose key may not
+ * act as a server: a client key cannot register, beat for or unregister a server. */
+static int refuse(gms_conn *c, const grw_header *h, gr_err *e) {
+    gms_log(GMS_LOG_WARN, "%s: refused: %s", c->peer, e->msg);
+    return gms_conn_send_error(c, h->request_id, e->code, e->msg) ? GMS_CLOSE : GMS_KEEP;
+}
+
+static int not_server(gms_conn *c, const char *what, gr_err *e) {
+    if (c->role & GRP_ROLE_SERVER) return 0;
+    gr_seterr(e, GRID_ERR_CONFIG,
+              "%s refused: key %s proved the %s role; only a server key (a key file line 'server HEX', "
+              "gridrpc keygen --role server) may send %s (docs/security.md)",
+              what, c->key_id, grp_role_name(c->role), what);
+    return 1;
+}
+
 static int on_register(gms_conn *c, const grw_header *h) {
     gr_err e;
     grp_register m;
     if (grp_read_register(&c->r, &m, &e)) return failed(c, h, "REGISTER message", &e);
+    int bad = not_server(c, "REGISTER", &e);
+    if (!bad && c->net->opt->tls_cert && strncmp(m.host, "gridrpcs://", 11) != 0)
+        bad = gr_seterr(&e, GRID_ERR_CONFIG,
+                        "REGISTER of %s:%u refused: this metaserver serves TLS, and its clients must reach "
+                        "every server by TLS too: start gridrpcd with --tls-cert and --tls-key",
+                        m.host, m.port) != 0;
+    if (!bad) bad = gms_state_claim(c->net->st, m.host, m.port, c->key_id, &e) != GRID_OK;
+    if (bad) {
+        grp_register_free(&m);
+        return refuse(c, h, &e);
+    }
     uint64_t id = gms_state_register(c->net->st, &m, gr_now_ns(), gms_unix_ms());
+    if (id) gms_state_set_owner(c->net->st, id, c->key_id);
     c->server = 1;
     c->server_id = id;
     grp_register_free(&m);
@@ -141,6 +174,9 @@ static int on_heartbeat(gms_conn *c, const grw_header *h) {
     gr_err e;
     grp_heartbeat m;
     if (grp_read_heartbeat(&c->r, &m, &e)) return failed(c, h, "HEARTBEAT message", &e);
+    if (not_server(c, "HEARTBEAT", &e) ||
+        gms_state_check_owner(c->net->st, m.server_id, c->key_id, "HEARTBEAT", &e))
+        return refuse(c, h, &e);
     if (gms_state_heartbeat(c->net->st, &m, gr_now_ns(), gms_unix_ms()) != GRID_OK) {
         char msg[160];
         snprintf(msg, sizeof msg, "server id %llu is not registered here: register again",
@@ -156,6 +192,8 @@ static int on_unregister(gms_conn *c, const grw_header *h) {
     gr_err e;
     uint64_t id;
     if (grp_read_unregister(&c->r, &id, &e)) return failed(c, h, "UNREGISTER message", &e);
+    if (not_server(c, "UNREGISTER", &e) || gms_state_check_owner(c->net->st, id, c->key_id, "UNREGISTER", &e))
+        return refuse(c, h, &e);
     if (gms_state_unregister(c->net->st, id) != GRID_OK) {
         char msg[160];
         snprintf(msg, sizeof msg, "server id %llu is not registered here", (unsigned long long)id);

@@ -37,6 +37,7 @@ typedef struct cli_opts {
     double timeout; /* seconds for each connection and request; 0: none */
     int have_token, have_timeout;
     const char *key_file; /* --key-file, else GRIDRPC_KEY_FILE; NULL: none */
+    const char *role;     /* keygen --role: client, server or admin; NULL: untagged */
     grp_keyset keys;      /* its keys, loaded by main before the command runs */
 } cli_opts;
 

@@ -65,7 +65,7 @@ static void usage(void) {
           "                    is stopped)\n"
           "  cancel ID         stop a queued or running job; its record stays (fetch then\n"
           "                    says it was canceled)\n"
-          "  keygen FILE       write a new key file (32 random bytes in hex, mode 0600)\n"
+          "  keygen [--role R] FILE  write a new key file (32 random bytes in hex, mode 0600)\n"
           "                    for gridrpcd/gridmetad --key-file and GRIDRPC_KEY_FILE\n"
           "  help [COMMAND]    show this help, or a command's\n"
           "\n"
@@ -97,7 +97,7 @@ void cli_error(const char *fmt, ...) {
     va_end(ap);
 }
 
-enum { OPT_METASERVER = 256, OPT_SERVER, OPT_TOKEN, OPT_SITE, OPT_JSON, OPT_TIMEOUT, OPT_KEY_FILE };
+enum { OPT_METASERVER = 256, OPT_SERVER, OPT_TOKEN, OPT_SITE, OPT_JSON, OPT_TIMEOUT, OPT_KEY_FILE, OPT_ROLE };
 
 static const struct option long_opts[] = {
     {"metaserver", required_argument, NULL, OPT_METASERVER},
@@ -106,6 +106,7 @@ static const struct option long_opts[] = {
     {"key-file", required_argument, NULL, OPT_KEY_FILE},
     {"site", required_argument, NULL, OPT_SITE},
     {"json", no_argument, NULL, OPT_JSON},
+    {"role", required_argument, NULL, OPT_ROLE},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -166,6 +167,7 @@ static int parse_options(int argc, char **argv, cli_opts *o, void (*help)(void))
             snprintf(o->site, sizeof o->site, "%s", optarg);
             break;
         case OPT_JSON: o->json = 1; break;
+        case OPT_ROLE: o->role = optarg; break;
         case OPT_TIMEOUT:
             if (gr_parse_duration(optarg, &o->timeout, err, sizeof err) != 0) {
                 cli_error("--timeout: %s", err);
@@ -345,16 +347,21 @@ static void help_jobs(void) {
     fputs(global_help, stdout);
 }
 static void help_keygen(void) {
-    fputs("Usage: gridrpc keygen FILE\n"
+    fputs("Usage: gridrpc keygen [--role client|server|admin] FILE\n"
           "Write a new key file: 32 random bytes (OpenSSL's RAND_bytes) as 64 hex digits\n"
-          "on one line, mode 0600. An existing file is never replaced. Give the file to\n"
+          "on one line, mode 0600, after the role the key may prove: 'client' (calls),\n"
+          "'server' (REGISTER at a metaserver, DATA_COPY), 'admin' (everything). Without\n"
+          "--role the key is untagged and may prove every role (daemons warn about it:\n"
+          "any holder may then register as a server). An existing file is never replaced. Give the file to\n"
           "gridrpcd --key-file, gridmetad --key-file and the clients (GRIDRPC_KEY_FILE,\n"
           "grid_set_key_file_np, gridrpc --key-file, 'key_file PATH'); it must stay\n"
           "unreadable by others. To rotate: append the new key as a second line of the\n"
           "servers' file (both are accepted), move the clients to a file whose first line\n"
           "is the new key, then remove the old key. See docs/server.md \"Security\".\n"
           "\n"
-          "Example: gridrpc keygen ~/.gridrpc.key\n",
+          "See docs/security.md for who may do what.\n"
+          "\n"
+          "Example: gridrpc keygen --role client ~/.gridrpc.key\n",
           stdout);
 }
 static void help_forget(void) {
@@ -450,6 +457,10 @@ int main(int argc, char **argv) {
     if (first < 0) return rc;
     if (o.have_timeout) {
         grid_set_timeouts_from_np(o.timeout, o.timeout, "--timeout"); /* named in timeout messages */
+    }
+    if (o.role && strcmp(cmd, "keygen") != 0) {
+        cli_error("--role is an option of keygen only (gridrpc keygen --role client|server|admin FILE)");
+        return CLI_USAGE;
     }
     /* The key file is read once: the tool's own connections use O's keys, calls the
      * library's (grid_set_key_file_np); a file others may read stops here. */

@@ -1,8 +1,9 @@
-/* grp_keys.c: key files (docs/server.md "Security"): text, '#' comments and blank
- * lines ignored, one key per other line in hex; up to GRP_AUTH_MAX_KEYS so a key can be
- * rotated (servers accept every key, clients use the first). A key file others can
- * read is refused with the chmod that fixes it: a key that leaks lets anyone in.
- * `gridrpc keygen FILE` writes a new one (grp_keygen). */
+/* grp_keys.c: key files (docs/server.md "Security", docs/security.md): text, '#'
+ * comments and blank lines ignored, one key per other line in hex, after the role it
+ * may prove ("client", "server", "admin"; none: every role, as before roles existed); up to GRP_AUTH_MAX_KEYS
+ * so a key can be rotated (servers accept every key, clients use the first). A key file others can read is
+ * refused with the chmod that fixes it: a key that leaks lets anyone in. `gridrpc keygen FILE` writes a new
+ * one (grp_keygen). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -74,6 +75,36 @@ int grp_keyset_parse(const char *text, size_t len, const char *source, grp_keyse
         while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
             n--;
         if (!n) continue;
+        /* An optional role word before the key; without one the key may prove every role. */
+        uint32_t roles = GRP_ROLES_ALL;
+        int tagged = 0;
+        static const struct {
+            const char *word;
+            uint32_t roles;
+        } tags[] = {{"client", GRP_ROLE_CLIENT}, {"server", GRP_ROLE_SERVER}, {"admin", GRP_ROLES_ALL}};
+        for (size_t t = 0; t < sizeof tags / sizeof tags[0] && !tagged; t++) {
+            size_t wl = strlen(tags[t].word);
+            if (n > wl && memcmp(s, tags[t].word, wl) == 0 && (s[wl] == ' ' || s[wl] == '\t')) {
+                roles = tags[t].roles;
+                tagged = 1;
+                s += wl;
+                n -= wl;
+                while (n && (*s == ' ' || *s == '\t')) {
+                    s++;
+                    n--;
+                }
+            }
+        }
+        if (!tagged && n && !(hexval(*s) >= 0)) {
+            size_t wl = 0;
+            while (wl < n && s[wl] != ' ' && s[wl] != '\t')
+                wl++;
+            rc = gr_seterr(e, GRID_ERR_CONFIG,
+                           "%s line %d: '%.*s' is not a role: a key line is 'client HEX', 'server HEX', "
+                           "'admin HEX' or HEX alone (every role)",
+                           source, lineno, (int)(wl > 20 ? 20 : wl), s);
+            break;
+        }
         if (ks->n == GRP_AUTH_MAX_KEYS) {
             rc =
                 gr_seterr(e, GRID_ERR_CONFIG,
@@ -83,7 +114,11 @@ int grp_keyset_parse(const char *text, size_t len, const char *source, grp_keyse
             break;
         }
         rc = parse_key(s, n, source, lineno, &ks->keys[ks->n], e);
-        if (!rc) ks->n++;
+        if (!rc) {
+            ks->keys[ks->n].roles = roles;
+            ks->keys[ks->n].tagged = tagged;
+            ks->n++;
+        }
     }
     if (!rc && ks->n == 0)
         rc = gr_seterr(e, GRID_ERR_CONFIG, "%s holds no key: make one with 'gridrpc keygen FILE'", source);
@@ -134,15 +169,16 @@ int grp_keyset_load(const char *path, grp_keyset *ks, gr_err *e) {
     return rc;
 }
 
-int grp_keygen(const char *path, gr_err *e) {
+int grp_keygen(const char *path, uint32_t role, gr_err *e) {
     uint8_t key[GRP_AUTH_KEYGEN_BYTES];
-    char line[2 * GRP_AUTH_KEYGEN_BYTES + 2];
+    char line[16 + 2 * GRP_AUTH_KEYGEN_BYTES + 2];
     int rc = grp_auth_random(key, sizeof key, e);
     if (rc) return rc;
+    size_t off0 = role ? (size_t)snprintf(line, 16, "%s ", grp_role_name(role)) : 0;
     for (size_t i = 0; i < sizeof key; i++)
-        snprintf(line + 2 * i, 3, "%02x", key[i]);
-    line[2 * sizeof key] = '\n';
-    line[2 * sizeof key + 1] = '\0';
+        snprintf(line + off0 + 2 * i, 3, "%02x", key[i]);
+    line[off0 + 2 * sizeof key] = '\n';
+    line[off0 + 2 * sizeof key + 1] = '\0';
     OPENSSL_cleanse(key, sizeof key);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {

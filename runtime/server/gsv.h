@@ -104,6 +104,8 @@ typedef struct gsv_options {
     /* The key handshake (gsv_auth.c); NULL when not given. */
     const char *key_file;      /* --key-file: clients must prove one of its keys */
     const char *meta_key_file; /* --metaserver-key-file; NULL: --key-file */
+    const char **copy_to;      /* --copy-to HOST:PORT: DATA_COPY destinations trusted (gsv_copy_trust.c) */
+    unsigned ncopy_to;
     /* TLS (grw_tls.h): --tls-cert and --tls-key make the listener TLS only; --tls-ca is the
      * CA file for the TLS servers this one connects to (metaserver, data copies). */
     const char *tls_cert, *tls_key, *tls_ca;
@@ -589,6 +591,10 @@ int gsv_data_request(gsv_conn *c, const grw_header *h);
 /* gsv_data_copy.c: DATA_COPY's transfer, on a thread of its own (the reader goes on). */
 struct grp_data_copy;
 /* Takes the reference B; answers the request itself (DATA_OK or ERROR) when done. */
+/* DATA_COPY's destination HOST (scheme stripped or not) PORT: GRID_OK when --copy-to
+ * names it or this server's metaserver lists it up; else GRID_ERR_CONFIG with why in E
+ * (for the log only: the client gets one message whatever the reason). */
+int gsv_copy_trusted(gsv_server *s, const char *host, unsigned port, gr_err *e);
 int gsv_data_copy_start(gsv_conn *c, uint64_t request_id, const struct grp_data_copy *m, gsv_dbuf *b,
                         gr_err *e);
 /* "doubles", "scomplex numbers": elements of TYPE, for messages. */

@@ -26,6 +26,13 @@ int gsv_keys_load(gsv_server *s, gr_err *e) {
     if (s->keys.n)
         gsv_log(GSV_LOG_INFO, "clients must prove a key of %s (%u key%s, first id %s)", o->key_file,
                 s->keys.n, s->keys.n == 1 ? "" : "s", s->keys.keys[0].id);
+    uint32_t untagged = grp_keyset_untagged(&s->keys);
+    if (untagged)
+        gsv_log(GSV_LOG_WARN,
+                "%s: %u untagged key%s: any holder may act as a server too (copy data here, register at "
+                "a metaserver that shares the file); tag each line 'client HEX', 'server HEX' or 'admin "
+                "HEX' (docs/security.md)",
+                o->key_file, untagged, untagged == 1 ? "" : "s");
     return GRID_OK;
 }
 
@@ -43,7 +50,9 @@ int gsv_auth_hello(gsv_conn *c, const grw_header *h, const grp_hello *m, const g
     grw_writer *w = gsv_reply_lock(c, 0);
     if (!w) return GSV_CLOSE;
     char key_id[GRP_AUTH_KEY_ID_HEX + 1] = "";
-    int rc = s->keys.n ? grp_auth_serve(&c->r, w, h->request_id, &s->keys, key_id, &e) : GRID_OK;
+    int rc = s->keys.n
+                 ? grp_auth_serve(&c->r, w, h->request_id, &s->keys, GRP_PEER_GRIDRPCD, key_id, NULL, &e)
+                 : GRID_OK;
     if (rc) {
         gsv_reply_unlock(c, 0, &e);
         gsv_log(GSV_LOG_WARN, "%s: refused: %s (client '%s')", c->peer, e.msg, m->client);

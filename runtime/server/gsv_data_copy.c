@@ -43,6 +43,8 @@ static int send_copy(copy_job *j, gr_err *e) {
     /* A client names a TLS destination gridrpcs://HOST (docs/protocol.md, DATA_COPY). */
     int tls_dest;
     const char *host = j->m.host + gr_scheme_len(j->m.host, &tls_dest);
+    int rc = gsv_copy_trusted(s, host, j->m.port, e);
+    if (rc) return rc;
     if (tls_dest) gr_tls_endpoint_mark(host, (int)j->m.port);
     grw_tls *tls = NULL;
     int fd =
@@ -60,8 +62,9 @@ static int send_copy(copy_job *j, gr_err *e) {
     hello.min_version = hello.max_version = GRW_VERSION;
     snprintf(hello.token, sizeof hello.token, "%s", s->opt.token ? s->opt.token : "");
     grp_hello_ok ok;
-    int rc = grp_auth_hello(&j->r, &j->w, 1, &hello, &s->keys, "start the servers with the same --key-file",
-                            &ok, NULL, e);
+    /* The copy proves this server's own role to a gridrpcd only (the proof binds both). */
+    rc = grp_auth_hello_as(&j->r, &j->w, 1, &hello, &s->keys, GRP_ROLE_SERVER, GRP_PEER_GRIDRPCD,
+                           "start the servers with the same --key-file", &ok, NULL, e);
     if (!rc && j->b->bytes > ok.limits.max_array) {
         char a[32], b[32];
         rc = gr_seterr(e, GRID_ERR_LIMIT, "it takes arrays of at most %s; the handle holds %s",
@@ -86,12 +89,21 @@ static void *copy_main(void *arg) {
     double ms = (double)(gr_now_ns() - t0) / 1e6;
     char a[32];
     if (rc) {
-        /* The destination's memory limit stays what it is; anything else means it could
-         * not be reached or refused: GRID_ERR_CONNECT, naming it. */
+        /* The destination's memory limit stays what it is (it was reached and proved a
+         * server). Anything else gets one message whatever happened (not trusted, port
+         * closed, refused, silent, another program's banner): a client must not learn
+         * through this server what listens where (issue 25, finding 7); the log says. */
         int code = rc == GRID_ERR_LIMIT ? GRID_ERR_LIMIT : GRID_ERR_CONNECT;
         char msg[GRP_MAX_ERROR_MESSAGE + 1];
-        snprintf(msg, sizeof msg, "DATA_COPY of data handle %" PRIu64 " to %s:%u failed: %s", j->m.d.handle,
-                 j->m.host, j->m.port, e.msg);
+        if (code == GRID_ERR_LIMIT)
+            snprintf(msg, sizeof msg, "DATA_COPY of data handle %" PRIu64 " to %s:%u failed: %s",
+                     j->m.d.handle, j->m.host, j->m.port, e.msg);
+        else
+            snprintf(msg, sizeof msg,
+                     "DATA_COPY of data handle %" PRIu64 " to %s:%u failed: it is not a server this one may "
+                     "copy to (--copy-to, or listed up by its metaserver) or it did not complete the copy as "
+                     "one; the server's log says why",
+                     j->m.d.handle, j->m.host, j->m.port);
         gsv_log(GSV_LOG_WARN, "data copy %s session=%016" PRIx64 " handle=%" PRIu64 " to %s:%u failed: %s",
                 c->peer, j->m.d.session, j->m.d.handle, j->m.host, j->m.port, e.msg);
         gsv_conn_send_error(c, j->request_id, code, msg);

@@ -208,9 +208,9 @@ static int say_hello(gsv_meta *m, gr_err *e) {
     begin_write(m);
     m->r.deadline_ns = gr_now_ns() + (long long)(2 * META_REPLY_S * 1e9);
     grp_hello_ok ok;
-    int rc =
-        grp_auth_hello(&m->r, &m->w, ++m->next_id, &h, &m->srv->meta_keys,
-                       "start gridrpcd with --key-file FILE (or --metaserver-key-file FILE)", &ok, NULL, e);
+    int rc = grp_auth_hello_as(
+        &m->r, &m->w, ++m->next_id, &h, &m->srv->meta_keys, GRP_ROLE_SERVER, GRP_PEER_GRIDMETAD,
+        "start gridrpcd with --key-file FILE (or --metaserver-key-file FILE)", &ok, NULL, e);
     if (rc == GRID_ERR_TIMEOUT) gr_seterr(e, rc, "no answer to HELLO within %g s", 2 * META_REPLY_S);
     return rc;
 }

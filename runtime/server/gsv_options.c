@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "gr_opts.h"
+#include "gr_scheme.h"
 #include "gr_settings.h"
 #include "grp_limits.h"
 #include "gsv.h"
@@ -49,8 +50,10 @@ static const char help_text[] =
     "                           (HMAC-SHA-256 challenge-response after HELLO; the key never\n"
     "                           crosses the wire, and this server proves it holds the key\n"
     "                           too). One key per line in hex, up to 8 (all accepted: add\n"
-    "                           the new key to rotate); the first is also used for the\n"
-    "                           metaserver and for DATA_COPY to other servers. The file must\n"
+    "                           the new key to rotate), each after its role ('client HEX',\n"
+    "                           'server HEX', 'admin HEX'; untagged: every role, warned);\n"
+    "                           the first server key is also used for the metaserver and for\n"
+    "                           DATA_COPY to other servers (docs/security.md). The file must\n"
     "                           not be readable by others (chmod 600). Make one with\n"
     "                           'gridrpc keygen FILE'\n"
     "      --token-file FILE    require clients to present the token on FILE's first line in\n"
@@ -85,6 +88,9 @@ static const char help_text[] =
     "                           --token)\n"
     "      --metaserver-key-file FILE\n"
     "                           key file for the metaserver's handshake (default: --key-file)\n"
+    "      --copy-to HOST:PORT  a server this one may send data handles to (DATA_COPY), besides\n"
+    "                           those its metaserver lists up; repeat for more. Without either,\n"
+    "                           DATA_COPY is refused (docs/security.md)\n"
     "\n"
     "Execution:\n"
     "      --threads N          worker threads (default: one per online core)\n"
@@ -273,6 +279,7 @@ enum {
     OPT_JOB_QUOTA,
     OPT_KEY_FILE,
     OPT_METASERVER_KEY_FILE,
+    OPT_COPY_TO,
     OPT_TLS_CERT,
     OPT_TLS_KEY,
     OPT_TLS_CA,
@@ -334,6 +341,7 @@ static const struct option long_options[] = {
     {"job-quota", required_argument, NULL, OPT_JOB_QUOTA},
     {"key-file", required_argument, NULL, OPT_KEY_FILE},
     {"metaserver-key-file", required_argument, NULL, OPT_METASERVER_KEY_FILE},
+    {"copy-to", required_argument, NULL, OPT_COPY_TO},
     {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
     {"tls-key", required_argument, NULL, OPT_TLS_KEY},
     {"tls-ca", required_argument, NULL, OPT_TLS_CA},
@@ -398,6 +406,13 @@ static int apply(void *ctx, int val, const char *v) {
         return 0;
     }
     case OPT_INSECURE: o->insecure = 1; return 0;
+    case OPT_COPY_TO: {
+        char host[GRP_MAX_HOST + 1], why[256];
+        int port, tls;
+        if (gr_parse_hostport(v + gr_scheme_len(v, &tls), 0, host, sizeof host, &port, why, sizeof why) != 0)
+            return usage_error("%s '%s': give HOST:PORT of a server: %s", opt, v, why);
+        return push(&o->copy_to, &o->ncopy_to, v);
+    }
     case OPT_MAX_MESSAGE:
         if ((rc = parse_size(opt, v, (uint64_t)1 << 62, &n))) return rc;
         o->limits.max_message = n;

@@ -120,15 +120,17 @@ fi
 
 # ---- DATA_COPY: a server proves its own --key-file key to the server it copies to
 (cat k2; cat k1) >k21; chmod 600 k21
-if start_server ca.out --key-file k1 && A=$S && pa=$spid && start_server cb.out --key-file k1; then
+# (B starts first: A may copy only to a server its --copy-to names.)
+if start_server cb.out --key-file k1 && BS=$S && pb=$spid && start_server ca.out --key-file k1 --copy-to "$BS" && A=$S && pa=$spid && S=$BS && spid=$pb; then
   "$B/auth-wire" copy "${A##*:}" "${S##*:}" k1 ok >copy.out 2>&1 || diag <copy.out
   wire_tap copy.out
   stop "$pa"; stop "$spid"
 fi
 # A's first key is k2 (it still accepts the client's k1); B holds k1 only.
-if start_server cc.out --key-file k21 && A=$S && pa=$spid && start_server cd.out --key-file k1; then
+if start_server cd.out --key-file k1 && BS=$S && pb=$spid && start_server cc.out --key-file k21 --copy-to "$BS" && A=$S && pa=$spid && S=$BS && spid=$pb; then
   "$B/auth-wire" copy "${A##*:}" "${S##*:}" k1 refused >copy2.out 2>&1 || diag <copy2.out
   wire_tap copy2.out
+  if grep -q "data copy .* failed: .*is not in this server's key file" cc.out.err; then ok "server A's log says B refused its key"; else fail "A's log of the refused copy"; diag <cc.out.err; fi
   stop "$pa"; stop "$spid"
 fi
 

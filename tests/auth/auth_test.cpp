@@ -30,12 +30,13 @@ const int kNoSigpipe = (signal(SIGPIPE, SIG_IGN), 0);
 
 const uint64_t kId = 0x0102030405060708ull;
 
-// The known-answer values: key 00..1f, server nonce 40..5f, client nonce 80..9f; the
-// MACs and id computed with `openssl dgst -sha256 [-mac HMAC -macopt hexkey:...]`.
+// The known-answer values: key 00..1f, server nonce 40..5f, client nonce 80..9f, role
+// client (01), verifier gridrpcd (01); the MACs and id computed with `openssl dgst
+// -sha256 [-mac HMAC -macopt hexkey:...]` over label | nonces | 01 01.
 const char *kKeyHex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 const char *kKeyId = "5da5700df5d822ed";
-const char *kClientMac = "140f288d824884777331fceb761ae60314f333bc26c9731c87ace36baa81d13b";
-const char *kServerMac = "4f81061ed964b4adc51d747c06b9dec3895b13e0604f94dc24fb6ff2130bdafd";
+const char *kClientMac = "0a5ca732a4139aff95b1205ab640cea16c1a56a40eaf42487913a74336bbacb6";
+const char *kServerMac = "3d66d0e81b74b48f054c9163d80f16ec8c796d365011b7c64dbec350bb990d27";
 
 void fill(uint8_t *p, size_t n, uint8_t first) {
     for (size_t i = 0; i < n; i++)
@@ -81,14 +82,20 @@ TEST(AuthCrypto, KeyIdAndMacsMatchOpenssl) {
     fill(sn, 32, 0x40);
     fill(cn, 32, 0x80);
     gr_err e;
-    ASSERT_EQ(GRID_OK, grp_auth_client_mac(&ks.keys[0], sn, cn, mac, &e));
+    ASSERT_EQ(GRID_OK, grp_auth_client_mac(&ks.keys[0], sn, cn, GRP_ROLE_CLIENT, GRP_PEER_GRIDRPCD, mac, &e));
     EXPECT_EQ(kClientMac, hexs(mac, 32));
-    ASSERT_EQ(GRID_OK, grp_auth_server_mac(&ks.keys[0], cn, sn, mac, &e));
+    ASSERT_EQ(GRID_OK, grp_auth_server_mac(&ks.keys[0], cn, sn, GRP_ROLE_CLIENT, GRP_PEER_GRIDRPCD, mac, &e));
     EXPECT_EQ(kServerMac, hexs(mac, 32));
     // One bit of the key changes the proof (the MAC does depend on the key).
     grp_key k2 = ks.keys[0];
     k2.bytes[31] ^= 1;
-    ASSERT_EQ(GRID_OK, grp_auth_client_mac(&k2, sn, cn, mac, &e));
+    ASSERT_EQ(GRID_OK, grp_auth_client_mac(&k2, sn, cn, GRP_ROLE_CLIENT, GRP_PEER_GRIDRPCD, mac, &e));
+    EXPECT_NE(kClientMac, hexs(mac, 32));
+    // So do the role claimed and the kind of peer it is made for (issue 25, finding 4).
+    ASSERT_EQ(GRID_OK, grp_auth_client_mac(&ks.keys[0], sn, cn, GRP_ROLE_SERVER, GRP_PEER_GRIDRPCD, mac, &e));
+    EXPECT_NE(kClientMac, hexs(mac, 32));
+    ASSERT_EQ(GRID_OK,
+              grp_auth_client_mac(&ks.keys[0], sn, cn, GRP_ROLE_CLIENT, GRP_PEER_GRIDMETAD, mac, &e));
     EXPECT_NE(kClientMac, hexs(mac, 32));
 }
 
@@ -107,19 +114,22 @@ TEST(AuthGolden, Messages) {
     gr_err e;
     {
         Pair p;
-        uint8_t n[32];
-        fill(n, 32, 0x40);
-        ASSERT_EQ(GRID_OK, grp_write_auth_challenge(p.w, kId, n, &e));
+        grp_auth_challenge ch;
+        fill(ch.nonce, 32, 0x40);
+        ch.verifier = GRP_PEER_GRIDRPCD;
+        ASSERT_EQ(GRID_OK, grp_write_auth_challenge(p.w, kId, &ch, &e));
         golden("auth_challenge", p.raw());
     }
     {
         Pair p;
         grp_auth a;
         memcpy(a.key_id, ks.keys[0].id, sizeof a.key_id);
+        a.role = GRP_ROLE_CLIENT;
         fill(a.client_nonce, 32, 0x80);
         uint8_t sn[32];
         fill(sn, 32, 0x40);
-        ASSERT_EQ(GRID_OK, grp_auth_client_mac(&ks.keys[0], sn, a.client_nonce, a.client_mac, &e));
+        ASSERT_EQ(GRID_OK, grp_auth_client_mac(&ks.keys[0], sn, a.client_nonce, GRP_ROLE_CLIENT,
+                                               GRP_PEER_GRIDRPCD, a.client_mac, &e));
         ASSERT_EQ(GRID_OK, grp_write_auth(p.w, kId, &a, &e));
         golden("auth", p.raw());
     }
@@ -128,7 +138,8 @@ TEST(AuthGolden, Messages) {
         uint8_t sn[32], cn[32], mac[32];
         fill(sn, 32, 0x40);
         fill(cn, 32, 0x80);
-        ASSERT_EQ(GRID_OK, grp_auth_server_mac(&ks.keys[0], cn, sn, mac, &e));
+        ASSERT_EQ(GRID_OK,
+                  grp_auth_server_mac(&ks.keys[0], cn, sn, GRP_ROLE_CLIENT, GRP_PEER_GRIDRPCD, mac, &e));
         ASSERT_EQ(GRID_OK, grp_write_auth_ok(p.w, kId, mac, &e));
         golden("auth_ok", p.raw());
     }
@@ -139,12 +150,14 @@ TEST(AuthCodec, RoundTrip) {
     Pair p;
     grp_auth a, b;
     snprintf(a.key_id, sizeof a.key_id, "%s", kKeyId);
+    a.role = GRP_ROLE_SERVER;
     fill(a.client_nonce, 32, 1);
     fill(a.client_mac, 32, 100);
     ASSERT_EQ(GRID_OK, grp_write_auth(p.w, 9, &a, &e));
     p.header(GRP_AUTH, 9);
     ASSERT_EQ(GRID_OK, grp_read_auth(p.r, &b, &e)) << e.msg;
     EXPECT_STREQ(a.key_id, b.key_id);
+    EXPECT_EQ(GRP_ROLE_SERVER, b.role);
     EXPECT_EQ(0, memcmp(a.client_nonce, b.client_nonce, 32));
     EXPECT_EQ(0, memcmp(a.client_mac, b.client_mac, 32));
     EXPECT_STREQ("AUTH_CHALLENGE", grp_type_name(GRP_AUTH_CHALLENGE));
@@ -168,8 +181,8 @@ TEST(AuthCodec, DecodersRefuseBadInput) {
     gr_err e;
     uint8_t z[40] = {0};
     auto challenge = [](grw_reader *r, gr_err *err) {
-        uint8_t n[32];
-        return grp_read_auth_challenge(r, n, err);
+        grp_auth_challenge ch;
+        return grp_read_auth_challenge(r, &ch, err);
     };
     auto auth = [](grw_reader *r, gr_err *err) {
         grp_auth a;
@@ -181,27 +194,35 @@ TEST(AuthCodec, DecodersRefuseBadInput) {
     };
     gr_err we;
     // A nonce one byte short, one long.
-    EXPECT_EQ(GRID_ERR_PROTOCOL, decode(
-                                     GRP_AUTH_CHALLENGE,
-                                     [&](grw_writer *w) { grw_write_opaque(w, z, 31, &we); }, challenge, &e));
+    auto ch = [&](uint32_t version, uint32_t nonce, uint32_t verifier, bool trailing) {
+        return [&we, &z, version, nonce, verifier, trailing](grw_writer *w) {
+            grw_write_u32(w, version, &we);
+            grw_write_opaque(w, z, nonce, &we);
+            grw_write_u32(w, verifier, &we);
+            if (trailing) grw_write_u32(w, 0, &we);
+        };
+    };
+    EXPECT_EQ(GRID_ERR_PROTOCOL, decode(GRP_AUTH_CHALLENGE, ch(2, 31, 1, false), challenge, &e));
     EXPECT_NE(nullptr, strstr(e.msg, "nonce of 31 bytes")) << e.msg;
-    EXPECT_EQ(GRID_ERR_PROTOCOL, decode(
-                                     GRP_AUTH_CHALLENGE,
-                                     [&](grw_writer *w) { grw_write_opaque(w, z, 33, &we); }, challenge, &e));
-    // Trailing bytes.
-    EXPECT_EQ(GRID_ERR_PROTOCOL, decode(
-                                     GRP_AUTH_CHALLENGE,
-                                     [&](grw_writer *w) {
-                                         grw_write_opaque(w, z, 32, &we);
-                                         grw_write_u32(w, 0, &we);
-                                     },
-                                     challenge, &e));
+    EXPECT_EQ(GRID_ERR_PROTOCOL, decode(GRP_AUTH_CHALLENGE, ch(2, 33, 1, false), challenge, &e));
+    // Trailing bytes; an unknown verifier; an unknown version.
+    EXPECT_EQ(GRID_ERR_PROTOCOL, decode(GRP_AUTH_CHALLENGE, ch(2, 32, 1, true), challenge, &e));
+    EXPECT_EQ(GRID_ERR_PROTOCOL, decode(GRP_AUTH_CHALLENGE, ch(2, 32, 3, false), challenge, &e));
+    EXPECT_EQ(GRID_ERR_PROTOCOL, decode(GRP_AUTH_CHALLENGE, ch(3, 32, 1, false), challenge, &e));
+    EXPECT_EQ(GRID_OK, decode(GRP_AUTH_CHALLENGE, ch(2, 32, 2, false), challenge, &e)) << e.msg;
+    // A challenge of version 1 (a server older than roles): a clear error saying to upgrade.
+    EXPECT_EQ(GRID_ERR_CONFIG, decode(
+                                   GRP_AUTH_CHALLENGE,
+                                   [&](grw_writer *w) { grw_write_opaque(w, z, 32, &we); }, challenge, &e));
+    EXPECT_NE(nullptr, strstr(e.msg, "before roles (version 1)")) << e.msg;
+    EXPECT_NE(nullptr, strstr(e.msg, "upgrade it")) << e.msg;
     // Key ids: uppercase, too short, too long.
     for (const char *id : {"5DA5700DF5D822ED", "5da5700df5d822e", "5da5700df5d822ed0"}) {
         EXPECT_NE(GRID_OK, decode(
                                GRP_AUTH,
                                [&](grw_writer *w) {
                                    grw_write_string(w, id, &we);
+                                   grw_write_u32(w, 1, &we);
                                    grw_write_opaque(w, z, 32, &we);
                                    grw_write_opaque(w, z, 32, &we);
                                },
@@ -213,6 +234,7 @@ TEST(AuthCodec, DecodersRefuseBadInput) {
                                      GRP_AUTH,
                                      [&](grw_writer *w) {
                                          grw_write_string(w, kKeyId, &we);
+                                         grw_write_u32(w, 1, &we);
                                          grw_write_opaque(w, z, 32, &we);
                                          grw_write_opaque(w, z, 16, &we);
                                      },
@@ -220,16 +242,22 @@ TEST(AuthCodec, DecodersRefuseBadInput) {
     EXPECT_EQ(GRID_ERR_PROTOCOL,
               decode(
                   GRP_AUTH_OK, [&](grw_writer *w) { grw_write_opaque(w, z, 0, &we); }, auth_ok, &e));
-    // And the well-formed one passes (the checks above fail for the reason given).
-    EXPECT_EQ(GRID_OK, decode(
-                           GRP_AUTH,
-                           [&](grw_writer *w) {
-                               grw_write_string(w, kKeyId, &we);
-                               grw_write_opaque(w, z, 32, &we);
-                               grw_write_opaque(w, z, 32, &we);
-                           },
-                           auth, &e))
-        << e.msg;
+    // A role that is not one of the three; an AUTH of version 1 (no role).
+    auto auth_role = [&](int role) {
+        return [&we, &z, role](grw_writer *w) {
+            grw_write_string(w, kKeyId, &we);
+            if (role >= 0) grw_write_u32(w, (uint32_t)role, &we);
+            grw_write_opaque(w, z, 32, &we);
+            grw_write_opaque(w, z, 32, &we);
+        };
+    };
+    for (int role : {0, 3, 7, 8})
+        EXPECT_EQ(GRID_ERR_PROTOCOL, decode(GRP_AUTH, auth_role(role), auth, &e)) << role;
+    EXPECT_EQ(GRID_ERR_CONFIG, decode(GRP_AUTH, auth_role(-1), auth, &e));
+    EXPECT_NE(nullptr, strstr(e.msg, "the client speaks the key handshake of GridRPC before roles")) << e.msg;
+    // And the well-formed ones pass (the checks above fail for the reason given).
+    for (int role : {1, 2, 4})
+        EXPECT_EQ(GRID_OK, decode(GRP_AUTH, auth_role(role), auth, &e)) << e.msg;
 }
 
 // ---------------------------------------------------------------- key files
@@ -334,7 +362,7 @@ TEST(AuthKeys, KeygenWrites0600AndNeverReplaces) {
     mode_t old = umask(0);
     std::string p = d.path + "/new.key", q = d.path + "/other.key";
     gr_err e;
-    ASSERT_EQ(GRID_OK, grp_keygen(p.c_str(), &e)) << e.msg;
+    ASSERT_EQ(GRID_OK, grp_keygen(p.c_str(), 0, &e)) << e.msg;
     umask(old);
     struct stat st;
     ASSERT_EQ(0, stat(p.c_str(), &st));
@@ -343,11 +371,15 @@ TEST(AuthKeys, KeygenWrites0600AndNeverReplaces) {
     grp_keyset a, b;
     ASSERT_EQ(GRID_OK, grp_keyset_load(p.c_str(), &a, &e)) << e.msg;
     EXPECT_EQ(32u, a.keys[0].len);
-    EXPECT_EQ(GRID_ERR_IO, grp_keygen(p.c_str(), &e));
+    EXPECT_EQ(GRID_ERR_IO, grp_keygen(p.c_str(), 0, &e));
     EXPECT_NE(nullptr, strstr(e.msg, "never replaced")) << e.msg;
-    ASSERT_EQ(GRID_OK, grp_keygen(q.c_str(), &e));
+    ASSERT_EQ(GRID_OK, grp_keygen(q.c_str(), GRP_ROLE_SERVER, &e));
     ASSERT_EQ(GRID_OK, grp_keyset_load(q.c_str(), &b, &e));
     EXPECT_NE(0, memcmp(a.keys[0].bytes, b.keys[0].bytes, 32)) << "two keys from keygen are equal";
+    EXPECT_EQ(0, a.keys[0].tagged);
+    EXPECT_EQ(GRP_ROLES_ALL, a.keys[0].roles);
+    EXPECT_EQ(1, b.keys[0].tagged);
+    EXPECT_EQ(GRP_ROLE_SERVER, b.keys[0].roles);
 }
 
 // ---------------------------------------------------------------- the handshake
@@ -382,6 +414,7 @@ struct Served {
     int rc = -1;
     gr_err e;
     char key_id[GRP_AUTH_KEY_ID_HEX + 1] = "";
+    uint32_t role = 0;
 };
 
 // The server's side as gridrpcd runs it: HELLO, the handshake when KS has keys (an
@@ -393,7 +426,8 @@ void serve(Link *l, const grp_keyset *ks, Served *out) {
     out->rc = grp_read_header(l->r[1], &h, &out->e);
     if (!out->rc) out->rc = grp_read_hello(l->r[1], &m, &out->e);
     if (!out->rc && ks && ks->n)
-        out->rc = grp_auth_serve(l->r[1], l->w[1], h.request_id, ks, out->key_id, &out->e);
+        out->rc = grp_auth_serve(l->r[1], l->w[1], h.request_id, ks, GRP_PEER_GRIDRPCD, out->key_id,
+                                 &out->role, &out->e);
     gr_err we;
     if (out->rc) {
         grp_write_error(l->w[1], h.request_id, out->rc, out->e.msg, &we);
@@ -413,7 +447,7 @@ struct Result {
     Served s;
 };
 
-Result handshake(const grp_keyset *client, const grp_keyset *server) {
+Result handshake(const grp_keyset *client, const grp_keyset *server, uint32_t role = GRP_ROLE_CLIENT) {
     Link l;
     Result res;
     std::thread t(serve, &l, server, &res.s);
@@ -421,7 +455,8 @@ Result handshake(const grp_keyset *client, const grp_keyset *server) {
     snprintf(m.client, sizeof m.client, "auth-test");
     m.min_version = m.max_version = GRW_VERSION;
     grp_hello_ok ok;
-    res.rc = grp_auth_hello(l.r[0], l.w[0], 7, &m, client, "set GRIDRPC_KEY_FILE", &ok, &res.refused, &res.e);
+    res.rc = grp_auth_hello_as(l.r[0], l.w[0], 7, &m, client, role, GRP_PEER_GRIDRPCD, "set GRIDRPC_KEY_FILE",
+                               &ok, &res.refused, &res.e);
     shutdown(l.fd[0], SHUT_RDWR);
     t.join();
     return res;
@@ -486,10 +521,11 @@ TEST(AuthHandshake, ForgedAuthOkIsRefused) {
         grw_header h;
         grp_hello m;
         gr_err e;
-        uint8_t n[32] = {1}, mac[32] = {0};
+        uint8_t mac[32] = {0};
+        grp_auth_challenge n = {{1}, GRP_PEER_GRIDRPCD};
         grp_auth a;
         if (grp_read_header(l.r[1], &h, &e) || grp_read_hello(l.r[1], &m, &e)) return;
-        grp_write_auth_challenge(l.w[1], h.request_id, n, &e);
+        grp_write_auth_challenge(l.w[1], h.request_id, &n, &e);
         if (grp_read_header(l.r[1], &h, &e) || grp_read_auth(l.r[1], &a, &e)) return;
         grp_write_auth_ok(l.w[1], h.request_id, mac, &e);
     });
@@ -513,10 +549,11 @@ TEST(AuthHandshake, ReplayedAuthIsRefused) {
             grw_header h;
             grp_hello m;
             gr_err e;
-            uint8_t n[32];
-            grp_auth_random(n, 32, &e);
+            grp_auth_challenge n;
+            n.verifier = GRP_PEER_GRIDRPCD;
+            grp_auth_random(n.nonce, 32, &e);
             if (grp_read_header(l.r[1], &h, &e) || grp_read_hello(l.r[1], &m, &e)) return;
-            grp_write_auth_challenge(l.w[1], h.request_id, n, &e);
+            grp_write_auth_challenge(l.w[1], h.request_id, &n, &e);
             if (grp_read_header(l.r[1], &h, &e) || grp_read_auth(l.r[1], &recorded, &e)) return;
             shutdown(l.fd[1], SHUT_RDWR);
         });
@@ -535,22 +572,142 @@ TEST(AuthHandshake, ReplayedAuthIsRefused) {
         gr_err e;
         grp_hello m;
         if (grp_read_header(l.r[1], &h, &e) || grp_read_hello(l.r[1], &m, &e)) return;
-        s.rc = grp_auth_serve(l.r[1], l.w[1], h.request_id, &k, s.key_id, &s.e);
+        s.rc = grp_auth_serve(l.r[1], l.w[1], h.request_id, &k, GRP_PEER_GRIDRPCD, s.key_id, &s.role, &s.e);
     });
     gr_err e;
     grp_hello m = {};
     m.min_version = m.max_version = GRW_VERSION;
     ASSERT_EQ(GRID_OK, grp_write_hello(l.w[0], 1, &m, &e));
     grw_header h;
-    uint8_t n[32];
+    grp_auth_challenge n;
     ASSERT_EQ(GRID_OK, grp_read_header(l.r[0], &h, &e));
     ASSERT_EQ((uint32_t)GRP_AUTH_CHALLENGE, h.type);
-    ASSERT_EQ(GRID_OK, grp_read_auth_challenge(l.r[0], n, &e));
+    ASSERT_EQ(GRID_OK, grp_read_auth_challenge(l.r[0], &n, &e));
     ASSERT_EQ(GRID_OK, grp_write_auth(l.w[0], 1, &recorded, &e));
     t.join();
     EXPECT_EQ(GRID_ERR_CONFIG, s.rc);
     EXPECT_NE(nullptr, strstr(s.e.msg, "the proof for key")) << s.e.msg;
     EXPECT_STREQ(k.keys[0].id, s.key_id);
+}
+
+// ---------------------------------------------------------------- roles (issue 25)
+
+TEST(AuthKeys, RoleTags) {
+    grp_keyset ks;
+    gr_err e;
+    std::string text = "client " + key_hex(0, 32) + "\nserver\t" + key_hex(1, 32) + "  # s\nadmin " +
+                       key_hex(2, 32) + "\n" + key_hex(3, 32) + "\n";
+    ASSERT_EQ(GRID_OK, parse(text, &ks, &e)) << e.msg;
+    ASSERT_EQ(4u, ks.n);
+    EXPECT_EQ(GRP_ROLE_CLIENT, ks.keys[0].roles);
+    EXPECT_EQ(GRP_ROLE_SERVER, ks.keys[1].roles);
+    EXPECT_EQ(GRP_ROLES_ALL, ks.keys[2].roles);
+    EXPECT_EQ(1, ks.keys[2].tagged);
+    EXPECT_EQ(GRP_ROLES_ALL, ks.keys[3].roles);
+    EXPECT_EQ(0, ks.keys[3].tagged);
+    EXPECT_EQ(1u, grp_keyset_untagged(&ks));
+    EXPECT_STREQ(kKeyId, ks.keys[0].id) << "the tag is not part of the key";
+    EXPECT_EQ(&ks.keys[1], grp_keyset_pick(&ks, GRP_ROLE_SERVER));
+    EXPECT_EQ(&ks.keys[2], grp_keyset_pick(&ks, GRP_ROLE_ADMIN));
+    EXPECT_EQ(GRID_ERR_CONFIG, parse("root " + key_hex(0, 32), &ks, &e));
+    EXPECT_NE(nullptr, strstr(e.msg, "'root' is not a role")) << e.msg;
+}
+
+TEST(AuthRoles, ClientKeyCannotClaimServer) {
+    grp_keyset server = keys_of("client " + key_hex(0, 32) + "\nserver " + key_hex(1, 32) + "\n");
+    grp_keyset client = keys_of("client " + key_hex(0, 32) + "\n");
+    // Its own side refuses before anything is sent: no key of its file may act as a server.
+    Result r = handshake(&client, &server, GRP_ROLE_SERVER);
+    EXPECT_EQ(GRID_ERR_CONFIG, r.rc);
+    EXPECT_NE(nullptr, strstr(r.e.msg, "may act as a server")) << r.e.msg;
+    // A client claiming the server role with a client key (a hand-made AUTH) is refused
+    // by the verifier, whose file says what the key is.
+    grp_keyset lying = client;
+    lying.keys[0].roles = GRP_ROLES_ALL;
+    r = handshake(&lying, &server, GRP_ROLE_SERVER);
+    EXPECT_EQ(GRID_ERR_CONFIG, r.rc);
+    EXPECT_NE(nullptr, strstr(r.e.msg, "may not act as a server")) << r.e.msg;
+    EXPECT_EQ(0u, r.s.role);
+    // The right role passes and the verifier learns it.
+    r = handshake(&client, &server, GRP_ROLE_CLIENT);
+    EXPECT_EQ(GRID_OK, r.rc) << r.e.msg;
+    EXPECT_EQ(GRP_ROLE_CLIENT, r.s.role);
+    grp_keyset skey = keys_of("server " + key_hex(1, 32) + "\n");
+    r = handshake(&skey, &server, GRP_ROLE_SERVER);
+    EXPECT_EQ(GRID_OK, r.rc) << r.e.msg;
+    EXPECT_EQ(GRP_ROLE_SERVER, r.s.role);
+}
+
+// Finding 4: a client that holds only K2 relays gridmetad's challenge (gridmetad takes
+// only K1) to a server that holds K1 and K2, as if the server were copying data to it,
+// and relays the server's answer back. The server's proof names the kind of peer it is
+// made for (gridrpcd) and the role, so the relayed AUTH fails at gridmetad; and the
+// server, shown gridmetad's challenge as it is, refuses to prove anything.
+TEST(AuthRoles, RelayedProofFailsAtTheMetaserver) {
+    grp_keyset meta = keys_of("server " + key_hex(1, 32) + "\n");                               // K1
+    grp_keyset srv = keys_of("server " + key_hex(1, 32) + "\nclient " + key_hex(2, 32) + "\n"); // K1, K2
+    for (int rewrite = 0; rewrite < 2; rewrite++) {
+        Link to_meta, to_srv;
+        Served ms;
+        std::thread metad([&] {
+            grw_header h;
+            grp_hello m;
+            gr_clearerr(&ms.e);
+            if (grp_read_header(to_meta.r[1], &h, &ms.e) || grp_read_hello(to_meta.r[1], &m, &ms.e)) return;
+            ms.rc = grp_auth_serve(to_meta.r[1], to_meta.w[1], h.request_id, &meta, GRP_PEER_GRIDMETAD,
+                                   ms.key_id, &ms.role, &ms.e);
+        });
+        // The server's DATA_COPY side: it proves its server key to what it takes for a gridrpcd.
+        int srv_rc = -1;
+        gr_err srv_e;
+        std::thread copier([&] {
+            grp_hello m = {};
+            m.min_version = m.max_version = GRW_VERSION;
+            grp_hello_ok ok;
+            srv_rc = grp_auth_hello_as(to_srv.r[0], to_srv.w[0], 1, &m, &srv, GRP_ROLE_SERVER,
+                                       GRP_PEER_GRIDRPCD, "", &ok, nullptr, &srv_e);
+            shutdown(to_srv.fd[0], SHUT_RDWR);
+        });
+        // The relaying client.
+        gr_err e;
+        grp_hello hm = {};
+        hm.min_version = hm.max_version = GRW_VERSION;
+        ASSERT_EQ(GRID_OK, grp_write_hello(to_meta.w[0], 1, &hm, &e));
+        grw_header h;
+        grp_auth_challenge ch;
+        ASSERT_EQ(GRID_OK, grp_read_header(to_meta.r[0], &h, &e));
+        ASSERT_EQ(GRID_OK, grp_read_auth_challenge(to_meta.r[0], &ch, &e)) << e.msg;
+        EXPECT_EQ(GRP_PEER_GRIDMETAD, ch.verifier);
+        grp_hello got;
+        ASSERT_EQ(GRID_OK, grp_read_header(to_srv.r[1], &h, &e));
+        ASSERT_EQ(GRID_OK, grp_read_hello(to_srv.r[1], &got, &e));
+        if (rewrite) ch.verifier = GRP_PEER_GRIDRPCD; // pretend to be a gridrpcd
+        ASSERT_EQ(GRID_OK, grp_write_auth_challenge(to_srv.w[1], h.request_id, &ch, &e));
+        grp_auth a;
+        bool proved = grp_read_header(to_srv.r[1], &h, &e) == GRID_OK && h.type == GRP_AUTH &&
+                      grp_read_auth(to_srv.r[1], &a, &e) == GRID_OK;
+        shutdown(to_srv.fd[1], SHUT_RDWR); // no AUTH_OK for the server: it gives up at once
+        copier.join();
+        if (!rewrite) {
+            // The server saw it was a metaserver's challenge: no proof left it.
+            EXPECT_FALSE(proved);
+            EXPECT_EQ(GRID_ERR_CONFIG, srv_rc);
+            EXPECT_NE(nullptr,
+                      strstr(srv_e.msg, "is a metaserver (gridmetad) where a server (gridrpcd) was expected"))
+                << srv_e.msg;
+            shutdown(to_meta.fd[0], SHUT_RDWR);
+            metad.join();
+            EXPECT_NE(GRID_OK, ms.rc);
+            continue;
+        }
+        ASSERT_TRUE(proved) << e.msg;
+        EXPECT_STREQ(meta.keys[0].id, a.key_id);
+        ASSERT_EQ(GRID_OK, grp_write_auth(to_meta.w[0], 1, &a, &e));
+        metad.join();
+        EXPECT_EQ(GRID_ERR_CONFIG, ms.rc) << "gridmetad accepted a proof made for a gridrpcd";
+        EXPECT_NE(nullptr, strstr(ms.e.msg, "the proof for key")) << ms.e.msg;
+        EXPECT_EQ(0u, ms.role);
+    }
 }
 
 // ---------------------------------------------------------------- where a client's key comes from

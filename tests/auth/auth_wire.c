@@ -13,7 +13,7 @@
  * Also: auth-wire copy PORT_A PORT_B KEYFILE EXPECT: a handle put on server A is used
  * by a call on server B, so A sends it to B (DATA_COPY) proving its own key; EXPECT
  * "ok": the call succeeds with the data intact; "refused": it fails, B having refused
- * A's key (the message names it). */
+ * A's key (A's log names it; the client gets DATA_COPY's one message for any failure). */
 #define _GNU_SOURCE /* memmem */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -130,8 +130,10 @@ static int copy_main(int a, int b, const char *keyfile, const char *expect) {
                "copy: a call on server B reads the handle server A sent it with its key (%s)",
                rc ? msg : "intact");
     else
-        result(rc != GRID_OK && strstr(msg, "not in this server's key file") != NULL,
-               "copy: server B refuses server A's key, and the call says so (%s)", msg);
+        /* The client learns only that the copy failed (issue 25: nothing about what answered
+         * where); server A's log says B refused its key (tests/auth/auth.sh checks it). */
+        result(rc != GRID_OK && strstr(msg, "the server's log says why") != NULL,
+               "copy: server B refuses server A's key, and the call fails (%s)", msg);
     grid_data_free_np(h);
     grid_reset_np();
     printf("1..%d\n", tests);

@@ -7,12 +7,15 @@
  * session freed after --data-grace once its connections closed and after --data-lease
  * unused, and DATA_COPY between two servers (with --token) followed by CALL_DATA on the
  * second. Servers log at info level to files the test reads. TAP output. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -488,6 +491,29 @@ static void check_copy(const srv *from, const srv *to) {
     rc = copy(c, C, 50, 1);
     result(rc == GRID_ERR_CONNECT && has(c, "127.0.0.1:1"),
            "a copy to a server that is down is GRID_ERR_CONNECT naming it");
+    char closed[sizeof c->e.msg];
+    const char *why = strstr(c->e.msg, "failed: ");
+    snprintf(closed, sizeof closed, "%s", why ? why : "?");
+    /* Issue 25: a copy goes only where --copy-to (or the metaserver) says; elsewhere it is
+     * refused before any connection, with the message a closed port gets: a client
+     * cannot scan ports or read banners through the server. */
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof sa;
+    int lport = -1;
+    if (lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(lfd, 4) == 0 &&
+        getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0)
+        lport = ntohs(sa.sin_port);
+    rc = lport > 0 ? copy(c, C, 50, lport) : -1;
+    why = strstr(c->e.msg, "failed: ");
+    result(rc == GRID_ERR_CONNECT && why && strcmp(why, closed) == 0,
+           "a copy to an open port not in --copy-to fails with the closed port's message (%s)", c->e.msg);
+    struct pollfd pf = {lfd, POLLIN, 0};
+    result(lport > 0 && poll(&pf, 1, 200) == 0, "and the server did not connect there");
+    if (lfd >= 0) close(lfd);
     rc = copy(c, C, 51, to->port);
     result(rc == GRID_ERR_ARGS && has(c, "no data handle 51"), "a copy of an unknown handle is refused");
     grd_free(echo);
@@ -503,7 +529,11 @@ int main(void) {
     alarm(240); /* everything here is bounded; this bounds the whole */
     const char *lim[] = {"--data-memory", "64K", NULL};
     const char *life[] = {"--data-grace", "1s", "--data-lease", "3s", NULL};
-    if (start(&servers[0], NULL) || start(&servers[1], lim) || start(&servers[2], life)) {
+    /* servers[0] copies to servers[1] (and to port 1, closed): --copy-to names them. */
+    static char to1[64];
+    const char *trust[] = {"--copy-to", to1, "--copy-to", "127.0.0.1:1", NULL};
+    if (start(&servers[1], lim) || (snprintf(to1, sizeof to1, "127.0.0.1:%d", servers[1].port), 0) ||
+        start(&servers[0], trust) || start(&servers[2], life)) {
         result(0, "the servers start");
         kill_all();
         printf("1..%d\n", tests);

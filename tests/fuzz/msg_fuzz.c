@@ -445,8 +445,8 @@ static int small_message(grw_reader *r, uint32_t type) {
     }
     /* The key handshake (grp_auth.c). */
     case GRP_AUTH_CHALLENGE: {
-        uint8_t nonce[GRP_AUTH_NONCE];
-        return grp_read_auth_challenge(r, nonce, &e);
+        grp_auth_challenge ch;
+        return grp_read_auth_challenge(r, &ch, &e);
     }
     case GRP_AUTH: {
         grp_auth m;

@@ -300,6 +300,17 @@ if wait_line reg.out.err "registered with metaserver"; then ok "a TLS server reg
   fail "registration over TLS"; diag <reg.out.err; fi
 if grep -q "advertising gridrpcs://127.0.0.1:$REG_PORT" reg.out.err; then ok "it advertises its address as gridrpcs://"; else
   fail "advertised address"; diag <reg.out.err; fi
+# Issue 25: a plain server cannot register at a TLS metaserver (its clients would send
+# their calls in clear); it is told what to do and no entry is made for it.
+start_server plainreg.out --module "$TESTMOD" --metaserver "gridrpcs://127.0.0.1:$META_PORT" --tls-ca "$T_TMP/ca.pem" \
+  --name plain-at-tls
+if wait_line plainreg.out.err "start gridrpcd with --tls-cert and --tls-key" && ! grep -q "registered with metaserver" plainreg.out.err &&
+  ! GRIDRPC_METASERVER=gridrpcs://127.0.0.1:$META_PORT GRIDRPC_TLS_CA=$T_TMP/ca.pem timeout 30 "$CLI" status 2>&1 | grep -q plain-at-tls; then
+  ok "a TLS metaserver refuses a plain server's REGISTER, saying to start it with --tls-cert"
+else
+  fail "a plain server at the TLS metaserver"; diag <plainreg.out.err; diag <meta.err
+fi
+kill -TERM "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
 GRIDRPC_METASERVER=gridrpcs://127.0.0.1:$META_PORT GRIDRPC_TLS_CA=$T_TMP/ca.pem run_client meta.out2 "" full; rc=$?
 if [ $rc -eq 0 ] && grep -qx ok meta.out2; then ok "a client calls through the TLS metaserver on the TLS server"; else
   fail "calls through the metaserver (rc $rc)"; diag <meta.out2; fi
@@ -338,7 +349,7 @@ kill "$hold" 2>/dev/null
 
 # ---------------------------------------------------------------- a data copy between TLS servers
 start_server d2.out --tls-cert server.pem --tls-key server.key --module "$TESTMOD" --tls-ca "$T_TMP/ca.pem" \
-  --log-level debug
+  --log-level debug --copy-to "gridrpcs://127.0.0.1:$TLS_PORT"
 D2_PORT=$port
 cat >copy.c <<'C'
 /* Puts an array on the first TLS server, then calls a function of the second with the

@@ -302,22 +302,27 @@ static void test_state(void) {
     ok(d.ncands == 2 && found_measured && found_assumed,
        "the decision explains both candidates: a measured link and an assumed one");
 
-    /* A failure that says the server is unreachable marks it down until it beats. */
+    /* A failure that says the server is unreachable is counted; one client's word alone
+     * does not mark down a server whose heartbeat is on time (issue 25), but it does
+     * once the heartbeat is late, until it beats again. */
     grp_report fail;
     memset(&fail, 0, sizeof fail);
     fail.server_id = b;
     fail.code = GRID_ERR_CONN_LOST;
-    gms_state_report(&st, &fail, "lab", gr_now_ns(), gms_unix_ms());
     gms_server *sb = server(&st, b);
-    ok(!sb->up && sb->failures == 1 && st.failures == 1,
-       "REPORT of a lost connection: failure counted, marked down");
+    gms_state_report(&st, &fail, "lab", sb->last_beat_ns, gms_unix_ms());
+    ok(sb->up && sb->failures == 1 && st.failures == 1,
+       "REPORT of a lost connection, heartbeat on time: failure counted, still up");
+    gms_state_report(&st, &fail, "lab", sb->last_beat_ns + 2LL * st.heartbeat_ms * 1000000LL, gms_unix_ms());
+    ok(!sb->up && sb->failures == 2 && st.failures == 2,
+       "REPORT of a lost connection, heartbeat late: marked down");
     /* A withdrawn assignment (the client only fetched the descriptor) is no failure. */
     grp_report withdrawn;
     memset(&withdrawn, 0, sizeof withdrawn);
     withdrawn.server_id = s1->id;
     withdrawn.code = GRID_ERR_CANCELED;
     gms_state_report(&st, &withdrawn, "lab", gr_now_ns(), gms_unix_ms());
-    ok(s1->failures == 0 && st.failures == 1 && s1->up, "REPORT of a cancelled call: no failure, still up");
+    ok(s1->failures == 0 && st.failures == 2 && s1->up, "REPORT of a cancelled call: no failure, still up");
     /* A run too short to time the flops leaves the speed alone. */
     double before = f->speed;
     rep.run_ns = 200000; /* 0.2 ms: overhead, not flops */
