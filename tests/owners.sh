@@ -78,7 +78,8 @@ if [ $b_rc -ne 0 ] && [ $rc -eq 0 ]; then ok "A cancels its running job; B could
 stop
 
 # ---- keys: the key id is the owner, not the session
-"$CLI" keygen k1 >/dev/null && "$CLI" keygen k2 >/dev/null && (cat k1; cat k2) >k12 && chmod 600 k12
+"$CLI" keygen k1 >/dev/null && "$CLI" keygen k2 >/dev/null && "$CLI" keygen --role admin ka >/dev/null &&
+  "$CLI" keygen --role client kc >/dev/null && (cat k1; cat k2; cat ka; cat kc) >k12 && chmod 600 k12
 serve s2.log 0 --job-dir "$T_TMP/jobs2" --key-file k12 || { fail "gridrpcd --key-file starts"; finish; exit 1; }
 P=$port
 as A --key-file k1 --server "127.0.0.1:$P" submit test/echo_double 3 '[0,1.5,3]'
@@ -94,6 +95,16 @@ for op in fetch cancel forget; do
 done
 as B --key-file k1 fetch "$IDK" --wait 10
 if [ $rc -eq 0 ] && grep -qx 'out = \[0, 1.5, 3\]' cli.out; then ok "another session with the same key fetches it (the key id owns it)"; else fail "same key fetch (rc $rc)"; diag <cli.out; fi
+# An administrator (a key tagged admin) reaches every owner's jobs; a key tagged client
+# is an owner like any other.
+as B --key-file kc jobs "127.0.0.1:$P"
+if [ $rc -eq 0 ] && ! grep -q "$HK" cli.out; then ok "a key tagged client does not list another key's job"; else fail "client-tagged key lists k1's job"; diag <cli.out; fi
+GRIDRPC_KEY_FILE=kc GRIDRPC_SESSION=$SB timeout 30 "$JC" state "$IDK" >kc-info.out 2>&1; crc=$?
+as B --key-file ka jobs "127.0.0.1:$P"
+if [ $rc -eq 0 ] && grep -q "$HK" cli.out; then ok "an admin key lists another key's job"; else fail "admin jobs (rc $rc)"; diag <cli.out; fi
+GRIDRPC_KEY_FILE=ka GRIDRPC_SESSION=$SB timeout 30 "$JC" state "$IDK" >cli.out 2>&1; rc=$?
+if [ $rc -eq 0 ] && [ $crc -eq 3 ]; then ok "an admin key reads its JOB_INFO; the client-tagged key may not"; else fail "admin info (rc $rc, client-tagged rc $crc)"; diag <cli.out; diag <kc-info.out; fi
+if grep -q "administrator (key" s2.log; then ok "the server logs the administrator's connection"; else fail "no administrator log line"; fi
 stop
 
 # ---- the job folder quota: A at its quota is refused, B is not, a forget makes room

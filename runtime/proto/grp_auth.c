@@ -238,7 +238,11 @@ static int answer_challenge(grw_reader *r, grw_writer *w, uint64_t id, const grp
 
 int grp_auth_hello(grw_reader *r, grw_writer *w, uint64_t id, const grp_hello *m, const grp_keyset *ks,
                    const char *how, grp_hello_ok *ok, int *refused, gr_err *e) {
-    return grp_auth_hello_as(r, w, id, m, ks, GRP_ROLE_CLIENT, 0, how, ok, refused, e);
+    /* A program given an admin key acts as an administrator (every owner's jobs and
+     * objects); any other key claims the client role. */
+    const grp_key *k = ks && ks->n ? grp_keyset_pick(ks, GRP_ROLE_CLIENT) : NULL;
+    uint32_t role = k && k->tagged && (k->roles & GRP_ROLE_ADMIN) ? GRP_ROLE_ADMIN : GRP_ROLE_CLIENT;
+    return grp_auth_hello_as(r, w, id, m, ks, role, 0, how, ok, refused, e);
 }
 
 int grp_auth_hello_as(grw_reader *r, grw_writer *w, uint64_t id, const grp_hello *m, const grp_keyset *ks,

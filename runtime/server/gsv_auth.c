@@ -50,8 +50,9 @@ int gsv_auth_hello(gsv_conn *c, const grw_header *h, const grp_hello *m, const g
     grw_writer *w = gsv_reply_lock(c, 0);
     if (!w) return GSV_CLOSE;
     char key_id[GRP_AUTH_KEY_ID_HEX + 1] = "";
+    uint32_t role = 0;
     int rc = s->keys.n
-                 ? grp_auth_serve(&c->r, w, h->request_id, &s->keys, GRP_PEER_GRIDRPCD, key_id, NULL, &e)
+                 ? grp_auth_serve(&c->r, w, h->request_id, &s->keys, GRP_PEER_GRIDRPCD, key_id, &role, &e)
                  : GRID_OK;
     if (rc) {
         gsv_reply_unlock(c, 0, &e);
@@ -77,7 +78,8 @@ int gsv_auth_hello(gsv_conn *c, const grw_header *h, const grp_hello *m, const g
                 snprintf(c->owner + 2 + 2 * i, 3, "%02x", b[i]);
         }
     }
-    c->is_admin = 0; /* no credential carries the admin role yet */
+    c->is_admin = role == GRP_ROLE_ADMIN; /* proved with a key tagged admin */
+    if (c->is_admin) gsv_log(GSV_LOG_INFO, "%s: administrator (key %s)", c->peer, key_id);
     c->hello_done = 1;
     return gsv_reply_unlock(c, grp_write_hello_ok(w, h->request_id, ok, &e), &e) ? GSV_CLOSE : GSV_KEEP;
 }
