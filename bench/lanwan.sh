@@ -250,7 +250,7 @@ run_lanwan() {
   for cfg in $configs; do
     local sargs=(--threads "$cores" --blas-threads 1)
     [ "$cfg" = data ] && sargs=(--threads 1 --blas-threads "$cores")
-    lab_start srv "$B/gridrpcd" --host "$(lab_ip --insecure srv)" --port 7000 --module-dir "$B/stubs/.libs" \
+    lab_start srv "$B/gridrpcd" --host "$(lab_ip srv)" --insecure --port 7000 --module-dir "$B/stubs/.libs" \
       --log-level info "${sargs[@]}" || {
       failed=1
       continue

@@ -122,7 +122,7 @@ if [ $smoke = 1 ]; then
   trap cleanup EXIT
   trap 'exit 1' INT TERM
   for i in 1 2; do
-    env OPENBLAS_NUM_THREADS=1 "$B/gridrpcd" --host 127.0.0.1 --port 0 --module-dir "$B/stubs/.libs" --threads 1 \
+    env OPENBLAS_NUM_THREADS=1 "$B/gridrpcd" --host 127.0.0.1 --port 0 --copy-to "127.0.0.1:*" --module-dir "$B/stubs/.libs" --threads 1 \
       >"$tmp/s$i.out" 2>"$tmp/s$i.log" </dev/null &
     pids+=($!)
   done
@@ -157,7 +157,7 @@ else
   META=10.77.0.2:7100
   for i in 1 2 3 4; do
     lab_host "s$i" $((10 + i)) && lab_link "s$i" "$rate" 0 && lab_cpu_quota "s$i" "$quota" || exit 1
-    lab_start "s$i" env OPENBLAS_NUM_THREADS=1 "$B/gridrpcd" --host "$(lab_ip --insecure "s$i")" --port 7000 \
+    lab_start "s$i" env OPENBLAS_NUM_THREADS=1 "$B/gridrpcd" --host "$(lab_ip "s$i")" --insecure --port 7000 \
       --module-dir "$B/stubs/.libs" --threads 1 --quiet --metaserver "$META" --name "s$i" || exit 1
     pids+=("$LAB_PID")
     addrs+=("$(lab_ip "s$i"):7000")

@@ -151,7 +151,7 @@ start_grid() {
   cp /dev/null "$LAB_DIR/$tag.names"
   srv_pids=()
   for ((i = 1; i <= n; i++)); do
-    lab_start "s$i" env OPENBLAS_NUM_THREADS=1 "$B/gridrpcd" --host "$(lab_ip --insecure "s$i")" --port 7000 \
+    lab_start "s$i" env OPENBLAS_NUM_THREADS=1 "$B/gridrpcd" --host "$(lab_ip "s$i")" --insecure --port 7000 \
       --module-dir "$B/stubs/.libs" --threads 1 --quiet --metaserver "$META" --name "s$i" || return 1
     srv_pids+=("$LAB_PID")
   done

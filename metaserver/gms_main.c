@@ -68,8 +68,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gridmetad: --key-file: %s\n", e.msg);
         return 1;
     }
+    /* Without keys on loopback this is a notice (the machine's own users); listening
+     * further needed --insecure, which gdm_check_exposure warns about loudly. */
     if (!opt.keys.n)
-        gms_log(GMS_LOG_WARN, "no --key-file: anyone who reaches this metaserver may do anything (register, "
+        gms_log(GMS_LOG_INFO, "no --key-file: anyone who reaches this metaserver may do anything (register, "
                               "unregister or report on any server); see docs/security.md");
     else if (grp_keyset_untagged(&opt.keys))
         gms_log(GMS_LOG_WARN,

@@ -72,7 +72,13 @@ for i in 1 2 3 4 5 6; do "$B/gridrpc" call test/sleep 5 >/dev/null 2>"$T_TMP/c$i
 rc=0
 for p in "${cpids[@]}"; do wait "$p" || rc=1; done
 [ $rc -eq 0 ] && ok "six concurrent calls succeed" || { fail "six concurrent calls succeed"; cat "$T_TMP"/c*.err | diag; }
-after=$(status_json | python3 -c 'import json,sys; print(" ".join(str(s["calls"]) for s in sorted(json.load(sys.stdin)["servers"], key=lambda s: s["id"])))')
+# A call's REPORT is written after it returns and read by gridmetad when it gets to it:
+# wait (bounded) until all six are counted.
+for _ in $(seq 1 50); do
+  after=$(status_json | python3 -c 'import json,sys; print(" ".join(str(s["calls"]) for s in sorted(json.load(sys.stdin)["servers"], key=lambda s: s["id"])))')
+  python3 -c "import sys; sys.exit(0 if sum(map(int,'$after'.split())) - sum(map(int,'$before'.split())) >= 6 else 1)" && break
+  sleep 0.2
+done
 spread=$(python3 -c "
 b=list(map(int,'$before'.split())); a=list(map(int,'$after'.split()))
 d=[x-y for x,y in zip(a,b)]

@@ -26,7 +26,7 @@ META=10.77.0.11:7100
 # One declared speed for both (the same hardware, other links): a start-up measurement
 # taken under a loaded sanitizer build ranked near's compute slower than far's transfer.
 for h in near far; do
-  lab_start $h "$B/gridrpcd" --host "$(lab_ip --insecure $h)" --port 7000 --module-dir "$B/stubs/.libs" --threads 1 \
+  lab_start $h "$B/gridrpcd" --host "$(lab_ip $h)" --insecure --port 7000 --module-dir "$B/stubs/.libs" --threads 1 \
     --quiet --metaserver "$META" --name "$h" --speed 2G || { fail "gridrpcd $h starts"; finish; exit; }
 done
 in_client() { lab_exec client env GRIDRPC_METASERVER=$META GRIDRPC_SITE=labclient GRIDRPC_QUIET=1 "$@"; }

@@ -12,7 +12,7 @@ online=$(getconf _NPROCESSORS_ONLN)
 # cores_under PCT: the cores gridrpcd reports in host a under a quota of PCT% of a CPU.
 cores_under() {
   lab_cpu_quota a "$1" || return 1
-  lab_start a "$B/gridrpcd" --host "$(lab_ip --insecure a)" --port "$2" --module-dir "$B/stubs/.libs" || return 1
+  lab_start a "$B/gridrpcd" --host "$(lab_ip a)" --insecure --port "$2" --module-dir "$B/stubs/.libs" || return 1
   lab_wait_line "$LAB_LOG" ' cores?,' 5 "$LAB_PID" || return 1
   sed -n 's/.* \([0-9][0-9]*\) cores\{0,1\},.*/\1/p' "$LAB_LOG" | head -1
 }

@@ -84,7 +84,7 @@ gl_start() {
   GL_META=$GL_META_IP:$GL_META_PORT GL_META_HTTP=$GL_META_IP:$((GL_META_PORT + 100))
   GL_SRV_PIDS=()
   for ((i = 1; i <= n; i++)); do
-    lab_start "s$i" env OPENBLAS_NUM_THREADS=1 "$B/gridrpcd" --host "$(lab_ip --insecure "s$i")" --port 7000 \
+    lab_start "s$i" env OPENBLAS_NUM_THREADS=1 "$B/gridrpcd" --host "$(lab_ip "s$i")" --insecure --port 7000 \
       --module-dir "$B/stubs/.libs" --threads 1 --metaserver "$GL_META" --name "s$i" "$@" || return 1
     GL_SRV_PIDS+=("$LAB_PID")
   done

@@ -71,6 +71,13 @@ int gsv_copy_trusted(gsv_server *s, const char *host, unsigned port, gr_err *e) 
         int tls, p;
         const char *v = o->copy_to[i];
         v += gr_scheme_len(v, &tls);
+        const char *colon = strrchr(v, ':');
+        if (colon && strcmp(colon, ":*") == 0) {
+            const char *want = host + gr_scheme_len(host, &tls);
+            if ((size_t)(colon - v) == strlen(want) && strncasecmp(v, want, (size_t)(colon - v)) == 0)
+                return GRID_OK;
+            continue;
+        }
         if (gr_parse_hostport(v, 0, h, sizeof h, &p, err, sizeof err) == 0 &&
             same(h, (unsigned)p, host, port))
             return GRID_OK;

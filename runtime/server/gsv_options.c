@@ -89,8 +89,9 @@ static const char help_text[] =
     "      --metaserver-key-file FILE\n"
     "                           key file for the metaserver's handshake (default: --key-file)\n"
     "      --copy-to HOST:PORT  a server this one may send data handles to (DATA_COPY), besides\n"
-    "                           those its metaserver lists up; repeat for more. Without either,\n"
-    "                           DATA_COPY is refused (docs/security.md)\n"
+    "                           those its metaserver lists up; repeat for more; HOST:* trusts\n"
+    "                           every port of HOST. Without either, DATA_COPY is refused\n"
+    "                           (docs/security.md)\n"
     "\n"
     "Execution:\n"
     "      --threads N          worker threads (default: one per online core)\n"
@@ -409,8 +410,17 @@ static int apply(void *ctx, int val, const char *v) {
     case OPT_COPY_TO: {
         char host[GRP_MAX_HOST + 1], why[256];
         int port, tls;
-        if (gr_parse_hostport(v + gr_scheme_len(v, &tls), 0, host, sizeof host, &port, why, sizeof why) != 0)
-            return usage_error("%s '%s': give HOST:PORT of a server: %s", opt, v, why);
+        const char *hp = v + gr_scheme_len(v, &tls);
+        const char *star = strrchr(hp, ':');
+        /* HOST:* trusts every port of HOST: servers on port 0 of one machine (a test,
+         * a study) cannot name each other's ports before they start. */
+        if (star && strcmp(star, ":*") == 0) {
+            if (star == hp || (size_t)(star - hp) > GRP_MAX_HOST)
+                return usage_error("%s '%s': give HOST:PORT or HOST:* of a server", opt, v);
+            return push(&o->copy_to, &o->ncopy_to, v);
+        }
+        if (gr_parse_hostport(hp, 0, host, sizeof host, &port, why, sizeof why) != 0)
+            return usage_error("%s '%s': give HOST:PORT (or HOST:* for every port) of a server: %s", opt, v, why);
         return push(&o->copy_to, &o->ncopy_to, v);
     }
     case OPT_MAX_MESSAGE:

@@ -12,7 +12,7 @@ lab_init fcut || { rc=$?; rm -rf "$T_TMP"; exit $rc; }
 lab_host cli 40
 lab_host srv 41
 lab_link srv 20mbit 0
-lab_start srv "$B/gridrpcd" --host "$(lab_ip --insecure srv)" --port 7000 --module "$FMOD" --module "$TESTMOD" \
+lab_start srv "$B/gridrpcd" --host "$(lab_ip srv)" --insecure --port 7000 --module "$FMOD" --module "$TESTMOD" \
   --threads 8 --io-timeout 15 --log-level warn || { fail "gridrpcd starts"; finish; exit 1; }
 S=$(lab_ip srv):7000
 # client NAME TIMEOUT ARGS...: fault-client in the client host, in the background, its

@@ -25,7 +25,7 @@ ip netns exec "$(lab_ns slow)" sysctl -qw net.ipv4.tcp_rmem="4096 65536 262144" 
 scenario() {
   local port=$1 label=$2 slow_pid= t_stop t_fast t_drop SLOG SLOW_LOG S
   shift 2
-  lab_start srv "$B/gridrpcd" --host "$(lab_ip --insecure srv)" --port "$port" --module "$FMOD" --module "$TESTMOD" \
+  lab_start srv "$B/gridrpcd" --host "$(lab_ip srv)" --insecure --port "$port" --module "$FMOD" --module "$TESTMOD" \
     --threads 1 --io-timeout 2 --log-level debug "$@" || { fail "$label: gridrpcd starts"; return 1; }
   SLOG=$LAB_LOG
   ok "$label: gridrpcd starts (one worker, --io-timeout 2 $*)"

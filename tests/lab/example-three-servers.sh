@@ -33,7 +33,7 @@ for s in "${servers[@]}"; do
   read -r name x rate delay cpu <<<"$s"
   lab_host "$name" "$x" && lab_link "$name" "$rate" "$delay" && lab_cpu_quota "$name" "$cpu" || exit 1
   # One worker and one BLAS thread: the quota, not the core count, sets the speed.
-  lab_start "$name" env OPENBLAS_NUM_THREADS=1 "$build/gridrpcd" --host "$(lab_ip --insecure "$name")" --port 7000 \
+  lab_start "$name" env OPENBLAS_NUM_THREADS=1 "$build/gridrpcd" --host "$(lab_ip "$name")" --insecure --port 7000 \
     --module-dir "$build/stubs/.libs" --threads 1 || exit 1
 done
 echo "== the lab (logs in $LAB_DIR):"

@@ -8,7 +8,7 @@
 #   source tests/lab/lab.sh
 #   lab_init mytest || exit $?         # 77: skipped (not root, no namespaces, no tc)
 #   lab_host s1 11; lab_link s1 20mbit 20; lab_cpu_quota s1 50
-#   lab_run_bg s1 ./gridrpcd --host "$(lab_ip --insecure s1)" --port 7000 ...
+#   lab_run_bg s1 ./gridrpcd --host "$(lab_ip s1)" --insecure --port 7000 ...
 #   lab_wait_line "$LAB_LOG" '^listening on ' 10 "$LAB_PID" || exit 1
 #   lab_exec client ./examples/dmmul 300
 # shellcheck shell=bash
