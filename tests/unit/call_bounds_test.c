@@ -292,19 +292,9 @@ static void stall(void) {
 }
 
 int main(void) {
-    const char *top = getenv("top_builddir");
     static char dpath[4096], mpath[4096];
-    gridrpcd = getenv("GRIDRPCD");
-    if (!gridrpcd) {
-        snprintf(dpath, sizeof dpath, "%s/gridrpcd", top ? top : ".");
-        gridrpcd = dpath;
-    }
-    const char *dir = getenv("GRIDRPC_TEST_MODULES");
-    if (dir)
-        snprintf(mpath, sizeof mpath, "%s/test.so", dir);
-    else
-        snprintf(mpath, sizeof mpath, "%s/stubs/.libs/test.so", top ? top : ".");
-    module = mpath;
+    gridrpcd = raw_build_program("GRIDRPCD", "gridrpcd", dpath, sizeof dpath);
+    module = raw_test_module(mpath, sizeof mpath);
     if (access(module, R_OK) != 0 || access(gridrpcd, X_OK) != 0) {
         printf("# SKIP: gridrpcd or the test module '%s' is not built\n", module);
         return 77;

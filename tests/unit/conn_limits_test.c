@@ -1181,24 +1181,10 @@ static void meta_timeouts(void) {
 }
 
 int main(void) {
-    const char *top = getenv("top_builddir");
     static char dpath[4096], mpath[4096], gpath[4096];
-    gridrpcd = getenv("GRIDRPCD");
-    if (!gridrpcd) {
-        snprintf(dpath, sizeof dpath, "%s/gridrpcd", top ? top : ".");
-        gridrpcd = dpath;
-    }
-    gridmetad = getenv("GRIDMETAD");
-    if (!gridmetad) {
-        snprintf(gpath, sizeof gpath, "%s/gridmetad", top ? top : ".");
-        gridmetad = gpath;
-    }
-    const char *dir = getenv("GRIDRPC_TEST_MODULES");
-    if (dir)
-        snprintf(mpath, sizeof mpath, "%s/test.so", dir);
-    else
-        snprintf(mpath, sizeof mpath, "%s/stubs/.libs/test.so", top ? top : ".");
-    module = mpath;
+    gridrpcd = raw_build_program("GRIDRPCD", "gridrpcd", dpath, sizeof dpath);
+    gridmetad = raw_build_program("GRIDMETAD", "gridmetad", gpath, sizeof gpath);
+    module = raw_test_module(mpath, sizeof mpath);
     if (access(module, R_OK) != 0 || access(gridrpcd, X_OK) != 0 || access(gridmetad, X_OK) != 0) {
         printf("# SKIP: gridrpcd, gridmetad or the test module '%s' is not built\n", module);
         return 77;

@@ -40,6 +40,25 @@
 #define SANITIZED 0
 #endif
 
+/* The build's program NAME: $ENV if set, else $top_builddir/NAME (make check sets both),
+ * in BUF of N bytes. */
+static inline const char *raw_build_program(const char *env, const char *name, char *buf, size_t n) {
+    const char *v = getenv(env), *top = getenv("top_builddir");
+    if (v) return v;
+    snprintf(buf, n, "%s/%s", top ? top : ".", name);
+    return buf;
+}
+
+/* The test module (stubs/test.idl): $GRIDRPC_TEST_MODULES/test.so, else the build's. */
+static inline const char *raw_test_module(char *buf, size_t n) {
+    const char *dir = getenv("GRIDRPC_TEST_MODULES"), *top = getenv("top_builddir");
+    if (dir)
+        snprintf(buf, n, "%s/test.so", dir);
+    else
+        snprintf(buf, n, "%s/stubs/.libs/test.so", top ? top : ".");
+    return buf;
+}
+
 static inline long long raw_deadline(double s) {
     return gr_now_ns() + (long long)(s * 1e9);
 }

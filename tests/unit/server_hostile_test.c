@@ -500,21 +500,10 @@ static void ambiguity_case(const char *gridrpcd, const char *module) {
 }
 
 int main(void) {
-    const char *top = getenv("top_builddir");
     char dpath[4096], mpath[4096];
-    const char *gridrpcd = getenv("GRIDRPCD"), *module = getenv("GRIDRPC_TEST_MODULE");
-    if (!gridrpcd) {
-        snprintf(dpath, sizeof dpath, "%s/gridrpcd", top ? top : ".");
-        gridrpcd = dpath;
-    }
-    if (!module) {
-        const char *dir = getenv("GRIDRPC_TEST_MODULES");
-        if (dir)
-            snprintf(mpath, sizeof mpath, "%s/test.so", dir);
-        else
-            snprintf(mpath, sizeof mpath, "%s/stubs/.libs/test.so", top ? top : ".");
-        module = mpath;
-    }
+    const char *gridrpcd = raw_build_program("GRIDRPCD", "gridrpcd", dpath, sizeof dpath);
+    const char *module = getenv("GRIDRPC_TEST_MODULE");
+    if (!module) module = raw_test_module(mpath, sizeof mpath);
     if (access(module, R_OK) != 0) {
         printf("# SKIP: the test module '%s' is not built\n", module);
         return 77;
