@@ -201,7 +201,7 @@ static int copy_server(const gms_server *s, gms_server *o, char **names) {
         p += n;
     }
     o->nfns = s->nfns;
-    memcpy(o->links, s->links, s->nlinks * sizeof *o->links);
+    if (s->nlinks) memcpy(o->links, s->links, s->nlinks * sizeof *o->links);
     o->nlinks = o->caplinks = s->nlinks;
     return 0;
 }
@@ -246,7 +246,7 @@ static void take_snapshot(gms_state *st, snapshot *c) {
     }
     c->crash = malloc((st->ncrash_fns ? st->ncrash_fns : 1) * sizeof *c->crash);
     if (c->crash) {
-        memcpy(c->crash, st->crash_fns, st->ncrash_fns * sizeof *c->crash);
+        if (st->ncrash_fns) memcpy(c->crash, st->crash_fns, st->ncrash_fns * sizeof *c->crash);
         c->ncrash = st->ncrash_fns;
     }
     c->failed |= !c->sites || !c->ring || !c->crash;

@@ -42,6 +42,19 @@ timeout 30 "$CLI" --server "127.0.0.1:$P" submit test/echo_double 3 '[0,1.5,3]' 
 ID0=$(cat cli.out)
 if [ "$(stat -c %a "$GRIDRPC_SESSION_FILE" 2>/dev/null)" = 600 ] && grep -qx '[0-9a-f]\{32\}' "$GRIDRPC_SESSION_FILE"; then
   ok "the session file is made 0600 with 128 random bits"; else fail "session file"; ls -l "$GRIDRPC_SESSION_FILE" | diag; fi
+# Twenty processes of one user starting at once, with no session file yet: one makes
+# it, every other reads it whole (none fails, no temporary file is left).
+NS=$T_TMP/new-session/session
+rpids=
+for i in $(seq 1 20); do
+  GRIDRPC_SESSION_FILE=$NS timeout 30 "$CLI" --server "127.0.0.1:$P" call test/null_call >"race$i.out" 2>&1 &
+  rpids="$rpids $!"
+done
+wait $rpids
+nok=$(for i in $(seq 1 20); do grep -L -i "error\|cannot\|session" "race$i.out"; done | wc -l)
+if [ "$nok" = 20 ] && grep -qx '[0-9a-f]\{32\}' "$NS" && [ "$(ls "$T_TMP/new-session" | wc -l)" = 1 ]; then
+  ok "20 processes making the session file at once all start, sharing one file"
+else fail "session file race: $nok of 20 ok"; ls -la "$T_TMP/new-session" | diag; cat race*.out | diag; fi
 timeout 30 "$JC" fetch "$ID0" 3 10 >jc.out 2>&1
 if grep -qx ok jc.out; then ok "another process of the session (the library) fetches the CLI's job"; else fail "same-session fetch"; diag <jc.out; fi
 

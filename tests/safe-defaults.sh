@@ -105,7 +105,24 @@ for prog in gridrpcd gridmetad; do
 done
 
 # ---------------------------------------------------------------- the status page
-code() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"; }
+# code [-H "Host: H"] [--interface SRC] URL: the HTTP status of a GET, or 000 (Python's
+# http.client: curl is not on a bare machine).
+code() {
+  "$PY" - "$@" <<'PYEOF' 2>/dev/null || echo 000
+import http.client, sys, urllib.parse
+args, host, src = sys.argv[1:], None, None
+while len(args) > 1:
+    if args[0] == "-H": host = args[1].split(":", 1)[1].strip()
+    elif args[0] == "--interface": src = (args[1], 0)
+    args = args[2:]
+u = urllib.parse.urlsplit(args[0])
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=10, source_address=src)
+c.putrequest("GET", u.path, skip_host=host is not None)
+if host is not None: c.putheader("Host", host)
+c.endheaders()
+print(c.getresponse().status)
+PYEOF
+}
 # http_port NAME: the status page's port from NAME.out.
 http_port() { wait_line "$1.out" '^http on' 100; sed -n 's/^http on 127\.0\.0\.1://p' "$1.out"; }
 if start page "$B/gridmetad" --port 0 --db :memory: --http 0; then

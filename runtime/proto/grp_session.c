@@ -33,54 +33,70 @@ static void to_hex(const uint8_t *b, size_t n, char *out) {
         snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
-/* Reads the secret in PATH, or makes the file with a fresh one (O_EXCL: of two processes
- * racing, the loser reads the winner's). */
-static int from_file(const char *path, uint8_t out[GRP_SESSION_BYTES], gr_err *e) {
-    for (int tries = 0; tries < 3; tries++) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            char buf[80] = "";
-            ssize_t n = read(fd, buf, sizeof buf - 1);
-            close(fd);
-            if (n == 0) { /* being written by another process */
-                usleep(10000);
-                continue;
-            }
-            buf[n > 0 ? n : 0] = '\0';
-            if (parse_hex(buf, out) != 0)
-                return gr_seterr(e, GRID_ERR_CONFIG,
-                                 "the session file %s does not hold 32 hex digits: remove it (a new one is "
-                                 "made) or set GRIDRPC_SESSION",
-                                 path);
-            return GRID_OK;
-        }
-        if (errno != ENOENT)
-            return gr_seterr(e, GRID_ERR_CONFIG, "cannot read the session file %s: %s", path,
-                             strerror(errno));
-        char dir[4096];
-        snprintf(dir, sizeof dir, "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (slash && slash != dir) {
-            *slash = '\0';
-            mkdir(dir, 0700);
-        }
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0) {
-            if (errno == EEXIST) continue;
-            return gr_seterr(e, GRID_ERR_CONFIG, "cannot create the session file %s: %s", path,
-                             strerror(errno));
-        }
-        int rc = grp_auth_random(out, GRP_SESSION_BYTES, e);
-        char hex[2 * GRP_SESSION_BYTES + 2];
-        to_hex(out, GRP_SESSION_BYTES, hex);
-        strcat(hex, "\n");
-        if (!rc && (write(fd, hex, strlen(hex)) != (ssize_t)strlen(hex) || fsync(fd) != 0))
-            rc = gr_seterr(e, GRID_ERR_CONFIG, "cannot write the session file %s: %s", path, strerror(errno));
-        close(fd);
-        if (rc) unlink(path);
-        return rc;
+/* Reads the secret in PATH. 1 if there is no such file, 0 with OUT filled, else an
+ * error. */
+static int read_secret(const char *path, uint8_t out[GRP_SESSION_BYTES], gr_err *e) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return 1;
+        return gr_seterr(e, GRID_ERR_CONFIG, "cannot read the session file %s: %s", path, strerror(errno));
     }
-    return gr_seterr(e, GRID_ERR_CONFIG, "the session file %s stays empty: remove it", path);
+    char buf[80] = "";
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    if (parse_hex(buf, out) != 0)
+        return gr_seterr(e, GRID_ERR_CONFIG,
+                         "the session file %s does not hold 32 hex digits: remove it (a new one is "
+                         "made) or set GRIDRPC_SESSION",
+                         path);
+    return GRID_OK;
+}
+
+/* Reads the secret in PATH, or makes the file with a fresh one. The new file is written
+ * whole under a name of its own and then linked to PATH, which fails if PATH exists:
+ * of processes starting at once (20 clients of one user) one wins and the others read
+ * its file, never a half-written one. */
+static int from_file(const char *path, uint8_t out[GRP_SESSION_BYTES], gr_err *e) {
+    int rc = read_secret(path, out, e);
+    if (rc != 1) return rc;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        mkdir(dir, 0700);
+    }
+    uint8_t fresh[GRP_SESSION_BYTES], tag[8];
+    if ((rc = grp_auth_random(fresh, sizeof fresh, e)) || (rc = grp_auth_random(tag, sizeof tag, e)))
+        return rc;
+    char tmp[4200], hex[2 * GRP_SESSION_BYTES + 2], th[2 * sizeof tag + 1];
+    to_hex(tag, sizeof tag, th);
+    snprintf(tmp, sizeof tmp, "%s.%ld.%s", path, (long)getpid(), th);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return gr_seterr(e, GRID_ERR_CONFIG, "cannot create the session file %s: %s", path, strerror(errno));
+    to_hex(fresh, sizeof fresh, hex);
+    strcat(hex, "\n");
+    int bad = write(fd, hex, strlen(hex)) != (ssize_t)strlen(hex) || fsync(fd) != 0;
+    int err = errno;
+    close(fd);
+    if (bad) {
+        unlink(tmp);
+        return gr_seterr(e, GRID_ERR_CONFIG, "cannot write the session file %s: %s", path, strerror(err));
+    }
+    int linked = link(tmp, path) == 0;
+    err = errno;
+    unlink(tmp);
+    if (linked) {
+        memcpy(out, fresh, sizeof fresh);
+        return GRID_OK;
+    }
+    if (err != EEXIST)
+        return gr_seterr(e, GRID_ERR_CONFIG, "cannot create the session file %s: %s", path, strerror(err));
+    rc = read_secret(path, out, e); /* another process made it first */
+    return rc == 1 ? gr_seterr(e, GRID_ERR_CONFIG, "the session file %s vanished while being made", path)
+                   : rc;
 }
 
 static struct {

@@ -420,7 +420,8 @@ static int apply(void *ctx, int val, const char *v) {
             return push(&o->copy_to, &o->ncopy_to, v);
         }
         if (gr_parse_hostport(hp, 0, host, sizeof host, &port, why, sizeof why) != 0)
-            return usage_error("%s '%s': give HOST:PORT (or HOST:* for every port) of a server: %s", opt, v, why);
+            return usage_error("%s '%s': give HOST:PORT (or HOST:* for every port) of a server: %s", opt, v,
+                               why);
         return push(&o->copy_to, &o->ncopy_to, v);
     }
     case OPT_MAX_MESSAGE:

@@ -223,14 +223,14 @@ int main(int argc, char **argv) {
         grw_reader_init(rd, fd, 1 << 20);
         rd->deadline_ns = gr_now_ns() + 10000000000LL;
         grw_header h;
-        uint8_t nonce[GRP_AUTH_NONCE];
+        grp_auth_challenge ch;
         int got_challenge = 0, got_error = 0, got_other = 0, code = 0;
         char msg[GRP_MAX_ERROR_MESSAGE + 1] = "";
         while (grp_read_header(rd, &h, &e) == GRID_OK) {
-            if (h.type == GRP_AUTH_CHALLENGE && grp_read_auth_challenge(rd, nonce, &e) == GRID_OK) {
+            if (h.type == GRP_AUTH_CHALLENGE && grp_read_auth_challenge(rd, &ch, &e) == GRID_OK) {
                 got_challenge = 1;
                 /* The nonce of the recorded session is in the capture: this one differs. */
-                if (contains(&r.to_client, nonce, sizeof nonce)) got_other |= 4;
+                if (contains(&r.to_client, ch.nonce, sizeof ch.nonce)) got_other |= 4;
             } else if (h.type == GRP_ERROR) {
                 grp_error m;
                 if (grp_read_error(rd, &m, &e) == GRID_OK) {

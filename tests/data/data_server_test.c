@@ -510,7 +510,9 @@ static void check_copy(const srv *from, const srv *to) {
     rc = lport > 0 ? copy(c, C, 50, lport) : -1;
     why = strstr(c->e.msg, "failed: ");
     result(rc == GRID_ERR_CONNECT && why && strcmp(why, closed) == 0,
-           "a copy to an open port not in --copy-to (nor another host's HOST:*) fails with the closed port's message (%s)", c->e.msg);
+           "a copy to an open port not in --copy-to (nor another host's HOST:*) fails with the closed port's "
+           "message (%s)",
+           c->e.msg);
     struct pollfd pf = {lfd, POLLIN, 0};
     result(lport > 0 && poll(&pf, 1, 200) == 0, "and the server did not connect there");
     if (lfd >= 0) close(lfd);

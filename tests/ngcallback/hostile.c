@@ -36,7 +36,7 @@ static peer *dial(const char *host, int port) {
     grw_reader_init(&p->r, p->fd, 1u << 26);
     grw_writer_init(&p->w, p->fd);
     p->r.deadline_ns = p->w.deadline_ns = 0;
-    grp_hello m = {"callback-hostile", 1, 1, ""};
+    grp_hello m = {"callback-hostile", 1, 1, "", {0}, 0};
     grp_hello_ok ok;
     if (grp_auth_hello(&p->r, &p->w, 1, &m, NULL, "", &ok, NULL, &e)) {
         fprintf(stderr, "hello failed: %s\n", e.msg);
