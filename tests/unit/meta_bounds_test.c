@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -377,12 +378,12 @@ static void forget(void) {
 
 /* ---------------------------------------------------------------- status */
 
-static volatile int fetching;
+static atomic_int fetching; /* the fetcher thread runs while set */
 static double fetch_max;
 
 static void *fetcher(void *arg) {
     (void)arg;
-    while (fetching) {
+    while (atomic_load(&fetching)) {
         long long t0 = gr_now_ns();
         free(http_get("/api/status"));
         double t = since(t0);
@@ -422,7 +423,7 @@ static void status(void) {
     free(page);
     diag("status: the document is %.1f MB", (double)size / 1e6);
     pthread_t t;
-    fetching = 1;
+    atomic_store(&fetching, 1);
     fetch_max = 0;
     int started = ok && pthread_create(&t, NULL, fetcher, NULL) == 0;
     double took_v[40];
@@ -444,7 +445,7 @@ static void status(void) {
         prep(fd);
         grp_write_report(&wr, next_id++, &r, &e);
     }
-    fetching = 0;
+    atomic_store(&fetching, 0);
     if (started) pthread_join(t, NULL);
     int slow = 0;
     double worst = 0;
