@@ -5,7 +5,7 @@
 #   sanitizers make check in build-san/, built with ASan + UBSan and -Werror
 #   tsan       make check-tsan in build-tsan/, built with ThreadSanitizer: the tests that
 #              drive threads (client, server, metaserver)
-#   fuzz       every fuzz target (tests/fuzz) under libFuzzer (clang), FUZZ_SECONDS each
+#   fuzz       every fuzz target (tests/fuzz) under libFuzzer (clang), a fixed seed and count
 #   format     clang-format has nothing to change
 #   distcheck  make distcheck-smoke (the release tarball builds, installs and passes a
 #              smoke subset of its tests)
@@ -75,18 +75,22 @@ run_tier() { # TIER: runs one tier, its counts and output under $res
     else one "sanitizer build" 1; fi ;;
   fuzz)
     # Every target of tests/fuzz/ (README.md there) under libFuzzer (clang, ASan + UBSan),
-    # from its seeds, with its dictionary, FUZZ_SECONDS each: 5 by default, so the eight
-    # take about what two took at 20. scripts/fuzz-long.sh is the long run.
+    # from its seeds, with its dictionary, for a fixed number of inputs from a fixed seed
+    # (FUZZ_SEED, 1), so that two runs of one tree try the same inputs: a finding fails
+    # every run, never one in ten. Each count is what the target gets through in about 5 s
+    # on a loaded CI machine; FUZZ_SECONDS (60) caps a target on a slower one.
+    # scripts/fuzz-long.sh is the long run, from random seeds, to find new faults.
     mkdir -p build-fuzz
     scripts/fuzz-build.sh >build-fuzz/build.out 2>&1
-    for target in msg desc meta conf ogf opts idl server; do
+    for entry in msg:60000 desc:25000 meta:800 conf:1500 ogf:1500 opts:80000 idl:1000 server:4000; do
+      target=${entry%%:*} runs=${entry#*:}
       if [ ! -x build-fuzz/$target ]; then
         tail -20 build-fuzz/$target.build 2>/dev/null || tail -20 build-fuzz/build.out; one "fuzz: $target build" 1; continue
       fi
       rm -rf "build-fuzz/corpus-$target"
       mkdir -p "build-fuzz/corpus-$target"
       cp tests/fuzz/corpus/$target/* "build-fuzz/corpus-$target/"
-      (cd build-fuzz && ./$target -max_total_time="${FUZZ_SECONDS:-5}" -timeout=30 -rss_limit_mb=2048 \
+      (cd build-fuzz && ./$target -seed="${FUZZ_SEED:-1}" -runs="$runs" -max_total_time="${FUZZ_SECONDS:-60}" -timeout=30 -rss_limit_mb=2048 \
         -print_final_stats=1 -dict=../tests/fuzz/$target.dict corpus-$target >$target.out 2>&1)
       rc=$?
       grep -E 'stat::number_of_executed_units|ERROR|SUMMARY|invariant' build-fuzz/$target.out | head -5

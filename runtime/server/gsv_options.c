@@ -559,6 +559,8 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
 void gsv_options_free(gsv_options *o) {
     free(o->modules);
     free(o->module_dirs);
+    free(o->copy_to);
     o->modules = NULL;
     o->module_dirs = NULL;
+    o->copy_to = NULL;
 }
