@@ -15,9 +15,12 @@
  * ends them with the server however it dies.
  *
  * How a call goes: the worker that took the call copies its arguments into the
- * executor's region (a memfd both map, grown when a call needs more), writes the
- * executor's `go` eventfd and waits on `done` and the control socket (a hang-up there
- * is the executor's death), then copies the outputs back into the job's own buffers:
+ * executor's region (a memfd both map, grown when a call needs more), counts the call
+ * in the region's `go` word (and writes the executor's `go` eventfd only if it sleeps
+ * there: an executor spins a little after each call, so back-to-back calls cross without
+ * a system call), looks at the `done` count for a moment, then sleeps on `done` and the
+ * control socket (a hang-up there is the executor's death); then it copies the outputs
+ * back into the job's own buffers:
  * RESULT goes out from the server exactly as for a call run in-process (TLS included,
  * kind->ran included: a KEEP output is stored from the job's buffer). A CANCEL raises
  * the executor's cooperative flag (grpc_is_canceled_np), and after a short grace the
@@ -30,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -65,6 +69,7 @@ enum { XS_FREE, XS_BUSY, XS_DEAD };
 
 typedef struct xslot {
     pid_t pid;
+    unsigned seq;           /* calls handed to this slot's executors: the server's own count */
     int ctl, go, done, mem; /* the server's ends; mem stays across replacements */
     gsv_xregion *x;         /* the server's mapping of the region */
     uint64_t size;          /* its bytes */
@@ -73,7 +78,8 @@ typedef struct xslot {
 
 static struct {
     pthread_mutex_t lock;
-    pthread_cond_t changed; /* a slot became free, or dead (the supervisor's cue) */
+    pthread_cond_t freed; /* a slot became free, the first executors started, or starting failed */
+    pthread_cond_t cue;   /* the supervisor's: a slot died, or stop (apart, so a call's end wakes no one) */
     xslot *slots;
     unsigned n;
     char **argv; /* the executors' command line */
@@ -84,7 +90,8 @@ static struct {
     char failure[256]; /* under lock: why */
     pthread_t supervisor;
     int supervised; /* the supervisor thread was started (gsv_exec_stop joins it) */
-} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
+} pool = {
+    .lock = PTHREAD_MUTEX_INITIALIZER, .freed = PTHREAD_COND_INITIALIZER, .cue = PTHREAD_COND_INITIALIZER};
 
 /* fd as one of the descriptors an executor inherits must not be one of their target
  * numbers, or an earlier dup2 of the spawn would overwrite it. */
@@ -115,6 +122,24 @@ static int region_resize(xslot *x, uint64_t size) {
     return region_map(x, size);
 }
 
+int gsv_exec_spin(atomic_uint *word, unsigned seen, long long ns) {
+    long long until = 0;
+    for (unsigned i = 0;; i++) {
+        if (atomic_load_explicit(word, memory_order_acquire) != seen) return 1;
+        if (i < GSV_XSPIN_PAUSES) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+            continue;
+        }
+        if (ns <= 0) return 0;
+        long long now = gr_now_ns();
+        if (!until) until = now + ns;
+        if (now >= until) return 0;
+        sched_yield();
+    }
+}
+
 /* Starts slot X's executor and waits until it says it is ready; -1 (E: why) if not. */
 static int spawn_one(xslot *x, gr_err *e) {
     int sv[2] = {-1, -1}, go = -1, done = -1;
@@ -127,6 +152,11 @@ static int spawn_one(xslot *x, gr_err *e) {
     sv[1] = above_targets(sv[1]);
     go = above_targets(go);
     done = above_targets(done);
+    /* The new executor starts from the server's counts, whatever its predecessor left. */
+    atomic_store(&x->x->go, x->seq);
+    atomic_store(&x->x->done, x->seq);
+    atomic_store(&x->x->exec_sleeps, 0);
+    atomic_store(&x->x->server_sleeps, 0);
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     sigset_t none;
@@ -201,7 +231,7 @@ static void *supervise(void *arg) {
             gsv_log(GSV_LOG_ERROR, "%s", e.msg);
             pthread_mutex_lock(&pool.lock);
             pool.started = -1;
-            pthread_cond_broadcast(&pool.changed);
+            pthread_cond_broadcast(&pool.freed);
             pthread_mutex_unlock(&pool.lock);
             return NULL;
         }
@@ -210,13 +240,13 @@ static void *supervise(void *arg) {
     for (unsigned i = 0; i < pool.n; i++)
         pool.slots[i].state = XS_FREE;
     pool.started = 1;
-    pthread_cond_broadcast(&pool.changed);
+    pthread_cond_broadcast(&pool.freed);
     while (!pool.stop) {
         xslot *dead = NULL;
         for (unsigned i = 0; i < pool.n && !dead; i++)
             if (pool.slots[i].state == XS_DEAD) dead = &pool.slots[i];
         if (!dead) {
-            pthread_cond_wait(&pool.changed, &pool.lock);
+            pthread_cond_wait(&pool.cue, &pool.lock);
             continue;
         }
         pthread_mutex_unlock(&pool.lock);
@@ -226,13 +256,13 @@ static void *supervise(void *arg) {
         /* Calls waiting for an executor learn of a failure at once (take_slot). */
         pool.failing = rc != 0;
         if (rc) snprintf(pool.failure, sizeof pool.failure, "%.200s", e.msg);
-        pthread_cond_broadcast(&pool.changed);
+        pthread_cond_broadcast(&pool.freed);
         if (!rc) {
             dead->state = XS_FREE;
             gsv_log(GSV_LOG_DEBUG, "executor %d started", (int)dead->pid);
         } else {
             long long until = gr_now_ns() + 1000000000LL;
-            while (!pool.stop && gr_cond_wait_until(&pool.changed, &pool.lock, until) == 0) {
+            while (!pool.stop && gr_cond_wait_until(&pool.cue, &pool.lock, until) == 0) {
             }
         }
     }
@@ -244,7 +274,8 @@ void gsv_exec_stop(void) {
     if (!pool.supervised) return;
     pthread_mutex_lock(&pool.lock);
     pool.stop = 1;
-    pthread_cond_broadcast(&pool.changed);
+    pthread_cond_broadcast(&pool.cue);
+    pthread_cond_broadcast(&pool.freed);
     pthread_mutex_unlock(&pool.lock);
     /* A start in progress ends within XSTART_MS at worst; the server does not wait that
      * long to exit (the executors die with it anyway: PR_SET_PDEATHSIG). */
@@ -292,7 +323,7 @@ int gsv_exec_start(gsv_server *s, int argc, char **argv, gr_err *e) {
     pool.supervised = 1;
     pthread_mutex_lock(&pool.lock);
     while (!pool.started)
-        pthread_cond_wait(&pool.changed, &pool.lock);
+        pthread_cond_wait(&pool.freed, &pool.lock);
     rc = pool.started;
     pthread_mutex_unlock(&pool.lock);
     if (rc < 0) return gr_seterr(e, GRID_ERR_FAILED, "the executor processes could not start (see above)");
@@ -340,7 +371,7 @@ static xslot *take_slot(gsv_server *s, const gsv_job *job, gr_err *e) {
             pthread_mutex_unlock(&pool.lock);
             return NULL;
         }
-        gr_cond_wait_until(&pool.changed, &pool.lock, gr_now_ns() + 1000000000LL);
+        gr_cond_wait_until(&pool.freed, &pool.lock, gr_now_ns() + 1000000000LL);
     }
 }
 
@@ -355,7 +386,7 @@ static void give_slot(xslot *x, int dead) {
     }
     pthread_mutex_lock(&pool.lock);
     x->state = dead ? XS_DEAD : XS_FREE;
-    pthread_cond_broadcast(&pool.changed);
+    pthread_cond_broadcast(dead ? &pool.cue : &pool.freed);
     pthread_mutex_unlock(&pool.lock);
 }
 
@@ -481,6 +512,17 @@ static long long cpu_ns(clockid_t clock) {
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* Hands the call in X's region to its executor: counts it, and wakes the executor
+ * only when it sleeps. The count is stored before the sleeper flag is read, and the
+ * executor sets its flag before it reads the count again (gsv_exec_main.c), so one of
+ * the two always sees the other: the call is never missed, at worst woken twice. */
+static int hand_over(xslot *x) {
+    atomic_store(&x->x->go, ++x->seq);
+    if (!atomic_load(&x->x->exec_sleeps)) return 0;
+    uint64_t one = 1;
+    return write(x->go, &one, sizeof one) == (ssize_t)sizeof one ? 0 : -1;
+}
+
 /* Waits for X's executor to finish the call of JOB: XEND_*. A CANCEL asks first, then
  * kills; the limits kill. */
 static int wait_call(gsv_server *s, xslot *x, gsv_job *job) {
@@ -494,19 +536,27 @@ static int wait_call(gsv_server *s, xslot *x, gsv_job *job) {
     clockid_t clock;
     if (cpu_limit && clock_getcpuclockid(x->pid, &clock) == 0) cpu0 = cpu_ns(clock);
     int killed = 0;
+    gsv_exec_spin(&x->x->done, x->seq - 1, GSV_XSPIN_SERVER_NS);
     for (;;) {
+        if (!killed && atomic_load(&x->x->done) == x->seq)
+            return atomic_load(&x->x->state) == GSV_XSTATE_DONE ? XEND_DONE : XEND_BAD;
+        /* Asleep from here: the executor writes `done` once it sees the flag. */
+        atomic_store(&x->x->server_sleeps, 1);
         struct pollfd pf[2] = {{x->done, POLLIN, 0}, {x->ctl, POLLIN, 0}};
-        int r = poll(pf, 2, XSLICE_MS);
+        int r = !killed && atomic_load(&x->x->done) == x->seq ? 0 : poll(pf, 2, XSLICE_MS);
+        atomic_store(&x->x->server_sleeps, 0);
         if (r < 0 && errno != EINTR) {
             kill(x->pid, SIGKILL);
             return XEND_DIED;
         }
-        if (r > 0 && (pf[0].revents & POLLIN) && !killed) {
+        if (r > 0 && (pf[0].revents & POLLIN)) {
             uint64_t v;
-            int st = atomic_load(&x->x->state);
-            if (read(x->done, &v, sizeof v) == (ssize_t)sizeof v && st == GSV_XSTATE_DONE) return XEND_DONE;
-            if (st == GSV_XSTATE_BAD) return XEND_BAD;
+            if (read(x->done, &v, sizeof v) < 0 && errno != EAGAIN && errno != EINTR) {
+                kill(x->pid, SIGKILL);
+                return XEND_DIED;
+            }
         }
+        if (!killed && atomic_load(&x->x->done) == x->seq) continue;
         if (r > 0 && pf[1].revents) return killed ? killed : XEND_DIED;
         if (killed) continue;
         long long now = gr_now_ns();
@@ -583,8 +633,7 @@ int gsv_exec_call(gsv_server *s, gsv_job *job, int blas, gr_err *e) {
             return rc;
         }
         x->x->blas = blas;
-        uint64_t one = 1;
-        int end = write(x->go, &one, sizeof one) == (ssize_t)sizeof one ? wait_call(s, x, job) : XEND_DIED;
+        int end = hand_over(x) == 0 ? wait_call(s, x, job) : XEND_DIED;
         if (end == XEND_DONE) {
             get_outputs(x, job, off, len);
             if (x->size > XREGION_KEEP) region_resize(x, XREGION_MIN);

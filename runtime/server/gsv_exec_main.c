@@ -160,16 +160,27 @@ int gsv_exec_main(int argc, char **argv) {
     on_exit(exit_now, NULL);
     if (map_region()) return 1;
     gsv_job_cancel_flag(&region->canceled);
+    /* The count the server gave this executor to start from (gsv_exec.c's spawn_one). */
+    unsigned seen = atomic_load(&region->go);
     if (write(GSV_XFD_CTL, "r", 1) != 1) return 1;
     for (;;) {
-        struct pollfd pf[2] = {{GSV_XFD_GO, POLLIN, 0}, {GSV_XFD_CTL, POLLIN, 0}};
-        if (poll(pf, 2, -1) < 0) {
-            if (errno == EINTR) continue;
-            _exit(1);
+        /* Spins a little for the next call first (gsv_exec.h); then says it sleeps, and
+         * looks at the count once more before it does, so a call the server counted
+         * meanwhile is seen here or woken through the eventfd (gsv_exec.c's hand_over). */
+        if (!gsv_exec_spin(&region->go, seen, GSV_XSPIN_EXEC_NS)) {
+            atomic_store(&region->exec_sleeps, 1);
+            if (atomic_load(&region->go) == seen) {
+                struct pollfd pf[2] = {{GSV_XFD_GO, POLLIN, 0}, {GSV_XFD_CTL, POLLIN, 0}};
+                if (poll(pf, 2, -1) < 0 && errno != EINTR) _exit(1);
+                if (pf[1].revents) _exit(0); /* the server is gone */
+                uint64_t v;
+                if ((pf[0].revents & POLLIN) && read(GSV_XFD_GO, &v, sizeof v) < 0 && errno != EINTR)
+                    _exit(1);
+            }
+            atomic_store(&region->exec_sleeps, 0);
+            if (atomic_load(&region->go) == seen) continue; /* a wake-up left from an earlier call */
         }
-        if (pf[1].revents) _exit(0); /* the server is gone */
-        uint64_t v;
-        if (!(pf[0].revents & POLLIN) || read(GSV_XFD_GO, &v, sizeof v) != (ssize_t)sizeof v) continue;
+        seen = atomic_load(&region->go);
         /* The last call's limit must not keep the region from growing. */
         if (limited) {
             struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
@@ -180,7 +191,10 @@ int gsv_exec_main(int argc, char **argv) {
         if (map_region()) _exit(1); /* the server sees it end */
         if (region != before) gsv_job_cancel_flag(&region->canceled);
         atomic_store(&region->state, run_call());
-        v = 1;
-        if (write(GSV_XFD_DONE, &v, sizeof v) != (ssize_t)sizeof v) _exit(1);
+        atomic_store(&region->done, seen);
+        if (atomic_load(&region->server_sleeps)) {
+            uint64_t v = 1;
+            if (write(GSV_XFD_DONE, &v, sizeof v) != (ssize_t)sizeof v) _exit(1);
+        }
     }
 }
