@@ -14,6 +14,7 @@ void grm_init(grm_call *c, const grd_desc *d, int side) {
     c->side = side;
     c->scratch = NULL;
     c->skip[0] = c->skip[GRM_TO_SERVER] = c->skip[GRM_TO_CLIENT] = 0;
+    c->share = 0;
     for (uint32_t i = 0; i < d->nparams; i++) {
         memset(&c->sl[i].val, 0, sizeof c->sl[i].val);
         c->ptr[i] = grm_is_text(d->params[i].type) ? (void *)&c->sl[i].val.str : (void *)&c->sl[i].val;
@@ -195,7 +196,7 @@ void grm_release(grm_call *c) {
                 free(c->sl[i].own_strv[k]);
             free(c->sl[i].own_strv);
         }
-        if (c->sl[i].own_buf) free(c->ptr[i]);
+        if (c->sl[i].own_buf) gr_shbuf_free(c->ptr[i]);
         free(c->sl[i].own_ptr);
         free(c->sl[i].tmpfile); /* the file goes with the scratch folder */
         c->sl[i].own_buf = 0;

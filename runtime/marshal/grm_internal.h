@@ -2,6 +2,7 @@
 #ifndef GRM_INTERNAL_H
 #define GRM_INTERNAL_H
 
+#include "gr_shbuf.h"
 #include "grm_marshal.h"
 
 /* Calls FN(offset, count, arg) for each contiguous run of elements of an array that

@@ -70,6 +70,9 @@ typedef struct grm_call {
      * them (everything travels). Server side: an array skipped TO_SERVER is not
      * allocated by grm_read_bulk: the server binds ptr[i] itself. */
     uint64_t skip[3];
+    /* Server: the call runs in an executor process, so grm_read_bulk puts each array of
+     * at least GR_SHBUF_MIN bytes in a shared buffer (gr_shbuf.h) the executor maps. */
+    unsigned char share;
     grm_slot sl[]; /* one per parameter */
 } grm_call;
 

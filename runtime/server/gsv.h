@@ -36,6 +36,7 @@
 
 #include "gdm.h"
 #include "gr_log.h"
+#include "gr_shbuf.h"
 #include "grd_desc.h"
 #include "grp_auth.h"
 #include "grp_limits.h"

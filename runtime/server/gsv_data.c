@@ -92,7 +92,7 @@ static gsv_dbuf *unref_locked(gsv_dbuf *b) {
 
 static void dbuf_free(gsv_dbuf *b) {
     if (!b) return;
-    free(b->p);
+    gr_shbuf_free(b->p); /* a KEEP output may be an executor call's shared buffer */
     free(b);
 }
 
@@ -308,7 +308,7 @@ uint64_t gsv_data_store(uint64_t session_id, uint64_t handle, uint32_t type, uin
         if (ref)
             *ref = NULL;
         else
-            free(p);
+            gr_shbuf_free(p);
         return 0;
     }
     s->used_ns = now;

@@ -51,7 +51,11 @@ static int on_put(gsv_conn *c, const grw_header *h) {
                 d.session, d.handle, e.msg);
         return gsv_request_failed(c, h, "DATA_PUT message", &e);
     }
-    void *p = bytes ? malloc((size_t)bytes) : NULL;
+    /* A large array goes where the executors can map it: the calls that name the handle
+     * then take it without a copy (gsv_exec.c). */
+    void *p = !bytes                                        ? NULL
+              : bytes >= GR_SHBUF_MIN && !s->opt.in_process ? gr_shbuf_alloc((size_t)bytes)
+                                                            : malloc((size_t)bytes);
     int rc = bytes && !p
                  ? gr_seterr(&e, GRID_ERR_NOMEM, "the server cannot allocate %" PRIu64 " bytes", bytes)
                  : GRID_OK;
@@ -60,7 +64,7 @@ static int on_put(gsv_conn *c, const grw_header *h) {
         rc = grp_read_data_elems(&c->r, type, count, p, &e);
     }
     if (rc) {
-        free(p);
+        gr_shbuf_free(p);
         gsv_data_unreserve(bytes);
         return gsv_request_failed(c, h, "DATA_PUT message", &e);
     }

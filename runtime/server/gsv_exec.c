@@ -27,8 +27,15 @@
  * executor is killed; the limits kill it outright: the wall-clock time (--call-timeout,
  * or the function's IDL Timeout, capped by --call-timeout-max) and the executor's CPU
  * time since the call began (--call-cpu: read from its process CPU clock, which counts
- * every thread the function starts). Next step (not done): receive large arrays straight
- * into memfd buffers instead of copying them in. */
+ * every thread the function starts).
+ *
+ * Where large arrays go: an array of at least GR_SHBUF_MIN bytes of a call that runs here
+ * is received straight into a memfd of its own (grm_bulk.c, gr_shbuf.c), and so is a large
+ * DATA_PUT. put_args sends those descriptors to the executor (SCM_RIGHTS on its pass
+ * socket) instead of copying the bytes; the executor maps them, outputs shared and inputs
+ * copy-on-write from a read-only descriptor, so a function that scribbles on its input
+ * (or on a data handle's buffer, which other calls share) changes nothing of the
+ * server's. The result goes out from the same pages, and a KEEP output stays in them. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -69,11 +76,11 @@ enum { XS_FREE, XS_BUSY, XS_DEAD };
 
 typedef struct xslot {
     pid_t pid;
-    unsigned seq;           /* calls handed to this slot's executors: the server's own count */
-    int ctl, go, done, mem; /* the server's ends; mem stays across replacements */
-    gsv_xregion *x;         /* the server's mapping of the region */
-    uint64_t size;          /* its bytes */
-    int state;              /* XS_*, under pool.lock */
+    unsigned seq;                 /* calls handed to this slot's executors: the server's own count */
+    int ctl, go, done, pass, mem; /* the server's ends; mem stays across replacements */
+    gsv_xregion *x;               /* the server's mapping of the region */
+    uint64_t size;                /* its bytes */
+    int state;                    /* XS_*, under pool.lock */
 } xslot;
 
 static struct {
@@ -96,8 +103,8 @@ static struct {
 /* fd as one of the descriptors an executor inherits must not be one of their target
  * numbers, or an earlier dup2 of the spawn would overwrite it. */
 static int above_targets(int fd) {
-    if (fd < 0 || fd > GSV_XFD_DONE) return fd;
-    int d = fcntl(fd, F_DUPFD_CLOEXEC, GSV_XFD_DONE + 1);
+    if (fd < 0 || fd > GSV_XFD_PASS) return fd;
+    int d = fcntl(fd, F_DUPFD_CLOEXEC, GSV_XFD_PASS + 1);
     close(fd);
     return d;
 }
@@ -142,14 +149,17 @@ int gsv_exec_spin(atomic_uint *word, unsigned seen, long long ns) {
 
 /* Starts slot X's executor and waits until it says it is ready; -1 (E: why) if not. */
 static int spawn_one(xslot *x, gr_err *e) {
-    int sv[2] = {-1, -1}, go = -1, done = -1;
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) || (go = eventfd(0, EFD_CLOEXEC)) < 0 ||
+    int sv[2] = {-1, -1}, ps[2] = {-1, -1}, go = -1, done = -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) ||
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ps) || (go = eventfd(0, EFD_CLOEXEC)) < 0 ||
         (done = eventfd(0, EFD_CLOEXEC)) < 0) {
         gr_seterr(e, GRID_ERR_FAILED, "cannot make an executor's channel: %s", strerror(errno));
         goto fail;
     }
     sv[0] = above_targets(sv[0]);
     sv[1] = above_targets(sv[1]);
+    ps[0] = above_targets(ps[0]);
+    ps[1] = above_targets(ps[1]);
     go = above_targets(go);
     done = above_targets(done);
     /* The new executor starts from the server's counts, whatever its predecessor left. */
@@ -166,7 +176,8 @@ static int spawn_one(xslot *x, gr_err *e) {
     posix_spawn_file_actions_adddup2(&fa, x->mem, GSV_XFD_MEM);
     posix_spawn_file_actions_adddup2(&fa, go, GSV_XFD_GO);
     posix_spawn_file_actions_adddup2(&fa, done, GSV_XFD_DONE);
-    posix_spawn_file_actions_addclosefrom_np(&fa, GSV_XFD_DONE + 1);
+    posix_spawn_file_actions_adddup2(&fa, ps[1], GSV_XFD_PASS);
+    posix_spawn_file_actions_addclosefrom_np(&fa, GSV_XFD_PASS + 1);
     posix_spawnattr_init(&at);
     /* The server blocks its signals for its signalfd: the executor's functions get the
      * usual dispositions and mask. */
@@ -184,7 +195,8 @@ static int spawn_one(xslot *x, gr_err *e) {
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     close(sv[1]);
-    sv[1] = -1;
+    close(ps[1]);
+    sv[1] = ps[1] = -1;
     if (rc) {
         gr_seterr(e, GRID_ERR_FAILED, "cannot start an executor process: %s", strerror(rc));
         goto fail;
@@ -213,10 +225,13 @@ static int spawn_one(xslot *x, gr_err *e) {
     x->ctl = sv[0];
     x->go = go;
     x->done = done;
+    x->pass = ps[0];
     return 0;
 fail:
     if (sv[0] >= 0) close(sv[0]);
     if (sv[1] >= 0) close(sv[1]);
+    if (ps[0] >= 0) close(ps[0]);
+    if (ps[1] >= 0) close(ps[1]);
     if (go >= 0) close(go);
     if (done >= 0) close(done);
     return -1;
@@ -381,7 +396,8 @@ static void give_slot(xslot *x, int dead) {
         close(x->ctl);
         close(x->go);
         close(x->done);
-        x->ctl = x->go = x->done = -1;
+        close(x->pass);
+        x->ctl = x->go = x->done = x->pass = -1;
         x->pid = 0;
     }
     pthread_mutex_lock(&pool.lock);
@@ -401,30 +417,92 @@ static uint64_t param_bytes(const grm_call *c, uint32_t i) {
     return c->sl[i].ext.bytes;
 }
 
+/* Sends the N descriptors FDS to X's executor in one message (before the call is handed
+ * over, so it is there when the executor looks). 0, or -1 with errno. */
+static int send_fds(xslot *x, const int *fds, unsigned n) {
+    char byte = 'f';
+    struct iovec iov = {&byte, 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * GRD_MAX_PARAMS)];
+        struct cmsghdr align;
+    } u;
+    memset(&u, 0, sizeof u);
+    struct msghdr m = {.msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = u.buf,
+                       .msg_controllen = CMSG_SPACE(sizeof(int) * n)};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+    memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+    ssize_t w;
+    while ((w = sendmsg(x->pass, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+    }
+    return w == 1 ? 0 : -1;
+}
+
 /* Lays JOB's arguments out in X's region (OFF/LEN: where each went, the server's own
- * copy), growing it as needed. GRID_OK, or an error in E. */
-static int put_args(gsv_server *s, xslot *x, gsv_job *job, uint64_t *off, uint64_t *len, gr_err *e) {
+ * copy; bit I of *PASSED: parameter I is a shared buffer the executor maps instead),
+ * growing it as needed, and sends the shared buffers' descriptors. GRID_OK, or an error
+ * in E. */
+static int put_args(gsv_server *s, xslot *x, gsv_job *job, uint64_t *off, uint64_t *len, uint64_t *passed,
+                    gr_err *e) {
     grm_call *c = &job->call;
     uint32_t np = c->desc->nparams;
     /* Every buffer was already allocated within the server's limits: the region can
      * never need more than NP of the largest array and the head, or it was miscounted. */
     uint64_t cap = GSV_XDATA + (uint64_t)np * (s->opt.limits.max_array + 64) + s->opt.limits.max_head;
     uint64_t need = GSV_XDATA;
+    int fds[GRD_MAX_PARAMS], own[GRD_MAX_PARAMS];
+    int32_t pass[GRD_MAX_PARAMS];
+    unsigned nfds = 0;
+    *passed = 0;
     for (uint32_t i = 0; i < np; i++) {
+        const grd_param *p = &c->desc->params[i];
         len[i] = param_bytes(c, i);
+        pass[i] = -1;
+        size_t bytes = 0;
+        int fd = p->rank > 0 && len[i] && p->type != GRD_STRING && p->type != GRD_FILENAME
+                     ? gr_shbuf_fd(c->ptr[i], &bytes)
+                     : -1;
+        if (fd >= 0 && bytes >= len[i]) {
+            /* An input goes read-only: a data handle's buffer is shared by every call
+             * that names it, and no executor may change it (it maps it copy-on-write). */
+            own[nfds] = p->mode == GRD_IN;
+            if (own[nfds]) {
+                char path[64];
+                snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+            }
+            if (fd < 0) {
+                gr_seterr(e, GRID_ERR_FAILED, "the server cannot share '%s' of %s with its executor: %s",
+                          p->name, job->fn->qualified, strerror(errno));
+                goto fail;
+            }
+            pass[i] = (int32_t)nfds;
+            fds[nfds++] = fd;
+            *passed |= (uint64_t)1 << i;
+            off[i] = 0;
+            continue;
+        }
         off[i] = len[i] ? need : 0;
         need += (len[i] + 63) & ~(uint64_t)63;
-        if (need > cap)
-            return gr_seterr(e, GRID_ERR_LIMIT, "the arguments of %s exceed the server's limits",
-                             job->fn->qualified);
+        if (need > cap) {
+            gr_seterr(e, GRID_ERR_LIMIT, "the arguments of %s exceed the server's limits",
+                      job->fn->qualified);
+            goto fail;
+        }
     }
     if (need > x->size) {
         uint64_t size = x->size;
         while (size < need)
             size *= 2;
-        if (region_resize(x, size))
-            return gr_seterr(e, GRID_ERR_NOMEM, "the server cannot map %llu bytes for the call: %s",
-                             (unsigned long long)size, strerror(errno));
+        if (region_resize(x, size)) {
+            gr_seterr(e, GRID_ERR_NOMEM, "the server cannot map %llu bytes for the call: %s",
+                      (unsigned long long)size, strerror(errno));
+            goto fail;
+        }
     }
     gsv_xregion *r = x->x;
     uint8_t *base = (uint8_t *)r;
@@ -432,6 +510,8 @@ static int put_args(gsv_server *s, xslot *x, gsv_job *job, uint64_t *off, uint64
         const grd_param *p = &c->desc->params[i];
         r->off[i] = off[i];
         r->len[i] = len[i];
+        r->pass[i] = pass[i];
+        if (pass[i] >= 0) continue;
         if (p->type != GRD_STRING && p->type != GRD_FILENAME && p->rank == 0) {
             memcpy(&r->val[i], c->ptr[i], sizeof r->val[i]);
         } else if (len[i]) {
@@ -443,6 +523,7 @@ static int put_args(gsv_server *s, xslot *x, gsv_job *job, uint64_t *off, uint64
                 memcpy(base + off[i], from, (size_t)len[i]);
         }
     }
+    r->npass = nfds;
     r->size = need;
     r->hash = job->fn->desc->hash;
     r->fn = (uint32_t)(job->fn - s->reg.fns);
@@ -450,17 +531,30 @@ static int put_args(gsv_server *s, xslot *x, gsv_job *job, uint64_t *off, uint64
     atomic_store(&r->canceled, 0);
     atomic_store(&r->fault, GSV_XFAULT_NONE);
     atomic_store(&r->state, GSV_XSTATE_IDLE);
+    if (nfds && send_fds(x, fds, nfds)) {
+        gr_seterr(e, GRID_ERR_FAILED, "the server cannot hand the arrays of %s to its executor: %s",
+                  job->fn->qualified, strerror(errno));
+        goto fail;
+    }
+    for (unsigned k = 0; k < nfds; k++)
+        if (own[k]) close(fds[k]);
     return GRID_OK;
+fail:
+    for (unsigned k = 0; k < nfds; k++)
+        if (own[k]) close(fds[k]);
+    return e->code;
 }
 
-/* Copies the outputs of JOB's call back from X's region into the job's buffers. */
-static void get_outputs(xslot *x, gsv_job *job, const uint64_t *off, const uint64_t *len) {
+/* Copies the outputs of JOB's call back from X's region into the job's buffers (shared
+ * buffers, PASSED, already hold theirs). */
+static void get_outputs(xslot *x, gsv_job *job, const uint64_t *off, const uint64_t *len, uint64_t passed) {
     grm_call *c = &job->call;
     const uint8_t *base = (const uint8_t *)x->x;
     for (uint32_t i = 0; i < c->desc->nparams; i++) {
         const grd_param *p = &c->desc->params[i];
         if (p->mode != GRD_OUT && p->mode != GRD_INOUT) continue;
         if (p->type == GRD_STRING || p->type == GRD_FILENAME) continue; /* the path is the server's */
+        if ((passed >> i) & 1u) continue;
         if (p->rank == 0)
             memcpy(c->ptr[i], &x->x->val[i], sizeof x->x->val[i]);
         else if (len[i])
@@ -623,11 +717,11 @@ static int limit_error(gsv_server *s, const gsv_function *fn, int end, gr_err *e
 }
 
 int gsv_exec_call(gsv_server *s, gsv_job *job, int blas, gr_err *e) {
-    uint64_t off[GRD_MAX_PARAMS], len[GRD_MAX_PARAMS];
+    uint64_t off[GRD_MAX_PARAMS], len[GRD_MAX_PARAMS], passed = 0;
     for (int attempt = 0;; attempt++) {
         xslot *x = take_slot(s, job, e);
         if (!x) return GRID_ERR_BUSY;
-        int rc = put_args(s, x, job, off, len, e);
+        int rc = put_args(s, x, job, off, len, &passed, e);
         if (rc) {
             give_slot(x, 0);
             return rc;
@@ -635,7 +729,7 @@ int gsv_exec_call(gsv_server *s, gsv_job *job, int blas, gr_err *e) {
         x->x->blas = blas;
         int end = hand_over(x) == 0 ? wait_call(s, x, job) : XEND_DIED;
         if (end == XEND_DONE) {
-            get_outputs(x, job, off, len);
+            get_outputs(x, job, off, len, passed);
             if (x->size > XREGION_KEEP) region_resize(x, XREGION_MIN);
             give_slot(x, 0);
             return GRID_OK;
@@ -658,8 +752,9 @@ int gsv_exec_call(gsv_server *s, gsv_job *job, int blas, gr_err *e) {
         char host[256];
         if (end == XEND_BAD)
             return gr_seterr(e, GRID_ERR_FAILED,
-                             "the executor process of server %s does not know %s (its modules changed on "
-                             "disk since the server started): restart the server",
+                             "the executor process of server %s could not run %s: its modules changed on "
+                             "disk since the server started (restart the server), or it could not map the "
+                             "call's arrays (the server's log says why)",
                              server_name(s, host, sizeof host), fn);
         if (end == XEND_CANCELED)
             return gr_seterr(e, GRID_ERR_CANCELED,

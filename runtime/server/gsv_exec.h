@@ -16,9 +16,10 @@
 
 /* The executor's descriptors, set up by the server before exec: the control socket
  * (a byte "ready" once the modules are loaded; either end closing means the other is
- * gone), the call region's memfd, and the two eventfds that wake the executor (go) and
- * the server (done). */
-enum { GSV_XFD_CTL = 3, GSV_XFD_MEM = 4, GSV_XFD_GO = 5, GSV_XFD_DONE = 6 };
+ * gone), the call region's memfd, the two eventfds that wake the executor (go) and
+ * the server (done), and a datagram socket on which a call's shared buffers arrive
+ * (one message of descriptors before the call is handed over, when it has any). */
+enum { GSV_XFD_CTL = 3, GSV_XFD_MEM = 4, GSV_XFD_GO = 5, GSV_XFD_DONE = 6, GSV_XFD_PASS = 7 };
 
 /* What the executor last did with the region's call (its state field). */
 enum { GSV_XSTATE_IDLE = 0, GSV_XSTATE_RUNNING = 1, GSV_XSTATE_DONE = 2, GSV_XSTATE_BAD = 3 };
@@ -50,6 +51,12 @@ typedef struct gsv_xregion {
     atomic_int state;            /* GSV_XSTATE_* (executor) */
     atomic_int fault;            /* GSV_XFAULT_* (executor) */
     uint64_t off[GRD_MAX_PARAMS], len[GRD_MAX_PARAMS]; /* each parameter's bytes; len 0: NULL */
+    /* A parameter whose array is a shared buffer (gr_shbuf.h) is not in the region: it is
+     * descriptor pass[i] (>= 0) of the message on GSV_XFD_PASS, LEN bytes from its start,
+     * mapped shared (OUT, INOUT, WORK) or copy-on-write (IN: the function may scribble on
+     * its inputs, never on the server's data); -1: in the region at OFF. */
+    int32_t pass[GRD_MAX_PARAMS];
+    uint32_t npass; /* descriptors in that message (server) */
     grm_value val[GRD_MAX_PARAMS];                     /* the scalars, in and out */
 } gsv_xregion;
 

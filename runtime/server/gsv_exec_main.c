@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -107,26 +108,105 @@ static void limit_memory(uint64_t bytes) {
     setrlimit(RLIMIT_AS, &rl);
 }
 
-/* Runs the call in the region: GSV_XSTATE_DONE, or BAD when it names no function here. */
+/* Receives the N descriptors the server sent for this call (gsv_exec.c's send_fds) into
+ * FDS; 0, or -1 when they did not come as announced. */
+static int receive_fds(int *fds, uint32_t n) {
+    if (n > GRD_MAX_PARAMS) return -1;
+    char byte;
+    struct iovec iov = {&byte, 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * GRD_MAX_PARAMS)];
+        struct cmsghdr align;
+    } u;
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    ssize_t got;
+    while ((got = recvmsg(GSV_XFD_PASS, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
+    }
+    struct cmsghdr *cm = got == 1 ? CMSG_FIRSTHDR(&m) : NULL;
+    if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) return -1;
+    size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    memcpy(fds, CMSG_DATA(cm), k * sizeof(int));
+    if (k == n) return 0;
+    for (size_t i = 0; i < k; i++)
+        close(fds[i]);
+    return -1;
+}
+
+/* The shared buffers mapped for the running call (unmapped after it). */
+static struct {
+    void *p;
+    size_t len;
+} maps[GRD_MAX_PARAMS];
+static unsigned nmaps;
+
+static void unmap_buffers(void) {
+    for (unsigned i = 0; i < nmaps; i++)
+        munmap(maps[i].p, maps[i].len);
+    nmaps = 0;
+}
+
+/* Maps parameter I's shared buffer FD (LEN bytes): shared for what the function writes
+ * back, copy-on-write for an input (the server sent it read-only). NULL if it cannot. */
+static void *map_buffer(int fd, uint64_t len, int input) {
+    void *p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE,
+                   (input ? MAP_PRIVATE : MAP_SHARED) | MAP_POPULATE, fd, 0);
+    if (p == MAP_FAILED) {
+        gsv_log(GSV_LOG_ERROR, "cannot map a call's array of %llu bytes: %s", (unsigned long long)len,
+                strerror(errno));
+        return NULL;
+    }
+    maps[nmaps].p = p;
+    maps[nmaps++].len = (size_t)len;
+    return p;
+}
+
+/* Runs the call in the region: GSV_XSTATE_DONE, or BAD when it names no function here
+ * or its buffers cannot be mapped. */
 static int run_call(void) {
     gsv_xregion *r = region;
-    if (r->fn >= ex.reg.nfns || ex.reg.fns[r->fn].desc->hash != r->hash) return GSV_XSTATE_BAD;
-    const gsv_function *f = &ex.reg.fns[r->fn];
+    /* The call's descriptors first, whatever else is wrong: left on the socket, they
+     * would be taken for the next call's. */
+    int fds[GRD_MAX_PARAMS];
+    uint32_t npass = r->npass;
+    if (npass && receive_fds(fds, npass)) return GSV_XSTATE_BAD;
+    const gsv_function *f =
+        r->fn < ex.reg.nfns && ex.reg.fns[r->fn].desc->hash == r->hash ? &ex.reg.fns[r->fn] : NULL;
     void *ptr[GRD_MAX_PARAMS];
     char *str[GRD_MAX_PARAMS];
     uint8_t *base = (uint8_t *)r;
-    for (uint32_t i = 0; i < f->desc->nparams; i++) {
+    int bad = !f;
+    for (uint32_t i = 0; !bad && i < f->desc->nparams; i++) {
         const grd_param *p = &f->desc->params[i];
         uint64_t off = r->off[i], len = r->len[i];
-        if (len && (off < GSV_XDATA || off > mapped || len > mapped - off)) return GSV_XSTATE_BAD;
-        void *d = len ? base + off : NULL;
-        if (p->type == GRD_STRING || p->type == GRD_FILENAME) {
-            if (len && ((char *)d)[len - 1] != '\0') return GSV_XSTATE_BAD;
+        int32_t k = r->pass[i];
+        int text = p->type == GRD_STRING || p->type == GRD_FILENAME;
+        void *d = NULL;
+        if (k >= 0) {
+            bad = (uint32_t)k >= npass || !len || p->rank == 0 || text ||
+                  !(d = map_buffer(fds[k], len, p->mode == GRD_IN));
+            ptr[i] = d;
+            continue;
+        }
+        if (len && (off < GSV_XDATA || off > mapped || len > mapped - off)) {
+            bad = 1;
+            continue;
+        }
+        d = len ? base + off : NULL;
+        if (text) {
+            bad = len && ((char *)d)[len - 1] != '\0';
             str[i] = d;
             ptr[i] = &str[i];
         } else {
             ptr[i] = p->rank == 0 ? (void *)&r->val[i] : d;
         }
+    }
+    /* The mappings hold the buffers now. */
+    for (uint32_t k = 0; k < npass; k++)
+        close(fds[k]);
+    if (bad) {
+        unmap_buffers();
+        return GSV_XSTATE_BAD;
     }
     if (blas_set && r->blas > 0 && r->blas != blas_now) {
         blas_set(r->blas);
@@ -139,6 +219,7 @@ static int run_call(void) {
     atomic_store(&r->state, GSV_XSTATE_RUNNING);
     errno = 0; /* an ENOMEM at a fault is then the function's (on_fault) */
     f->stub->invoke(ptr);
+    unmap_buffers();
     return GSV_XSTATE_DONE;
 }
 
@@ -148,7 +229,7 @@ int gsv_exec_main(int argc, char **argv) {
     /* An orphan would compute for nobody: it ends with the server. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != server) return 5;
-    for (int fd = GSV_XFD_CTL; fd <= GSV_XFD_DONE; fd++)
+    for (int fd = GSV_XFD_CTL; fd <= GSV_XFD_PASS; fd++)
         fcntl(fd, F_SETFD, FD_CLOEXEC);
     argv[2] = argv[0];
     if (gsv_options_parse(argc - 2, argv + 2, &ex.opt) >= 0) return 2;

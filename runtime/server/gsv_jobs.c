@@ -429,6 +429,7 @@ static int load_and_queue(gsv_server *s, gsv_kept *k, gr_err *e) {
     if (!rc) {
         job->priv = k;
         rc = grp_read_call_head(r, &job->call, &s->opt.limits, e);
+        job->call.share = (unsigned char)gsv_exec_runs(s, job);
         if (!rc) rc = grp_read_call_bulk(r, &job->call, e);
         job->bytes_in = r->consumed;
         if (rc) gr_prefixerr(e, "%s/%s: ", st.dir, name);

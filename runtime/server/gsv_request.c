@@ -210,6 +210,8 @@ int gsv_call_read_args(gsv_server *s, gsv_conn *c, gsv_job *job, int (*bind)(gsv
                        gr_err *e) {
     int rc = grp_read_call_head(&c->r, &job->call, &s->opt.limits, e);
     if (!rc && bind) rc = bind(job, e);
+    /* A call an executor runs receives its large arrays where the executor maps them. */
+    job->call.share = (unsigned char)gsv_exec_runs(s, job);
     /* The head says how many bytes follow and what the results take: counted against
      * the limits before anything is allocated (over one, the caller skips the rest and
      * answers LIMIT). */

@@ -5,7 +5,9 @@
  * server's log says it came from the first); the asynchronous, argument-vector and OGF
  * forms; the errors for a wrong type or size, no data, and the memory limit; stale copies
  * freed after a KEEP; grpc_finalize and grid_reset_np freeing the session on the servers;
- * a handle lost with the only server holding it. Prints TAP.
+ * a handle lost with the only server holding it; arrays large enough to travel in shared
+ * buffers (IN, OUT, INOUT, part of an INOUT, kept outputs, a handle scribbled on by the
+ * function). Prints TAP.
  *
  * Environment: DATA_S1, DATA_S2 ("host:port"), DATA_LOG1, DATA_LOG2 (the servers' logs),
  * DATA_S1_PID (killed at the end), DATA_S2_MEMORY (S2's --data-memory in bytes), DATA_META
@@ -483,6 +485,88 @@ static void lost(void) {
     grid_data_free_np(h);
 }
 
+/* ---- large arrays: above GR_SHBUF_MIN (256 KiB) the server receives them into shared
+ * buffers that the executor maps, and keeps a KEEP output in the same buffer */
+static void shared_buffers(void) {
+    enum { N = 200, X = 65536 }; /* 320,000 bytes a matrix, 512 KiB a vector */
+    size_t nn = (size_t)N * N;
+    char url[300];
+    double *A = malloc(nn * sizeof *A), *B = malloc(nn * sizeof *B), *C = malloc(nn * sizeof *C),
+           *C2 = malloc(nn * sizeof *C2), *ref = malloc(nn * sizeof *ref);
+    fill(A, (int)nn, 3);
+    fill(B, (int)nn, 4);
+    for (size_t i = 0; i < nn; i++) { /* dmmul's row-major product, computed here */
+        size_t r = i / N, c = i % N;
+        double sum = 0;
+        for (size_t k = 0; k < (size_t)N; k++)
+            sum += A[r * N + k] * B[k * N + c];
+        ref[i] = sum;
+    }
+    int rc = grid_call(url1, N, A, B, C);
+    result(rc == GRID_OK && same_mat(ref, C, nn),
+           "dmmul of %dx%d matrices (IN and OUT in shared buffers) is right", N, N);
+    if (rc) diag("%s", grid_last_error());
+    /* OUT kept on the server (the shared buffer becomes the handle's), then the IN of
+     * the next call (handed to the executor read-only). */
+    grid_data_np *hc = NULL, *hb = NULL;
+    rc = grid_data_new_np(&hc, GRID_TYPE_DOUBLE, nn);
+    if (!rc) rc = grid_data_put_np(&hb, s1, GRID_TYPE_DOUBLE, nn, B);
+    if (!rc) rc = grid_call(url1, N, A, hb, hc);
+    memset(C2, 0, nn * sizeof *C2);
+    int rc2 = rc ? rc : grid_data_get_np(hc, C2, nn);
+    result(rc == GRID_OK && rc2 == GRID_OK && same_mat(ref, C2, nn),
+           "a large OUT kept as a handle reads back right");
+    if (rc || rc2) diag("%s", grid_last_error());
+    double *D = malloc(nn * sizeof *D), *D2 = malloc(nn * sizeof *D2);
+    rc = grid_call(url1, N, C2, B, D);
+    if (!rc) rc = grid_call(url1, N, hc, hb, D2);
+    result(rc == GRID_OK && same_mat(D, D2, nn), "a large kept handle is the IN of the next call");
+    if (rc) diag("%s", grid_last_error());
+    /* A function that scribbles on its input: each call sees the handle's data, and the
+     * handle still holds it after. */
+    double *x = malloc(X * sizeof *x), *back = malloc(X * sizeof *back), want = 0;
+    for (int i = 0; i < X; i++) {
+        x[i] = (double)(i % 17);
+        want += x[i];
+    }
+    grid_data_np *hx = NULL;
+    double sum1 = 0, sum2 = 0, sum3 = 0;
+    snprintf(url, sizeof url, "gridrpc://%s/test/scribble_in", s1);
+    rc = grid_data_put_np(&hx, s1, GRID_TYPE_DOUBLE, X, x);
+    if (!rc) rc = grid_call(url, X, hx, &sum1);
+    if (!rc) rc = grid_call(url, X, hx, &sum2);
+    if (!rc) rc = grid_data_get_np(hx, back, X);
+    result(rc == GRID_OK && sum1 == want && sum2 == want && memcmp(back, x, X * sizeof *x) == 0,
+           "a function that overwrites a large IN handle changes no one's data (sums %g, %g of %g)", sum1,
+           sum2, want);
+    if (rc) diag("%s", grid_last_error());
+    rc = grid_call(url, X, x, &sum3);
+    result(rc == GRID_OK && sum3 == want && x[X - 1] == (double)((X - 1) % 17),
+           "the same with a plain large IN: the caller's array is untouched");
+    /* INOUT whole, and INOUT of which only a part crosses (the rest stays the caller's). */
+    for (int i = 0; i < X; i++)
+        x[i] = i;
+    rc = grid_call(inout1, X, x);
+    int ok = rc == GRID_OK;
+    for (int i = 0; i < X && ok; i++)
+        ok = x[i] == 2.0 * i;
+    result(ok, "inout_double on %d doubles doubles each", X);
+    if (rc) diag("%s", grid_last_error());
+    for (int i = 0; i < X; i++)
+        x[i] = i;
+    snprintf(url, sizeof url, "gridrpc://%s/test/subrange", s1);
+    rc = grid_call(url, X, 1000, X - 1000, x);
+    ok = rc == GRID_OK;
+    for (int i = 0; i < X && ok; i++)
+        ok = x[i] == (i >= 1000 && i < X - 1000 ? i + 1.0 : (double)i);
+    result(ok, "subrange of a large INOUT changes exactly its part");
+    if (rc) diag("%s", grid_last_error());
+    grid_data_free_np(hx);
+    grid_data_free_np(hc);
+    grid_data_free_np(hb);
+    free(A), free(B), free(C), free(C2), free(ref), free(D), free(D2), free(x), free(back);
+}
+
 int main(void) {
     s1 = getenv("DATA_S1");
     s2 = getenv("DATA_S2");
@@ -498,6 +582,7 @@ int main(void) {
     snprintf(inout2, sizeof inout2, "gridrpc://%s/test/inout_double", s2);
     round_trips();
     dmmul_in();
+    shared_buffers();
     internals();
     routed();
     memory_limit();
