@@ -606,9 +606,15 @@ int gsv_data_call_request(gsv_conn *c, const grw_header *h);
 /* ---------------------------------------------------------------- callbacks (gsv_callback.c) */
 
 /* After JOB's arguments were read: points each callback parameter's entry of the
- * argument vector at the server's side of it (such a call runs in-process:
- * gsv_exec_runs). */
+ * argument vector at the server's side of it (in-process), and readies the callbacks an
+ * executor asks for (gsv_callback_run). */
 int gsv_callback_attach(gsv_server *s, gsv_job *job, gr_err *e);
+/* The descriptor of callback parameter INDEX of JOB (sized by the call's values; made at
+ * its first use and kept with the job); NULL (E: why) when it has no callbacks there. */
+const grd_desc *gsv_callback_desc(gsv_job *job, uint32_t index, gr_err *e);
+/* Runs callback INDEX of JOB with the argument vector ARGS (its descriptor's layout),
+ * as the function's own call of it would in-process: for a function in an executor. */
+int gsv_callback_run(gsv_job *job, uint32_t index, void **args);
 /* After invoke: the code of a callback that failed the call (E: why), else GRID_OK (a
  * kind's ran). */
 int gsv_callback_failed(gsv_job *job, gr_err *e);

@@ -9,8 +9,9 @@
  * A failed callback (the client passed no function, its answer was malformed, the
  * connection ended) fails the whole call: the body's function returns the error, later
  * callbacks of the call return it at once, and the call is answered ERROR instead of
- * RESULT. A function with callbacks runs in gridrpcd's process, not in an executor
- * (gsv_exec_runs): its body waits on the connection's reader, which is the server's.
+ * RESULT. A function in an executor calls its callbacks through the worker that runs
+ * it (gsv_exec.c's run_callback, gsv_callback_run): the same path, with the arguments
+ * in memory both processes map.
  *
  * Locking: cb_lock guards the list of waiting callbacks and their state; it is never
  * held while reading or writing a socket. A waiter being filled by the reader is marked
@@ -91,12 +92,8 @@ static int cb_call(const gridrpc_stub_callback *self, void **args) {
     gr_err e;
     if (cs->failed) return cs->failed;
     if (atomic_load(&job->canceled)) return fail(cs, idx, GRID_ERR_CANCELED, "the call was canceled");
-    if (!cs->desc[idx]) {
-        grd_error ge;
-        if (grd_callback_desc(job->fn->desc, idx, job->call.ival, &cs->desc[idx], &ge) != GRD_OK)
-            return fail(cs, idx, GRID_ERR_ARGS, "its parameters cannot be sized: %s", ge.msg);
-    }
-    const grd_desc *d = cs->desc[idx];
+    const grd_desc *d = gsv_callback_desc(job, idx, &e);
+    if (!d) return fail(cs, idx, e.code, "%s", e.msg);
     grm_call *c = malloc(grm_call_size(d->nparams));
     if (!c) return fail(cs, idx, GRID_ERR_NOMEM, "the server is out of memory");
     grw_limits lim;
@@ -144,6 +141,26 @@ static int cb_call(const gridrpc_stub_callback *self, void **args) {
     free(c);
     if (code) return fail(cs, idx, code, "%s", msg);
     return GRID_OK;
+}
+
+const grd_desc *gsv_callback_desc(gsv_job *job, uint32_t index, gr_err *e) {
+    gsv_callbacks *cs = job->cb;
+    if (!cs || index >= job->fn->desc->nparams || job->fn->desc->params[index].type != GRD_CALLBACK) {
+        gr_seterr(e, GRID_ERR_PROTOCOL, "parameter %u of %s is no callback", index + 1, job->fn->qualified);
+        return NULL;
+    }
+    if (!cs->desc[index]) {
+        grd_error ge;
+        if (grd_callback_desc(job->fn->desc, index, job->call.ival, &cs->desc[index], &ge) != GRD_OK) {
+            gr_seterr(e, GRID_ERR_ARGS, "its parameters cannot be sized: %s", ge.msg);
+            return NULL;
+        }
+    }
+    return cs->desc[index];
+}
+
+int gsv_callback_run(gsv_job *job, uint32_t index, void **args) {
+    return cb_call(&job->cb->stub[index], args);
 }
 
 int gsv_callback_attach(gsv_server *s, gsv_job *job, gr_err *e) {

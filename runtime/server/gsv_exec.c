@@ -49,6 +49,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -347,15 +348,16 @@ int gsv_exec_start(gsv_server *s, int argc, char **argv, gr_err *e) {
 }
 
 int gsv_exec_runs(const gsv_server *s, const gsv_job *job) {
-    if (s->opt.in_process || !pool.n || job->kind->where != GSV_WHERE_ISOLABLE || job->cb) return 0;
+    if (s->opt.in_process || !pool.n || job->kind->where != GSV_WHERE_ISOLABLE) return 0;
     /* What the region cannot carry yet stays in-process: strings the body may repoint
-     * (OUT and INOUT ones, arrays of them) and callbacks. */
+     * (OUT and INOUT ones, arrays of them), and callbacks that take text. */
     const grd_desc *d = job->fn->desc;
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
-        if (p->type == GRD_CALLBACK) return 0;
         if ((p->type == GRD_STRING || p->type == GRD_FILENAME) && p->rank > 0) return 0;
         if (p->type == GRD_STRING && p->mode != GRD_IN) return 0;
+        for (uint32_t k = 0; k < p->ncb; k++)
+            if (p->cb[k].type == GRD_STRING || p->cb[k].type == GRD_FILENAME) return 0;
     }
     return 1;
 }
@@ -417,15 +419,17 @@ static uint64_t param_bytes(const grm_call *c, uint32_t i) {
     return c->sl[i].ext.bytes;
 }
 
-/* Sends the N descriptors FDS to X's executor in one message (before the call is handed
- * over, so it is there when the executor looks). 0, or -1 with errno. */
-static int send_fds(xslot *x, const int *fds, unsigned n) {
+int gsv_exec_send_fds(int sock, const int *fds, unsigned n) {
     char byte = 'f';
     struct iovec iov = {&byte, 1};
     union {
         char buf[CMSG_SPACE(sizeof(int) * GRD_MAX_PARAMS)];
         struct cmsghdr align;
     } u;
+    if (n == 0 || n > GRD_MAX_PARAMS) {
+        errno = EINVAL;
+        return -1;
+    }
     memset(&u, 0, sizeof u);
     struct msghdr m = {.msg_iov = &iov,
                        .msg_iovlen = 1,
@@ -437,9 +441,52 @@ static int send_fds(xslot *x, const int *fds, unsigned n) {
     cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
     memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
     ssize_t w;
-    while ((w = sendmsg(x->pass, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+    while ((w = sendmsg(sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
     }
     return w == 1 ? 0 : -1;
+}
+
+int gsv_exec_receive_fds(int sock, int *fds, unsigned max) {
+    char byte;
+    struct iovec iov = {&byte, 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * GRD_MAX_PARAMS)];
+        struct cmsghdr align;
+    } u;
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    ssize_t got;
+    while ((got = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
+    }
+    struct cmsghdr *cm = got == 1 ? CMSG_FIRSTHDR(&m) : NULL;
+    if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len < CMSG_LEN(0))
+        return -1;
+    size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    int all[GRD_MAX_PARAMS];
+    if (k > GRD_MAX_PARAMS) k = GRD_MAX_PARAMS;
+    memcpy(all, CMSG_DATA(cm), k * sizeof(int));
+    if (k > max) {
+        for (size_t i = 0; i < k; i++)
+            close(all[i]);
+        return -1;
+    }
+    memcpy(fds, all, k * sizeof(int));
+    return (int)k;
+}
+
+size_t gsv_exec_scalar_size(uint32_t type) {
+    switch (type) {
+    case GRD_CHAR: return sizeof(char);
+    case GRD_SHORT: return sizeof(short);
+    case GRD_INT: return sizeof(int);
+    case GRD_LONG: return sizeof(long);
+    case GRD_LONGLONG: return sizeof(long long);
+    case GRD_FLOAT: return sizeof(float);
+    case GRD_DOUBLE: return sizeof(double);
+    case GRD_SCOMPLEX: return sizeof(scomplex);
+    case GRD_DCOMPLEX: return sizeof(dcomplex);
+    }
+    return 0;
 }
 
 /* Lays JOB's arguments out in X's region (OFF/LEN: where each went, the server's own
@@ -511,7 +558,8 @@ static int put_args(gsv_server *s, xslot *x, gsv_job *job, uint64_t *off, uint64
         r->off[i] = off[i];
         r->len[i] = len[i];
         r->pass[i] = pass[i];
-        if (pass[i] >= 0) continue;
+        r->ival[i] = c->ival[i];
+        if (pass[i] >= 0 || p->type == GRD_CALLBACK) continue;
         if (p->type != GRD_STRING && p->type != GRD_FILENAME && p->rank == 0) {
             memcpy(&r->val[i], c->ptr[i], sizeof r->val[i]);
         } else if (len[i]) {
@@ -531,7 +579,7 @@ static int put_args(gsv_server *s, xslot *x, gsv_job *job, uint64_t *off, uint64
     atomic_store(&r->canceled, 0);
     atomic_store(&r->fault, GSV_XFAULT_NONE);
     atomic_store(&r->state, GSV_XSTATE_IDLE);
-    if (nfds && send_fds(x, fds, nfds)) {
+    if (nfds && gsv_exec_send_fds(x->pass, fds, nfds)) {
         gr_seterr(e, GRID_ERR_FAILED, "the server cannot hand the arrays of %s to its executor: %s",
                   job->fn->qualified, strerror(errno));
         goto fail;
@@ -617,6 +665,70 @@ static int hand_over(xslot *x) {
     return write(x->go, &one, sizeof one) == (ssize_t)sizeof one ? 0 : -1;
 }
 
+/* Runs the callback X's executor asks for on behalf of JOB's function (gsv_exec_main.c's
+ * xcb_call): its scalars from the region, its arrays in the shared buffer that came on
+ * the pass socket, mapped here, where the client's answer is read straight into. What
+ * the executor wrote is checked, never trusted: a bad request fails the callback. */
+static void run_callback(xslot *x, gsv_job *job) {
+    gsv_xregion *r = x->x;
+    uint32_t index = r->cb_index, pass = r->cb_pass;
+    uint64_t size = r->cb_size;
+    int fd = -1, rc = GRID_ERR_PROTOCOL;
+    void *map = NULL;
+    gr_err e;
+    gr_clearerr(&e);
+    if (pass && gsv_exec_receive_fds(x->pass, &fd, 1) != 1) fd = -1;
+    const grd_desc *d = gsv_callback_desc(job, index, &e);
+    struct stat st;
+    if (d && pass &&
+        (fd < 0 || fstat(fd, &st) || (uint64_t)st.st_size < size || !size ||
+         (map = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)) {
+        map = NULL;
+        d = NULL;
+    }
+    grm_value vals[GRD_MAX_PARAMS];
+    void *args[GRD_MAX_PARAMS];
+    for (uint32_t k = 0; d && k < d->nparams; k++) {
+        const grd_param *p = &d->params[k];
+        uint64_t off = r->cb_off[k], len = r->cb_len[k];
+        if (p->rank == 0) {
+            memcpy(&vals[k], &r->cb_val[k], sizeof vals[k]);
+            args[k] = &vals[k];
+        } else if (!len) {
+            args[k] = NULL;
+        } else if (!map || off > size || len > size - off) {
+            d = NULL;
+        } else {
+            args[k] = (uint8_t *)map + off;
+        }
+    }
+    /* The executor's buffers must hold what the callback's sizes say. */
+    grm_call *c = d ? malloc(grm_call_size(d->nparams)) : NULL;
+    if (c) {
+        grw_limits lim;
+        grp_limits_default(&lim);
+        if (grm_from_argv(c, d, args, &lim, &e) == GRID_OK) {
+            rc = GRID_OK;
+            for (uint32_t k = 0; k < d->nparams; k++)
+                if (d->params[k].rank > 0 && args[k] && c->sl[k].ext.bytes > r->cb_len[k])
+                    rc = GRID_ERR_PROTOCOL;
+        }
+        free(c);
+    }
+    if (rc == GRID_OK) {
+        rc = gsv_callback_run(job, index, args);
+        for (uint32_t k = 0; k < d->nparams; k++)
+            if (d->params[k].rank == 0 && d->params[k].mode != GRD_IN)
+                memcpy(&r->cb_val[k], &vals[k], sizeof vals[k]);
+    } else {
+        gsv_log(GSV_LOG_WARN, "executor %d: a malformed callback request of %s: failed", (int)x->pid,
+                job->fn->qualified);
+    }
+    if (map) munmap(map, (size_t)size);
+    if (fd >= 0) close(fd);
+    r->cb_rc = rc;
+}
+
 /* Waits for X's executor to finish the call of JOB: XEND_*. A CANCEL asks first, then
  * kills; the limits kill. */
 static int wait_call(gsv_server *s, xslot *x, gsv_job *job) {
@@ -632,8 +744,17 @@ static int wait_call(gsv_server *s, xslot *x, gsv_job *job) {
     int killed = 0;
     gsv_exec_spin(&x->x->done, x->seq - 1, GSV_XSPIN_SERVER_NS);
     for (;;) {
-        if (!killed && atomic_load(&x->x->done) == x->seq)
-            return atomic_load(&x->x->state) == GSV_XSTATE_DONE ? XEND_DONE : XEND_BAD;
+        if (!killed && atomic_load(&x->x->done) == x->seq) {
+            int st = atomic_load(&x->x->state);
+            if (st != GSV_XSTATE_CALLBACK) return st == GSV_XSTATE_DONE ? XEND_DONE : XEND_BAD;
+            /* The function called a callback: run it with the client, hand the call back. */
+            run_callback(x, job);
+            if (hand_over(x)) {
+                kill(x->pid, SIGKILL);
+                return XEND_DIED;
+            }
+            continue;
+        }
         /* Asleep from here: the executor writes `done` once it sees the flag. */
         atomic_store(&x->x->server_sleeps, 1);
         struct pollfd pf[2] = {{x->done, POLLIN, 0}, {x->ctl, POLLIN, 0}};

@@ -22,7 +22,13 @@
 enum { GSV_XFD_CTL = 3, GSV_XFD_MEM = 4, GSV_XFD_GO = 5, GSV_XFD_DONE = 6, GSV_XFD_PASS = 7 };
 
 /* What the executor last did with the region's call (its state field). */
-enum { GSV_XSTATE_IDLE = 0, GSV_XSTATE_RUNNING = 1, GSV_XSTATE_DONE = 2, GSV_XSTATE_BAD = 3 };
+enum {
+    GSV_XSTATE_IDLE = 0,
+    GSV_XSTATE_RUNNING = 1,
+    GSV_XSTATE_DONE = 2,
+    GSV_XSTATE_BAD = 3,
+    GSV_XSTATE_CALLBACK = 4
+};
 /* Why it died, when its fault handler could tell (its fault field): MEMORY is a fault
  * (SIGSEGV, SIGBUS, SIGABRT) right after an allocation failed (errno ENOMEM) under
  * --call-memory, as when a function uses the NULL malloc returned. */
@@ -56,8 +62,20 @@ typedef struct gsv_xregion {
      * mapped shared (OUT, INOUT, WORK) or copy-on-write (IN: the function may scribble on
      * its inputs, never on the server's data); -1: in the region at OFF. */
     int32_t pass[GRD_MAX_PARAMS];
-    uint32_t npass; /* descriptors in that message (server) */
-    grm_value val[GRD_MAX_PARAMS];                     /* the scalars, in and out */
+    uint32_t npass;               /* descriptors in that message (server) */
+    int64_t ival[GRD_MAX_PARAMS]; /* the call's integer scalars as it began (server): callbacks' sizes */
+    /* A callback the function called (the executor, with state GSV_XSTATE_CALLBACK and
+     * its done count: the call's turn goes to the server, which runs it with the client
+     * and hands the call back with its go count). Its number; its arrays in a shared
+     * buffer of cb_size bytes sent on GSV_XFD_PASS (cb_pass 1), each at cb_off/cb_len;
+     * its scalars in cb_val, where the server puts the OUT ones; its outcome in cb_rc
+     * (server). */
+    uint32_t cb_index, cb_pass;
+    int32_t cb_rc;
+    uint64_t cb_size;
+    uint64_t cb_off[GRD_MAX_PARAMS], cb_len[GRD_MAX_PARAMS];
+    grm_value cb_val[GRD_MAX_PARAMS];
+    grm_value val[GRD_MAX_PARAMS]; /* the scalars, in and out */
 } gsv_xregion;
 
 /* How long each side spins for the other before it sleeps. The executor spins after a
@@ -75,6 +93,15 @@ typedef struct gsv_xregion {
  * looks first, then looks that yield the processor between them, so a spinning side
  * never keeps a runnable thread (the client, a reader) off a busy machine's cores. */
 int gsv_exec_spin(atomic_uint *word, unsigned seen, long long ns);
+
+/* Sends the N descriptors FDS on the datagram socket SOCK in one message; 0, or -1
+ * (errno). Receives up to MAX of them into FDS; their number, or -1. */
+int gsv_exec_send_fds(int sock, const int *fds, unsigned n);
+int gsv_exec_receive_fds(int sock, int *fds, unsigned max);
+
+/* The bytes of a scalar of TYPE (a number type) in memory: what a callback's argument
+ * vector points at. */
+size_t gsv_exec_scalar_size(uint32_t type);
 
 /* Where the buffers begin: after the head, cache-line aligned. */
 #define GSV_XDATA (((uint64_t)sizeof(gsv_xregion) + 63u) & ~(uint64_t)63u)

@@ -108,31 +108,6 @@ static void limit_memory(uint64_t bytes) {
     setrlimit(RLIMIT_AS, &rl);
 }
 
-/* Receives the N descriptors the server sent for this call (gsv_exec.c's send_fds) into
- * FDS; 0, or -1 when they did not come as announced. */
-static int receive_fds(int *fds, uint32_t n) {
-    if (n > GRD_MAX_PARAMS) return -1;
-    char byte;
-    struct iovec iov = {&byte, 1};
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * GRD_MAX_PARAMS)];
-        struct cmsghdr align;
-    } u;
-    struct msghdr m = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-    ssize_t got;
-    while ((got = recvmsg(GSV_XFD_PASS, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
-    }
-    struct cmsghdr *cm = got == 1 ? CMSG_FIRSTHDR(&m) : NULL;
-    if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) return -1;
-    size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    memcpy(fds, CMSG_DATA(cm), k * sizeof(int));
-    if (k == n) return 0;
-    for (size_t i = 0; i < k; i++)
-        close(fds[i]);
-    return -1;
-}
-
 /* The shared buffers mapped for the running call (unmapped after it). */
 static struct {
     void *p;
@@ -161,6 +136,117 @@ static void *map_buffer(int fd, uint64_t len, int input) {
     return p;
 }
 
+/* The server's count of calls handed over, as this executor last saw it. */
+static unsigned seen;
+
+/* Waits until the server hands the call over (a new call, or the current one back after
+ * a callback): spins a little first (gsv_exec.h), then says it sleeps and looks at the
+ * count once more before it does, so a count moved meanwhile is seen here or woken
+ * through the eventfd (gsv_exec.c's hand_over). */
+static void wait_go(void) {
+    for (;;) {
+        if (!gsv_exec_spin(&region->go, seen, GSV_XSPIN_EXEC_NS)) {
+            atomic_store(&region->exec_sleeps, 1);
+            if (atomic_load(&region->go) == seen) {
+                struct pollfd pf[2] = {{GSV_XFD_GO, POLLIN, 0}, {GSV_XFD_CTL, POLLIN, 0}};
+                if (poll(pf, 2, -1) < 0 && errno != EINTR) _exit(1);
+                if (pf[1].revents) _exit(0); /* the server is gone */
+                uint64_t v;
+                if ((pf[0].revents & POLLIN) && read(GSV_XFD_GO, &v, sizeof v) < 0 && errno != EINTR)
+                    _exit(1);
+            }
+            atomic_store(&region->exec_sleeps, 0);
+            if (atomic_load(&region->go) == seen) continue; /* a wake-up left from an earlier call */
+        }
+        seen = atomic_load(&region->go);
+        return;
+    }
+}
+
+/* Gives the call's turn to the server: the call ended, or it asks for a callback. */
+static void signal_done(void) {
+    atomic_store(&region->done, seen);
+    if (atomic_load(&region->server_sleeps)) {
+        uint64_t v = 1;
+        if (write(GSV_XFD_DONE, &v, sizeof v) != (ssize_t)sizeof v) _exit(1);
+    }
+}
+
+/* The running call's function and its callbacks' descriptors (made at first use). */
+static const gsv_function *running;
+static grd_desc *cb_desc[GRD_MAX_PARAMS];
+static gridrpc_stub_callback xcb[GRD_MAX_PARAMS];
+
+/* A callback called by the running function (the stub's entry, as gsv_callback.c's
+ * cb_call in the server's process): its arguments go to the server, in the region and
+ * a shared buffer, the server runs it with the client, and the outputs come back into
+ * the body's variables and arrays. Arrays travel whole both ways, so the parts of an
+ * array that do not cross the wire keep what the body had there. */
+static int xcb_call(const gridrpc_stub_callback *self, void **args) {
+    gsv_xregion *r = region;
+    uint32_t idx = self->index;
+    if (!running || self != &xcb[idx] || idx >= running->desc->nparams) return GRIDRPC_STUB_CALLBACK_OUTSIDE;
+    grd_error ge;
+    if (!cb_desc[idx] && grd_callback_desc(running->desc, idx, r->ival, &cb_desc[idx], &ge) != GRD_OK)
+        return GRID_ERR_ARGS;
+    const grd_desc *d = cb_desc[idx];
+    grm_call *c = malloc(grm_call_size(d->nparams));
+    if (!c) return GRID_ERR_NOMEM;
+    grw_limits lim;
+    grp_limits_default(&lim);
+    gr_err e;
+    if (grm_from_argv(c, d, args, &lim, &e)) {
+        free(c);
+        return e.code;
+    }
+    uint64_t total = 0, off[GRD_MAX_PARAMS], len[GRD_MAX_PARAMS];
+    for (uint32_t k = 0; k < d->nparams; k++) {
+        const grd_param *p = &d->params[k];
+        len[k] = p->rank > 0 && args[k] ? c->sl[k].ext.bytes : 0;
+        off[k] = total;
+        total += (len[k] + 63) & ~(uint64_t)63;
+    }
+    uint8_t *buf = total ? gr_shbuf_alloc((size_t)total) : NULL;
+    if (total && !buf) {
+        free(c);
+        return GRID_ERR_NOMEM;
+    }
+    for (uint32_t k = 0; k < d->nparams; k++) {
+        const grd_param *p = &d->params[k];
+        r->cb_off[k] = off[k];
+        r->cb_len[k] = len[k];
+        memset(&r->cb_val[k], 0, sizeof r->cb_val[k]);
+        if (p->rank > 0) {
+            if (len[k]) memcpy(buf + off[k], args[k], (size_t)len[k]);
+        } else if (args[k] && p->mode != GRD_OUT) {
+            memcpy(&r->cb_val[k], args[k], gsv_exec_scalar_size(p->type));
+        }
+    }
+    r->cb_index = idx;
+    r->cb_size = total;
+    r->cb_pass = buf != NULL;
+    r->cb_rc = GRID_ERR_CONN_LOST;
+    int fd = buf ? gr_shbuf_fd(buf, NULL) : -1;
+    if (buf && gsv_exec_send_fds(GSV_XFD_PASS, &fd, 1)) _exit(1); /* the server sees it end */
+    atomic_store(&r->state, GSV_XSTATE_CALLBACK);
+    signal_done();
+    wait_go();
+    atomic_store(&r->state, GSV_XSTATE_RUNNING);
+    int rc = r->cb_rc;
+    for (uint32_t k = 0; !rc && k < d->nparams; k++) {
+        const grd_param *p = &d->params[k];
+        if (p->mode == GRD_IN || !args[k]) continue;
+        if (p->rank > 0) {
+            if (len[k]) memcpy(args[k], buf + off[k], (size_t)len[k]);
+        } else {
+            memcpy(args[k], &r->cb_val[k], gsv_exec_scalar_size(p->type));
+        }
+    }
+    gr_shbuf_free(buf);
+    free(c);
+    return rc;
+}
+
 /* Runs the call in the region: GSV_XSTATE_DONE, or BAD when it names no function here
  * or its buffers cannot be mapped. */
 static int run_call(void) {
@@ -169,7 +255,7 @@ static int run_call(void) {
      * would be taken for the next call's. */
     int fds[GRD_MAX_PARAMS];
     uint32_t npass = r->npass;
-    if (npass && receive_fds(fds, npass)) return GSV_XSTATE_BAD;
+    if (npass && gsv_exec_receive_fds(GSV_XFD_PASS, fds, GRD_MAX_PARAMS) != (int)npass) return GSV_XSTATE_BAD;
     const gsv_function *f =
         r->fn < ex.reg.nfns && ex.reg.fns[r->fn].desc->hash == r->hash ? &ex.reg.fns[r->fn] : NULL;
     void *ptr[GRD_MAX_PARAMS];
@@ -182,6 +268,11 @@ static int run_call(void) {
         int32_t k = r->pass[i];
         int text = p->type == GRD_STRING || p->type == GRD_FILENAME;
         void *d = NULL;
+        if (p->type == GRD_CALLBACK) {
+            xcb[i] = (gridrpc_stub_callback){.call = xcb_call, .server = NULL, .index = i};
+            ptr[i] = &xcb[i];
+            continue;
+        }
         if (k >= 0) {
             bad = (uint32_t)k >= npass || !len || p->rank == 0 || text ||
                   !(d = map_buffer(fds[k], len, p->mode == GRD_IN));
@@ -218,7 +309,13 @@ static int run_call(void) {
     }
     atomic_store(&r->state, GSV_XSTATE_RUNNING);
     errno = 0; /* an ENOMEM at a fault is then the function's (on_fault) */
+    running = f;
     f->stub->invoke(ptr);
+    running = NULL;
+    for (uint32_t i = 0; i < GRD_MAX_PARAMS; i++) {
+        grd_free(cb_desc[i]);
+        cb_desc[i] = NULL;
+    }
     unmap_buffers();
     return GSV_XSTATE_DONE;
 }
@@ -242,26 +339,10 @@ int gsv_exec_main(int argc, char **argv) {
     if (map_region()) return 1;
     gsv_job_cancel_flag(&region->canceled);
     /* The count the server gave this executor to start from (gsv_exec.c's spawn_one). */
-    unsigned seen = atomic_load(&region->go);
+    seen = atomic_load(&region->go);
     if (write(GSV_XFD_CTL, "r", 1) != 1) return 1;
     for (;;) {
-        /* Spins a little for the next call first (gsv_exec.h); then says it sleeps, and
-         * looks at the count once more before it does, so a call the server counted
-         * meanwhile is seen here or woken through the eventfd (gsv_exec.c's hand_over). */
-        if (!gsv_exec_spin(&region->go, seen, GSV_XSPIN_EXEC_NS)) {
-            atomic_store(&region->exec_sleeps, 1);
-            if (atomic_load(&region->go) == seen) {
-                struct pollfd pf[2] = {{GSV_XFD_GO, POLLIN, 0}, {GSV_XFD_CTL, POLLIN, 0}};
-                if (poll(pf, 2, -1) < 0 && errno != EINTR) _exit(1);
-                if (pf[1].revents) _exit(0); /* the server is gone */
-                uint64_t v;
-                if ((pf[0].revents & POLLIN) && read(GSV_XFD_GO, &v, sizeof v) < 0 && errno != EINTR)
-                    _exit(1);
-            }
-            atomic_store(&region->exec_sleeps, 0);
-            if (atomic_load(&region->go) == seen) continue; /* a wake-up left from an earlier call */
-        }
-        seen = atomic_load(&region->go);
+        wait_go();
         /* The last call's limit must not keep the region from growing. */
         if (limited) {
             struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
@@ -272,10 +353,6 @@ int gsv_exec_main(int argc, char **argv) {
         if (map_region()) _exit(1); /* the server sees it end */
         if (region != before) gsv_job_cancel_flag(&region->canceled);
         atomic_store(&region->state, run_call());
-        atomic_store(&region->done, seen);
-        if (atomic_load(&region->server_sleeps)) {
-            uint64_t v = 1;
-            if (write(GSV_XFD_DONE, &v, sizeof v) != (ssize_t)sizeof v) _exit(1);
-        }
+        signal_done();
     }
 }

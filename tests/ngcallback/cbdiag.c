@@ -1,6 +1,6 @@
 /* cbdiag.c: a client in the style of Ninf-G's diag programs (grpc.h only, handles from
  * a Ninf-G client.conf) for issue 10 item 8, client callbacks:
- *   cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel|big|inout|method
+ *   cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel|big|inout|method|crash
  * Each callback receives one pointer per parameter (IN scalars by address; strings as
  * char *, OUT strings as char **). Prints "OK", or one "FAILED: ..." line per problem
  * (exit status 1); 2 when it cannot start. */
@@ -159,6 +159,25 @@ static void zero(void) {
         expect(count[0] == 7, "every callback returned 0 to the body");
     }
     grpc_function_handle_destruct(&h);
+}
+
+/* ---- crash: a function that crashes after its callbacks fails only its own call, and
+ * the server runs the next one (its functions with callbacks run in executors) */
+
+static void crash(void) {
+    grpc_function_handle_t h;
+    handle(&h, "callback/cb_crash");
+    ticks = 0;
+    grpc_error_t rc = grpc_call(&h, 3, tick);
+    const char *why = grpc_last_error_np();
+    expect(rc != GRPC_NO_ERROR && why && strstr(why, "crashed (signal 11") && strstr(why, "still up"),
+           "cb_crash fails as a crash, the server still up");
+    if (rc == GRPC_NO_ERROR || !why || !strstr(why, "crashed"))
+        fprintf(stderr, "cb_crash: %s\n", why ? why : "");
+    expect(ticks == 3, "its three callbacks ran before the crash");
+    grpc_function_handle_destruct(&h);
+    ticks = 0;
+    zero();
 }
 
 /* ---- late: a callback called after its call ended is refused, not run */
@@ -375,9 +394,8 @@ static void cancel(void) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(
-            stderr,
-            "usage: cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel|big|inout|method\n");
+        fprintf(stderr, "usage: cbdiag CONFIG "
+                        "many|two|zero|string|async|max|null|late|stack|cancel|big|inout|method|crash\n");
         return 2;
     }
     if (grpc_initialize(argv[1]) != GRPC_NO_ERROR) {
@@ -411,6 +429,8 @@ int main(int argc, char **argv) {
         stack();
     else if (strcmp(t, "cancel") == 0)
         cancel();
+    else if (strcmp(t, "crash") == 0)
+        crash();
     else {
         fprintf(stderr, "unknown test %s\n", t);
         return 2;
