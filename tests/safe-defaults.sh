@@ -77,7 +77,23 @@ for prog in gridrpcd gridmetad; do
     fail "$prog --insecure starts"; diag <ins.err
   fi
 done
+# The status page has no keys: beyond loopback only with --insecure, even when the
+# metaserver's own port is guarded by a key.
 "$B/gridrpc" keygen key >/dev/null 2>&1
+timeout 20 "$B/gridmetad" --port 0 --db :memory: --key-file key --http 0 --http-host 0.0.0.0 >page.out 2>page.err; rc=$?
+if [ $rc = 2 ] && grep -q -- '--http-host 0.0.0.0 is not a loopback address' page.err && grep -q -- '--insecure' page.err \
+  && ! grep -q '^listening' page.out; then
+  ok "gridmetad --http-host 0.0.0.0 without --insecure is refused (exit 2), naming --insecure, even with a key"
+else
+  fail "gridmetad --http-host 0.0.0.0 without --insecure: exit $rc"; diag <page.err
+fi
+if start pageins "$B/gridmetad" --port 0 --db :memory: --key-file key --http 0 --http-host 0.0.0.0 --insecure \
+  && grep -q 'warn: INSECURE: the status page listens on 0.0.0.0' pageins.err; then
+  ok "gridmetad --http-host 0.0.0.0 --insecure serves the page and warns at start"
+else
+  fail "gridmetad --http-host 0.0.0.0 --insecure"; diag <pageins.err
+fi
+stop "$pid"
 if start keyed "$B/gridrpcd" --host 0.0.0.0 --port 0 --key-file key --module "$TESTMOD" \
   && ! grep -q 'INSECURE\|no key and no TLS' keyed.err; then
   ok "with --key-file, --host 0.0.0.0 needs no --insecure and logs no warning"
