@@ -287,7 +287,8 @@ typedef struct gsv_conn {
      * with no session) "c:" and random digits of this connection alone, which may keep
      * no job; "" before HELLO. */
     char owner[GRP_OWNER_MAX + 1];
-    int is_admin; /* may reach every owner's jobs and objects: set by an admin credential */
+    int is_admin;  /* may reach every owner's jobs and objects: set by an admin credential */
+    int is_server; /* proved a key tagged server (a server copying data here) */
 } gsv_conn;
 
 /* 1 if C may see and act on what OWNER made: the same owner, or an admin. A resource
@@ -558,8 +559,17 @@ typedef struct gsv_dbuf {
 /* Starts the sweeper (after the options are parsed); stops it and frees everything. */
 int gsv_data_start(gsv_server *s, gr_err *e);
 void gsv_data_stop(void);
-/* C names SESSION: joins it (creating it when new) and marks it used now. */
-int gsv_data_join(gsv_conn *c, uint64_t session, gr_err *e);
+/* C names SESSION: joins it (creating it when new) and marks it used now, if C may use
+ * it: the session's owner (or an admin, or a proved server key), or any connection
+ * while the session has no owner. PUT: C is to store a handle there; a connection with
+ * neither key nor session may then join a session it does not own as a guest (*GUEST
+ * 1: it may add handles, never replace one). Else GRID_ERR_ARGS, as for an unknown
+ * handle. */
+int gsv_data_join(gsv_conn *c, uint64_t session, int put, int *guest, gr_err *e);
+/* 1 if SESSION holds HANDLE. */
+int gsv_data_has(uint64_t session, uint64_t handle);
+/* 1 if C may end SESSION (its owner, an admin, a server key; or no one owns it). */
+int gsv_data_may_end(const gsv_conn *c, uint64_t session);
 /* C closes: its sessions lose a connection (the grace period starts at the last). */
 void gsv_data_conn_closed(gsv_conn *c);
 /* Reserves BYTES of --data-memory for WHAT ("DATA_PUT", "the KEEP output of ..."), or

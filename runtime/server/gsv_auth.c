@@ -78,7 +78,8 @@ int gsv_auth_hello(gsv_conn *c, const grw_header *h, const grp_hello *m, const g
                 snprintf(c->owner + 2 + 2 * i, 3, "%02x", b[i]);
         }
     }
-    c->is_admin = role == GRP_ROLE_ADMIN; /* proved with a key tagged admin */
+    c->is_admin = role == GRP_ROLE_ADMIN;   /* proved with a key tagged admin */
+    c->is_server = role == GRP_ROLE_SERVER; /* a server copying data here */
     if (c->is_admin) gsv_log(GSV_LOG_INFO, "%s: administrator (key %s)", c->peer, key_id);
     c->hello_done = 1;
     return gsv_reply_unlock(c, grp_write_hello_ok(w, h->request_id, ok, &e), &e) ? GSV_CLOSE : GSV_KEEP;

@@ -32,6 +32,10 @@ typedef struct dsession {
     entry *entries;
     unsigned n;
     uint64_t bytes;
+    /* Who may use it (gsv_conn's owner): set by the first connection that has a key or
+     * a session; "" while only connections with neither (older clients, servers copying
+     * data without a key) named it, which any connection may then use. */
+    char owner[GRP_OWNER_MAX + 1];
     struct dsession *next;
 } dsession;
 
@@ -217,7 +221,18 @@ static void unlink_session(dsession *s) {
     free(s);
 }
 
-int gsv_data_join(gsv_conn *c, uint64_t id, gr_err *e) {
+/* 1 if C may use session S as its own (st.lock held); claims an unowned S for C. */
+static int may_use(const gsv_conn *c, dsession *s) {
+    int anonymous = !c->owner[0] || strncmp(c->owner, "c:", 2) == 0;
+    if (!s->owner[0]) {
+        if (!anonymous) snprintf(s->owner, sizeof s->owner, "%s", c->owner);
+        return 1;
+    }
+    return gsv_owner_may(c, s->owner) || c->is_server;
+}
+
+int gsv_data_join(gsv_conn *c, uint64_t id, int put, int *guest, gr_err *e) {
+    if (guest) *guest = 0;
     struct gsv_dconn *d = c->data;
     if (!d) {
         d = c->data = calloc(1, sizeof *d);
@@ -245,12 +260,24 @@ int gsv_data_join(gsv_conn *c, uint64_t id, gr_err *e) {
     long long now = gr_now_ns();
     pthread_mutex_lock(&st.lock);
     dsession *s = get_session(id, now);
-    if (s) {
+    int allowed = s && may_use(c, s);
+    /* A connection with neither key nor session (a server copying a handle here without
+     * a key) may add to a session it does not own, never read, free or replace. */
+    int as_guest = s && !allowed && put && (!c->owner[0] || strncmp(c->owner, "c:", 2) == 0);
+    if (s && (allowed || as_guest)) {
         s->used_ns = now;
         if (!joined) s->nconns++;
     }
     pthread_mutex_unlock(&st.lock);
     if (!s) return gr_seterr(e, GRID_ERR_NOMEM, "the server is out of memory: retry later");
+    if (!allowed && !as_guest)
+        /* The same words as for a handle never put here: the session's existence is not
+         * told to whoever guesses its id. */
+        return gr_seterr(
+            e, GRID_ERR_ARGS,
+            "no data of this session on this server: data handles belong to the client (its key, "
+            "or its session) that made them");
+    if (guest) *guest = as_guest;
     if (!joined) d->ids[d->n++] = id;
     return GRID_OK;
 }
@@ -349,6 +376,21 @@ gsv_dbuf *gsv_data_get(uint64_t session_id, uint64_t handle) {
     }
     pthread_mutex_unlock(&st.lock);
     return b;
+}
+
+int gsv_data_has(uint64_t session_id, uint64_t handle) {
+    pthread_mutex_lock(&st.lock);
+    int has = find_entry(session_id, handle) != NULL;
+    pthread_mutex_unlock(&st.lock);
+    return has;
+}
+
+int gsv_data_may_end(const gsv_conn *c, uint64_t session_id) {
+    pthread_mutex_lock(&st.lock);
+    dsession *s = find_session(session_id);
+    int may = !s || !s->owner[0] || gsv_owner_may(c, s->owner) || c->is_server;
+    pthread_mutex_unlock(&st.lock);
+    return may;
 }
 
 uint64_t gsv_data_free(uint64_t session_id, uint64_t handle, int *found) {

@@ -45,6 +45,15 @@ static void keep_outputs(gsv_job *job) {
         if (!ref) continue; /* not stored (logged): the buffer stays the call's */
         sl->own_buf = 0;
         if (dc->held[k]) gsv_data_release(dc->held[k]); /* the INOUT input's, no longer needed */
+        if (!(f->flags & GRP_REF_RETURN)) {
+            /* Nothing sends it: the store's is the only reference from here, so a client
+             * that frees the handle as soon as the RESULT arrives frees the memory then,
+             * not when this worker gets to release the job (a loaded server's limit
+             * refused the next put otherwise). */
+            gsv_data_release(ref);
+            ref = NULL;
+            job->call.ptr[i] = NULL;
+        }
         dc->held[k] = ref;
         char a[32], b[32];
         gsv_log(GSV_LOG_INFO,
@@ -155,7 +164,7 @@ int gsv_data_call_request(gsv_conn *c, const grw_header *h) {
             f->qualified, (unsigned long long)f->desc->hash, (unsigned long long)t->hash);
     else if (f)
         rc = grp_refs_check(f->desc, f->qualified, t->refs, t->nrefs, &e);
-    if (!rc && f) rc = gsv_data_join(c, t->session, &e);
+    if (!rc && f) rc = gsv_data_join(c, t->session, 0, NULL, &e);
     if (rc || !f) {
         if (e.code != GRID_ERR_PROTOCOL && e.code != GRID_ERR_CONN_LOST)
             gsv_call_log(c->peer, f ? f->qualified : t->name, h->request_id, c->r.consumed, 0, 0, 0, e.code,

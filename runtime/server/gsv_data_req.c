@@ -46,7 +46,14 @@ static int on_put(gsv_conn *c, const grw_header *h) {
     if (grp_read_data_put(&c->r, &d, &type, &count, s->opt.limits.max_array, &e))
         return gsv_request_failed(c, h, "DATA_PUT message", &e);
     uint64_t bytes = grp_data_bytes(type, count);
-    if (gsv_data_join(c, d.session, &e) || gsv_data_reserve(bytes, "DATA_PUT", &e)) {
+    int guest = 0;
+    if (gsv_data_join(c, d.session, 1, &guest, &e) ||
+        (guest && gsv_data_has(d.session, d.handle) &&
+         gr_seterr(&e, GRID_ERR_ARGS,
+                   "data handle %" PRIu64 " exists in this session, which this connection does not own: it "
+                   "may add handles there, never replace one",
+                   d.handle)) ||
+        gsv_data_reserve(bytes, "DATA_PUT", &e)) {
         gsv_log(GSV_LOG_WARN, "data put %s session=%016" PRIx64 " handle=%" PRIu64 " refused: %s", c->peer,
                 d.session, d.handle, e.msg);
         return gsv_request_failed(c, h, "DATA_PUT message", &e);
@@ -81,7 +88,7 @@ static int on_get(gsv_conn *c, const grw_header *h) {
     gr_err e;
     grp_data_id d;
     if (grp_read_data_get(&c->r, &d, &e)) return gsv_request_failed(c, h, "DATA_GET message", &e);
-    if (gsv_data_join(c, d.session, &e)) return answer_error(c, h, &e);
+    if (gsv_data_join(c, d.session, 0, NULL, &e)) return answer_error(c, h, &e);
     gsv_dbuf *b = gsv_data_get(d.session, d.handle);
     if (!b) {
         gsv_data_unknown(d.handle, &e);
@@ -99,7 +106,7 @@ static int on_free(gsv_conn *c, const grw_header *h) {
     gr_err e;
     grp_data_id d;
     if (grp_read_data_free(&c->r, &d, &e)) return gsv_request_failed(c, h, "DATA_FREE message", &e);
-    if (gsv_data_join(c, d.session, &e)) return answer_error(c, h, &e);
+    if (gsv_data_join(c, d.session, 0, NULL, &e)) return answer_error(c, h, &e);
     int found;
     uint64_t bytes = gsv_data_free(d.session, d.handle, &found), held, reserved;
     gsv_data_usage(&held, &reserved);
@@ -114,9 +121,16 @@ static int on_session_end(gsv_conn *c, const grw_header *h) {
     gr_err e;
     uint64_t session;
     if (grp_read_session_end(&c->r, &session, &e)) return gsv_request_failed(c, h, "SESSION_END message", &e);
-    unsigned n;
-    uint64_t bytes;
-    gsv_data_session_end(session, &n, &bytes);
+    unsigned n = 0;
+    uint64_t bytes = 0;
+    /* Another owner's session is left alone, and the answer is the same OK: whoever
+     * guesses an id learns nothing. */
+    if (gsv_data_may_end(c, session))
+        gsv_data_session_end(session, &n, &bytes);
+    else
+        gsv_log(GSV_LOG_WARN,
+                "data session %016" PRIx64 ": SESSION_END from %s, which does not own it: ignored", session,
+                c->peer);
     char a[32];
     gsv_log(GSV_LOG_INFO, "data session %016" PRIx64 " ended by %s: freed %u handle%s, %s", session, c->peer,
             n, n == 1 ? "" : "s", gsv_data_size(bytes, a, sizeof a));
@@ -127,7 +141,7 @@ static int on_copy(gsv_conn *c, const grw_header *h) {
     gr_err e;
     grp_data_copy m;
     if (grp_read_data_copy(&c->r, &m, &e)) return gsv_request_failed(c, h, "DATA_COPY message", &e);
-    if (gsv_data_join(c, m.d.session, &e)) return answer_error(c, h, &e);
+    if (gsv_data_join(c, m.d.session, 0, NULL, &e)) return answer_error(c, h, &e);
     gsv_dbuf *b = gsv_data_get(m.d.session, m.d.handle);
     if (!b) {
         gsv_data_unknown(m.d.handle, &e);

@@ -6,7 +6,9 @@
  * --data-memory limit (DATA_PUT and KEEP reservations) losing nothing, SESSION_END, a
  * session freed after --data-grace once its connections closed and after --data-lease
  * unused, and DATA_COPY between two servers (with --token) followed by CALL_DATA on the
- * second. Servers log at info level to files the test reads. TAP output. */
+ * second; sessions that belong to their maker (another client cannot read, free, replace
+ * or end them; a client with no session may only add). Servers log at info level to
+ * files the test reads. TAP output. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -107,7 +109,15 @@ typedef struct cli {
     gr_err e; /* the last error */
 } cli;
 
+static cli *open_cli_as(const srv *s, int secret);
+
 static cli *open_cli(const srv *s) {
+    return open_cli_as(s, 0);
+}
+
+/* A client whose HELLO carries session secret SECRET (16 bytes of it; 0: none, as an
+ * older client or a server copying without a key). */
+static cli *open_cli_as(const srv *s, int secret) {
     cli *c = calloc(1, sizeof *c);
     c->fd = grw_connect("127.0.0.1", s->port, 5, &c->e);
     if (c->fd < 0) {
@@ -122,6 +132,10 @@ static cli *open_cli(const srv *s) {
     snprintf(h.client, sizeof h.client, "data-server-test");
     h.min_version = h.max_version = GRW_VERSION;
     snprintf(h.token, sizeof h.token, "%s", TOKEN);
+    if (secret) {
+        memset(h.session, secret, sizeof h.session);
+        h.session_len = sizeof h.session;
+    }
     grp_hello_ok ok;
     c->r.deadline_ns = gr_now_ns() + 10000000000LL;
     if (grp_auth_hello(&c->r, &c->w, ++c->id, &h, NULL, "", &ok, NULL, &c->e)) {
@@ -523,6 +537,49 @@ static void check_copy(const srv *from, const srv *to) {
     close_cli(d);
 }
 
+/* Data sessions belong to their maker: another client that names A's session id gets
+ * what it would for an id never used; a client with no session (a server copying without
+ * a key) may add handles to it, never read, free or replace them. */
+static void check_owners(const srv *s) {
+    const uint64_t O = 0x0a0e000000000001ull;
+    cli *a = open_cli_as(s, 0x11), *b = open_cli_as(s, 0x22), *anon = open_cli(s);
+    if (!a || !b || !anon) {
+        result(0, "three clients connect");
+        close_cli(a), close_cli(b), close_cli(anon);
+        return;
+    }
+    double x[4] = {1, 2, 3, 4}, y[4] = {0}, z[4] = {9, 9, 9, 9};
+    int rc = put(a, O, 1, GRD_DOUBLE, 4, x);
+    result(!rc, "client A puts a handle in its session (%s)", a->e.msg);
+    rc = get(b, O, 1, GRD_DOUBLE, 4, y);
+    result(rc == GRID_ERR_ARGS && has(b, "no data of this session on this server") && y[0] == 0,
+           "client B, naming A's session and handle, cannot read it: %s", b->e.msg);
+    rc = data_free(b, O, 1);
+    result(rc == GRID_ERR_ARGS, "nor free it (%s)", b->e.msg);
+    rc = put(b, O, 1, GRD_DOUBLE, 4, z);
+    result(rc == GRID_ERR_ARGS, "nor replace it (%s)", b->e.msg);
+    rc = session_end(b, O);
+    result(!rc, "B's SESSION_END of A's session is answered as any other");
+    rc = get(a, O, 1, GRD_DOUBLE, 4, y);
+    result(!rc && memcmp(x, y, sizeof x) == 0, "A still reads its handle whole after all of B's tries (%s)",
+           a->e.msg);
+    result(log_has(s, "SESSION_END from", "does not own it: ignored", 5),
+           "the server logs the refused SESSION_END");
+    rc = put(anon, O, 2, GRD_DOUBLE, 4, z);
+    result(!rc, "a client with no session may add handle 2 to A's session, as a server's copy does (%s)",
+           anon->e.msg);
+    memset(y, 0, sizeof y);
+    rc = get(a, O, 2, GRD_DOUBLE, 4, y);
+    result(!rc && y[0] == 9, "A reads the handle added to its session");
+    rc = put(anon, O, 1, GRD_DOUBLE, 4, z);
+    result(rc == GRID_ERR_ARGS && has(anon, "never replace one"), "but may not replace A's handle 1: %s",
+           anon->e.msg);
+    rc = get(anon, O, 1, GRD_DOUBLE, 4, y);
+    result(rc == GRID_ERR_ARGS, "nor read it (%s)", anon->e.msg);
+    session_end(a, O);
+    close_cli(a), close_cli(b), close_cli(anon);
+}
+
 int main(void) {
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
@@ -546,6 +603,7 @@ int main(void) {
     check_big(&servers[0]);
     check_memory_limit(&servers[1]);
     check_copy(&servers[0], &servers[1]);
+    check_owners(&servers[0]);
     check_lifetime(&servers[2]);
     for (int i = 0; i < 3; i++) {
         int alive = servers[i].pid > 0 && waitpid(servers[i].pid, NULL, WNOHANG) == 0;
