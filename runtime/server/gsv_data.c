@@ -225,7 +225,8 @@ static void unlink_session(dsession *s) {
 static int may_use(const gsv_conn *c, dsession *s) {
     int anonymous = !c->owner[0] || strncmp(c->owner, "c:", 2) == 0;
     if (!s->owner[0]) {
-        if (!anonymous) snprintf(s->owner, sizeof s->owner, "%s", c->owner);
+        /* A server copying a client's handle here acts for that client: it owns nothing. */
+        if (!anonymous && !c->is_server) snprintf(s->owner, sizeof s->owner, "%s", c->owner);
         return 1;
     }
     return gsv_owner_may(c, s->owner) || c->is_server;

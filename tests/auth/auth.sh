@@ -134,6 +134,19 @@ if start_server cd.out --key-file k1 && BS=$S && pb=$spid && start_server cc.out
   stop "$pa"; stop "$spid"
 fi
 
+# Role-tagged keys: the servers copy with their server key, the client owns its handle
+# with its client key; the copy must leave the handle the client's on B (a server's copy
+# owns nothing), so the client's call there reads it.
+"$B/gridrpc" keygen --role client kc >/dev/null
+"$B/gridrpc" keygen --role server ks >/dev/null
+(cat ks; cat kc) >kservers; chmod 600 kservers
+if start_server rb.out --key-file kservers && BS=$S && pb=$spid && start_server ra.out --key-file kservers --copy-to "$BS" && A=$S && pa=$spid && S=$BS && spid=$pb; then
+  "$B/auth-wire" copy "${A##*:}" "${S##*:}" kc ok >copy3.out 2>&1 || diag <copy3.out
+  sed 's/^\(not \)\{0,1\}ok [0-9]* copy: /&(role keys) /' copy3.out >copy3.tap
+  wire_tap copy3.tap
+  stop "$pa"; stop "$spid"
+fi
+
 # ---- a client with a key refuses a server without one
 if start_server nokey.out; then
   expect "a client with a key refuses a server that does not challenge" 1 "the server did not prove it holds the key" \
