@@ -56,16 +56,18 @@ int main(int argc, char **argv) {
     /* The page has no keys of its own: beyond loopback it shows the grid to anyone. */
     if (opt.http_port >= 0 && !gdm_host_is_loopback(opt.http_host)) {
         if (!opt.insecure)
-            return gdm_usage_error("gridmetad",
-                                   "--http-host %s is not a loopback address, and the status page has no access "
-                                   "control: anyone who reaches it reads every server, function, decision and "
-                                   "crash. Keep it on loopback and reach it through 'ssh -L', or give --insecure "
-                                   "to serve it open anyway",
-                                   opt.http_host);
-        gms_log(GMS_LOG_WARN,
-                "INSECURE: the status page listens on %s (--insecure): anyone who reaches it reads the grid's "
-                "servers, functions, decisions and crashes",
+            return gdm_usage_error(
+                "gridmetad",
+                "--http-host %s is not a loopback address, and the status page has no access "
+                "control: anyone who reaches it reads every server, function, decision and "
+                "crash. Keep it on loopback and reach it through 'ssh -L', or give --insecure "
+                "to serve it open anyway",
                 opt.http_host);
+        gms_log(
+            GMS_LOG_WARN,
+            "INSECURE: the status page listens on %s (--insecure): anyone who reaches it reads the grid's "
+            "servers, functions, decisions and crashes",
+            opt.http_host);
     }
     if (opt.token_on_cmdline)
         gms_log(GMS_LOG_WARN,
