@@ -94,13 +94,14 @@ f_wait_up() {
   return 1
 }
 
-# f_grid THREADS: gridmetad ("meta", any port) and two servers s1 and s2 of THREADS
-# workers registered with it; pid_of[NAME] is each server's pid. A start or a
-# registration that fails is a failed check, and the test ends there.
+# f_grid THREADS [META_ARGS...]: gridmetad ("meta", any port; META_ARGS more options)
+# and two servers s1 and s2 of THREADS workers registered with it; pid_of[NAME] is each
+# server's pid. A start or a registration that fails is a failed check, and the test
+# ends there.
 declare -A pid_of
 f_grid() {
   local s
-  f_meta meta 0 || { fail "gridmetad starts"; finish; exit 1; }
+  f_meta meta 0 "${@:2}" || { fail "gridmetad starts"; finish; exit 1; }
   for s in s1 s2; do
     f_server "$s" --threads "$1" --metaserver "$META" --name "$s" || { fail "gridrpcd $s starts"; finish; exit 1; }
     pid_of[$s]=$srv_pid
