@@ -343,6 +343,9 @@ int gms_state_check_owner(gms_state *st, uint64_t id, const char *owner, const c
 uint64_t gms_state_register(gms_state *st, const grp_register *m, long long now_ns, int64_t unix_ms);
 /* UNREGISTER: the server is stopping: down at once. GRID_ERR_NOT_FOUND: unknown id. */
 int gms_state_unregister(gms_state *st, uint64_t id);
+/* Deletes server ID everywhere (memory, indexes, registry), as --forget-after does;
+ * WHY for the log. GRID_ERR_NOT_FOUND when there is no such server. */
+int gms_state_forget(gms_state *st, uint64_t id, const char *why);
 /* HEARTBEAT: GRID_OK, or GRID_ERR_NOT_FOUND for an unknown id. */
 int gms_state_heartbeat(gms_state *st, const grp_heartbeat *m, long long now_ns, int64_t unix_ms);
 /* SCHEDULE from SITE (never ""): GRID_OK with OK filled, or an error in E. When EXPLAIN

@@ -192,9 +192,19 @@ static int on_unregister(gms_conn *c, const grw_header *h) {
     gr_err e;
     uint64_t id;
     if (grp_read_unregister(&c->r, &id, &e)) return failed(c, h, "UNREGISTER message", &e);
-    if (not_server(c, "UNREGISTER", &e) || gms_state_check_owner(c->net->st, id, c->key_id, "UNREGISTER", &e))
+    /* An administrator (a key tagged admin that claimed the role) forgets any entry:
+     * gridrpc unregister, for a server that is gone for good. */
+    int admin = c->key_id[0] && c->role == GRP_ROLE_ADMIN;
+    if (!admin && (not_server(c, "UNREGISTER", &e) ||
+                   gms_state_check_owner(c->net->st, id, c->key_id, "UNREGISTER", &e)))
         return refuse(c, h, &e);
-    if (gms_state_unregister(c->net->st, id) != GRID_OK) {
+    if (admin)
+        gms_log(GMS_LOG_WARN, "%s: server %llu unregistered by administrator key %s", c->peer,
+                (unsigned long long)id, c->key_id);
+    /* A server's own UNREGISTER marks it down (it may come back); an administrator's
+     * forgets it at once. */
+    if ((admin ? gms_state_forget(c->net->st, id, "unregistered by an administrator")
+               : gms_state_unregister(c->net->st, id)) != GRID_OK) {
         char msg[160];
         snprintf(msg, sizeof msg, "server id %llu is not registered here", (unsigned long long)id);
         return gms_conn_send_error(c, h->request_id, GRID_ERR_NOT_FOUND, msg) ? GMS_CLOSE : GMS_KEEP;

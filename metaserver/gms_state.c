@@ -410,7 +410,7 @@ void gms_state_stop(gms_state *st) {
 /* Deletes the server at index I of st->servers (st->lock held): its pending work, its
  * place in every index, its registry rows and its memory. A REGISTER from its host:port
  * later makes a new server. */
-static void forget_server(gms_state *st, uint32_t i) {
+static void forget_server(gms_state *st, uint32_t i, const char *why) {
     gms_server *s = st->servers[i];
     for (uint32_t k = 0; k < GMS_PENDING_SLOTS; k++)
         if (st->pending[k].decision && st->pending[k].srv == s) gms_pending_end(st, &st->pending[k]);
@@ -427,11 +427,28 @@ static void forget_server(gms_state *st, uint32_t i) {
     }
     if (gms_state_reindex(st)) gms_log(GMS_LOG_ERROR, "out of memory while indexing functions");
     gms_db_forget_server(st->db, s->id);
-    gms_log(GMS_LOG_INFO, "server %llu '%s' (%s:%u) forgotten: down for more than %g s (--forget-after)",
-            (unsigned long long)s->id, s->name, s->host, s->port, st->forget_after_s);
+    if (why)
+        gms_log(GMS_LOG_INFO, "server %llu '%s' (%s:%u) forgotten: %s", (unsigned long long)s->id, s->name,
+                s->host, s->port, why);
+    else
+        gms_log(GMS_LOG_INFO, "server %llu '%s' (%s:%u) forgotten: down for more than %g s (--forget-after)",
+                (unsigned long long)s->id, s->name, s->host, s->port, st->forget_after_s);
     free_fns(s);
     free(s->links);
     free(s);
+}
+
+int gms_state_forget(gms_state *st, uint64_t id, const char *why) {
+    pthread_mutex_lock(&st->lock);
+    int rc = GRID_ERR_NOT_FOUND;
+    for (uint32_t i = 0; i < st->nservers; i++)
+        if (st->servers[i]->id == id) {
+            forget_server(st, i, why);
+            rc = GRID_OK;
+            break;
+        }
+    pthread_mutex_unlock(&st->lock);
+    return rc;
 }
 
 void gms_state_sweep(gms_state *st, long long now_ns, int64_t unix_ms) {
@@ -460,7 +477,7 @@ void gms_state_sweep(gms_state *st, long long now_ns, int64_t unix_ms) {
     double forget_ms = st->forget_after_s * 1e3;
     for (uint32_t i = st->nservers; st->forget_after_s > 0 && i-- > 0;) {
         gms_server *s = st->servers[i];
-        if (!s->up && (double)(unix_ms - s->last_beat_unix_ms) > forget_ms) forget_server(st, i);
+        if (!s->up && (double)(unix_ms - s->last_beat_unix_ms) > forget_ms) forget_server(st, i, NULL);
     }
     for (uint32_t i = 0; i < GMS_PENDING_SLOTS; i++) {
         gms_pending *p = &st->pending[i];

@@ -73,6 +73,8 @@ int cli_ping(cli_conn *c, grp_pong *out, gr_err *e);
 int cli_servers(cli_conn *c, const char *site, grp_server_info **v, uint32_t *count, gr_err *e);
 /* HOLDS: the functions the metaserver holds back after crashes (*v: free it). */
 int cli_holds(cli_conn *c, grp_hold **v, uint32_t *count, gr_err *e);
+/* UNREGISTER of SERVER_ID (an administrator's action, with keys). */
+int cli_unregister_server(cli_conn *c, uint64_t server_id, gr_err *e);
 /* Opens the metaserver of O (CLI_METASERVER) and reads its SERVERS for O's site. */
 int cli_meta_servers(const cli_opts *o, grp_server_info **v, uint32_t *count, gr_err *e);
 /* Finds the descriptor of NAME: from O's server, or (metaserver) from the first up
@@ -121,6 +123,7 @@ int cli_submit(int argc, char **argv, cli_opts *o);
 int cli_fetch(int argc, char **argv, cli_opts *o);
 int cli_jobs(int argc, char **argv, cli_opts *o);
 int cli_forget(int argc, char **argv, cli_opts *o);
+int cli_unregister(int argc, char **argv, cli_opts *o);
 int cli_cancel(int argc, char **argv, cli_opts *o);
 /* A job id's server and hex part: "host:port/HEX", or a bare HEX on O's server (HOST:
  * GRP_MAX_HOST + 1 bytes). Returns 0, or -1 after printing why. */

@@ -188,6 +188,16 @@ int cli_holds(cli_conn *c, grp_hold **v, uint32_t *count, gr_err *e) {
     return rc;
 }
 
+int cli_unregister_server(cli_conn *c, uint64_t server_id, gr_err *e) {
+    set_deadline(c);
+    uint64_t id = c->next_id++;
+    int rc = grp_write_unregister(&c->wr, id, server_id, e);
+    if (rc) return blame(c, rc, "UNREGISTER", e);
+    rc = cli_reply(c, id, GRP_UNREGISTER_OK, "UNREGISTER", e);
+    if (!rc) rc = grp_read_empty(&c->rd, e);
+    return rc;
+}
+
 int cli_meta_servers(const cli_opts *o, grp_server_info **v, uint32_t *count, gr_err *e) {
     cli_conn *c;
     int rc = cli_connect(o, o->meta_host, o->meta_port, 1, &c, e);

@@ -387,6 +387,18 @@ static void help_cancel(void) {
     fputs(global_help, stdout);
 }
 
+static void help_unregister(void) {
+    fputs("Usage: gridrpc [OPTIONS] unregister SERVER_ID\n"
+          "Remove server SERVER_ID (the first column of gridrpc status) from the\n"
+          "metaserver's list at once, instead of after gridmetad's --forget-after: for a\n"
+          "server that is gone for good. An administrator's action: with keys, it needs a\n"
+          "key tagged admin (gridrpc keygen --role admin), which the metaserver must hold.\n"
+          "A server that is still running registers again with its next heartbeat.\n"
+          "\n",
+          stdout);
+    fputs(global_help, stdout);
+}
+
 static const struct {
     const char *name;
     int (*run)(int, char **, cli_opts *);
@@ -401,6 +413,7 @@ static const struct {
     {"jobs", cli_jobs, help_jobs},
     {"forget", cli_forget, help_forget},
     {"cancel", cli_cancel, help_cancel},
+    {"unregister", cli_unregister, help_unregister},
     {"keygen", cli_keygen, help_keygen},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

@@ -1,6 +1,7 @@
 /* cli_status.c: gridrpc status: the servers a metaserver knows, with their state, load,
  * speed and the link from this site (SERVERS), and the functions it holds back after
- * they crashed on several servers (HOLDS); or one server's load (PING). */
+ * they crashed on several servers (HOLDS); or one server's load (PING). gridrpc
+ * unregister: an administrator removes a server's entry (UNREGISTER). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,4 +231,30 @@ int cli_status(int argc, char **argv, cli_opts *o) {
     grp_servers_free(v, n);
     if (rc) cli_error("out of memory");
     return rc ? CLI_FAIL : CLI_OK;
+}
+
+int cli_unregister(int argc, char **argv, cli_opts *o) {
+    char *end = NULL;
+    unsigned long long id = argc == 1 ? strtoull(argv[0], &end, 10) : 0;
+    if (argc != 1 || !end || *end || !id) {
+        cli_error("unregister takes one server id, the first column of gridrpc status (gridrpc unregister "
+                  "--help)");
+        return CLI_USAGE;
+    }
+    if (cli_resolve_target(o, CLI_METASERVER)) return CLI_FAIL;
+    gr_err e = {0, ""};
+    cli_conn *c;
+    int rc = cli_connect(o, o->meta_host, o->meta_port, 1, &c, &e);
+    if (rc) {
+        cli_error("%s", e.msg);
+        return CLI_FAIL;
+    }
+    rc = cli_unregister_server(c, (uint64_t)id, &e);
+    cli_close(c);
+    if (rc) {
+        cli_error("%s", e.msg);
+        return CLI_FAIL;
+    }
+    printf("unregistered server %llu\n", id);
+    return CLI_OK;
 }

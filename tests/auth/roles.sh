@@ -1,5 +1,6 @@
 #!/bin/sh
-# roles.sh: who may do what at gridmetad (issue 25, findings 1 and 4; docs/security.md),
+# roles.sh: who may do what at gridmetad (issue 25, findings 1 and 4; docs/security.md;
+# an admin key's gridrpc unregister),
 # with real daemons on loopback and roles-peer sending raw metaserver messages as a
 # hostile peer would. The metaserver's key file holds a client key, two server keys and
 # nothing untagged; a real server registers with its server key. Then: a client key
@@ -25,10 +26,11 @@ peer() { timeout 30 "$B/roles-peer" "$MPORT" "$@"; }
 entry() { peer kc client servers | awk -v id="$1" '$1 == id'; }
 
 "$B/gridrpc" keygen --role client kc >/dev/null && "$B/gridrpc" keygen --role server ks >/dev/null &&
-  "$B/gridrpc" keygen --role server ks2 >/dev/null && "$B/gridrpc" keygen k_untagged >/dev/null ||
+  "$B/gridrpc" keygen --role server ks2 >/dev/null && "$B/gridrpc" keygen k_untagged >/dev/null &&
+  "$B/gridrpc" keygen --role admin ka >/dev/null ||
   { fail "gridrpc keygen --role"; finish; exit 1; }
 if grep -Eqx 'server [0-9a-f]{64}' ks && grep -Eqx '[0-9a-f]{64}' k_untagged; then ok "keygen --role server writes 'server HEX'"; else fail "keygen --role"; diag <ks; fi
-(cat kc ks ks2) >meta.keys && chmod 600 meta.keys
+(cat kc ks ks2 ka) >meta.keys && chmod 600 meta.keys
 (cat ks kc) >srv.keys && chmod 600 srv.keys
 
 # A long heartbeat: the server's last beat is recent for the whole test, and a REPORT
@@ -97,6 +99,22 @@ else
 fi
 expect_call=$("$B/gridrpc" --metaserver "127.0.0.1:$MPORT" --key-file kc call test/echo_int 1 '[4]' 2>&1)
 if echo "$expect_call" | grep -q "out = \[4\]"; then ok "a client key still calls through the metaserver"; else fail "call: $expect_call"; fi
+
+# The administrator's action: gridrpc unregister forgets a server's entry at once; a
+# client key may not.
+out=$("$B/gridrpc" --metaserver "127.0.0.1:$MPORT" --key-file kc unregister "$SID" 2>&1); rc=$?
+if [ $rc = 1 ] && echo "$out" | grep -q "UNREGISTER refused" && entry "$SID" | grep -q " up "; then
+  ok "gridrpc unregister with a client key is refused, the entry stays"
+else
+  fail "client unregister: rc $rc: $out"
+fi
+out=$("$B/gridrpc" --metaserver "127.0.0.1:$MPORT" --key-file ka unregister "$SID" 2>&1); rc=$?
+if [ $rc = 0 ] && [ "$out" = "unregistered server $SID" ] && [ -z "$(entry "$SID")" ]; then
+  ok "gridrpc unregister with an admin key removes another key's server at once"
+else
+  fail "admin unregister: rc $rc: $out / $(entry "$SID")"
+fi
+if grep -q "server $SID unregistered by administrator key" meta.err; then ok "gridmetad logs the administrator's unregister"; else fail "admin unregister not logged"; diag <meta.err; fi
 stop "$spid"
 stop "$mpid"
 
