@@ -290,7 +290,8 @@ typedef struct gms_state {
     long long last_sweep_ns; /* monotonic: the sweeper's last pass (0: none yet) */
     struct gms_db *db;       /* NULL: nothing is persisted (tests) */
     long long start_ns;
-    gms_server **servers; /* in id order; never freed while running */
+    gms_server *
+        *servers; /* in id order; freed only by forget_server (--forget-after, an admin), under lock */
     uint32_t nservers, capservers;
     gms_server **by_id; /* index: server id (ids are small and dense) */
     uint64_t cap_by_id;
