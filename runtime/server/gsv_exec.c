@@ -474,21 +474,6 @@ int gsv_exec_receive_fds(int sock, int *fds, unsigned max) {
     return (int)k;
 }
 
-size_t gsv_exec_scalar_size(uint32_t type) {
-    switch (type) {
-    case GRD_CHAR: return sizeof(char);
-    case GRD_SHORT: return sizeof(short);
-    case GRD_INT: return sizeof(int);
-    case GRD_LONG: return sizeof(long);
-    case GRD_LONGLONG: return sizeof(long long);
-    case GRD_FLOAT: return sizeof(float);
-    case GRD_DOUBLE: return sizeof(double);
-    case GRD_SCOMPLEX: return sizeof(scomplex);
-    case GRD_DCOMPLEX: return sizeof(dcomplex);
-    }
-    return 0;
-}
-
 /* Lays JOB's arguments out in X's region (OFF/LEN: where each went, the server's own
  * copy; bit I of *PASSED: parameter I is a shared buffer the executor maps instead),
  * growing it as needed, and sends the shared buffers' descriptors. GRID_OK, or an error

@@ -99,10 +99,6 @@ int gsv_exec_spin(atomic_uint *word, unsigned seen, long long ns);
 int gsv_exec_send_fds(int sock, const int *fds, unsigned n);
 int gsv_exec_receive_fds(int sock, int *fds, unsigned max);
 
-/* The bytes of a scalar of TYPE (a number type) in memory: what a callback's argument
- * vector points at. */
-size_t gsv_exec_scalar_size(uint32_t type);
-
 /* Where the buffers begin: after the head, cache-line aligned. */
 #define GSV_XDATA (((uint64_t)sizeof(gsv_xregion) + 63u) & ~(uint64_t)63u)
 

@@ -219,7 +219,7 @@ static int xcb_call(const gridrpc_stub_callback *self, void **args) {
         if (p->rank > 0) {
             if (len[k]) memcpy(buf + off[k], args[k], (size_t)len[k]);
         } else if (args[k] && p->mode != GRD_OUT) {
-            memcpy(&r->cb_val[k], args[k], gsv_exec_scalar_size(p->type));
+            memcpy(&r->cb_val[k], args[k], grd_type_size(p->type));
         }
     }
     r->cb_index = idx;
@@ -239,7 +239,7 @@ static int xcb_call(const gridrpc_stub_callback *self, void **args) {
         if (p->rank > 0) {
             if (len[k]) memcpy(args[k], buf + off[k], (size_t)len[k]);
         } else {
-            memcpy(args[k], &r->cb_val[k], gsv_exec_scalar_size(p->type));
+            memcpy(args[k], &r->cb_val[k], grd_type_size(p->type));
         }
     }
     gr_shbuf_free(buf);
