@@ -65,6 +65,8 @@ static void usage(void) {
           "                    is stopped)\n"
           "  cancel ID         stop a queued or running job; its record stays (fetch then\n"
           "                    says it was canceled)\n"
+          "  unregister SERVER_ID  remove a server from the metaserver at once (an\n"
+          "                    administrator's action: an admin key with keys)\n"
           "  keygen [--role R] FILE  write a new key file (32 random bytes in hex, mode 0600)\n"
           "                    for gridrpcd/gridmetad --key-file and GRIDRPC_KEY_FILE\n"
           "  help [COMMAND]    show this help, or a command's\n"
