@@ -95,7 +95,9 @@ static int server_allocate(grm_call *c, gr_err *e) {
             int arrives_whole = grm_travels(p, GRM_TO_SERVER) && c->sl[i].ext.whole && !grm_is_text(p->type);
             /* An executor's call maps its large arrays instead of copying them. */
             int shared = c->share && bytes >= GR_SHBUF_MIN && !grm_is_text(p->type);
-            void *b = shared ? gr_shbuf_alloc(bytes) : arrives_whole ? malloc(bytes) : calloc(1, bytes);
+            void *b = shared          ? gr_shbuf_alloc(bytes, arrives_whole)
+                      : arrives_whole ? malloc(bytes)
+                                      : calloc(1, bytes);
             if (!b)
                 return gr_seterr(e, GRID_ERR_NOMEM, "the server cannot allocate %zu bytes for '%s'", bytes,
                                  p->name);

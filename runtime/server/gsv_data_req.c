@@ -61,7 +61,7 @@ static int on_put(gsv_conn *c, const grw_header *h) {
     /* A large array goes where the executors can map it: the calls that name the handle
      * then take it without a copy (gsv_exec.c). */
     void *p = !bytes                                        ? NULL
-              : bytes >= GR_SHBUF_MIN && !s->opt.in_process ? gr_shbuf_alloc((size_t)bytes)
+              : bytes >= GR_SHBUF_MIN && !s->opt.in_process ? gr_shbuf_alloc((size_t)bytes, 1)
                                                             : malloc((size_t)bytes);
     int rc = bytes && !p
                  ? gr_seterr(&e, GRID_ERR_NOMEM, "the server cannot allocate %" PRIu64 " bytes", bytes)

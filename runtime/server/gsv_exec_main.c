@@ -108,6 +108,10 @@ static void limit_memory(uint64_t bytes) {
     setrlimit(RLIMIT_AS, &rl);
 }
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14; older headers lack it */
+#endif
+
 /* The shared buffers mapped for the running call (unmapped after it). */
 static struct {
     void *p;
@@ -122,15 +126,19 @@ static void unmap_buffers(void) {
 }
 
 /* Maps parameter I's shared buffer FD (LEN bytes): shared for what the function writes
- * back, copy-on-write for an input (the server sent it read-only). NULL if it cannot. */
+ * back, copy-on-write for an input (the server sent it read-only). NULL if it cannot.
+ * Every page is mapped at once (one system call, not a fault per page), but an input's
+ * only for reading: MAP_POPULATE on a private writable mapping breaks copy-on-write for
+ * every page, which copied each input whole (two 32 MB copies in a dmmul of n = 2000). */
 static void *map_buffer(int fd, uint64_t len, int input) {
-    void *p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE,
-                   (input ? MAP_PRIVATE : MAP_SHARED) | MAP_POPULATE, fd, 0);
+    void *p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, input ? MAP_PRIVATE : MAP_SHARED | MAP_POPULATE,
+                   fd, 0);
     if (p == MAP_FAILED) {
         gsv_log(GSV_LOG_ERROR, "cannot map a call's array of %llu bytes: %s", (unsigned long long)len,
                 strerror(errno));
         return NULL;
     }
+    if (input) madvise(p, (size_t)len, MADV_POPULATE_READ); /* only faster: a kernel without it faults */
     maps[nmaps].p = p;
     maps[nmaps++].len = (size_t)len;
     return p;
@@ -206,7 +214,7 @@ static int xcb_call(const gridrpc_stub_callback *self, void **args) {
         off[k] = total;
         total += (len[k] + 63) & ~(uint64_t)63;
     }
-    uint8_t *buf = total ? gr_shbuf_alloc((size_t)total) : NULL;
+    uint8_t *buf = total ? gr_shbuf_alloc((size_t)total, 0) : NULL;
     if (total && !buf) {
         free(c);
         return GRID_ERR_NOMEM;
@@ -353,6 +361,7 @@ int gsv_exec_main(int argc, char **argv) {
         if (map_region()) _exit(1); /* the server sees it end */
         if (region != before) gsv_job_cancel_flag(&region->canceled);
         atomic_store(&region->state, run_call());
+        gr_shbuf_trim(); /* a callback's buffers: not kept in every executor */
         signal_done();
     }
 }

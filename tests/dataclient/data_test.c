@@ -561,6 +561,17 @@ static void shared_buffers(void) {
         ok = x[i] == (i >= 1000 && i < X - 1000 ? i + 1.0 : (double)i);
     result(ok, "subrange of a large INOUT changes exactly its part");
     if (rc) diag("%s", grid_last_error());
+    /* The server keeps freed large buffers for the next array of their size: one that
+     * is not overwritten whole must still start zeroed (work_zero fills its WORK array
+     * with 1 after it counted). */
+    snprintf(url, sizeof url, "gridrpc://%s/test/work_zero", s1);
+    int nz[3] = {-1, -1, -1};
+    for (int k = 0; k < 3 && !rc; k++)
+        rc = grid_call(url, X, NULL, &nz[k]); /* WORK: nothing crosses */
+    result(rc == GRID_OK && nz[0] == 0 && nz[1] == 0 && nz[2] == 0,
+           "a large WORK array starts zeroed in every call, reused memory or not (%d, %d, %d not zero)",
+           nz[0], nz[1], nz[2]);
+    if (rc) diag("%s", grid_last_error());
     grid_data_free_np(hx);
     grid_data_free_np(hc);
     grid_data_free_np(hb);

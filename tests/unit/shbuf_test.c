@@ -1,8 +1,10 @@
 /* shbuf_test.c: the shared buffers of runtime/common/gr_shbuf.c: zeroed, page-aligned,
  * backed by a memfd another process sees (a child maps the descriptor and reads what this
- * process wrote, and writes back what this one reads); freeing one unmaps it and closes
- * its descriptor; a malloc'd pointer and NULL pass through the same free; four threads
- * allocating and freeing at once keep the table whole. Prints TAP. */
+ * process wrote, and writes back what this one reads); a freed one is kept for the next
+ * of its size (zeroed again unless its taker overwrites it), at most 8 of them, and
+ * trimming the cache unmaps it and closes its descriptor; a malloc'd pointer and NULL
+ * pass through the same free; four threads allocating and freeing at once keep the
+ * table whole. Prints TAP. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -38,9 +40,9 @@ static void *churn(void *arg) {
     int ok = 1;
     for (int i = 0; i < 200 && ok; i++) {
         size_t bytes = GR_SHBUF_MIN + (size_t)(rand_r(&seed) % 65536);
-        unsigned char *p = gr_shbuf_alloc(bytes);
+        unsigned char *p = gr_shbuf_alloc(bytes, i % 2);
         size_t got = 0;
-        ok = p && gr_shbuf_fd(p, &got) >= 0 && got == bytes;
+        ok = p && gr_shbuf_fd(p, &got) >= 0 && got >= bytes && got < bytes + 4096 && (i % 2 || !p[bytes - 1]);
         if (p) {
             p[bytes - 1] = (unsigned char)i;
             gr_shbuf_free(p);
@@ -50,8 +52,8 @@ static void *churn(void *arg) {
 }
 
 int main(void) {
-    size_t bytes = GR_SHBUF_MIN + 12345;
-    unsigned char *p = gr_shbuf_alloc(bytes);
+    size_t bytes = GR_SHBUF_MIN + 12345, whole = (bytes + 4095) / 4096 * 4096;
+    unsigned char *p = gr_shbuf_alloc(bytes, 0);
     int zero = p != NULL;
     for (size_t i = 0; zero && i < bytes; i++)
         zero = p[i] == 0;
@@ -60,8 +62,8 @@ int main(void) {
     size_t got = 0;
     int fd = p ? gr_shbuf_fd(p, &got) : -1;
     struct stat st;
-    result(fd >= 0 && got == bytes && fstat(fd, &st) == 0 && (size_t)st.st_size == bytes,
-           "its descriptor is a file of its size (%zu bytes)", got);
+    result(fd >= 0 && got == whole && fstat(fd, &st) == 0 && (size_t)st.st_size == whole,
+           "its descriptor is a file of its size in whole pages (%zu bytes)", got);
     result(gr_shbuf_fd(p ? p + 4096 : NULL, NULL) == -1, "an address inside it is not a shared buffer");
 
     /* Another process maps the descriptor: it reads what was written here, and what it
@@ -86,11 +88,44 @@ int main(void) {
         "another process that maps it sees this one's bytes, and this one sees its writes (child status %d)",
         WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 
+    /* Freed, it is kept for the next buffer of its size: handed out again with its bytes
+     * when the taker overwrites them, zeroed when not. */
     gr_shbuf_free(p);
+    result(gr_shbuf_fd(p, NULL) == -1 && gr_shbuf_cached(NULL) == 1,
+           "a freed buffer is no longer known, and is kept");
+    unsigned char *again = gr_shbuf_alloc(bytes, 1);
+    result(again == p && gr_shbuf_fd(again, NULL) == fd && again[bytes - 1] == 0xAB &&
+               gr_shbuf_cached(NULL) == 0,
+           "the next buffer of its size is the same one, bytes kept for a taker that overwrites it");
+    gr_shbuf_free(again);
+    again = gr_shbuf_alloc(bytes - 10, 0); /* the same pages */
+    zero = again == p;
+    for (size_t i = 0; zero && i < whole; i++)
+        zero = again[i] == 0;
+    result(zero, "for any other taker it is zeroed again, to its last page");
+    unsigned char *other = gr_shbuf_alloc(bytes + 8192, 0);
+    result(other && other != p, "a buffer of another size is not the kept one");
+    gr_shbuf_free(other);
+    gr_shbuf_free(again);
+    size_t kept = 0;
+    result(gr_shbuf_cached(&kept) == 2 && kept == whole + whole + 8192, "both are kept (%zu bytes)", kept);
+    gr_shbuf_trim();
     errno = 0;
     int closed = fcntl(fd, F_GETFD) == -1 && errno == EBADF;
-    result(closed && mapped(p) == 0, "freeing it unmaps it and closes its descriptor");
-    result(gr_shbuf_fd(p, NULL) == -1, "a freed buffer is no longer known");
+    result(closed && mapped(p) == 0 && gr_shbuf_cached(&kept) == 0 && kept == 0,
+           "trimming the cache unmaps them and closes their descriptors");
+
+    /* At most 8 are kept: the oldest go first. */
+    unsigned char *many[10];
+    for (int i = 0; i < 10; i++)
+        many[i] = gr_shbuf_alloc(GR_SHBUF_MIN + (size_t)i * 4096, 1);
+    int fd0 = many[0] ? gr_shbuf_fd(many[0], NULL) : -1;
+    for (int i = 0; i < 10; i++)
+        gr_shbuf_free(many[i]);
+    errno = 0;
+    result(gr_shbuf_cached(NULL) == 8 && fcntl(fd0, F_GETFD) == -1 && errno == EBADF && mapped(many[0]) == 0,
+           "of 10 freed, the 8 newest are kept and the oldest is released");
+    gr_shbuf_trim();
 
     /* malloc'd memory, page-aligned or not, goes through the same free (ASan sees a leak
      * or a bad free otherwise). */
@@ -103,7 +138,7 @@ int main(void) {
     gr_shbuf_free(NULL);
     result(1, "gr_shbuf_free frees malloc'd memory and NULL");
     errno = 0;
-    result(gr_shbuf_alloc(0) == NULL && errno == EINVAL, "a buffer of 0 bytes is refused (EINVAL)");
+    result(gr_shbuf_alloc(0, 0) == NULL && errno == EINVAL, "a buffer of 0 bytes is refused (EINVAL)");
 
     pthread_t t[4];
     int ok = 1;
