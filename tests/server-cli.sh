@@ -14,7 +14,7 @@ for o in --module --module-dir --default-modules --host --port --threads --mode 
   --max-head --io-timeout --shutdown-timeout --log-level --quiet --help --version \
   --metaserver --advertise --name --speed --metaserver-token --data-memory --data-grace --data-lease \
   --idle-timeout --max-connections --max-connections-per-address --max-calls-per-connection --max-calls \
-  --max-call-memory --max-objects-per-connection --max-sessions-per-connection \
+  --max-call-memory --max-objects-per-connection --max-object-processes --max-sessions-per-connection \
   --insecure --token-file --metaserver-token-file; do
   grep -q -- "$o" help.out || missing="$missing $o"
 done

@@ -111,11 +111,13 @@ typedef struct gsv_options {
      * CA file for the TLS servers this one connects to (metaserver, data copies). */
     const char *tls_cert, *tls_key, *tls_ca;
     /* Limits on what peers hold (gsv_limits.c, gsv_listen.c; docs/server.md's table). */
-    unsigned max_conns;             /* --max-connections: open at once */
-    unsigned max_conns_per_addr;    /* --max-connections-per-address */
-    unsigned max_calls_per_conn;    /* --max-calls-per-connection: waiting or running, one connection */
-    unsigned max_calls;             /* --max-calls: waiting or running, every connection */
-    unsigned max_objects_per_conn;  /* --max-objects-per-connection: remote objects one connection owns */
+    unsigned max_conns;            /* --max-connections: open at once */
+    unsigned max_conns_per_addr;   /* --max-connections-per-address */
+    unsigned max_calls_per_conn;   /* --max-calls-per-connection: waiting or running, one connection */
+    unsigned max_calls;            /* --max-calls: waiting or running, every connection */
+    unsigned max_objects_per_conn; /* --max-objects-per-connection: remote objects one connection owns */
+    unsigned
+        max_object_processes; /* --max-object-processes: objects alive at once, each in its own executor */
     unsigned max_sessions_per_conn; /* --max-sessions-per-connection: data sessions one connection uses */
     uint64_t max_call_memory;       /* --max-call-memory: bytes of arguments held by those calls */
     double idle_timeout;            /* --idle-timeout seconds; 0: never */
@@ -408,10 +410,31 @@ void gsv_job_cancel_flag(atomic_int *flag);
  * they load their modules from) and the thread that replaces those that die; returns
  * once all are ready, or an error. */
 int gsv_exec_start(gsv_server *s, int argc, char **argv, gr_err *e);
+/* 1 when FN's arguments can cross to an executor: no arrays of strings or file names,
+ * no callback that takes text (those stay in-process in this version). */
+int gsv_exec_carries(const gsv_function *fn);
 /* 1 when JOB's function runs in an executor: its kind may leave the daemon
- * (GSV_WHERE_ISOLABLE), it takes no callbacks and no OUT or INOUT strings (which stay
- * in-process in this version), and the server is not --in-process-unsafe. */
+ * (GSV_WHERE_ISOLABLE), its arguments can cross (gsv_exec_carries), and the server is not
+ * --in-process-unsafe. */
 int gsv_exec_runs(const gsv_server *s, const gsv_job *job);
+/* 1 when the objects of CLS each get an executor of their own (gsv_exec_actor_*): every
+ * method's arguments can cross, and the server is not --in-process-unsafe. */
+int gsv_exec_objects(const gsv_server *s, const gsv_class *cls);
+/* A remote object's own executor process (gsv_exec_actor.c), as a Ray actor: it holds
+ * the object's state, runs its methods one at a time, and its crash costs that object
+ * and nothing else. */
+typedef struct gsv_xactor gsv_xactor;
+/* Starts one (waiting until it is ready); NULL with E when the server runs
+ * --max-object-processes of them already or it cannot start. */
+gsv_xactor *gsv_exec_actor_start(gsv_server *s, gr_err *e);
+/* Runs JOB (a method of CLS) on A's executor: GRID_OK with the outputs in JOB's buffers,
+ * or the error: the method crashed, was canceled or ran past a limit (the executor was
+ * ended: the object is lost, and every later call of it fails saying so). */
+int gsv_exec_actor_call(gsv_server *s, gsv_xactor *a, gsv_job *job, const gsv_class *cls, gr_err *e);
+/* 1 when A's executor has ended (the object's state is gone). */
+int gsv_exec_actor_lost(const gsv_xactor *a);
+/* Ends A's executor and frees A (NULL: nothing). */
+void gsv_exec_actor_end(gsv_xactor *a);
 /* Runs JOB's function in a free executor (waiting for one) with BLAS threads: GRID_OK
  * with the outputs in JOB's buffers, or the error (E) that answers the call: the
  * executor died (it is replaced), a CANCEL ended it, a limit did (--call-timeout or

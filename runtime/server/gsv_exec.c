@@ -54,7 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gsv_exec.h"
+#include "gsv_xslot.h"
 
 extern char **environ;
 
@@ -75,15 +75,6 @@ extern char **environ;
 
 enum { XS_FREE, XS_BUSY, XS_DEAD };
 
-typedef struct xslot {
-    pid_t pid;
-    unsigned seq;                 /* calls handed to this slot's executors: the server's own count */
-    int ctl, go, done, pass, mem; /* the server's ends; mem stays across replacements */
-    gsv_xregion *x;               /* the server's mapping of the region */
-    uint64_t size;                /* its bytes */
-    int state;                    /* XS_*, under pool.lock */
-} xslot;
-
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t freed; /* a slot became free, the first executors started, or starting failed */
@@ -98,8 +89,22 @@ static struct {
     char failure[256]; /* under lock: why */
     pthread_t supervisor;
     int supervised; /* the supervisor thread was started (gsv_exec_stop joins it) */
-} pool = {
-    .lock = PTHREAD_MUTEX_INITIALIZER, .freed = PTHREAD_COND_INITIALIZER, .cue = PTHREAD_COND_INITIALIZER};
+    /* under lock: executors of remote objects to start (gsv_xslot_spawn), and the
+     * condition their askers wait on */
+    struct spawn_req *reqs;
+    pthread_cond_t spawned;
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER,
+          .freed = PTHREAD_COND_INITIALIZER,
+          .cue = PTHREAD_COND_INITIALIZER,
+          .spawned = PTHREAD_COND_INITIALIZER};
+
+/* An executor of a remote object the supervisor is asked to start. */
+typedef struct spawn_req {
+    xslot *x;
+    int done, rc;
+    gr_err e;
+    struct spawn_req *next;
+} spawn_req;
 
 /* fd as one of the descriptors an executor inherits must not be one of their target
  * numbers, or an earlier dup2 of the spawn would overwrite it. */
@@ -258,6 +263,16 @@ static void *supervise(void *arg) {
     pool.started = 1;
     pthread_cond_broadcast(&pool.freed);
     while (!pool.stop) {
+        spawn_req *req = pool.reqs;
+        if (req) {
+            pool.reqs = req->next;
+            pthread_mutex_unlock(&pool.lock);
+            req->rc = spawn_one(req->x, &req->e);
+            pthread_mutex_lock(&pool.lock);
+            req->done = 1;
+            pthread_cond_broadcast(&pool.spawned);
+            continue;
+        }
         xslot *dead = NULL;
         for (unsigned i = 0; i < pool.n && !dead; i++)
             if (pool.slots[i].state == XS_DEAD) dead = &pool.slots[i];
@@ -278,12 +293,54 @@ static void *supervise(void *arg) {
             gsv_log(GSV_LOG_DEBUG, "executor %d started", (int)dead->pid);
         } else {
             long long until = gr_now_ns() + 1000000000LL;
-            while (!pool.stop && gr_cond_wait_until(&pool.cue, &pool.lock, until) == 0) {
+            while (!pool.stop && !pool.reqs && gr_cond_wait_until(&pool.cue, &pool.lock, until) == 0) {
             }
         }
     }
+    /* Stopping: nobody waits for an object's executor any more (no worker runs). */
+    for (spawn_req *req; (req = pool.reqs) != NULL;) {
+        pool.reqs = req->next;
+        req->rc = gr_seterr(&req->e, GRID_ERR_SHUTDOWN, "the server is shutting down");
+        req->done = 1;
+    }
+    pthread_cond_broadcast(&pool.spawned);
     pthread_mutex_unlock(&pool.lock);
     return NULL;
+}
+
+int gsv_xslot_spawn(xslot *x, gr_err *e) {
+    spawn_req req = {.x = x};
+    pthread_mutex_lock(&pool.lock);
+    if (!pool.supervised || pool.stop) {
+        pthread_mutex_unlock(&pool.lock);
+        return gr_seterr(e, GRID_ERR_SHUTDOWN, "the server is shutting down");
+    }
+    req.next = pool.reqs;
+    pool.reqs = &req;
+    pthread_cond_broadcast(&pool.cue);
+    while (!req.done)
+        pthread_cond_wait(&pool.spawned, &pool.lock);
+    pthread_mutex_unlock(&pool.lock);
+    if (req.rc) *e = req.e;
+    return req.rc ? -1 : 0;
+}
+
+int gsv_xslot_init(xslot *x) {
+    *x = (xslot){.pid = 0, .ctl = -1, .go = -1, .done = -1, .pass = -1};
+    x->mem = above_targets(memfd_create("gridrpcd-call", MFD_CLOEXEC));
+    if (x->mem < 0) return -1;
+    if (region_resize(x, XREGION_MIN)) {
+        int err = errno;
+        close(x->mem);
+        x->mem = -1;
+        errno = err;
+        return -1;
+    }
+    return 0;
+}
+
+void gsv_xslot_shrink(xslot *x) {
+    if (x->size > XREGION_KEEP) region_resize(x, XREGION_MIN);
 }
 
 void gsv_exec_stop(void) {
@@ -327,11 +384,10 @@ int gsv_exec_start(gsv_server *s, int argc, char **argv, gr_err *e) {
         pool.argv[i + 2] = argv[i];
     for (unsigned i = 0; i < pool.n; i++) {
         xslot *x = &pool.slots[i];
-        x->state = XS_DEAD;
-        x->mem = above_targets(memfd_create("gridrpcd-call", MFD_CLOEXEC));
-        if (x->mem < 0 || region_resize(x, XREGION_MIN))
+        if (gsv_xslot_init(x))
             return gr_seterr(e, GRID_ERR_FAILED, "cannot make an executor's memory region: %s",
                              strerror(errno));
+        x->state = XS_DEAD;
     }
     /* It lives until gsv_exec_stop: the executors' PR_SET_PDEATHSIG follows it. */
     int rc = pthread_create(&pool.supervisor, NULL, supervise, NULL);
@@ -347,18 +403,28 @@ int gsv_exec_start(gsv_server *s, int argc, char **argv, gr_err *e) {
     return GRID_OK;
 }
 
-int gsv_exec_runs(const gsv_server *s, const gsv_job *job) {
-    if (s->opt.in_process || !pool.n || job->kind->where != GSV_WHERE_ISOLABLE) return 0;
-    /* What the region cannot carry yet stays in-process: strings the body may repoint
-     * (OUT and INOUT ones, arrays of them), and callbacks that take text. */
-    const grd_desc *d = job->fn->desc;
+int gsv_exec_carries(const gsv_function *fn) {
+    /* What the region cannot carry yet stays in-process: arrays of strings or file names
+     * (the body may repoint each element), and callbacks that take text. */
+    const grd_desc *d = fn->desc;
     for (uint32_t i = 0; i < d->nparams; i++) {
         const grd_param *p = &d->params[i];
         if ((p->type == GRD_STRING || p->type == GRD_FILENAME) && p->rank > 0) return 0;
-        if (p->type == GRD_STRING && p->mode != GRD_IN) return 0;
         for (uint32_t k = 0; k < p->ncb; k++)
             if (p->cb[k].type == GRD_STRING || p->cb[k].type == GRD_FILENAME) return 0;
     }
+    return 1;
+}
+
+int gsv_exec_runs(const gsv_server *s, const gsv_job *job) {
+    if (s->opt.in_process || !pool.n || job->kind->where != GSV_WHERE_ISOLABLE) return 0;
+    return gsv_exec_carries(job->fn);
+}
+
+int gsv_exec_objects(const gsv_server *s, const gsv_class *cls) {
+    if (s->opt.in_process || !pool.n) return 0;
+    for (unsigned i = 0; i < cls->nmethods; i++)
+        if (cls->methods[i].stub && !gsv_exec_carries(&cls->methods[i])) return 0;
     return 1;
 }
 
@@ -393,15 +459,17 @@ static xslot *take_slot(gsv_server *s, const gsv_job *job, gr_err *e) {
 }
 
 /* Gives slot X back: free, or dead (its executor reaped; the supervisor replaces it). */
-static void give_slot(xslot *x, int dead) {
-    if (dead) {
-        close(x->ctl);
-        close(x->go);
-        close(x->done);
-        close(x->pass);
-        x->ctl = x->go = x->done = x->pass = -1;
-        x->pid = 0;
+void gsv_xslot_close(xslot *x) {
+    int *fds[] = {&x->ctl, &x->go, &x->done, &x->pass};
+    for (unsigned i = 0; i < sizeof fds / sizeof fds[0]; i++) {
+        if (*fds[i] >= 0) close(*fds[i]);
+        *fds[i] = -1;
     }
+    x->pid = 0;
+}
+
+static void give_slot(xslot *x, int dead) {
+    if (dead) gsv_xslot_close(x);
     pthread_mutex_lock(&pool.lock);
     x->state = dead ? XS_DEAD : XS_FREE;
     pthread_cond_broadcast(dead ? &pool.cue : &pool.freed);
@@ -478,8 +546,8 @@ int gsv_exec_receive_fds(int sock, int *fds, unsigned max) {
  * copy; bit I of *PASSED: parameter I is a shared buffer the executor maps instead),
  * growing it as needed, and sends the shared buffers' descriptors. GRID_OK, or an error
  * in E. */
-static int put_args(gsv_server *s, xslot *x, gsv_job *job, uint64_t *off, uint64_t *len, uint64_t *passed,
-                    gr_err *e) {
+static int put_args(gsv_server *s, xslot *x, gsv_job *job, uint32_t cls, uint32_t method, uint64_t *off,
+                    uint64_t *len, uint64_t *passed, gr_err *e) {
     grm_call *c = &job->call;
     uint32_t np = c->desc->nparams;
     /* Every buffer was already allocated within the server's limits: the region can
@@ -559,7 +627,10 @@ static int put_args(gsv_server *s, xslot *x, gsv_job *job, uint64_t *off, uint64
     r->npass = nfds;
     r->size = need;
     r->hash = job->fn->desc->hash;
-    r->fn = (uint32_t)(job->fn - s->reg.fns);
+    r->fn = cls ? 0 : (uint32_t)(job->fn - s->reg.fns);
+    r->cls = cls;
+    r->method = method;
+    r->str_pass = 0;
     r->mem_limit = s->opt.call_memory;
     atomic_store(&r->canceled, 0);
     atomic_store(&r->fault, GSV_XFAULT_NONE);
@@ -578,21 +649,74 @@ fail:
     return e->code;
 }
 
+/* Takes the OUT and INOUT strings X's executor left for JOB's call: one shared buffer on
+ * the pass socket, each string at the offset and with the length the region says, each
+ * checked (inside the buffer, ending in its one '\0') and copied into the call, which owns
+ * it from then on. -1 when the executor sent something malformed. */
+static int get_strings(gsv_server *s, xslot *x, gsv_job *job, gr_err *e) {
+    grm_call *c = &job->call;
+    gsv_xregion *r = x->x;
+    uint64_t size = r->str_size;
+    int fd = -1, rc = -1;
+    void *map = NULL;
+    struct stat st;
+    if (gsv_exec_receive_fds(x->pass, &fd, 1) != 1 || fstat(fd, &st) || !size || (uint64_t)st.st_size < size)
+        goto done;
+    if (size > s->opt.limits.max_head) {
+        rc = -2;
+        gr_seterr(e, GRID_ERR_LIMIT,
+                  "the strings %s returned (%llu bytes) exceed the server's limit on a result's scalars and "
+                  "strings (--max-head %u bytes)",
+                  job->fn->qualified, (unsigned long long)size, s->opt.limits.max_head);
+        goto done;
+    }
+    if ((map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        map = NULL;
+        goto done;
+    }
+    for (uint32_t i = 0; i < c->desc->nparams; i++) {
+        const grd_param *p = &c->desc->params[i];
+        if (p->type != GRD_STRING || p->rank != 0 || (p->mode != GRD_OUT && p->mode != GRD_INOUT)) continue;
+        uint64_t off = r->str_off[i], len = r->str_len[i];
+        char *copy = NULL;
+        if (len) {
+            const char *from = (const char *)map + off;
+            if (off > size || len > size - off || memchr(from, '\0', (size_t)len) != from + len - 1)
+                goto done;
+            if (!(copy = malloc((size_t)len))) goto done;
+            memcpy(copy, from, (size_t)len);
+        }
+        /* What arrived from the client is the call's to free; so is what replaces it. */
+        free(c->sl[i].own_ptr);
+        c->sl[i].own_ptr = copy;
+        *(char **)c->ptr[i] = copy;
+    }
+    rc = 0;
+done:
+    if (map) munmap(map, (size_t)size);
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
 /* Copies the outputs of JOB's call back from X's region into the job's buffers (shared
- * buffers, PASSED, already hold theirs). */
-static void get_outputs(xslot *x, gsv_job *job, const uint64_t *off, const uint64_t *len, uint64_t passed) {
+ * buffers, PASSED, already hold theirs), and takes its strings; -1 when the executor
+ * left them malformed, -2 (E) when they are more than the server sends. */
+static int get_outputs(gsv_server *s, xslot *x, gsv_job *job, const uint64_t *off, const uint64_t *len,
+                       uint64_t passed, gr_err *e) {
     grm_call *c = &job->call;
     const uint8_t *base = (const uint8_t *)x->x;
     for (uint32_t i = 0; i < c->desc->nparams; i++) {
         const grd_param *p = &c->desc->params[i];
         if (p->mode != GRD_OUT && p->mode != GRD_INOUT) continue;
-        if (p->type == GRD_STRING || p->type == GRD_FILENAME) continue; /* the path is the server's */
+        if (p->type == GRD_STRING || p->type == GRD_FILENAME)
+            continue; /* get_strings; a path is the server's */
         if ((passed >> i) & 1u) continue;
         if (p->rank == 0)
             memcpy(c->ptr[i], &x->x->val[i], sizeof x->x->val[i]);
         else if (len[i])
             memcpy(c->ptr[i], base + off[i], (size_t)len[i]);
     }
+    return x->x->str_pass ? get_strings(s, x, job, e) : 0;
 }
 
 /* What ended the executor: "crashed (signal 11, Segmentation fault)" in WHY. */
@@ -610,8 +734,6 @@ static const char *server_name(const gsv_server *s, char *buf, size_t n) {
     buf[n - 1] = '\0';
     return buf;
 }
-
-enum { XEND_DONE, XEND_DIED, XEND_CANCELED, XEND_TIMEOUT, XEND_CPU, XEND_BAD };
 
 /* Where a call's wall-clock limit comes from. */
 enum { XLIM_NONE, XLIM_SERVER, XLIM_IDL, XLIM_CAP };
@@ -822,77 +944,109 @@ static int limit_error(gsv_server *s, const gsv_function *fn, int end, gr_err *e
         fn->qualified, t, server);
 }
 
-int gsv_exec_call(gsv_server *s, gsv_job *job, int blas, gr_err *e) {
+int gsv_xslot_run(gsv_server *s, xslot *x, gsv_job *job, int blas, uint32_t cls, uint32_t method, xdeath *d,
+                  gr_err *e) {
     uint64_t off[GRD_MAX_PARAMS], len[GRD_MAX_PARAMS], passed = 0;
+    if (put_args(s, x, job, cls, method, off, len, &passed, e)) return XEND_ARGS;
+    x->x->blas = blas;
+    int end = hand_over(x) == 0 ? wait_call(s, x, job) : XEND_DIED;
+    int out = end == XEND_DONE ? get_outputs(s, x, job, off, len, passed, e) : 0;
+    if (out == -2) return XEND_ARGS;
+    if (out) {
+        gsv_log(GSV_LOG_WARN, "executor %d: malformed outputs of %s: ended", (int)x->pid, job->fn->qualified);
+        end = XEND_BAD;
+    }
+    if (end == XEND_DONE) return end;
+    d->state = atomic_load(&x->x->state);
+    d->fault = atomic_load(&x->x->fault);
+    d->status = 0;
+    /* A hang-up need not be an exit (a function may close the descriptor): the executor
+     * is ended either way before it is reaped. */
+    kill(x->pid, SIGKILL);
+    while (waitpid(x->pid, &d->status, 0) < 0 && errno == EINTR) {
+    }
+    d->pid = x->pid;
+    return end;
+}
+
+/* Appends "; LOST" to E's message (when LOST is not NULL); E's code. */
+static int cost_also(gr_err *e, const char *lost) {
+    if (lost) {
+        size_t n = strlen(e->msg);
+        snprintf(e->msg + n, sizeof e->msg - n, "; %s", lost);
+    }
+    return e->code;
+}
+
+int gsv_xslot_error(gsv_server *s, const gsv_job *job, int end, const xdeath *d, const char *lost,
+                    gr_err *e) {
+    const char *fn = job->fn->qualified;
+    char host[256];
+    if (end == XEND_BAD) {
+        gr_seterr(e, GRID_ERR_FAILED,
+                  "the executor process of server %s could not run %s: its modules changed on disk since the "
+                  "server started (restart the server), it could not map the call's arrays, or it sent back "
+                  "malformed outputs (the server's log says which)",
+                  server_name(s, host, sizeof host), fn);
+        return cost_also(e, lost);
+    }
+    if (end == XEND_CANCELED) {
+        gr_seterr(
+            e, GRID_ERR_CANCELED,
+            "the call was canceled while it ran: its process was ended %.0f ms after the cancel arrived",
+            (double)(gr_now_ns() - __atomic_load_n(&job->canceled_ns, __ATOMIC_RELAXED)) / 1e6);
+        return cost_also(e, lost);
+    }
+    if (end == XEND_TIMEOUT || end == XEND_CPU) {
+        limit_error(s, job->fn, end, e);
+        return cost_also(e, lost);
+    }
+    char why[160], mem[96] = "";
+    death_words(d->status, d->fault, why, sizeof why);
+    if (d->fault == GSV_XFAULT_MEMORY && s->opt.call_memory) {
+        char size[32];
+        gr_seterr(
+            e, GRID_ERR_FAILED,
+            "%s ran out of memory on server %s: a call may allocate at most %s there (--call-memory), and "
+            "an allocation past that failed (then it %s); raise --call-memory there, or give the call less "
+            "work; the server is still up",
+            fn, server_name(s, host, sizeof host), gsv_data_size(s->opt.call_memory, size, sizeof size), why);
+        cost_also(e, lost);
+        gsv_log(GSV_LOG_WARN, "executor %d: %s%s", (int)d->pid, e->msg, lost ? "" : "; starting another");
+        return GRID_ERR_FAILED;
+    }
+    if (s->opt.call_memory) {
+        char size[32];
+        snprintf(mem, sizeof mem, " (a call may allocate at most %s here: --call-memory)",
+                 gsv_data_size(s->opt.call_memory, size, sizeof size));
+    }
+    /* GRID_ERR_CRASHED: no client, transaction or metaserver runs it again elsewhere. */
+    gr_seterr(e, GRID_ERR_CRASHED,
+              "%s %s on server %s%s; the server is still up; not retried: it would crash again", fn, why,
+              server_name(s, host, sizeof host), mem);
+    cost_also(e, lost);
+    gsv_log(GSV_LOG_WARN, "executor %d: %s%s", (int)d->pid, e->msg, lost ? "" : "; starting another");
+    return GRID_ERR_CRASHED;
+}
+
+int gsv_exec_call(gsv_server *s, gsv_job *job, int blas, gr_err *e) {
     for (int attempt = 0;; attempt++) {
         xslot *x = take_slot(s, job, e);
         if (!x) return GRID_ERR_BUSY;
-        int rc = put_args(s, x, job, off, len, &passed, e);
-        if (rc) {
+        xdeath d;
+        int end = gsv_xslot_run(s, x, job, blas, 0, 0, &d, e);
+        if (end == XEND_DONE || end == XEND_ARGS) {
+            if (end == XEND_DONE) gsv_xslot_shrink(x);
             give_slot(x, 0);
-            return rc;
+            return end == XEND_DONE ? GRID_OK : e->code;
         }
-        x->x->blas = blas;
-        int end = hand_over(x) == 0 ? wait_call(s, x, job) : XEND_DIED;
-        if (end == XEND_DONE) {
-            get_outputs(x, job, off, len, passed);
-            if (x->size > XREGION_KEEP) region_resize(x, XREGION_MIN);
-            give_slot(x, 0);
-            return GRID_OK;
-        }
-        int status = 0, state = atomic_load(&x->x->state), fault = atomic_load(&x->x->fault);
-        /* A hang-up need not be an exit (a function may close the descriptor): the
-         * executor is ended either way before it is reaped. */
-        kill(x->pid, SIGKILL);
-        while (waitpid(x->pid, &status, 0) < 0 && errno == EINTR) {
-        }
-        pid_t pid = x->pid;
         give_slot(x, 1);
         /* An executor that died while idle (killed from outside) never saw this call: it
          * runs once more, on the replacement. */
-        if (end == XEND_DIED && state == GSV_XSTATE_IDLE && attempt == 0) {
-            gsv_log(GSV_LOG_WARN, "executor %d died while idle (status %d): replaced", (int)pid, status);
+        if (end == XEND_DIED && d.state == GSV_XSTATE_IDLE && attempt == 0) {
+            gsv_log(GSV_LOG_WARN, "executor %d died while idle (status %d): replaced", (int)d.pid, d.status);
             continue;
         }
-        const char *fn = job->fn->qualified;
-        char host[256];
-        if (end == XEND_BAD)
-            return gr_seterr(e, GRID_ERR_FAILED,
-                             "the executor process of server %s could not run %s: its modules changed on "
-                             "disk since the server started (restart the server), or it could not map the "
-                             "call's arrays (the server's log says why)",
-                             server_name(s, host, sizeof host), fn);
-        if (end == XEND_CANCELED)
-            return gr_seterr(e, GRID_ERR_CANCELED,
-                             "the call was canceled while it ran: its process was ended %.0f ms after the "
-                             "cancel arrived",
-                             (double)(gr_now_ns() - __atomic_load_n(&job->canceled_ns, __ATOMIC_RELAXED)) /
-                                 1e6);
-        if (end == XEND_TIMEOUT || end == XEND_CPU) return limit_error(s, job->fn, end, e);
-        char why[160], mem[96] = "";
-        death_words(status, fault, why, sizeof why);
-        if (fault == GSV_XFAULT_MEMORY && s->opt.call_memory) {
-            char size[32];
-            gr_seterr(
-                e, GRID_ERR_FAILED,
-                "%s ran out of memory on server %s: a call may allocate at most %s there (--call-memory), "
-                "and an allocation past that failed (then it %s); raise --call-memory there, or give the "
-                "call less work; the server is still up",
-                fn, server_name(s, host, sizeof host), gsv_data_size(s->opt.call_memory, size, sizeof size),
-                why);
-            gsv_log(GSV_LOG_WARN, "executor %d: %s; starting another", (int)pid, e->msg);
-            return GRID_ERR_FAILED;
-        }
-        if (s->opt.call_memory) {
-            char size[32];
-            snprintf(mem, sizeof mem, " (a call may allocate at most %s here: --call-memory)",
-                     gsv_data_size(s->opt.call_memory, size, sizeof size));
-        }
-        /* GRID_ERR_CRASHED: no client, transaction or metaserver runs it again elsewhere. */
-        gr_seterr(e, GRID_ERR_CRASHED,
-                  "%s %s on server %s%s; the server is still up; not retried: it would crash again", fn, why,
-                  server_name(s, host, sizeof host), mem);
-        gsv_log(GSV_LOG_WARN, "executor %d: %s; starting another", (int)pid, e->msg);
-        return GRID_ERR_CRASHED;
+        return gsv_xslot_error(s, job, end, &d, NULL, e);
     }
 }

@@ -51,11 +51,15 @@ typedef struct gsv_xregion {
     _Alignas(64) uint64_t size;  /* bytes of the region the call uses (server): the executor maps that much */
     uint64_t hash;               /* the function's descriptor hash (server) */
     uint32_t fn;                 /* its index in the registry, the same in both processes (server) */
-    int32_t blas;                /* BLAS threads for the call; 0: leave them (server) */
-    uint64_t mem_limit;          /* --call-memory bytes; 0: none (server) */
-    atomic_int canceled;         /* the client canceled: grpc_is_canceled_np in the executor (server) */
-    atomic_int state;            /* GSV_XSTATE_* (executor) */
-    atomic_int fault;            /* GSV_XFAULT_* (executor) */
+    /* A remote object's method (its executor is the object's own, gsv_exec_actor_*): its
+     * class's index in the registry + 1 and its index among the class's methods; cls 0:
+     * a plain function, fn. The executor keeps the object's state from the first call on. */
+    uint32_t cls, method;
+    int32_t blas;        /* BLAS threads for the call; 0: leave them (server) */
+    uint64_t mem_limit;  /* --call-memory bytes; 0: none (server) */
+    atomic_int canceled; /* the client canceled: grpc_is_canceled_np in the executor (server) */
+    atomic_int state;    /* GSV_XSTATE_* (executor) */
+    atomic_int fault;    /* GSV_XFAULT_* (executor) */
     uint64_t off[GRD_MAX_PARAMS], len[GRD_MAX_PARAMS]; /* each parameter's bytes; len 0: NULL */
     /* A parameter whose array is a shared buffer (gr_shbuf.h) is not in the region: it is
      * descriptor pass[i] (>= 0) of the message on GSV_XFD_PASS, LEN bytes from its start,
@@ -76,6 +80,12 @@ typedef struct gsv_xregion {
     uint64_t cb_off[GRD_MAX_PARAMS], cb_len[GRD_MAX_PARAMS];
     grm_value cb_val[GRD_MAX_PARAMS];
     grm_value val[GRD_MAX_PARAMS]; /* the scalars, in and out */
+    /* The OUT and INOUT strings the function left (executor): their bytes in one shared
+     * buffer of str_size bytes sent on GSV_XFD_PASS as the call ends (str_pass 1), each at
+     * str_off with str_len bytes, its '\0' included (0: NULL). */
+    uint32_t str_pass;
+    uint64_t str_size;
+    uint64_t str_off[GRD_MAX_PARAMS], str_len[GRD_MAX_PARAMS];
 } gsv_xregion;
 
 /* How long each side spins for the other before it sleeps. The executor spins after a

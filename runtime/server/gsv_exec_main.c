@@ -255,6 +255,60 @@ static int xcb_call(const gridrpc_stub_callback *self, void **args) {
     return rc;
 }
 
+/* A remote object's executor (gsv_exec_actor.c): the object's class and state, made at
+ * its first call and kept for every later one. */
+static const gsv_class *obj_class;
+static void *obj_state;
+
+/* The function the region names: a function of the registry, or an object's method (the
+ * state made at the first, for this one object only); NULL when it names nothing here. */
+static const gsv_function *called(const gsv_xregion *r) {
+    if (!r->cls)
+        return r->fn < ex.reg.nfns && ex.reg.fns[r->fn].desc->hash == r->hash ? &ex.reg.fns[r->fn] : NULL;
+    const gsv_class *cls = r->cls <= ex.reg.nclasses ? ex.reg.classes[r->cls - 1] : NULL;
+    if (!cls || r->method >= cls->nmethods || (obj_class && obj_class != cls)) return NULL;
+    const gsv_function *f = &cls->methods[r->method];
+    if (!f->stub || f->desc->hash != r->hash) return NULL;
+    if (!obj_state) {
+        obj_state = calloc(1, cls->stub->state_size ? cls->stub->state_size : 1);
+        if (!obj_state) return NULL;
+        obj_class = cls;
+    }
+    return f;
+}
+
+/* Hands the OUT and INOUT strings the function left in STR to the server: their bytes in
+ * one shared buffer sent on the pass socket (gsv_exec.h's str_*); -1 if it cannot. */
+static int put_strings(const grd_desc *d, char *const *str) {
+    gsv_xregion *r = region;
+    uint64_t total = 0;
+    int any = 0;
+    for (uint32_t i = 0; i < d->nparams; i++) {
+        const grd_param *p = &d->params[i];
+        r->str_off[i] = r->str_len[i] = 0;
+        if (p->type != GRD_STRING || p->rank != 0 || (p->mode != GRD_OUT && p->mode != GRD_INOUT)) continue;
+        any = 1;
+        r->str_off[i] = total;
+        r->str_len[i] = str[i] ? strlen(str[i]) + 1 : 0;
+        total += r->str_len[i];
+    }
+    if (!any) return 0;
+    /* One byte at least: a buffer of none cannot be made, and the server must still hear
+     * of the NULLs. */
+    uint8_t *buf = gr_shbuf_alloc((size_t)(total ? total : 1), 1);
+    if (!buf) return -1;
+    for (uint32_t i = 0; i < d->nparams; i++)
+        if (r->str_len[i]) memcpy(buf + r->str_off[i], str[i], (size_t)r->str_len[i]);
+    if (!total) buf[0] = 0;
+    int fd = gr_shbuf_fd(buf, NULL);
+    int rc = gsv_exec_send_fds(GSV_XFD_PASS, &fd, 1);
+    gr_shbuf_free(buf); /* the message holds the memfd until the server takes it */
+    if (rc) return -1;
+    r->str_size = total ? total : 1;
+    r->str_pass = 1;
+    return 0;
+}
+
 /* Runs the call in the region: GSV_XSTATE_DONE, or BAD when it names no function here
  * or its buffers cannot be mapped. */
 static int run_call(void) {
@@ -264,10 +318,10 @@ static int run_call(void) {
     int fds[GRD_MAX_PARAMS];
     uint32_t npass = r->npass;
     if (npass && gsv_exec_receive_fds(GSV_XFD_PASS, fds, GRD_MAX_PARAMS) != (int)npass) return GSV_XSTATE_BAD;
-    const gsv_function *f =
-        r->fn < ex.reg.nfns && ex.reg.fns[r->fn].desc->hash == r->hash ? &ex.reg.fns[r->fn] : NULL;
-    void *ptr[GRD_MAX_PARAMS];
-    char *str[GRD_MAX_PARAMS];
+    const gsv_function *f = called(r);
+    /* gridrpc_stub.h: after a method's last argument comes its object's state. */
+    void *ptr[GRD_MAX_PARAMS + 1];
+    char *str[GRD_MAX_PARAMS] = {0};
     uint8_t *base = (uint8_t *)r;
     int bad = !f;
     for (uint32_t i = 0; !bad && i < f->desc->nparams; i++) {
@@ -315,6 +369,7 @@ static int run_call(void) {
         limit_memory(r->mem_limit);
         limited = 1;
     }
+    if (r->cls) ptr[f->desc->nparams] = obj_state;
     atomic_store(&r->state, GSV_XSTATE_RUNNING);
     errno = 0; /* an ENOMEM at a fault is then the function's (on_fault) */
     running = f;
@@ -324,8 +379,9 @@ static int run_call(void) {
         grd_free(cb_desc[i]);
         cb_desc[i] = NULL;
     }
+    int rc = put_strings(f->desc, str) ? GSV_XSTATE_BAD : GSV_XSTATE_DONE;
     unmap_buffers();
-    return GSV_XSTATE_DONE;
+    return rc;
 }
 
 int gsv_exec_main(int argc, char **argv) {

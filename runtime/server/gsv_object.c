@@ -13,9 +13,12 @@
  * the system's CSPRNG (never a counter), so knowing one's own ids tells nothing of
  * others'.
  *
- * Methods always run in the server process, not in an executor: the state lives here.
- * One lock (olock) guards the table and every object's queue; it is never held while
- * another lock is taken or a message is written. */
+ * Where methods run: each object gets an executor process of its own, which holds its
+ * state (gsv_exec_actor.c): a method that crashes loses that object and nothing else.
+ * Objects of a class with a method whose arguments cannot cross to an executor
+ * (gsv_exec_carries), and every object of an --in-process-unsafe server, keep their state
+ * here and run their methods in the server's process. One lock (olock) guards the table and every object's
+ * queue; it is never held while another lock is taken or a message is written. */
 #include "config.h"
 
 #include <stdio.h>
@@ -32,12 +35,14 @@ typedef struct gsv_object {
     gsv_server *srv;
     gsv_conn *owner; /* not a reference: its objects are unlisted before it closes (under olock) */
     char owner_id[GRP_OWNER_MAX + 1]; /* who may invoke and destroy it (gsv_owner_may) */
-    void *state;
-    int busy;                 /* one of its jobs is in the scheduler or running */
-    int listed;               /* in the table: it can be invoked and destroyed */
-    int jobs;                 /* jobs that exist (queued, scheduled or running) */
-    gsv_job *qhead, *qtail;   /* jobs waiting for their turn */
-    struct gsv_object *hnext; /* table chain */
+    void *state;                      /* in the server's process (in_process), else NULL */
+    int in_process;                   /* its methods run here, not in an executor of its own */
+    gsv_xactor *actor;                /* its executor (made by its create job; NULL in_process or before) */
+    int busy;                         /* one of its jobs is in the scheduler or running */
+    int listed;                       /* in the table: it can be invoked and destroyed */
+    int jobs;                         /* jobs that exist (queued, scheduled or running) */
+    gsv_job *qhead, *qtail;           /* jobs waiting for their turn */
+    struct gsv_object *hnext;         /* table chain */
 } gsv_object;
 
 #define NBUCKETS 1024
@@ -54,6 +59,13 @@ unsigned gsv_objects_count(void) {
 }
 
 static gsv_object *lookup(grp_object_id id);
+
+/* Frees O: its state, or its executor (ended). */
+static void object_free(gsv_object *o) {
+    gsv_exec_actor_end(o->actor);
+    free(o->state);
+    free(o);
+}
 
 /* olock held: a fresh id, 128 bits from the CSPRNG; all zero when it gives none. */
 static grp_object_id new_id(void) {
@@ -163,8 +175,7 @@ static void job_done(gsv_job *job) {
     pthread_mutex_unlock(&olock);
     if (next) schedule(o->srv, next);
     if (last) {
-        free(o->state);
-        free(o);
+        object_free(o);
     }
 }
 
@@ -207,11 +218,13 @@ static int on_create(gsv_conn *c, const grw_header *h) {
         return fail(c, h, cls->qualified, &e);
     }
     gsv_object *o = calloc(1, sizeof *o);
-    if (o) o->state = calloc(1, cls->stub->state_size ? cls->stub->state_size : 1);
-    gsv_job *job = o && o->state ? new_job(c, o, cls->init, &create_kind, h->request_id) : NULL;
+    /* An object of a class whose methods cannot all cross to an executor lives here. */
+    if (o && (o->in_process = !gsv_exec_objects(s, cls)))
+        o->state = calloc(1, cls->stub->state_size ? cls->stub->state_size : 1);
+    gsv_job *job =
+        o && (o->state || !o->in_process) ? new_job(c, o, cls->init, &create_kind, h->request_id) : NULL;
     if (!job) {
-        if (o) free(o->state);
-        free(o);
+        if (o) object_free(o);
         gr_seterr(&e, GRID_ERR_NOMEM, "the server is out of memory for an object of %s: retry later",
                   cls->qualified);
         return fail(c, h, cls->qualified, &e);
@@ -226,8 +239,7 @@ static int on_create(gsv_conn *c, const grw_header *h) {
         pthread_mutex_unlock(&olock);
         job->priv = NULL; /* never listed: nothing to unlist */
         gsv_job_free(job);
-        free(o->state);
-        free(o);
+        object_free(o);
         gr_seterr(&e, GRID_ERR_INTERNAL,
                   "the server cannot make an object id (no random bytes): retry later");
         return fail(c, h, cls->qualified, &e);
@@ -315,8 +327,7 @@ static int on_invoke(gsv_conn *c, const grw_header *h) {
         int last = !o->listed && o->jobs == 0 && !o->busy;
         pthread_mutex_unlock(&olock);
         if (last) {
-            free(o->state);
-            free(o);
+            object_free(o);
         }
     }
     if (rc) return gsv_request_failed(c, h, "OBJ_INVOKE message", &e);
@@ -340,8 +351,7 @@ static void destroy(gsv_object *o, gsv_conn *c, const gsv_job_kind *kind, uint64
     int last = o->jobs == 0 && !o->busy;
     pthread_mutex_unlock(&olock);
     if (last) {
-        free(o->state);
-        free(o);
+        object_free(o);
     }
 }
 
@@ -443,22 +453,64 @@ static int reply(gsv_server *s, gsv_job *job, long long queue_ns, long long run_
     return rc;
 }
 
-/* Runs an object job on a worker: the method on the object's state, then the reply;
- * frees the job. */
+/* Runs JOB's method in O's own executor (started by the create job); its error in E.
+ * A destroy of an object whose executor is gone has nothing left to finalize. */
+static int run_in_actor(gsv_server *s, gsv_object *o, gsv_job *job, gr_err *e) {
+    if (job->kind == &create_kind) {
+        if (!(o->actor = gsv_exec_actor_start(s, e))) return e->code;
+    } else if (!o->actor) {
+        /* Its create failed after this job was queued. */
+        return job->kind == &invoke_kind
+                   ? gr_seterr(e, GRID_ERR_NOT_FOUND,
+                               "this object of %s was never made (its creation failed): "
+                               "create a new object",
+                               o->cls->qualified)
+                   : GRID_OK;
+    }
+    if (!job->fn->stub) return GRID_OK;
+    if (job->kind != &invoke_kind && job->kind != &create_kind && gsv_exec_actor_lost(o->actor))
+        return GRID_OK;
+    /* Flagged by a CANCEL like any running call: the worker ends the executor after a grace. */
+    gsv_sched_invoking(s, job, 1);
+    int rc = gsv_exec_actor_call(s, o->actor, job, o->cls, e);
+    gsv_sched_invoking(s, job, 0);
+    return rc;
+}
+
+/* Runs an object job on a worker: the method (in the object's executor, or on its state
+ * here), then the reply; frees the job. A create that failed unlists its object. */
 static void run(gsv_server *s, gsv_job *job) {
     gsv_object *o = job->priv;
     gr_err e;
     gr_clearerr(&e);
     job->t_started = gr_now_ns();
     long long queue_ns = job->t_started - job->t_queued;
-    if (job->fn->stub) {
+    int rc = GRID_OK;
+    if (!o->in_process) {
+        rc = run_in_actor(s, o, job, &e);
+        /* A destroy is the object's last job: its process ends before the answer, so the
+         * client may make another object in its place at once (--max-object-processes). */
+        if (job->kind == &destroy_kind || job->kind == &drop_kind) {
+            gsv_exec_actor_end(o->actor);
+            o->actor = NULL;
+        }
+    } else if (job->fn->stub) {
         /* gridrpc_stub.h: the entry after the last argument is the object's state. */
         job->call.ptr[job->fn->desc->nparams] = o->state;
         gsv_job_invoke(s, job); /* a CANCEL flags it for grpc_is_canceled_np */
     }
     long long run_ns = gr_now_ns() - job->t_started;
     uint64_t bytes = 0;
-    int rc = job->kind == &drop_kind ? GRID_OK : reply(s, job, queue_ns, run_ns, &bytes, &e);
+    if (rc && job->kind == &create_kind) {
+        /* Never made: nobody can name it, and its release frees it. */
+        pthread_mutex_lock(&olock);
+        unlist(o);
+        pthread_mutex_unlock(&olock);
+    }
+    if (rc && job->kind != &drop_kind)
+        gsv_conn_send_error(job->conn, job->request_id, rc, e.msg);
+    else if (!rc)
+        rc = job->kind == &drop_kind ? GRID_OK : reply(s, job, queue_ns, run_ns, &bytes, &e);
     char what[GRP_MAX_FUNCTION_NAME + 56];
     char hex[33];
     grp_object_id_hex(o->id, hex);
@@ -474,10 +526,10 @@ static void release(gsv_job *job) {
     job_done(job);
 }
 
-/* An object's jobs run in gridrpcd's process, not in an executor: the state lives here.
- * One not run is answered like a call (gsv_call_refuse); its release gives the
- * object's next job its turn. DROP, a destroy nobody asked for (the owner left), has
- * no reply. */
+/* An object's jobs run on the workers (GSV_WHERE_DAEMON): each hands its method to the
+ * object's own executor (run_in_actor), or runs it on the state held here. One not run
+ * is answered like a call (gsv_call_refuse); its release gives the object's next job its
+ * turn. DROP, a destroy nobody asked for (the owner left), has no reply. */
 static const gsv_job_kind create_kind = {
     .where = GSV_WHERE_DAEMON, .run = run, .fail = gsv_call_refuse, .release = release};
 static const gsv_job_kind invoke_kind = {

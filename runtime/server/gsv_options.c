@@ -152,6 +152,10 @@ static const char help_text[] =
     "      --max-objects-per-connection N\n"
     "                           remote objects one connection owns (default 1024); one more\n"
     "                           OBJ_CREATE is answered GRID_ERR_LIMIT\n"
+    "      --max-object-processes N\n"
+    "                           remote objects alive at once on this server, each in a process\n"
+    "                           of its own (default 256); one more OBJ_CREATE is answered\n"
+    "                           GRID_ERR_LIMIT\n"
     "      --max-sessions-per-connection N\n"
     "                           data sessions one connection uses (default 4096); a request\n"
     "                           naming one more is answered GRID_ERR_LIMIT\n"
@@ -291,6 +295,7 @@ enum {
     OPT_MAX_CALLS,
     OPT_MAX_CALL_MEMORY,
     OPT_MAX_OBJECTS_PER_CONNECTION,
+    OPT_MAX_OBJECT_PROCESSES,
     OPT_MAX_SESSIONS_PER_CONNECTION,
     OPT_IN_PROCESS,
     OPT_CALL_TIMEOUT,
@@ -353,6 +358,7 @@ static const struct option long_options[] = {
     {"max-calls", required_argument, NULL, OPT_MAX_CALLS},
     {"max-call-memory", required_argument, NULL, OPT_MAX_CALL_MEMORY},
     {"max-objects-per-connection", required_argument, NULL, OPT_MAX_OBJECTS_PER_CONNECTION},
+    {"max-object-processes", required_argument, NULL, OPT_MAX_OBJECT_PROCESSES},
     {"max-sessions-per-connection", required_argument, NULL, OPT_MAX_SESSIONS_PER_CONNECTION},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -490,6 +496,7 @@ static int apply(void *ctx, int val, const char *v) {
     case OPT_MAX_CALLS: return parse_positive(opt, v, 1u << 24, &o->max_calls);
     case OPT_MAX_SESSIONS_PER_CONNECTION: return parse_positive(opt, v, 1u << 24, &o->max_sessions_per_conn);
     case OPT_MAX_OBJECTS_PER_CONNECTION: return parse_positive(opt, v, 1u << 24, &o->max_objects_per_conn);
+    case OPT_MAX_OBJECT_PROCESSES: return parse_positive(opt, v, 1u << 16, &o->max_object_processes);
     case OPT_MAX_CALL_MEMORY: return parse_size(opt, v, (uint64_t)1 << 62, &o->max_call_memory);
     case OPT_JOB_QUOTA:
         if ((rc = parse_size(opt, v, (uint64_t)1 << 62, &o->job_quota))) return rc;
@@ -533,6 +540,7 @@ int gsv_options_parse(int argc, char **argv, gsv_options *o) {
     o->max_calls_per_conn = 16384;
     o->max_calls = 65536;
     o->max_objects_per_conn = 1024;
+    o->max_object_processes = 256;
     o->max_sessions_per_conn = 4096;
     o->max_call_memory = default_data_memory();
 

@@ -13,10 +13,19 @@
  *          and GO in the current folder): the error says so and what to do.
  * cancel:  grpc_cancel of an invocation waiting for its object's turn (it never runs)
  *          and of a running one (the method sees grpc_is_canceled_np).
+ * crash:   each object runs in a process of its own (prints "PIDS a b" for run.sh to
+ *          compare with the server's) and keeps memory its methods allocated; a method
+ *          that crashes (segfault, abort, exit) loses its own object, says so, and every
+ *          later call of it says the object was lost; the other object keeps its state.
+ * procs:   against a server with --max-object-processes 2: two objects live, a third is
+ *          refused naming the option, and made once one of the two is destructed.
  * Prints "OK", or one "FAILED: ..." line per problem (exit 1); 2 when it cannot start. */
 #include "diag_util.h"
 
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <time.h>
 
 static void counter(void) {
@@ -155,6 +164,112 @@ static void cancel(void) {
     call_ok(grpc_object_handle_destruct_np(&a), "destruct");
 }
 
+/* expect() with a printf-style description. */
+static void expectf(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void expectf(int cond, const char *fmt, ...) {
+    char what[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    expect(cond, what);
+}
+
+/* One crash of an object's method: HOW (counter.idl's crash), the words its error has. */
+static void crash_one(int how, const char *words) {
+    grpc_object_handle_t_np a;
+    long now = 0;
+    if (!call_ok(grpc_object_handle_default_np(&a, "counter/counter"), "init the object to crash")) return;
+    call_ok(grpc_invoke_np(&a, "add", 2, &now), "add 2 before the crash");
+    grpc_error_t rc = grpc_invoke_np(&a, "crash", how);
+    const char *msg = grpc_last_error_np();
+    expectf(rc != GRPC_NO_ERROR && strstr(msg, "counter/counter.crash") && strstr(msg, words) &&
+                strstr(msg, "the server is still up") && strstr(msg, "object was lost"),
+            "crash %d fails its call, naming the method, what happened (%s) and that the object is lost: %s",
+            how, words, msg);
+    rc = grpc_invoke_np(&a, "add", 1, &now);
+    msg = grpc_last_error_np();
+    expectf(rc != GRPC_NO_ERROR && strstr(msg, "was lost") && strstr(msg, words) &&
+                strstr(msg, "create a new"),
+            "a later call of the lost object says so, and why: %s", msg);
+    /* Destructing it is no error: the object is gone either way. */
+    call_ok(grpc_object_handle_destruct_np(&a), "destruct the lost object");
+}
+
+static void crash(void) {
+    grpc_object_handle_t_np a, b;
+    int pa = 0, pb = 0;
+    long now = 0;
+    double sum = 0;
+    if (!call_ok(grpc_object_handle_default_np(&a, "counter/counter"), "init a")) return;
+    if (!call_ok(grpc_object_handle_default_np(&b, "counter/counter"), "init b")) return;
+    call_ok(grpc_invoke_np(&a, "where", &pa), "a where");
+    call_ok(grpc_invoke_np(&b, "where", &pb), "b where");
+    expectf(pa > 0 && pb > 0 && pa != pb && pa != (int)getpid(), "two objects, two processes (%d, %d)", pa,
+            pb);
+    printf("PIDS %d %d\n", pa, pb);
+    /* The state may point to memory a method allocated: the next method finds it. */
+    if (call_ok(grpc_invoke_np(&b, "grow", 10, &sum), "b grow 10")) expect(sum == 55, "grow: 1..10 = 55");
+    if (call_ok(grpc_invoke_np(&b, "grow", 2, &sum), "b grow 2")) expect(sum == 58, "grow again: 55 + 1 + 2");
+    call_ok(grpc_invoke_np(&b, "add", 7, &now), "b add 7");
+    crash_one(1, "signal 11");
+    crash_one(2, "signal 6");
+    crash_one(3, "exited with status 3");
+    /* A method that never polls is ended by a cancel within the grace, and its object
+     * with it. */
+    grpc_object_handle_t_np d;
+    grpc_sessionid_t sd;
+    long t = 0;
+    if (call_ok(grpc_object_handle_default_np(&d, "counter/counter"), "init d")) {
+        call_ok(grpc_invoke_async_np(&d, "slow", &sd, 20000, &t), "async slow 20 s");
+        usleep(300000);
+        double t0 = seconds();
+        call_ok(grpc_cancel(sd), "cancel the slow method");
+        grpc_wait(sd);
+        double took = seconds() - t0;
+        expectf(grpc_get_error(sd) == GRPC_CANCELED_NP && took < 2.0,
+                "a method that never polls is canceled (%.0f ms), not run for 20 s", took * 1e3);
+        grpc_error_t rc = grpc_invoke_np(&d, "add", 1, &now);
+        const char *msg = grpc_last_error_np();
+        expectf(rc != GRPC_NO_ERROR && strstr(msg, "was lost") && strstr(msg, "canceled"),
+                "its object was lost with its process, and says why: %s", msg);
+        call_ok(grpc_object_handle_destruct_np(&d), "destruct d");
+    }
+    /* The other object never noticed. */
+    int pb2 = 0;
+    call_ok(grpc_invoke_np(&b, "where", &pb2), "b where, after the crashes");
+    expect(pb2 == pb, "b still runs in its own process");
+    if (call_ok(grpc_invoke_np(&b, "grow", 1, &sum), "b grow 1")) expect(sum == 59, "b kept its heap: 59");
+    if (call_ok(grpc_invoke_np(&b, "add", 0, &now), "b add 0")) expect(now == 1007, "b kept its total: 1007");
+    call_ok(grpc_object_handle_destruct_np(&a), "destruct a");
+    call_ok(grpc_object_handle_destruct_np(&b), "destruct b");
+}
+
+static void procs(void) {
+    grpc_object_handle_t_np a, b, c;
+    long now = 0;
+    if (!call_ok(grpc_object_handle_default_np(&a, "counter/counter"), "init a")) return;
+    if (!call_ok(grpc_object_handle_default_np(&b, "counter/counter"), "init b")) return;
+    grpc_error_t rc = grpc_object_handle_default_np(&c, "counter/counter");
+    const char *msg = grpc_last_error_np();
+    expectf(rc != GRPC_NO_ERROR && strstr(msg, "--max-object-processes") && strstr(msg, "at most 2"),
+            "a third object is refused, naming the limit and the option: %s", msg);
+    if (rc == GRPC_NO_ERROR) grpc_object_handle_destruct_np(&c);
+    int pa = 0;
+    call_ok(grpc_invoke_np(&a, "where", &pa), "a where");
+    call_ok(grpc_object_handle_destruct_np(&a), "destruct a");
+    /* The process of a is ended (and reaped) before its destroy is answered: a new object
+     * may start at once. */
+    expectf(pa > 0 && kill(pa, 0) == -1 && errno == ESRCH,
+            "a's process %d is gone once its destroy is answered", pa);
+    if (call_ok(grpc_object_handle_default_np(&c, "counter/counter"), "init c once a is gone")) {
+        if (call_ok(grpc_invoke_np(&c, "add", 3, &now), "c add 3")) expect(now == 1003, "c works: 1003");
+        call_ok(grpc_object_handle_destruct_np(&c), "destruct c");
+    }
+    if (call_ok(grpc_invoke_np(&b, "add", 4, &now), "b add 4")) expect(now == 1004, "b works: 1004");
+    call_ok(grpc_object_handle_destruct_np(&b), "destruct b");
+}
+
 static void array(void) {
     grpc_object_handle_t_np hs[3], *from = NULL;
     long now[3] = {0, 0, 0};
@@ -225,7 +340,8 @@ static void core(void) {
 
 int main(int argc, char *argv[]) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s CONFIG counter|leave|errors|core|cancel|array|gone\n", argv[0]);
+        fprintf(stderr, "usage: %s CONFIG counter|leave|errors|core|cancel|array|crash|procs|gone\n",
+                argv[0]);
         return 2;
     }
     if (grpc_initialize(argv[1]) != GRPC_NO_ERROR) {
@@ -244,6 +360,10 @@ int main(int argc, char *argv[]) {
         cancel();
     else if (strcmp(argv[2], "array") == 0)
         array();
+    else if (strcmp(argv[2], "crash") == 0)
+        crash();
+    else if (strcmp(argv[2], "procs") == 0)
+        procs();
     else if (strcmp(argv[2], "gone") == 0)
         gone();
     else
