@@ -512,15 +512,22 @@ static void shared_buffers(void) {
     rc = grid_data_new_np(&hc, GRID_TYPE_DOUBLE, nn);
     if (!rc) rc = grid_data_put_np(&hb, s1, GRID_TYPE_DOUBLE, nn, B);
     if (!rc) rc = grid_call(url1, N, A, hb, hc);
+    /* Another call's executor crashes on the same server: the data store is the server's,
+     * and what the executors mapped of it is untouched. */
+    snprintf(url, sizeof url, "gridrpc://%s/test/crash", s1);
+    int crc = grid_call(url, 1);
+    result(crc == GRID_ERR_CRASHED, "a crashing call on the same server fails alone (%s)",
+           grid_error_string(crc));
     memset(C2, 0, nn * sizeof *C2);
     int rc2 = rc ? rc : grid_data_get_np(hc, C2, nn);
     result(rc == GRID_OK && rc2 == GRID_OK && same_mat(ref, C2, nn),
-           "a large OUT kept as a handle reads back right");
+           "a large OUT kept as a handle reads back right, after that crash");
     if (rc || rc2) diag("%s", grid_last_error());
     double *D = malloc(nn * sizeof *D), *D2 = malloc(nn * sizeof *D2);
     rc = grid_call(url1, N, C2, B, D);
     if (!rc) rc = grid_call(url1, N, hc, hb, D2);
-    result(rc == GRID_OK && same_mat(D, D2, nn), "a large kept handle is the IN of the next call");
+    result(rc == GRID_OK && same_mat(D, D2, nn),
+           "a large kept handle and a data handle are the INs of the next call");
     if (rc) diag("%s", grid_last_error());
     /* A function that scribbles on its input: each call sees the handle's data, and the
      * handle still holds it after. */
