@@ -19,15 +19,25 @@ static int numeric_scalar(const grd_param *p) {
 }
 
 /* Encodes (or decodes, or sizes: x_op of X) the numeric scalar at V. */
-static bool_t xdr_scalar(XDR *x, uint32_t type, void *v) {
-    switch (type) {
+static bool_t xdr_scalar(XDR *x, const grd_param *p, void *v) {
+    /* An unsigned char or short is XDR's unsigned int (zero-extended: 200 is 200 to any
+     * XDR peer, not -56); the low bits are the same either way, so a peer that reads it
+     * signed still gets its value. */
+    int is_unsigned = (p->flags & GRD_PF_UNSIGNED) != 0;
+    switch (p->type) {
     case GRD_CHAR: {
+        if (is_unsigned) {
+            u_int t = x->x_op == XDR_ENCODE ? *(unsigned char *)v : 0;
+            if (!xdr_u_int(x, &t)) return FALSE;
+            if (x->x_op == XDR_DECODE) *(unsigned char *)v = (unsigned char)t;
+            return TRUE;
+        }
         int t = x->x_op == XDR_ENCODE ? *(signed char *)v : 0;
         if (!xdr_int(x, &t)) return FALSE;
         if (x->x_op == XDR_DECODE) *(char *)v = (char)t;
         return TRUE;
     }
-    case GRD_SHORT: return xdr_short(x, v);
+    case GRD_SHORT: return is_unsigned ? xdr_u_short(x, v) : xdr_short(x, v);
     case GRD_INT: return xdr_int(x, v);
     case GRD_LONG: {
         int64_t t = x->x_op == XDR_ENCODE ? (int64_t) * (long *)v : 0;
@@ -153,7 +163,7 @@ int grm_write_head(grw_writer *w, const grm_call *c, int dir, const grw_limits *
         bool_t ok = TRUE;
         for (uint32_t i = 0; i < d->nparams && ok; i++) {
             const grd_param *p = &d->params[i];
-            if (grm_call_travels(c, i, dir) && numeric_scalar(p)) ok = xdr_scalar(&x, p->type, c->ptr[i]);
+            if (grm_call_travels(c, i, dir) && numeric_scalar(p)) ok = xdr_scalar(&x, p, c->ptr[i]);
         }
         for (uint32_t i = 0; i < d->nparams && ok; i++) {
             const grd_param *p = &d->params[i];
@@ -281,7 +291,7 @@ int grm_read_head(grw_reader *r, grm_call *c, int dir, const grw_limits *lim, gr
     bool_t ok = TRUE;
     for (uint32_t i = 0; i < d->nparams && ok; i++) {
         const grd_param *p = &d->params[i];
-        if (grm_call_travels(c, i, dir) && numeric_scalar(p)) ok = xdr_scalar(&x, p->type, c->ptr[i]);
+        if (grm_call_travels(c, i, dir) && numeric_scalar(p)) ok = xdr_scalar(&x, p, c->ptr[i]);
     }
     if (!ok) {
         rc = gr_seterr(e, GRID_ERR_PROTOCOL, "the scalar arguments are truncated");

@@ -712,6 +712,59 @@ TEST(OracleHead, ScalarsBothDirections) {
     }
 }
 
+// ---- unsigned char and short (echo_unsigned_small): XDR's unsigned int, zero-extended ----
+
+TEST(OracleHead, UnsignedCharAndShortAreUnsignedInts) {
+    const grd_desc *d = Desc("echo_unsigned_small");
+    ASSERT_NE(d, nullptr);
+    ASSERT_EQ(d->nparams, 4u);
+    grw_limits lim = Limits();
+    const unsigned char chars[] = {0, 1, 127, 128, 200, 255};
+    const unsigned short shorts[] = {0, 1, 32767, 32768, 60000, 65535};
+    for (size_t k = 0; k < sizeof chars; k++) {
+        unsigned char c = chars[k], oc = 0;
+        unsigned short sh = shorts[k], os = 0;
+        SCOPED_TRACE("values " + std::to_string(c) + ", " + std::to_string(sh));
+        // The oracle: libtirpc's unsigned routines, as an independent peer would read them.
+        Bytes want = Head(Xdr(16, [&](XDR *x) {
+            u_char cc = c;
+            u_short ss = sh;
+            return xdr_u_char(x, &cc) && xdr_u_short(x, &ss);
+        }));
+        void *argv[4] = {&c, &sh, &oc, &os};
+        auto cl = NewCall(d, GRM_CLIENT_SIDE);
+        gr_err e{};
+        ASSERT_EQ(grm_from_argv(cl.get(), d, argv, &lim, &e), GRID_OK) << e.msg;
+        Bytes body = CaptureBody([&](grw_writer *w) {
+            gr_err we{};
+            EXPECT_EQ(grm_write_head(w, cl.get(), GRM_TO_SERVER, &lim, &we), GRID_OK) << we.msg;
+        });
+        EXPECT_TRUE(body == want) << "CALL " << Diff(body, want);
+        // The server reads the oracle's bytes back as the same values.
+        auto sv = NewCall(d, GRM_SERVER_SIDE);
+        FeedBody(want, [&](grw_reader *r) {
+            gr_err re{};
+            EXPECT_EQ(grm_read_head(r, sv.get(), GRM_TO_SERVER, &lim, &re), GRID_OK) << re.msg;
+        });
+        EXPECT_EQ(*static_cast<unsigned char *>(sv->ptr[0]), c);
+        EXPECT_EQ(*static_cast<unsigned short *>(sv->ptr[1]), sh);
+        // Its RESULT is the oracle's too, and the client reads it into its variables.
+        *static_cast<unsigned char *>(sv->ptr[2]) = c;
+        *static_cast<unsigned short *>(sv->ptr[3]) = sh;
+        body = CaptureBody([&](grw_writer *w) {
+            gr_err we{};
+            EXPECT_EQ(grm_write_head(w, sv.get(), GRM_TO_CLIENT, &lim, &we), GRID_OK) << we.msg;
+        });
+        EXPECT_TRUE(body == want) << "RESULT " << Diff(body, want);
+        FeedBody(want, [&](grw_reader *r) {
+            gr_err re{};
+            EXPECT_EQ(grm_read_head(r, cl.get(), GRM_TO_CLIENT, &lim, &re), GRID_OK) << re.msg;
+        });
+        EXPECT_EQ(oc, c);
+        EXPECT_EQ(os, sh);
+    }
+}
+
 // ---- RFC 4506 by hand: the oracle and our code against literal bytes ----
 
 TEST(Rfc4506, LiteralScalars) {
