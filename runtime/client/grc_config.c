@@ -145,8 +145,15 @@ static int apply_line(const char *key, const char *v, const char *path, int line
 /* Splits LINE into KEY and the rest, without its comment, trailing blanks and quotes.
  * Returns how many of the two are there (0 for a blank line). */
 static int split_line(char *line, char *key, size_t keysize, char **value) {
-    char *h = strchr(line, '#');
-    if (h) *h = '\0';
+    /* A '#' starts a comment only outside quotes: a token or a path may hold one. */
+    int quoted = 0;
+    for (char *h = line; *h; h++) {
+        if (*h == '"') quoted = !quoted;
+        if (*h == '#' && !quoted) {
+            *h = '\0';
+            break;
+        }
+    }
     char *s = line + strspn(line, " \t\r\n");
     size_t kl = strcspn(s, " \t\r\n");
     if (kl == 0) return 0;

@@ -359,6 +359,15 @@ TEST_F(ClientConfig, TwoMinutesIsTwoMinutes) {
     EXPECT_EQ(30.0, cfg_.connect_timeout);
 }
 
+// A '#' inside quotes is part of the value; outside them it starts a comment.
+TEST_F(ClientConfig, HashInsideQuotesIsKept) {
+    ASSERT_EQ(GRID_OK, Load("token \"ab#cd\" # the shared token\ntimeout 5 # seconds\n")) << e_.msg;
+    EXPECT_STREQ("ab#cd", cfg_.token);
+    EXPECT_EQ(5.0, cfg_.call_timeout);
+    ASSERT_EQ(GRID_OK, Load("token ab#cd\n")) << e_.msg;
+    EXPECT_STREQ("ab", cfg_.token);
+}
+
 // A call whose server vanished runs again once by default; 'retries' and then
 // GRIDRPC_RETRIES change that, and messages say where the count came from.
 TEST_F(ClientConfig, RetriesDefaultFileAndEnvironment) {
