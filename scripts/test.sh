@@ -55,6 +55,13 @@ run_check() { # DIR TIER [TARGET]
   make -C "$1" -j"$test_jobs" -k "${3:-check}" >"$1/check.out" 2>&1
   local rc=$?
   grep -E '^(FAIL|ERROR|XPASS)' "$1/check.out" | head -50
+  # What a failing test said (automake keeps its log in test-suite.log): a failure on a
+  # CI machine, seen once, must be readable from this output alone.
+  if grep -q '^# \(FAIL\|ERROR\|XPASS\): *[1-9]' "$1/test-suite.log" 2>/dev/null; then
+    echo "test: $2: what the failing tests said (test-suite.log, at most 150 lines):"
+    grep -E '^(not ok|# |FAIL|ERROR)' "$1/test-suite.log" | grep -v '^# \(TOTAL\|PASS\|SKIP\|XFAIL\|FAIL\|XPASS\|ERROR\):' |
+      head -150 | sed 's/^/  | /'
+  fi
   count_automake "$1" "$2"
   if [ $rc -ne 0 ] && ! grep -q '^# FAIL: *[1-9]\|^# ERROR: *[1-9]' "$1/check.out"; then
     # the build itself failed: no test result says so

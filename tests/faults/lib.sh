@@ -118,7 +118,7 @@ f_busiest() {
     read -r victim held < <(f_status 2>/dev/null | python3 -c 'import json,sys
 v=sorted(json.load(sys.stdin)["servers"], key=lambda s: -s["running"])
 print(v[0]["name"], v[0]["running"]) if v and v[0]["running"] > 0 else print("", 0)' 2>/dev/null)
-    [ -n "$victim" ] && [ "$held" -gt 0 ] && return 0
+    [ -n "$victim" ] && [ "${held:-0}" -gt 0 ] && return 0
     sleep 0.05
   done
   victim=
