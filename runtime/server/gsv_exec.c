@@ -153,7 +153,8 @@ int gsv_exec_spin(atomic_uint *word, unsigned seen, long long ns) {
         /* A yield that took long means another thread wanted this processor and ran:
          * the machine is busy, and a spinner only takes time from whoever would send the
          * next call. Sleep instead (after one more look). */
-        if (gr_now_ns() - now > GSV_XSPIN_BUSY_NS) return atomic_load_explicit(word, memory_order_acquire) != seen;
+        if (gr_now_ns() - now > GSV_XSPIN_BUSY_NS)
+            return atomic_load_explicit(word, memory_order_acquire) != seen;
     }
 }
 

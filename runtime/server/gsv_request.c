@@ -47,7 +47,16 @@ static int on_hello(gsv_conn *c, const grw_header *h) {
     gsv_server *s = c->srv;
     gr_err e;
     grp_hello m;
-    if (grp_read_hello(&c->r, &m, &e)) return gsv_request_failed(c, h, "HELLO message", &e);
+    if (grp_read_hello(&c->r, &m, &e)) {
+        if (e.code == GRID_ERR_CONN_LOST || e.code == GRID_ERR_TIMEOUT)
+            return gsv_request_failed(c, h, "HELLO message", &e);
+        /* A refused HELLO ends the connection (a field past its limit too): nothing but
+         * a new HELLO could follow, and a peer that sends one wrong may start afresh. */
+        gsv_log(GSV_LOG_WARN, "%s: refused: bad HELLO: %s", c->peer, e.msg);
+        gsv_conn_send_error(c, h->request_id, e.code == GRID_ERR_LIMIT ? GRID_ERR_LIMIT : GRID_ERR_PROTOCOL,
+                            e.msg);
+        return GSV_REFUSE;
+    }
     if (GRW_VERSION < m.min_version || GRW_VERSION > m.max_version) {
         char msg[200];
         snprintf(msg, sizeof msg, "the client speaks protocol versions %u to %u; this server speaks %u only",

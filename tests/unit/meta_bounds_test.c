@@ -5,7 +5,8 @@
  * against their server after --pending-max ("pending"); a server down for
  * --forget-after leaves memory, the registry and the status page, while one that
  * beats stays ("forget"); a SCHEDULE does not wait for a large status document to be
- * built ("status"). META_BOUNDS_ONLY=NAME runs one case. Every wait is bounded. TAP. */
+ * built ("status"); a HELLO refused for a field past its limit ends its connection
+ * ("hello"). META_BOUNDS_ONLY=NAME runs one case. Every wait is bounded. TAP. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -462,6 +463,29 @@ static void status(void) {
     result(stop() == 0, "status: exits 0 on SIGTERM");
 }
 
+/* HELLO with a client name one past its limit: ERROR GRID_ERR_LIMIT, and gridmetad
+ * closes the connection (only a new HELLO could follow). */
+static void hello(void) {
+    const char *none[] = {NULL};
+    if (start("hello", none)) {
+        result(0, "hello: gridmetad starts");
+        return;
+    }
+    static char name[257];
+    memset(name, 'n', 256);
+    int fd = raw_connect(port), code = -1;
+    char msg[512] = "";
+    uint32_t t = fd >= 0 && raw_send_hello(&wr, fd, name) == 0
+                     ? raw_read_reply(&rd, fd, 0, &code, msg, sizeof msg, NULL, 5)
+                     : 0;
+    result(t == GRP_ERROR && code == GRID_ERR_LIMIT && raw_closed_within(fd, 5),
+           "hello: a client name of 256 bytes is ERROR GRID_ERR_LIMIT, and the connection is closed (type %u "
+           "code %d: %s)",
+           t, code, msg);
+    if (fd >= 0) close(fd);
+    result(stop() == 0, "hello: exits 0 on SIGTERM");
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     const char *top = getenv("top_builddir");
@@ -480,6 +504,7 @@ int main(void) {
     if (!only || !strcmp(only, "pending")) pending();
     if (!only || !strcmp(only, "forget")) forget();
     if (!only || !strcmp(only, "status")) status();
+    if (!only || !strcmp(only, "hello")) hello();
     if (!failed) {
         char rm[128];
         snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
