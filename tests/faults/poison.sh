@@ -81,39 +81,20 @@ if [ -n "$offered" ] && [ $rc -eq 0 ]; then
 else fail "after the hold (offered: ${offered:-no}, rc $rc)"; diag <"$T_TMP/after.out"; f_status | diag; fi
 
 # ---- lost servers. kill_busiest [EXCEPT]: SIGKILLs the up server (not EXCEPT) that runs
-# a call, once one does (6 s at most); sets victim. A server killed earlier is never
-# chosen again: the metaserver may still list it up and running its last call until its
-# beats are missed (on a loaded machine it was, and a dead server was "killed" twice).
-killed=
+# a call, once one does (6 s at most); sets victim.
 kill_busiest() {
   victim=
   for _ in $(seq 1 120); do
     victim=$(f_status 2>/dev/null | python3 -c 'import json,sys
-skip=set(sys.argv[1].split())
-v=[s["name"] for s in json.load(sys.stdin)["servers"] if s["running"] > 0 and s["state"] == "up" and s["name"] not in skip]
-print(v[0] if v else "")' "$killed ${1:-}" 2>/dev/null)
+v=[s["name"] for s in json.load(sys.stdin)["servers"] if s["running"] > 0 and s["state"] == "up" and s["name"] != sys.argv[1]]
+print(v[0] if v else "")' "${1:-}" 2>/dev/null)
     [ -n "$victim" ] && break
     sleep 0.05
   done
-  [ -n "$victim" ] && kill -KILL "${pid_of[$victim]}" && killed="$killed $victim"
-}
-# wait_idle: waits (6 s at most) until no live server is listed running a call, so that
-# the next kill_busiest finds the server of the next call, not one whose last call has
-# ended but whose next beat has not said so yet.
-wait_idle() {
-  local _ n
-  for _ in $(seq 1 120); do
-    n=$(f_status 2>/dev/null | python3 -c 'import json,sys
-skip=set(sys.argv[1].split())
-print(sum(s["running"] for s in json.load(sys.stdin)["servers"] if s["state"] == "up" and s["name"] not in skip))' "$killed" 2>/dev/null)
-    [ "${n:-1}" = 0 ] && return 0
-    sleep 0.05
-  done
-  return 1
+  [ -n "$victim" ] && kill -KILL "${pid_of[$victim]}"
 }
 wait_client() { for _ in $(seq 1 900); do grep -q '^summary ' "$T_TMP/$1.out" && return 0; sleep 0.1; done; return 1; }
 
-wait_idle
 f_start once "$FC" calls 1 6 sync
 kill_busiest
 wait_client once
@@ -123,7 +104,6 @@ if [ -n "$victim" ] && f_clean "$T_TMP/once.out" 1 && [ "$(f_summary "$T_TMP/onc
 else fail "retry after a kill (victim '${victim}')"; diag <"$T_TMP/once.out"; diag <"$T_TMP/once.err"; fi
 dead1=$victim
 
-wait_idle
 GRIDRPC_RETRIES=0 f_start never "$FC" calls 1 6 sync
 kill_busiest "$dead1"
 wait_client never
@@ -140,7 +120,6 @@ for s in s4 s5; do
   pid_of[$s]=$srv_pid
 done
 f_wait_up 3 || { fail "s4 and s5 register"; f_status | diag; }
-wait_idle
 f_start twice "$FC" calls 1 8 sync
 kill_busiest
 first=$victim
