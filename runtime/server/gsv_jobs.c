@@ -607,15 +607,20 @@ int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
     gsv_log(GSV_LOG_INFO, "%s: job %s submitted: %s (%llu bytes kept)", c->peer, k->j.id, f->qualified,
             (unsigned long long)k->j.bytes_in);
 
-    /* Acknowledged before it runs: from here on the job is the server's. */
-    grw_writer *w = gsv_reply_lock(c, 0);
-    int closing =
-        !w || gsv_reply_unlock(c, grp_write_job_id(w, GRP_SUBMITTED, h->request_id, k->j.id, &e), &e);
+    /* Queued before it is acknowledged: a JOB_CANCEL sent the moment the id arrives finds
+     * the job in the queue (taken out) or running (stopped), never between the two, where
+     * it could neither take it out nor stop it and the job ran after it was canceled. From
+     * the queue on, a worker may end the job and a FORGET drop its record: the id is
+     * copied first. */
+    char id[GRP_MAX_JOB_ID + 1];
+    snprintf(id, sizeof id, "%s", k->j.id);
     job->t_queued = gr_now_ns();
     if (atomic_load(&s->stopping))
         fail_kept(s, job, GRID_ERR_SHUTDOWN, "shutting down");
     else if (gsv_sched_submit(s, job, &e) != GRID_OK)
         fail_kept(s, job, e.code, e.msg);
+    grw_writer *w = gsv_reply_lock(c, 0);
+    int closing = !w || gsv_reply_unlock(c, grp_write_job_id(w, GRP_SUBMITTED, h->request_id, id, &e), &e);
     return closing ? GSV_CLOSE : GSV_KEEP;
 }
 
