@@ -559,6 +559,10 @@ static int learn(grc_req *q, const grc_config *cfg, const grd_desc **out, gr_err
             return rc;
         }
         rc = grc_descriptor(&q->t, cfg, out, e);
+        /* A server that does not answer in time (a hung one: connecting, HELLO, the
+         * descriptor) is as failed as one that refuses the connection, as the call paths
+         * say of connecting: the next server is tried. */
+        if (rc == GRID_ERR_TIMEOUT) e->code = rc = GRID_ERR_CONNECT;
         if (r->decision) {
             r->bytes_in = r->bytes_out = 0;
             r->sent_ns = 0;
