@@ -46,11 +46,7 @@ static int on_hello(gms_conn *c, const grw_header *h) {
     if (grp_read_hello(&c->r, &m, &e)) {
         if (e.code == GRID_ERR_CONN_LOST || e.code == GRID_ERR_TIMEOUT)
             return failed(c, h, "HELLO message", &e);
-        /* A refused HELLO ends the connection (a field past its limit too). */
-        gms_log(GMS_LOG_WARN, "%s: refused: bad HELLO: %s", c->peer, e.msg);
-        gms_conn_send_error(c, h->request_id, e.code == GRID_ERR_LIMIT ? GRID_ERR_LIMIT : GRID_ERR_PROTOCOL,
-                            e.msg);
-        return GMS_REFUSE;
+        return gdm_refuse_hello(&c->core, h->request_id, &e);
     }
     if (GRW_VERSION < m.min_version || GRW_VERSION > m.max_version) {
         char msg[200];

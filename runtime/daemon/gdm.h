@@ -155,6 +155,10 @@ grw_writer *gdm_reply_lock(gdm_conn *c, uint64_t bytes);
 int gdm_reply_unlock(gdm_conn *c, int rc, gr_err *e);
 /* Sends ERROR for REQUEST_ID under the write lock: 0, or the error. */
 int gdm_send_error(gdm_conn *c, uint64_t request_id, int code, const char *msg);
+/* A HELLO that could not be read (E: a field past its limit, or malformed; not a lost
+ * or stalled connection): logs it, answers ERROR (GRID_ERR_LIMIT or GRID_ERR_PROTOCOL)
+ * and returns GDM_REFUSE, which ends the connection: only a new HELLO could follow. */
+int gdm_refuse_hello(gdm_conn *c, uint64_t request_id, const gr_err *e);
 
 /* The reader thread of C (gdm_reader.c). */
 void *gdm_reader_main(void *arg);

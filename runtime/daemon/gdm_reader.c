@@ -20,6 +20,12 @@ static int refuse(gdm_conn *c, uint64_t request_id, int code, const char *msg) {
     return GDM_REFUSE;
 }
 
+int gdm_refuse_hello(gdm_conn *c, uint64_t request_id, const gr_err *e) {
+    gr_log(GR_LOG_WARN, "%s: refused: bad HELLO: %s", c->peer, e->msg);
+    gdm_send_error(c, request_id, e->code == GRID_ERR_LIMIT ? GRID_ERR_LIMIT : GRID_ERR_PROTOCOL, e->msg);
+    return GDM_REFUSE;
+}
+
 /* Waits for the first byte of the next request. Returns GDM_KEEP when it came, else
  * what the reader does: GDM_CLOSE (the peer left, or the connection was idle past
  * --idle-timeout) or GDM_REFUSE (no HELLO in time: an ERROR was sent). */

@@ -50,12 +50,7 @@ static int on_hello(gsv_conn *c, const grw_header *h) {
     if (grp_read_hello(&c->r, &m, &e)) {
         if (e.code == GRID_ERR_CONN_LOST || e.code == GRID_ERR_TIMEOUT)
             return gsv_request_failed(c, h, "HELLO message", &e);
-        /* A refused HELLO ends the connection (a field past its limit too): nothing but
-         * a new HELLO could follow, and a peer that sends one wrong may start afresh. */
-        gsv_log(GSV_LOG_WARN, "%s: refused: bad HELLO: %s", c->peer, e.msg);
-        gsv_conn_send_error(c, h->request_id, e.code == GRID_ERR_LIMIT ? GRID_ERR_LIMIT : GRID_ERR_PROTOCOL,
-                            e.msg);
-        return GSV_REFUSE;
+        return gdm_refuse_hello(&c->core, h->request_id, &e);
     }
     if (GRW_VERSION < m.min_version || GRW_VERSION > m.max_version) {
         char msg[200];
