@@ -385,6 +385,15 @@ if start_server one.out --threads 1 --log-level info; then
   if grep -q '^cancel GRID_OK wait GRID_ERR_CANCELED' one.out && [ -n "$took" ] && awk -v t="$took" 'BEGIN { exit !(t < 1) }'; then
     ok "a cancel frees the only executor within 1 s (the function never polls)"
   else fail "cancel on a one-executor server"; diag <one.out; fi
+  # Its only executor killed while idle: nothing notices until the next call is handed
+  # to it, and that call runs on the replacement instead of failing.
+  ex=$(pgrep -f -- "--executor-process $spid " | head -n 1)
+  [ -n "$ex" ] && kill -KILL "$ex"
+  sleep 0.2
+  timeout 60 ./client "$port" dmmul >idle.out 2>&1
+  if [ -n "$ex" ] && grep -q '^dmmul exact$' idle.out && grep -q "executor $ex died while idle" one.out.err; then
+    ok "a call given to an executor that died while idle runs on its replacement"
+  else fail "an executor killed while idle (pid '${ex}')"; diag <idle.out; diag <one.out.err; fi
   stop_server
 else fail "gridrpcd --threads 1 starts"; diag <one.out.err; fi
 
