@@ -79,6 +79,15 @@ expect "--version" 0 "gridrpc (GridRPC) " "$CLI" --version
 expect "no command is a usage error" 2 "no command given" "$CLI"
 expect "unknown command" 2 "unknown command 'frobnicate': use status, ls, describe, call, submit, fetch, jobs, forget, cancel or keygen" "$CLI" frobnicate
 expect "unknown option" 2 "unknown option '--frob'" "$CLI" --frob status
+# Typos: the option or command meant is named; a far word and an ambiguous
+# abbreviation (which lists its options already) get no guess.
+if grep -q "did you mean" err; then fail "a far word gets no 'did you mean'"; diag <err; else ok "a far word gets no 'did you mean'"; fi
+expect "unknown option: did you mean" 2 "unknown option '--jsno': did you mean --json?" "$CLI" --jsno status
+expect "a subcommand's option: did you mean" 2 "unknown option '--timout': did you mean --timeout?" "$CLI" status --timout 1
+expect "ambiguous option" 2 "option '--s' is ambiguous: --server, --site" "$CLI" --s status
+if grep -q "did you mean" err; then fail "an ambiguous option gets no 'did you mean'"; diag <err; else ok "an ambiguous option gets no 'did you mean'"; fi
+expect "unknown command: did you mean" 2 "unknown command 'stauts': did you mean 'status'? use status, ls," "$CLI" stauts
+expect "help of an unknown command: did you mean" 2 "no command 'cal': did you mean 'call'?" "$CLI" help cal
 expect "option without its value" 2 "--server needs a value" "$CLI" status --server
 expect "bad --server address" 2 "--server: " "$CLI" --server nohostport:http ls
 expect "bad --timeout" 2 "--timeout: 'soon' is not a duration" "$CLI" --timeout soon status

@@ -85,6 +85,8 @@ if grep -q 'eval: in: 5 elements, 40 bytes sent' eq.out; then ok "gridrpc-desc -
 if [ $rc -eq 2 ] && grep -q 'NAME=INTEGER' noval.out; then ok "gridrpc-desc --eval without a value"; else fail "--eval without a value (rc $rc)"; fi
 "$GRIDRPC_DESC" --frobnicate out/data.gdesc >unk.out 2>&1; rc=$?
 if [ $rc -eq 2 ] && grep -q "unknown option '--frobnicate'" unk.out; then ok "gridrpc-desc unknown option"; else fail "gridrpc-desc unknown option (rc $rc)"; diag <unk.out; fi
+"$GRIDRPC_DESC" --evl N=5 out/data.gdesc >typo.out 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "unknown option '--evl': did you mean --eval?" typo.out; then ok "gridrpc-desc: a typo of an option names it"; else fail "gridrpc-desc option typo (rc $rc)"; diag <typo.out; fi
 # Thousands of unclosed '{' with comments between them: ANTLR's lexer once kept every
 # reading of "/*" and the braces alive at once and took minutes on 20 KB of this (a fuzz
 # finding). The C-block scanner reads each character once: milliseconds, far inside

@@ -24,6 +24,7 @@ usage_error() {
   if [ $_rc -eq 2 ] && grep -q -- "$_want" usage.out; then ok "$_name"; else fail "$_name (rc $_rc)"; diag <usage.out; fi
 }
 usage_error "unknown option" "unknown option '--frobnicate'" --frobnicate
+usage_error "a typo of an option names it" "unknown option '--schedular': did you mean --scheduler?" --schedular mct
 usage_error "missing value" "--port needs a value" --port
 usage_error "bad port" "--port: 'http' is not a TCP port" --port http
 usage_error "bad http port" "--http: '70000' is not a TCP port" --http 70000

@@ -29,6 +29,9 @@ usage_error() {
   if [ $_rc -eq 2 ] && grep -q -- "$_want" usage.out; then ok "$_name"; else fail "$_name (rc $_rc)"; diag <usage.out; fi
 }
 usage_error "unknown option" "unknown option '--frobnicate'" --frobnicate
+if grep -q "did you mean" usage.out; then fail "a far word gets no 'did you mean'"; diag <usage.out; else ok "a far word gets no 'did you mean'"; fi
+usage_error "a typo of an option names it" "unknown option '--threds': did you mean --threads?" --threds 2
+usage_error "a typo with its value" "unknown option '--max-conections': did you mean --max-connections?" --max-conections=5
 usage_error "missing value" "--port needs a value" --port
 usage_error "bad port" "--port: 'http' is not a TCP port: write a number from 0 to 65535" --port http
 usage_error "port out of range" "--port: '70000' is not a TCP port" --port 70000
@@ -44,6 +47,7 @@ usage_error "bad timeout unit" "gridrpcd: --io-timeout: '5x' is not a duration: 
 usage_error "bad shutdown timeout" "--shutdown-timeout: 'soon' is not a duration" --shutdown-timeout=soon
 usage_error "flag with a value" "--quiet takes no value" --quiet=yes
 usage_error "ambiguous abbreviation" "option '--qu' is ambiguous: --queue, --quiet" --qu
+if grep -q "did you mean" usage.out; then fail "an ambiguous abbreviation gets no 'did you mean'"; diag <usage.out; else ok "an ambiguous abbreviation gets no 'did you mean'"; fi
 usage_error "bad log level" "--log-level: 'loud' is not error, warn, info or debug" --log-level loud
 usage_error "stray argument" "unexpected argument 'test.so'" test.so
 usage_error "metaserver without a port" "--metaserver: 'meta.example' is not HOST:PORT: the port is missing" --metaserver meta.example

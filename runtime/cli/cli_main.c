@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "gr_opts.h"
 #include "gr_settings.h"
+#include "gr_suggest.h"
 
 #define DEFAULT_TIMEOUT 10.0
 
@@ -181,10 +183,9 @@ static int parse_options(int argc, char **argv, cli_opts *o, void (*help)(void))
         case 'V': printf("gridrpc (GridRPC) %s\n", PACKAGE_VERSION); return 1;
         case ':': cli_error("%s needs a value", argv[prev]); return -1;
         default:
-            if (optopt && optopt < 256)
-                cli_error("unknown option '-%c'; see gridrpc --help", optopt);
-            else
-                cli_error("unknown option '%s'; see gridrpc --help", argv[prev]);
+            /* Said as the daemons say it: a typo of an option names the option. */
+            gr_opt_refused(long_opts, argv[prev], optopt, err, sizeof err);
+            cli_error("%s (see gridrpc --help)", err);
             return -1;
         }
     }
@@ -426,6 +427,21 @@ static int find_command(const char *name) {
     return -1;
 }
 
+/* "did you mean 'status'? " when NAME is a typo of a command, else "". */
+static const char *command_hint(const char *name, char *buf, size_t n) {
+    gr_suggest s;
+    gr_suggest_init(&s, name);
+    gr_suggest_offer(&s, "help");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        gr_suggest_offer(&s, commands[i].name);
+    const char *best = gr_suggest_best(&s);
+    if (best)
+        snprintf(buf, n, "did you mean '%s'? ", best);
+    else
+        buf[0] = '\0';
+    return buf;
+}
+
 int main(int argc, char **argv) {
     cli_opts o;
     memset(&o, 0, sizeof o);
@@ -448,9 +464,11 @@ int main(int argc, char **argv) {
         }
         int k = find_command(argv[optind + 1]);
         if (k < 0) {
-            cli_error("no command '%s': use status, ls, describe, call, submit, fetch, jobs, forget, cancel "
-                      "or keygen",
-                      argv[optind + 1]);
+            char hint[64];
+            cli_error(
+                "no command '%s': %suse status, ls, describe, call, submit, fetch, jobs, forget, cancel "
+                "or keygen",
+                argv[optind + 1], command_hint(argv[optind + 1], hint, sizeof hint));
             return CLI_USAGE;
         }
         commands[k].help();
@@ -458,10 +476,12 @@ int main(int argc, char **argv) {
     }
     int k = find_command(cmd);
     if (k < 0) {
-        cli_error("unknown command '%s': use status, ls, describe, call, submit, fetch, jobs, forget, cancel "
-                  "or keygen "
-                  "(gridrpc --help)",
-                  cmd);
+        char hint[64];
+        cli_error(
+            "unknown command '%s': %suse status, ls, describe, call, submit, fetch, jobs, forget, cancel "
+            "or keygen "
+            "(gridrpc --help)",
+            cmd, command_hint(cmd, hint, sizeof hint));
         return CLI_USAGE;
     }
     /* The command sees its own name as argv[0] and parses the rest itself. */

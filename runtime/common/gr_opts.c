@@ -1,6 +1,8 @@
 /* gr_opts.c: command-line pieces the daemons share (gr_opts.h). */
 #include "gr_opts.h"
 
+#include "gr_suggest.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +43,18 @@ void gr_opt_refused(const struct option *opts, const char *arg, int opt, char *m
         if (strncmp(o->name, name + 2, strlen(name + 2)) == 0 && ++found)
             snprintf(matches + strlen(matches), sizeof matches - strlen(matches), "%s--%s",
                      found > 1 ? ", " : "", o->name);
-    if (found > 1)
+    if (found > 1) {
+        /* Already a list of what was meant: no guess on top of it. */
         snprintf(msg, n, "option '%s' is ambiguous: %s", name, matches);
+        return;
+    }
+    gr_suggest s;
+    gr_suggest_init(&s, strncmp(name, "--", 2) == 0 ? name + 2 : NULL);
+    for (const struct option *o = opts; o->name; o++)
+        gr_suggest_offer(&s, o->name);
+    const char *best = gr_suggest_best(&s);
+    if (best)
+        snprintf(msg, n, "unknown option '%s': did you mean --%s?", name, best);
     else
         snprintf(msg, n, "unknown option '%s'", name);
 }

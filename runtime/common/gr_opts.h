@@ -16,7 +16,8 @@ int gr_usage_verror(const char *prog, const char *fmt, va_list ap);
 const char *gr_opt_name(const struct option *opts, int val, char *buf, size_t n);
 
 /* What getopt_long refused (OPT: its optopt; ARG: the word it stopped at) into MSG: an
- * unknown short option, a value given to a flag, an unknown or ambiguous long name. */
+ * unknown short option, a value given to a flag, an unknown long name (with the option
+ * of OPTS it is a typo of, if one is close: gr_suggest.h) or an ambiguous one. */
 void gr_opt_refused(const struct option *opts, const char *arg, int opt, char *msg, size_t n);
 
 /* A count from 1 to MAX (no unit, so not a gr_settings value) for the option named OPT;

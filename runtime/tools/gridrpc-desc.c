@@ -3,6 +3,7 @@
  * see what a client will be told about a function.
  */
 #include "grd_desc.h"
+#include "gr_opts.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -228,17 +229,12 @@ static int add_eval(const char *v) {
     return 0;
 }
 
-/* What getopt_long refused in ARG (OPT: its optopt), as the user typed it. */
-static int bad_option(const char *arg, int opt) {
-    int with_value = strncmp(arg, "--", 2) == 0 && strchr(arg, '=');
-    if (opt > 0 && opt < 256 && !with_value)
-        fprintf(stderr, PROGRAM ": unknown option '-%c'\nTry '" PROGRAM " --help'.\n", opt);
-    else if (opt && with_value)
-        fprintf(stderr, PROGRAM ": %.*s takes no value\nTry '" PROGRAM " --help'.\n", (int)strcspn(arg, "="),
-                arg);
-    else
-        fprintf(stderr, PROGRAM ": unknown option '%.*s'\nTry '" PROGRAM " --help'.\n",
-                (int)strcspn(arg, "="), arg);
+/* What getopt_long refused in ARG (OPT: its optopt), as the user typed it: said as the
+ * daemons say it (gr_opts.h), so a typo of an option names the option. */
+static int bad_option(const struct option *opts, const char *arg, int opt) {
+    char msg[256];
+    gr_opt_refused(opts, arg, opt, msg, sizeof msg);
+    fprintf(stderr, PROGRAM ": %s\nTry '" PROGRAM " --help'.\n", msg);
     return 2;
 }
 
@@ -259,7 +255,7 @@ int main(int argc, char **argv) {
             if ((rc = add_eval(optarg))) return rc;
             break;
         case ':': return add_eval(NULL); /* only --eval takes a value */
-        default: return bad_option(argv[optind - 1], optopt);
+        default: return bad_option(long_options, argv[optind - 1], optopt);
         }
     }
     int first = optind;
