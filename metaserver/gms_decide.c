@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gms.h"
+#include "gr_suggest.h"
 
 /* The link from SITE (UINT32_MAX: unknown site) to S, into C: the measurement when it
  * is fresh, else the mean of S's fresh links from other sites, else the defaults. */
@@ -108,16 +109,36 @@ static int in_list(uint64_t id, const uint64_t *v, uint32_t n) {
     return 0;
 }
 
+/* The name some server has that NAME is likeliest a typo of (qualified names for
+ * "module/function", plain ones for "function"), or NULL; it points into ST's map, so
+ * it is used before the lock is let go. One pass over the names: most of them differ in
+ * length by more than a typo and cost a comparison each. */
+static const char *closest_function(const gms_state *st, const char *name) {
+    int qualified = strchr(name, '/') != NULL;
+    gr_suggest s;
+    gr_suggest_init(&s, name);
+    for (uint32_t i = 0; i < st->fnames.cap; i++) {
+        const char *k = st->fnames.keys[i];
+        if (k && (strchr(k, '/') != NULL) == qualified && st->fnents[st->fnames.vals[i]].n)
+            gr_suggest_offer(&s, k);
+    }
+    return gr_suggest_best(&s);
+}
+
 int gms_state_schedule(gms_state *st, const grp_schedule *m, const char *site, long long now_ns,
                        int64_t unix_ms, int may_hold, double held_s, uint64_t *epoch, grp_schedule_ok *ok,
                        gms_decision *explain, gr_err *e) {
     pthread_mutex_lock(&st->lock);
     uint32_t k;
     if (!gms_map_get(&st->fnames, m->function, &k)) {
+        const char *best = closest_function(st, m->function);
+        int rc = gr_seterr(
+            e, GRID_ERR_NOT_FOUND,
+            "no registered server has function %.300s; %s%.*s%s`gridrpc ls` lists what the grid serves",
+            m->function, best ? "did you mean '" : "", best ? GR_SUGGEST_MAX : 0, best ? best : "",
+            best ? "'? " : "");
         pthread_mutex_unlock(&st->lock);
-        return gr_seterr(e, GRID_ERR_NOT_FOUND,
-                         "no registered server has function %s; `gridrpc ls` lists what the grid serves",
-                         m->function);
+        return rc;
     }
     gms_fnent *ent = &st->fnents[k];
     double ratio_sum = 0;

@@ -121,7 +121,7 @@ if run 0 "$CLI" $S describe test/subrange && grep -Eq '^ +INOUT +double +x +\[n 
   ok "describe: a sub-range and no Complexity"; else fail "describe subrange"; diag <out
 fi
 json "describe --json" "j['name']=='linalg/dmmul' and j['complexity']=='2*n^3' and [p['mode'] for p in j['parameters']]==['IN','IN','IN','OUT'] and j['parameters'][1]['sizes']==['n','n'] and j['parameters'][3]['dims']=='[n][n]' and j['retry'] is True" "$CLI" $S --json describe linalg/dmmul
-expect "describe an unknown function points to gridrpc ls" 1 "gridrpc ls --server HOST:PORT" "$CLI" $S describe test/no_such
+expect "describe an unknown function points to gridrpc ls" 1 "gridrpc ls --server $SRV" "$CLI" $S describe test/no_such
 
 # ---- call
 if run 0 "$CLI" $S call linalg/dmmul 2 '[1,2,3,4]' '[5,6,7,8]' && [ "$(cat out)" = "C =
@@ -149,7 +149,9 @@ expect "call: out of range for the type" 2 "'3000000000' is out of range for int
 expect "call: negative for unsigned" 2 "'-1' is negative: expected unsigned int" "$CLI" $S call test/echo_unsigned 1 '[-1]'
 expect "call: a missing @FILE" 2 "cannot read 'nope.txt'" "$CLI" $S call test/inout_double 3 @nope.txt
 expect "call: unbalanced list" 2 "'[' without its ']'" "$CLI" $S call test/echo_int 2 '[1,2'
-expect "call: unknown function" 1 "no function 'test/no_such' on this server" "$CLI" $S call test/no_such 1
+expect "call: unknown function, and how to list them at this server" 1 "no function 'test/no_such' on this server; \`gridrpc ls --server $SRV\` lists its functions" "$CLI" $S call test/no_such 1
+expect "call: a typo of a function names the function" 1 "no function 'linalg/dmmull' on this server; did you mean 'linalg/dmmul'? \`gridrpc ls --server $SRV\`" "$CLI" $S call linalg/dmmull 2 '[1,2,3,4]' '[1,0,0,1]'
+expect "call: a typo of a plain name names the plain name" 1 "no function 'dmmull' on this server; did you mean 'dmmul'?" "$CLI" $S call dmmull 2 '[1,2,3,4]' '[1,0,0,1]'
 expect "call: --timeout bounds the call" 1 "call test/sleep failed: test/sleep on $SRV: no reply within the call timeout of 0.5 s (--timeout)" "$CLI" $S --timeout 0.5 call test/sleep 3
 
 # ---- status of one server

@@ -64,6 +64,8 @@ out=$("$B/examples/dmmul" 200 2>&1)
 if echo "$out" | grep -q 'OK$'; then ok "a plain dmmul through the metaserver is correct"; else fail "dmmul via metaserver"; echo "$out" | diag; fi
 out=$("$B/gridrpc" call linalg/dmmul 2 '[1,2,3,4]' '[5,6,7,8]' 2>&1)
 if echo "$out" | tr -s ' \n' ' ' | grep -q '19 22 43 50'; then ok "gridrpc call routes through the metaserver"; else fail "gridrpc call via metaserver"; echo "$out" | diag; fi
+out=$("$B/gridrpc" call linalg/dmmull 2 '[1,2,3,4]' '[5,6,7,8]' 2>&1)
+if echo "$out" | grep -qF "has 'linalg/dmmull'; did you mean 'linalg/dmmul'?"; then ok "a typo of a function through the metaserver names the function"; else fail "did you mean through the metaserver"; echo "$out" | diag; fi
 
 # Six concurrent 5 s calls on three servers of two workers: each server gets some. 5 s,
 # not 1: six clients that start one after another on a loaded machine (a TSan build took

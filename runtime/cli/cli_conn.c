@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "gr_suggest.h"
 #include "grp_session.h"
 
 /* The reason inside grw_connect's "cannot connect to H:P: REASON; is gridrpcd running
@@ -219,6 +220,20 @@ static int server_has(const grp_server_info *s, const char *name) {
     return 0;
 }
 
+/* The function of SERVERS that NAME is likeliest a typo of: a "module/function" for a
+ * qualified NAME, else the part after the '/'; NULL when none is close. */
+static const char *closest_function(const grp_server_info *servers, uint32_t nservers, const char *name) {
+    int qualified = strchr(name, '/') != NULL;
+    gr_suggest s;
+    gr_suggest_init(&s, name);
+    for (uint32_t i = 0; i < nservers; i++)
+        for (uint32_t k = 0; k < servers[i].nfunctions; k++) {
+            const char *f = servers[i].functions[k], *slash = strchr(f, '/');
+            gr_suggest_offer(&s, qualified || !slash ? f : slash + 1);
+        }
+    return gr_suggest_best(&s);
+}
+
 int cli_find_descriptor(const cli_opts *o, const grp_server_info *servers, uint32_t nservers,
                         const char *name, char *qualified, grd_desc **out, gr_err *e) {
     cli_conn *c;
@@ -257,8 +272,10 @@ int cli_find_descriptor(const cli_opts *o, const grp_server_info *servers, uint3
     if (down)
         return gr_seterr(e, GRID_ERR_CONNECT, "every server that has '%s' is down (%d; see gridrpc status)",
                          name, down);
-    return gr_seterr(e, GRID_ERR_NOT_FOUND,
-                     "no server registered with the metaserver at %s:%d has '%s'; `gridrpc ls` lists the "
-                     "functions there are",
-                     o->meta_host, o->meta_port, name);
+    const char *best = closest_function(servers, nservers, name);
+    return gr_seterr(
+        e, GRID_ERR_NOT_FOUND,
+        "no server registered with the metaserver at %s:%d has '%s'; %s%s%s`gridrpc ls` lists the "
+        "functions there are",
+        o->meta_host, o->meta_port, name, best ? "did you mean '" : "", best ? best : "", best ? "'? " : "");
 }

@@ -198,8 +198,11 @@ int gsv_registry_load_dir(gsv_registry *reg, const char *dir, int missing_ok, gr
 int gsv_registry_seal(gsv_registry *reg, gr_err *e);
 /* Finds NAME ("function" or "module/function"). On failure E holds
  * GRID_ERR_NOT_FOUND and a message naming NAME (or the candidates of an ambiguous
- * plain name). */
-const gsv_function *gsv_registry_find(const gsv_registry *reg, const char *name, gr_err *e);
+ * plain name), the function served it is a typo of, if one is close, and the command
+ * that lists them with the address C's client reached (C: NULL, none: "HOST:PORT"). */
+struct gsv_conn;
+const gsv_function *gsv_registry_find(const gsv_registry *reg, const char *name, const struct gsv_conn *c,
+                                      gr_err *e);
 /* Looks up openblas_set_num_threads: globally, else in the modules' dependencies. */
 void *gsv_registry_find_symbol(const gsv_registry *reg, const char *sym);
 void gsv_registry_free(gsv_registry *reg);

@@ -155,7 +155,7 @@ int gsv_data_call_request(gsv_conn *c, const grw_header *h) {
         return gsv_request_failed(c, h, "CALL_DATA message", &e);
     }
     int rc = grp_read_call_data_target(&c->r, t, &e);
-    const gsv_function *f = rc ? NULL : gsv_registry_find(&s->reg, t->name, &e);
+    const gsv_function *f = rc ? NULL : gsv_registry_find(&s->reg, t->name, c, &e);
     if (f && t->hash != f->desc->hash)
         rc = gr_seterr(
             &e, GRID_ERR_STALE,

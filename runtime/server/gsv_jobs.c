@@ -416,7 +416,7 @@ static int load_and_queue(gsv_server *s, gsv_kept *k, gr_err *e) {
         rc = gr_seterr(e, GRID_ERR_IO, "%s/%s is not a kept SUBMIT", st.dir, name);
     if (!rc) rc = grp_read_call_target(r, &t, e);
     const gsv_function *f = NULL;
-    if (!rc && !(f = gsv_registry_find(&s->reg, t.name, e)))
+    if (!rc && !(f = gsv_registry_find(&s->reg, t.name, NULL, e)))
         rc = gr_seterr(e, GRID_ERR_NOT_FOUND,
                        "%s is not served here any more (the server restarted without it)", t.name);
     if (!rc && f->desc->hash != t.hash)
@@ -480,7 +480,7 @@ int gsv_jobs_submit(gsv_conn *c, const grw_header *h) {
     gr_clearerr(&e);
     grp_call_target t;
     if (grp_read_call_target(&c->r, &t, &e)) return gsv_request_failed(c, h, "SUBMIT message", &e);
-    const gsv_function *f = gsv_registry_find(&s->reg, t.name, &e);
+    const gsv_function *f = gsv_registry_find(&s->reg, t.name, c, &e);
     if (f && t.hash != f->desc->hash)
         gr_seterr(
             &e, GRID_ERR_STALE,

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
+#include "gr_suggest.h"
 #include "gsv.h"
 
 static int valid_name(const char *s) {
@@ -242,14 +244,45 @@ static unsigned first_plain(const gsv_registry *reg, const char *name) {
     return lo;
 }
 
-const gsv_function *gsv_registry_find(const gsv_registry *reg, const char *name, gr_err *e) {
+/* The served name NAME is likeliest a typo of: a qualified one for "module/function", a
+ * plain one (or, when that is ambiguous, its first qualified name) for "function". */
+static const char *closest(const gsv_registry *reg, const char *name) {
+    int qualified = strchr(name, '/') != NULL;
+    gr_suggest s;
+    gr_suggest_init(&s, name);
+    for (unsigned i = 0; i < reg->nfns; i++)
+        gr_suggest_offer(&s, qualified ? reg->fns[i].qualified : reg->by_plain[i]->plain);
+    const char *best = gr_suggest_best(&s);
+    if (!best || qualified) return best;
+    unsigned i = first_plain(reg, best);
+    if (i + 1 < reg->nfns && strcmp(reg->by_plain[i + 1]->plain, best) == 0)
+        return reg->by_plain[i]->qualified;
+    return best;
+}
+
+/* The address C's client reached this server at (the socket's own end, so a server on
+ * every interface names the one used), as `gridrpc --server` takes it. */
+static void conn_address(const gsv_conn *c, char *out, size_t n) {
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    char addr[96];
+    if (!c || getsockname(c->fd, (struct sockaddr *)&ss, &sl) != 0) {
+        snprintf(out, n, "HOST:PORT");
+        return;
+    }
+    gdm_format_addr((struct sockaddr *)&ss, addr, sizeof addr, NULL, 0);
+    snprintf(out, n, "%s%s", c->tls ? "gridrpcs://" : "", addr);
+}
+
+const gsv_function *gsv_registry_find(const gsv_registry *reg, const char *name, const gsv_conn *c,
+                                      gr_err *e) {
     if (strchr(name, '/')) {
         unsigned lo = 0, hi = reg->nfns;
         while (lo < hi) {
             unsigned mid = lo + (hi - lo) / 2;
-            int c = strcmp(reg->fns[mid].qualified, name);
-            if (c == 0) return &reg->fns[mid];
-            if (c < 0)
+            int cmp = strcmp(reg->fns[mid].qualified, name);
+            if (cmp == 0) return &reg->fns[mid];
+            if (cmp < 0)
                 lo = mid + 1;
             else
                 hi = mid;
@@ -275,9 +308,13 @@ const gsv_function *gsv_registry_find(const gsv_registry *reg, const char *name,
             return NULL;
         }
     }
+    char hint[GR_SUGGEST_MAX + 32] = "", where[128];
+    const char *best = closest(reg, name);
+    if (best) snprintf(hint, sizeof hint, "did you mean '%s'? ", best);
+    conn_address(c, where, sizeof where);
     gr_seterr(e, GRID_ERR_NOT_FOUND,
-              "no function '%.300s' on this server; `gridrpc ls --server HOST:PORT` lists its functions",
-              name);
+              "no function '%.300s' on this server; %s`gridrpc ls --server %s` lists its functions", name,
+              hint, where);
     return NULL;
 }
 

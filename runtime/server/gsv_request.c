@@ -92,7 +92,7 @@ static int on_get_descriptor(gsv_conn *c, const grw_header *h) {
     /* "Class.method" names a method of a remote object class (gsv_class.c). */
     const char *slash = strrchr(name, '/');
     const gsv_function *f = strchr(slash ? slash : name, '.') ? gsv_method_find(&c->srv->reg, name, &e)
-                                                              : gsv_registry_find(&c->srv->reg, name, &e);
+                                                              : gsv_registry_find(&c->srv->reg, name, c, &e);
     if (!f) return gsv_conn_send_error(c, h->request_id, e.code, e.msg) ? GSV_CLOSE : GSV_KEEP;
     grw_writer *w = gsv_reply_lock(c, f->stub->descriptor_len);
     if (!w) return GSV_CLOSE;
@@ -174,7 +174,7 @@ static int on_call(gsv_conn *c, const grw_header *h) {
     gr_err e;
     grp_call_target t;
     if (grp_read_call_target(&c->r, &t, &e)) return gsv_request_failed(c, h, "CALL message", &e);
-    const gsv_function *f = gsv_registry_find(&s->reg, t.name, &e);
+    const gsv_function *f = gsv_registry_find(&s->reg, t.name, c, &e);
     int stale = f && t.hash != f->desc->hash;
     if (stale)
         gr_seterr(

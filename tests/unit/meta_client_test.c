@@ -476,6 +476,9 @@ int main(void) {
        e.msg);
     ok(schedule(fd, "fft", NULL, 0, &s3, &e) == GRID_ERR_NOT_FOUND && strstr(e.msg, "gridrpc ls"),
        "SCHEDULE an unknown function: GRID_ERR_NOT_FOUND (%s)", e.msg);
+    ok(schedule(fd, "linalg/dmmull", NULL, 0, &s3, &e) == GRID_ERR_NOT_FOUND &&
+           strstr(e.msg, "did you mean 'linalg/dmmul'?"),
+       "SCHEDULE a typo of a function: the function it is a typo of (%s)", e.msg);
 
     /* REPORT (no reply): the call of decision s1 ran 1 s and moved 16 KB in 2 ms. */
     grp_report rep;

@@ -239,6 +239,19 @@ static void test_state(void) {
                GRID_ERR_NOT_FOUND &&
            strstr(e.msg, "gridrpc ls"),
        "an unknown function: GRID_ERR_NOT_FOUND pointing to gridrpc ls (%s)", e.msg);
+    ok(!strstr(e.msg, "did you mean"), "a name far from every function gets no guess (%s)", e.msg);
+    /* A typo names what some server has: qualified for a qualified name, else plain. */
+    u = sched("linalg/dmmull", 0, 0);
+    ok(gms_state_schedule(&st, &u, "lab", now, gms_unix_ms(), 0, 0, NULL, &r3, NULL, &e) ==
+               GRID_ERR_NOT_FOUND &&
+           strstr(e.msg, "no registered server has function linalg/dmmull; did you mean 'linalg/dmmul'? "
+                         "`gridrpc ls`"),
+       "a typo of a qualified name: did you mean the function (%s)", e.msg);
+    u = sched("dmmlu", 0, 0);
+    ok(gms_state_schedule(&st, &u, "lab", now, gms_unix_ms(), 0, 0, NULL, &r3, NULL, &e) ==
+               GRID_ERR_NOT_FOUND &&
+           strstr(e.msg, "did you mean 'dmmul'?"),
+       "a typo of a plain name: did you mean the plain name (%s)", e.msg);
 
     /* REPORT: the call of decision r1 ran 0.5 s for 1e9 flops (2 GFLOP/s), and moved
      * 10 MB in 0.1 s + 1 ms of latency outside the server. */
