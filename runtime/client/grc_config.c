@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "gr_settings.h"
+#include "gr_suggest.h"
 #include "grc_client.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -142,6 +143,23 @@ static int apply_line(const char *key, const char *v, const char *path, int line
     return 1;
 }
 
+/* "did you mean 'timeout'? " when KEY is a typo of a key apply_line knows, else "" (a
+ * known key refused for want of a value is no typo). */
+static const char *key_hint(const char *key, char *buf, size_t n) {
+    static const char *const keys[] = {"server", "metaserver", "timeout",  "connect_timeout",
+                                       "token",  "retries",    "key_file", "tls_ca"};
+    gr_suggest s;
+    gr_suggest_init(&s, key);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        gr_suggest_offer(&s, keys[i]);
+    const char *best = gr_suggest_best(&s);
+    if (best && strcmp(best, key) != 0)
+        snprintf(buf, n, "did you mean '%s'? ", best);
+    else if (n)
+        buf[0] = '\0';
+    return buf;
+}
+
 /* Splits LINE into KEY and the rest, without its comment, trailing blanks and quotes.
  * Returns how many of the two are there (0 for a blank line). */
 static int split_line(char *line, char *key, size_t keysize, char **value) {
@@ -191,12 +209,13 @@ static void load_file(const char *path, int required) {
         if (n == 0) continue;
         int rc = n == 2 ? apply_line(key, v, path, lineno, err, sizeof err) : 1;
         if (rc < 0) config_error("%.400s:%d: cannot use '%s %.200s': %s", path, lineno, key, v, err);
+        char hint[96];
         if (rc > 0)
             config_error(
-                "%.400s:%d: cannot use '%s%s%.200s': write 'server HOST:PORT', 'metaserver HOST:PORT', "
+                "%.400s:%d: cannot use '%s%s%.200s': %swrite 'server HOST:PORT', 'metaserver HOST:PORT', "
                 "'timeout DURATION', 'connect_timeout DURATION', 'token TEXT', 'key_file PATH' or "
                 "'retries N' (DURATION: 30, 0.5, 250ms, 30s, 2m, 1h)",
-                path, lineno, key, n > 1 ? " " : "", n > 1 ? v : "");
+                path, lineno, key, n > 1 ? " " : "", n > 1 ? v : "", key_hint(key, hint, sizeof hint));
     }
     fclose(f);
 }

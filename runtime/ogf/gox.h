@@ -64,6 +64,9 @@ void gox_config_free(gox_config *cfg);
 void gox_config_server(const gox_config *cfg, const char *server, char *host, size_t hostsize, int *port);
 /* The server <FUNCTION_INFO> assigns to FUNC, or NULL. */
 const char *gox_config_function_host(const gox_config *cfg, const char *func);
+/* The attributes Ninf-G knows in SECTION ("SERVER", ...; gox_ninfg.c), NULL-terminated;
+ * NULL for a section we do not read attribute by attribute. */
+const char *const *gox_ninfg_attributes(const char *section);
 
 /* ---- Codes (gox_error.c) */
 

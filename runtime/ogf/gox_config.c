@@ -11,7 +11,8 @@
  * '#' starts a comment, values may be quoted; durations, ports and host:port are in the
  * forms of gr_settings.h, the same as everywhere else. What we cannot honour
  * (Ninf-G's invocation, proxies, logging...) is ignored with a warning on stderr, so a
- * Ninf-G configuration works unchanged; what is malformed is an error with its place. */
+ * Ninf-G configuration works unchanged; what is malformed, or an attribute Ninf-G does
+ * not know either (gox_ninfg.c), is an error with its place. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 
 #include "gox.h"
 #include "gr_settings.h"
+#include "gr_suggest.h"
 
 #define MAX_TOKENS 32
 #define MAX_INCLUDE_DEPTH 8
@@ -136,6 +138,20 @@ static int parse_port(parser *p, const char *v, int *port) {
     return GRPC_NO_ERROR;
 }
 
+/* "; did you mean NAME?" when KEY is a typo of one of NAMES (NULL-terminated), else "". */
+static const char *typo_hint(const char *const *names, const char *key, char *buf, size_t n) {
+    gr_suggest s;
+    gr_suggest_init(&s, key);
+    for (; names && *names; names++)
+        gr_suggest_offer(&s, *names);
+    const char *best = gr_suggest_best(&s);
+    if (best)
+        snprintf(buf, n, "; did you mean %s?", best);
+    else if (n)
+        buf[0] = '\0';
+    return buf;
+}
+
 /* Our own format's lines (outside any section). */
 /* "metaserver HOST:PORT": the first one read wins, as for the core's own file. */
 static int set_metaserver(parser *p, const char *v) {
@@ -190,11 +206,14 @@ static int our_setting(parser *p, const char *key, const char *v) {
         c->has_tls_ca = 1;
         return GRPC_NO_ERROR;
     }
+    static const char *const ours[] = {"metaserver", "server",   "timeout", "connect_timeout",
+                                       "token",      "key_file", "tls_ca",  NULL};
+    char hint[GR_SUGGEST_MAX + 32];
     return fail(p,
                 "'%s' is neither a setting ('server HOST:PORT', 'metaserver HOST:PORT', 'timeout DURATION', "
                 "'connect_timeout DURATION', 'token TEXT', 'key_file PATH', 'tls_ca FILE') nor inside a "
-                "Ninf-G <SECTION>",
-                key);
+                "Ninf-G <SECTION>%s",
+                key, typo_hint(ours, key, hint, sizeof hint));
 }
 
 static int read_file(parser *p, const char *path, int top);
@@ -252,8 +271,18 @@ static int attribute(parser *p, enum section sec, const char *secname, char **to
         break;
     case S_IGNORED: break;
     }
-    warn(p, "<%s> attribute '%s' is ignored (GridRPC does not use it)", secname, key);
-    return GRPC_NO_ERROR;
+    /* Ninf-G's own attributes we have no use for are only noted, so its files work as
+     * they are; a name Ninf-G does not know either is a mistake, refused as Ninf-G 5
+     * refuses it (a hostnme would otherwise leave the <SERVER> without its host). */
+    const char *const *known = gox_ninfg_attributes(secname);
+    for (const char *const *a = known; a && *a; a++)
+        if (strcmp(*a, key) == 0) {
+            warn(p, "<%s> attribute '%s' is ignored (GridRPC does not use it)", secname, key);
+            return GRPC_NO_ERROR;
+        }
+    char hint[GR_SUGGEST_MAX + 32];
+    return fail(p, "unknown attribute '%.100s' in <%s>%s", key, secname,
+                typo_hint(known, key, hint, sizeof hint));
 }
 
 static enum section section_of(const char *name) {

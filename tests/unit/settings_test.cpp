@@ -417,6 +417,17 @@ TEST_F(ClientConfig, BadValueNamesFileLineAndForms) {
     ASSERT_EQ(GRID_ERR_CONFIG, Load("retries 2x\n"));
     ASSERT_EQ(GRID_ERR_CONFIG, Load("timeout\n"));
     EXPECT_NE(nullptr, strstr(e_.msg, ":1: cannot use 'timeout': write")) << e_.msg;
+    // A typo of a key leads with the key meant; a known key without its value is no typo.
+    ASSERT_EQ(GRID_ERR_CONFIG, Load("server 127.0.0.1:7000\ntimout 5\n"));
+    EXPECT_NE(nullptr,
+              strstr(e_.msg, ":2: cannot use 'timout 5': did you mean 'timeout'? write 'server HOST:PORT'"))
+        << e_.msg;
+    ASSERT_EQ(GRID_ERR_CONFIG, Load("Key_File k\n"));
+    EXPECT_NE(nullptr, strstr(e_.msg, "cannot use 'Key_File k': did you mean 'key_file'?")) << e_.msg;
+    ASSERT_EQ(GRID_ERR_CONFIG, Load("timeout\n"));
+    EXPECT_EQ(nullptr, strstr(e_.msg, "did you mean")) << e_.msg;
+    ASSERT_EQ(GRID_ERR_CONFIG, Load("frobnicate 1\n"));
+    EXPECT_EQ(nullptr, strstr(e_.msg, "did you mean")) << e_.msg;
     // The protocol's limit (GRP_MAX_TOKEN), at and one past it.
     ASSERT_EQ(GRID_OK, Load("token " + std::string(1024, 't') + "\n")) << e_.msg;
     EXPECT_EQ(1024u, strlen(cfg_.token));
@@ -522,6 +533,60 @@ TEST_F(NinfgConfig, BadValuesNameFileLineAndForms) {
     ASSERT_EQ(GRPC_CONFIGFILE_ERROR, Read("<SERVER>\n hostname h\n port 65536\n</SERVER>\n"));
     EXPECT_NE(nullptr, strstr(msg_, ":3: port: '65536' is not a TCP port: write a number from 1 to 65535"))
         << msg_;
+}
+
+// An attribute Ninf-G does not know is an error naming its place and the closest
+// attribute of its section, as Ninf-G 5 refuses it; one it knows is only noted.
+TEST_F(NinfgConfig, UnknownAttributeNamesTheClosest) {
+    ASSERT_EQ(GRPC_CONFIGFILE_ERROR, Read("<SERVER>\n hostnme h\n port 7000\n</SERVER>\n"));
+    EXPECT_EQ(file_->path() + ":2: unknown attribute 'hostnme' in <SERVER>; did you mean hostname?",
+              std::string(msg_));
+    ASSERT_EQ(GRPC_CONFIGFILE_ERROR, Read("<CLIENT>\n loglevel 2\n frobnicate 1\n</CLIENT>\n"));
+    EXPECT_EQ(file_->path() + ":3: unknown attribute 'frobnicate' in <CLIENT>", std::string(msg_));
+    ASSERT_EQ(GRPC_CONFIGFILE_ERROR, Read("<SERVER>\n hostname h\n HostName h2\n</SERVER>\n"));
+    EXPECT_NE(nullptr, strstr(msg_, ":3: unknown attribute 'HostName' in <SERVER>; did you mean hostname?"))
+        << msg_;
+    ASSERT_EQ(GRPC_CONFIGFILE_ERROR, Read("<SERVER>\n hostname h\n invoke_servr SSH\n</SERVER>\n"));
+    EXPECT_NE(nullptr,
+              strstr(msg_, "unknown attribute 'invoke_servr' in <SERVER>; did you mean invoke_server?"))
+        << msg_;
+    // Each section its own names: a tag belongs to a <SERVER>, not to the defaults.
+    ASSERT_EQ(GRPC_CONFIGFILE_ERROR, Read("<SERVER_DEFAULT>\n tag t\n</SERVER_DEFAULT>\n"));
+    EXPECT_NE(nullptr, strstr(msg_, ":2: unknown attribute 'tag' in <SERVER_DEFAULT>")) << msg_;
+    ASSERT_EQ(GRPC_CONFIGFILE_ERROR, Read("<FUNCTION_INFO>\n hostname h\n funcnme m/f\n</FUNCTION_INFO>\n"));
+    EXPECT_NE(nullptr, strstr(msg_, "unknown attribute 'funcnme' in <FUNCTION_INFO>; did you mean funcname?"))
+        << msg_;
+    ASSERT_EQ(GRPC_CONFIGFILE_ERROR, Read("<INCLUDE>\n filenme x.conf\n</INCLUDE>\n"));
+    EXPECT_NE(nullptr, strstr(msg_, "unknown attribute 'filenme' in <INCLUDE>; did you mean filename?"))
+        << msg_;
+    // Our own lines outside any section.
+    ASSERT_EQ(GRPC_CONFIGFILE_ERROR, Read("timout 5\n"));
+    EXPECT_NE(nullptr, strstr(msg_, ":1: 'timout' is neither a setting")) << msg_;
+    EXPECT_NE(nullptr, strstr(msg_, "nor inside a Ninf-G <SECTION>; did you mean timeout?")) << msg_;
+    // The sections read whole stay skipped, whatever they hold.
+    ASSERT_EQ(GRPC_NO_ERROR, Read("<INVOKE_SERVER>\n tyep SSH\n</INVOKE_SERVER>\n")) << msg_;
+}
+
+TEST_F(NinfgConfig, NinfgAttributesWeDoNotUseOnlyWarn) {
+    ASSERT_EQ(GRPC_NO_ERROR,
+              Read("<CLIENT>\n hostname me\n save_sessionInfo 10\n loglevel 3\n log_filePath /tmp/ng\n"
+                   " listen_port 0\n handling_signals SIGINT\n tcp_connect_retryRandom true\n"
+                   " listen_port_GSI 0\n</CLIENT>\n"
+                   "<SERVER_DEFAULT>\n heartbeat 60\n job_queue q\n compress zlib\n</SERVER_DEFAULT>\n"
+                   "<SERVER>\n hostname h\n tag t\n port 7000\n invoke_server SSH\n mpi_runNCPUs 4\n"
+                   " mpi_runNoOfCPUs 4\n jobmanager jobmanager-pbs\n heartbeat_timeoutCountOnTransfer 5\n"
+                   " argument_transfer copy\n commLog_enable true\n environment A=1\n keep_connection true\n"
+                   " transfer_timeout_callbackResult 10\n staging true\n debug_busyLoop false\n</SERVER>\n"
+                   "<FUNCTION_INFO>\n hostname t\n funcname m/f\n backend MPI\n session_timeout 30\n"
+                   " transfer_timeout_argument 5\n</FUNCTION_INFO>\n"
+                   "<INCLUDE>\n</INCLUDE>\n"))
+        << msg_;
+    for (const char *a : {"<CLIENT> attribute 'save_sessionInfo'", "<CLIENT> attribute 'listen_port_GSI'",
+                          "<SERVER_DEFAULT> attribute 'heartbeat'", "<SERVER> attribute 'mpi_runNCPUs'",
+                          "<SERVER> attribute 'debug_busyLoop'", "<FUNCTION_INFO> attribute 'backend'"})
+        EXPECT_NE(std::string::npos, warnings_.find(std::string(a) + " is ignored (GridRPC does not use it)"))
+            << a << "\n"
+            << warnings_;
 }
 
 TEST_F(NinfgConfig, HostPortAsTheClientReadsIt) {
