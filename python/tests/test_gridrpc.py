@@ -332,8 +332,10 @@ def test_cancel_keeps_buffers_safe(one_thread_server) -> None:
 
 
 def test_async_argument_errors_raise_at_once() -> None:
-    with pytest.raises(gridrpc.ArgumentTypeError):
-        gridrpc.call_async("test/echo_double", 3, np.zeros(3, dtype=np.float32), np.zeros(3))
+    with pytest.raises(gridrpc.ArgumentTypeError):  # float -> int is not converted
+        gridrpc.call_async("test/echo_int", 3, np.zeros(3), np.zeros(3, dtype=np.int32))
+    with pytest.raises(gridrpc.ArgumentTypeError):  # nor is an OUT array
+        gridrpc.call_async("test/echo_double", 3, np.zeros(3), np.zeros(3, dtype=np.float32))
     with pytest.raises(gridrpc.NotFoundError):
         gridrpc.call_async("test/no_such_function")
 
@@ -360,16 +362,20 @@ def test_wrong_argument_count() -> None:
 
 
 def test_wrong_dtype() -> None:
+    # IN arrays are converted unless a value would change (test_array_likes.py has the rules)
     with pytest.raises(gridrpc.ArgumentTypeError) as e:
-        gridrpc.call("test/echo_double", 3, np.zeros(3, dtype=np.float32), np.zeros(3))
+        gridrpc.call("test/echo_double", 3, np.zeros(3, dtype=np.complex64), np.zeros(3))
     msg = str(e.value)
     assert "'in'" in msg and "float64" in msg and isinstance(e.value, TypeError)
     with pytest.raises(TypeError, match="int32"):
-        gridrpc.call("test/echo_int", 2, np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int32))
-    with pytest.raises(TypeError, match="uint32"):
-        gridrpc.call("test/echo_unsigned", 2, np.zeros(2, dtype=np.int32), np.zeros(2, dtype=np.uint32))
+        gridrpc.call("test/echo_int", 2, np.zeros(2, dtype=np.float64), np.zeros(2, dtype=np.int32))
+    with pytest.raises(ValueError, match="uint32"):
+        gridrpc.call("test/echo_unsigned", 2, np.array([-1, 0], dtype=np.int32), np.zeros(2, dtype=np.uint32))
+    # OUT arrays never are
+    with pytest.raises(TypeError, match="int32"):
+        gridrpc.call("test/echo_int", 2, np.zeros(2, dtype=np.int32), np.zeros(2, dtype=np.int64))
     with pytest.raises(TypeError, match="numpy array"):
-        gridrpc.call("test/echo_double", 2, [1.0, 2.0], np.zeros(2))
+        gridrpc.call("test/echo_double", 2, np.zeros(2), [0.0, 0.0])
     with pytest.raises(TypeError, match="expects an int"):
         gridrpc.call("test/echo_double", 2.0, np.zeros(2), np.zeros(2))
     with pytest.raises(TypeError, match="expects a float"):
@@ -390,8 +396,8 @@ def test_wrong_shape_and_layout() -> None:
     C = np.zeros(9)
     gridrpc.call("linalg/dmmul", 3, np.eye(3), np.eye(3), C)
     assert C.reshape(3, 3).tolist() == np.eye(3).tolist()
-    with pytest.raises(ValueError, match="contiguous"):
-        gridrpc.call("linalg/dmmul", 3, np.zeros((3, 6))[:, ::2], np.zeros((3, 3)), np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="contiguous"):  # an OUT array is not copied
+        gridrpc.call("linalg/dmmul", 3, np.zeros((3, 3)), np.zeros((3, 3)), np.zeros((3, 6))[:, ::2])
     ro = np.zeros(3)
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="writable"):
@@ -492,7 +498,10 @@ def test_no_leaks() -> None:
         gridrpc.call("test/inout_scalars", 1, 2.0, "s")
         gridrpc.call("test/echo_strings", 2, ["a", "b"], None)
         with pytest.raises(TypeError):
-            gridrpc.call("test/echo_double", 8, x.astype(np.float32), out)
+            gridrpc.call("test/echo_double", 8, x.astype(np.complex64), out)
+        gridrpc.call("test/echo_double", 8, [1, 2, 3, 4, 5, 6, 7, 8], out)  # converted
+        with pytest.raises(TypeError):
+            gridrpc.call("test/echo_int", 8, x, out.astype(np.int32))  # refused by the converter
         with pytest.raises(ValueError):
             gridrpc.call("test/echo_double", 7, x, out)
     for f in [gridrpc.call_async("test/echo_double", 8, x, out) for _ in range(200)]:
@@ -509,8 +518,10 @@ def test_no_leaks() -> None:
         r0 = rss()
         big = np.zeros(100000)
         big_out = np.empty(100000)
+        big_int = np.zeros(100000, np.int32)
         for _ in range(300):
             gridrpc.call("test/echo_double", big.size, big, big_out)
+            gridrpc.call("test/echo_double", big.size, big_int, big_out)  # its float64 copy is freed
             gridrpc.call("test/echo_string", "y" * 10000, None)
         assert rss() - r0 < 50 * 1024 * 1024
 

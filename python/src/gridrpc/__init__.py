@@ -16,11 +16,18 @@ Arguments, parameter by parameter (details in python/README.md):
                         (char: a 1-character str or an int)
   OUT scalar / string   None (anything: ignored); its value is returned
   INOUT scalar / string its value; the new value is returned
-  array (IN)            a C-contiguous array (numpy, array.array, memoryview) of the
-                        matching dtype (double: float64, int: int32, ...) and size
+  array (IN)            anything numpy.asarray takes (an array of any dtype or layout,
+                        a list of lists) of the declared size; a C-contiguous array of
+                        the parameter's dtype (double: float64, int: int32, ...) is
+                        sent as it is, anything else converted when no value changes
+                        (numpy's "safe" casting; integers that fit): float -> int and
+                        complex -> real raise ArgumentTypeError, an int out of range
+                        ArgumentValueError. char arrays are not converted.
   array (OUT)           None: a zeroed numpy array of the declared shape and dtype is
-                        allocated and returned; or a writable array, filled in place
-  array (INOUT)         a writable array: filled in place
+                        allocated and returned; or a writable C-contiguous array of
+                        the parameter's dtype, filled in place (never converted)
+  array (INOUT)         a writable C-contiguous array of the parameter's dtype: filled
+                        in place (never converted: the caller reads it back)
   WORK array            None
   string array          a list of str (IN, INOUT); OUT ones are returned as lists
   filename              a path (IN: sent; OUT: written)
@@ -51,7 +58,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from . import _core
+from . import _arrays, _core
 from ._errors import (
     ERROR_CLASSES,
     ArgumentError,
@@ -138,6 +145,7 @@ def _allocate(dtype: str, shape: tuple[int, ...]) -> Any:
 
 
 _core._set_allocator(_allocate)
+_core._set_converter(_arrays.convert_in)
 
 _DTYPES = {
     ("char", False): "int8",

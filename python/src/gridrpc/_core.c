@@ -7,8 +7,10 @@
  * the right element type and size, checked with grid_array_shape_np before anything is
  * sent), OUT scalars and strings come back as Python values, and an OUT array passed
  * as None is allocated (through the allocator the package registers: numpy.zeros) and
- * returned. The GIL is released while the call is on the network, so other Python
- * threads run (and may call too: the C library is MT-safe).
+ * returned. An IN array that is not already such a buffer (a list, another dtype, a
+ * Fortran-ordered view) is converted by the converter the package registers (numpy's
+ * safe casting: _arrays.py); OUT and INOUT arrays never are. The GIL is released while the call is on the
+ * network, so other Python threads run (and may call too: the C library is MT-safe).
  *
  * Asynchronous calls (prepare, then Pending.send from the package's sender thread)
  * keep the same conversion state on the heap, inside a Pending object, until the call
@@ -32,6 +34,7 @@
 
 PyObject *error_factory;
 PyObject *allocator;
+PyObject *converter;
 PyObject *fn_cache;
 long sync_in_flight;
 long async_open;
@@ -117,6 +120,17 @@ static PyObject *core_set_allocator(PyObject *self, PyObject *f) {
     Py_RETURN_NONE;
 }
 
+static PyObject *core_set_converter(PyObject *self, PyObject *f) {
+    (void)self;
+    if (!PyCallable_Check(f)) {
+        PyErr_SetString(PyExc_TypeError, "the converter must be callable");
+        return NULL;
+    }
+    Py_INCREF(f);
+    Py_XSETREF(converter, f);
+    Py_RETURN_NONE;
+}
+
 static PyObject *core_set_error_factory(PyObject *self, PyObject *f) {
     (void)self;
     if (!PyCallable_Check(f)) {
@@ -140,6 +154,8 @@ static PyMethodDef core_methods[] = {
     {"_set_error_factory", core_set_error_factory, METH_O, "registers factory(code, message, kind)"},
     {"_set_allocator", core_set_allocator, METH_O,
      "registers allocator(dtype, shape) for OUT arrays passed as None"},
+    {"_set_converter", core_set_converter, METH_O,
+     "registers converter(obj, dtype, where, recorded) for IN arrays not of their dtype and C-contiguous"},
     {NULL, NULL, 0, NULL},
 };
 

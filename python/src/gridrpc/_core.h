@@ -94,6 +94,7 @@ extern PyTypeObject PendingType; /* gridrpc._core.Pending */
 /* ---- global state (_core.c, _core_settings.c); all used under the GIL only */
 extern PyObject *error_factory; /* callable(code, message, kind) -> exception */
 extern PyObject *allocator;     /* callable(dtype, shape) -> a new zeroed array (numpy.zeros) */
+extern PyObject *converter;     /* callable(obj, dtype, where, recorded) -> an IN array (_arrays.py) */
 extern PyObject *fn_cache;      /* dict: name -> capsule holding a grid_function_np */
 extern long sync_in_flight;     /* synchronous calls on the network now */
 extern long async_open;         /* Pending objects holding a call's state */

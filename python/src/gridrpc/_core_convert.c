@@ -369,6 +369,44 @@ static int to_string_array(callstate *cs, int i, PyObject *o, long long count) {
     return 0;
 }
 
+/* Whether buffer VW holds the elements of parameter P (their kind and size). */
+static int dtype_ok(const grid_param_np *p, const Py_buffer *vw) {
+    char k = format_kind(vw->format);
+    char want = p->type == GRID_TYPE_FLOAT || p->type == GRID_TYPE_DOUBLE        ? 'f'
+                : p->type == GRID_TYPE_SCOMPLEX || p->type == GRID_TYPE_DCOMPLEX ? 'c'
+                : p->is_unsigned                                                 ? 'u'
+                                                                                 : 'i';
+    return vw->itemsize == type_size(p->type) &&
+           (k == want || (p->type == GRID_TYPE_CHAR && (k == 'i' || k == 'u' || k == 'S')));
+}
+
+/* IN array argument O for parameter I converted by the registered converter (a new
+ * reference), or NULL with its error (ArgumentTypeError, ...) set. */
+static PyObject *convert_in(callstate *cs, int i, PyObject *o) {
+    PyObject *dt = PyUnicode_FromString(dtype_name(&cs->fn->params[i]));
+    PyObject *where = PyUnicode_FromFormat(ARG_FMT, ARG_ARGS(cs, i));
+    PyObject *r = NULL;
+    if (dt && where)
+        r = PyObject_CallFunctionObjArgs(converter, o, dt, where, cs->mode == CS_TXN ? Py_True : Py_False,
+                                         NULL);
+    Py_XDECREF(dt);
+    Py_XDECREF(where);
+    return r;
+}
+
+/* Why OUT or INOUT parameter P's argument is not converted, into BUF. */
+static const char *written_back(const grid_param_np *p, const char *dt, const char *shp, char *buf,
+                                size_t n) {
+    snprintf(buf, n,
+             "an %s array is written back in place, so it is not converted: pass a writable C-contiguous "
+             "numpy array of dtype %s and shape %s (IN arrays are converted, INOUT/OUT are not)",
+             mode_name(p->mode), dt, shp);
+    return buf;
+}
+
+static int take_buffer(callstate *cs, int i, const Py_buffer *vw, const long long *dims, int rank,
+                       long long count, const char *shp);
+
 /* Converts array argument O for parameter I: its size comes from the scalars already
  * converted (grid_array_shape_np). */
 static int to_array(callstate *cs, int i, PyObject *o) {
@@ -448,40 +486,68 @@ static int to_array(callstate *cs, int i, PyObject *o) {
                          ARG_ARGS(cs, i), count, dt, shp);
     }
     int writable = p->mode != GRID_MODE_IN;
-    if (!PyObject_CheckBuffer(o))
-        return arg_error(KIND_TYPE,
-                         ARG_FMT ": expects a %sC-contiguous numpy array of dtype %s and shape %s, got %s",
-                         ARG_ARGS(cs, i), writable ? "writable " : "", dt, shp, Py_TYPE(o)->tp_name);
     Py_buffer *vw = &cs->view[i];
-    if (PyObject_GetBuffer(o, vw, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (!writable && p->type != GRID_TYPE_CHAR && converter) {
+        /* An IN array of the right dtype, C-contiguous, is taken as it is (no Python call);
+         * anything else is converted as numpy would, or refused (_arrays.py). */
+        if (PyObject_CheckBuffer(o) && PyObject_GetBuffer(o, vw, flags) == 0) {
+            if (dtype_ok(p, vw)) {
+                cs->has_view[i] = 1;
+                return take_buffer(cs, i, vw, dims, rank, count, shp);
+            }
+            PyBuffer_Release(vw);
+        }
+        PyErr_Clear();
+        if (!(o = convert_in(cs, i, o))) return -1;
+        cs->keep[i] = o; /* the copy the call reads: released with the call */
+    }
+    /* What is left is taken as it is or refused: OUT and INOUT arrays (never converted),
+     * char arrays, and what the converter returned. */
+    char why[400];
+    if (!PyObject_CheckBuffer(o)) {
+        if (writable)
+            return arg_error(KIND_TYPE, ARG_FMT ": got %s; %s", ARG_ARGS(cs, i), Py_TYPE(o)->tp_name,
+                             written_back(p, dt, shp, why, sizeof why));
+        return arg_error(KIND_TYPE,
+                         ARG_FMT ": expects a C-contiguous numpy array of dtype %s and shape %s, got %s",
+                         ARG_ARGS(cs, i), dt, shp, Py_TYPE(o)->tp_name);
+    }
+    if (PyObject_GetBuffer(o, vw, flags) < 0) {
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
-        PyObject *why = ev ? PyObject_Str(ev) : NULL;
+        PyObject *err = ev ? PyObject_Str(ev) : NULL;
         Py_XDECREF(et);
         Py_XDECREF(ev);
         Py_XDECREF(tb);
-        if (!why) PyErr_Clear();
-        int r = arg_error(KIND_VALUE,
-                          ARG_FMT ": %S: pass a %sC-contiguous array of dtype %s and shape %s "
-                                  "(numpy.ascontiguousarray makes one)",
-                          ARG_ARGS(cs, i), why ? why : Py_None, writable ? "writable " : "", dt, shp);
-        Py_XDECREF(why);
+        if (!err) PyErr_Clear();
+        int r = writable ? arg_error(KIND_VALUE, ARG_FMT ": %S; %s", ARG_ARGS(cs, i), err ? err : Py_None,
+                                     written_back(p, dt, shp, why, sizeof why))
+                         : arg_error(KIND_VALUE,
+                                     ARG_FMT ": %S: pass a C-contiguous array of dtype %s and shape %s "
+                                             "(numpy.ascontiguousarray makes one)",
+                                     ARG_ARGS(cs, i), err ? err : Py_None, dt, shp);
+        Py_XDECREF(err);
         return r;
     }
     cs->has_view[i] = 1;
-    char k = format_kind(vw->format);
-    char want = p->type == GRID_TYPE_FLOAT || p->type == GRID_TYPE_DOUBLE        ? 'f'
-                : p->type == GRID_TYPE_SCOMPLEX || p->type == GRID_TYPE_DCOMPLEX ? 'c'
-                : p->is_unsigned                                                 ? 'u'
-                                                                                 : 'i';
-    int ok = vw->itemsize == type_size(p->type) &&
-             (k == want || (p->type == GRID_TYPE_CHAR && (k == 'i' || k == 'u' || k == 'S')));
-    if (!ok) {
+    if (!dtype_ok(p, vw)) {
         char got[200];
+        if (writable)
+            return arg_error(KIND_TYPE, ARG_FMT ": expects dtype %s, got %s; %s", ARG_ARGS(cs, i), dt,
+                             buffer_dtype(vw, got, sizeof got), written_back(p, dt, shp, why, sizeof why));
         return arg_error(KIND_TYPE, ARG_FMT ": expects dtype %s, got %s (convert with .astype(numpy.%s))",
                          ARG_ARGS(cs, i), dt, buffer_dtype(vw, got, sizeof got),
                          p->type == GRID_TYPE_CHAR ? (p->is_unsigned ? "uint8" : "int8") : dt);
     }
+    return take_buffer(cs, i, vw, dims, rank, count, shp);
+}
+
+/* Checks the shape of buffer VW for array parameter I (COUNT elements, DIMS) and passes
+ * its memory. */
+static int take_buffer(callstate *cs, int i, const Py_buffer *vw, const long long *dims, int rank,
+                       long long count, const char *shp) {
+    const char *dt = dtype_name(&cs->fn->params[i]);
     long long have = vw->len / vw->itemsize;
     int same_shape = vw->ndim == rank && vw->shape;
     for (int d = 0; same_shape && d < rank; d++)

@@ -4,9 +4,12 @@ The calls made inside the block are recorded by the C library (grid_transaction_
 not run; at the end of the block grid_transaction_end runs them all, independent ones at
 once on different servers, and the caller's arrays end as if the calls had run one by one
 in order. The arrays are read at the end (as Ninf did), so they must stay as they should
-be read until then, and the binding keeps them alive. Because the results are written
-only at the end, OUT arrays must be passed by the caller: the binding cannot allocate and
-return them (passing None raises ArgumentTypeError).
+be read until then, and the binding keeps them alive. An IN array that would need a
+converted copy (another dtype, a view) is refused: the copy would be taken when the call
+is recorded, missing what the calls before it write; lists of numbers are converted.
+Because the results are written only at the end, OUT arrays must be passed by the
+caller: the binding cannot allocate and return them (passing None raises
+ArgumentTypeError).
 """
 
 from __future__ import annotations
