@@ -272,8 +272,10 @@ static int attribute(parser *p, enum section sec, const char *secname, char **to
     case S_IGNORED: break;
     }
     /* Ninf-G's own attributes we have no use for are only noted, so its files work as
-     * they are; a name Ninf-G does not know either is a mistake, refused as Ninf-G 5
-     * refuses it (a hostnme would otherwise leave the <SERVER> without its host). */
+     * they are. A name close to one of its section's is a typo, refused as Ninf-G 5
+     * refuses it (a hostnme would otherwise leave the <SERVER> without its host); one
+     * close to none is noted too: our list of Ninf-G's names may lack one a working
+     * file holds, and a warning never breaks it. */
     const char *const *known = gox_ninfg_attributes(secname);
     for (const char *const *a = known; a && *a; a++)
         if (strcmp(*a, key) == 0) {
@@ -281,8 +283,17 @@ static int attribute(parser *p, enum section sec, const char *secname, char **to
             return GRPC_NO_ERROR;
         }
     char hint[GR_SUGGEST_MAX + 32];
-    return fail(p, "unknown attribute '%.100s' in <%s>%s", key, secname,
-                typo_hint(known, key, hint, sizeof hint));
+    static const char *const sections[] = {"SERVER", "SERVER_DEFAULT", "CLIENT", "FUNCTION_INFO", "INCLUDE"};
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++)
+        for (const char *const *a = gox_ninfg_attributes(sections[i]); a && *a; a++)
+            if (strcmp(*a, key) == 0)
+                return fail(p, "unknown attribute '%.100s' in <%s>: it belongs in <%s>", key, secname,
+                            sections[i]);
+    if (!*typo_hint(known, key, hint, sizeof hint)) {
+        warn(p, "<%s> attribute '%.100s' is unknown and ignored (check its spelling)", secname, key);
+        return GRPC_NO_ERROR;
+    }
+    return fail(p, "unknown attribute '%.100s' in <%s>%s", key, secname, hint);
 }
 
 static enum section section_of(const char *name) {
