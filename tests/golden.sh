@@ -5,6 +5,8 @@
 #   input.desc                     the descriptors, as gridrpc-desc prints input.gdesc
 #   expected.errors                for IDL with errors: idlc's stderr, exit status 1,
 #                                  and no file written
+#   expected.warnings              for IDL that compiles with warnings: idlc's stderr;
+#                                  without it, IDL that compiles must print nothing
 # Generated stubs and headers must also compile cleanly. UPDATE_GOLDEN=1 rewrites the
 # expected files from the current output (review the diff before committing it).
 . "$top_srcdir/tests/lib.sh"
@@ -41,6 +43,18 @@ for dir in "$top_srcdir"/tests/golden/*/; do
   if [ $rc -ne 0 ]; then
     fail "$name: idlc failed (exit status $rc)"; diag <"$work/idlc.err"
     continue
+  fi
+  if [ -n "$UPDATE_GOLDEN" ] && { [ -s "$work/idlc.err" ] || [ -f "$dir/expected.warnings" ]; }; then
+    cp "$work/idlc.err" "$dir/expected.warnings"
+  fi
+  if [ -f "$dir/expected.warnings" ]; then
+    if diff -u "$dir/expected.warnings" "$work/idlc.err" >"$work/diff"; then
+      ok "$name: warnings as expected"
+    else
+      fail "$name: warnings differ"; diag <"$work/diff"
+    fi
+  elif [ -s "$work/idlc.err" ]; then
+    fail "$name: idlc printed something for IDL without problems"; diag <"$work/idlc.err"
   fi
   "$GRIDRPC_DESC" "$work/input.gdesc" >"$work/input.desc" 2>&1 || echo "gridrpc-desc failed" >>"$work/input.desc"
   for f in input_stub.c input_client.h input.desc; do

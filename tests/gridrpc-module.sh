@@ -135,6 +135,22 @@ mv src/helper.o src/helper.o.away
 "$GRIDRPC_MODULE" -o noreq.so src/demo.idl src/demo.c >noreq.out 2>&1; rc=$?
 if [ $rc -eq 1 ] && grep -q "requires 'helper.o'" noreq.out; then ok "a missing Required file"; else fail "missing Required (rc $rc)"; diag <noreq.out; fi
 mv src/helper.o.away src/helper.o
+# A Calls body that leaves out an OUT parameter once built silently, and its first call
+# ran the library function with an argument missing; now idlc names it, and nothing is
+# built. An IN array left out only warns: the module builds, the warning shows.
+cat >src/smooth.c <<'C'
+void my_smooth(int n, const double *x, double *y);
+void my_smooth(int n, const double *x, double *y) { for (int i = 0; i < n; i++) y[i] = x[i]; }
+C
+printf 'Module smooth;\nDefine smooth(IN int n, IN double x[n], OUT double y[n])\nCalls "C" my_smooth(n, x);\n' >smooth.idl
+"$GRIDRPC_MODULE" smooth.idl src/smooth.c >smooth.out 2>&1; rc=$?
+if [ $rc -eq 1 ] && grep -q "smooth.idl:3:1: error: smooth: OUT parameter 'y' is not passed to my_smooth" smooth.out &&
+  grep -q 'Calls "C" my_smooth(n, x, y)' smooth.out && [ ! -f smooth.so ]; then
+  ok "a Calls body that leaves out an OUT parameter builds nothing"; else fail "unpassed OUT (rc $rc)"; diag <smooth.out; fi
+printf 'Module unread;\nDefine unread(IN int n, IN double x[n], OUT double y[n])\nCalls "C" my_smooth(n, y, y);\n' >unread.idl
+"$GRIDRPC_MODULE" unread.idl src/smooth.c >unread.out 2>&1; rc=$?
+if [ $rc -eq 0 ] && [ -f unread.so ] && grep -q "unread.idl:3:1: warning: unread: IN array 'x' is not passed to my_smooth" unread.out; then
+  ok "an IN array a Calls body leaves out: built, with a warning"; else fail "unpassed IN (rc $rc)"; diag <unread.out; fi
 printf 'Module bad;\nDefine f(IN int n, IN double x[k]) { }\n' >bad.idl
 "$GRIDRPC_MODULE" bad.idl >bad.out 2>&1; rc=$?
 if [ $rc -eq 1 ] && grep -q "bad.idl:2:" bad.out && grep -q "idlc failed on 'bad.idl'" bad.out && [ ! -f bad.so ]; then

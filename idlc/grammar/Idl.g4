@@ -62,12 +62,21 @@ paramList
     | param (',' param)*
     ;
 
-// The second form is a client callback function (Ninf IDL): 'cb(IN double c[n], OUT
-// double d[n])'; sema refuses callbacks inside callbacks.
+// The last form is a client callback function (Ninf IDL): 'cb(IN double c[n], OUT
+// double d[n])'; sema refuses callbacks inside callbacks. The two forms with an
+// unknownWord take a misspelt type or mode ('IN dbl x', 'INN double x') so that sema
+// can name the word and suggest the right one; the parser alone could only say that the
+// declarator was unexpected. The unknown word may stand only last before the declarator
+// or first before a known word: anywhere else ('IN int n IN double x', a missing ',') a
+// name is more likely the previous parameter's, which a syntax error says better.
 param
     : paramWord+ declarator
+    | paramWord* unknownWord declarator
+    | unknownWord paramWord+ declarator
     | name '(' paramList? ')'
     ;
+
+unknownWord : ID ;
 
 paramWord
     : MODE                      # ModeWord

@@ -21,9 +21,10 @@ struct Expr {
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
-// One word before the declarator: a mode or a type.
+// One word before the declarator: a mode, a type, or a name that is neither (a typo
+// sema reports, "IN dbl x").
 struct Word {
-    enum Kind { Mode, Type } kind = Type;
+    enum Kind { Mode, Type, Unknown } kind = Type;
     std::string text; // "mode_in", "IN", "double", ...
     bool isUnsigned = false;
     Loc loc;
@@ -73,6 +74,7 @@ struct Function {
     bool inlineBody = false;
     std::string bodyText; // inline body including its braces
     Loc bodyLoc;
+    Loc callsLoc; // the word Calls
     std::string callsLanguage;
     Loc callsLanguageLoc;
     std::string callsTarget;

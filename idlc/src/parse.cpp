@@ -277,6 +277,7 @@ class Builder {
             fn.bodyText = ib->CBLOCK()->getText();
             fn.bodyLoc = loc(ib->CBLOCK()->getSymbol());
         } else if (auto *cb = dynamic_cast<P::CallsBodyContext *>(bodyCtx)) {
+            fn.callsLoc = loc(cb->getStart());
             fn.callsLanguage = unquote(cb->STRING()->getText());
             fn.callsLanguageLoc = loc(cb->STRING()->getSymbol());
             fn.callsTarget = cb->name()->getText();
@@ -312,17 +313,23 @@ class Builder {
             }
             return out;
         }
-        for (auto *w : p->paramWord()) {
+        // In source order: sema reads the legacy form 'long mode_in int n' by position.
+        for (auto *child : p->children) {
             ast::Word word;
-            word.loc = loc(w->getStart());
-            if (auto *m = dynamic_cast<P::ModeWordContext *>(w)) {
+            if (auto *m = dynamic_cast<P::ModeWordContext *>(child)) {
                 word.kind = ast::Word::Mode;
                 word.text = m->MODE()->getText();
-            } else if (auto *t = dynamic_cast<P::TypeWordAltContext *>(w)) {
+            } else if (auto *t = dynamic_cast<P::TypeWordAltContext *>(child)) {
                 word.kind = ast::Word::Type;
                 word.text = t->typeWord()->typeName()->getText();
                 word.isUnsigned = t->typeWord()->getStart()->getText() == "unsigned";
+            } else if (auto *u = dynamic_cast<P::UnknownWordContext *>(child)) {
+                word.kind = ast::Word::Unknown;
+                word.text = u->getText();
+            } else {
+                continue;
             }
+            word.loc = loc(dynamic_cast<antlr4::ParserRuleContext *>(child)->getStart());
             out.words.push_back(std::move(word));
         }
         auto *decl = p->declarator();

@@ -3,10 +3,12 @@
 // what to write instead.
 #include "sema.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "grd_desc.h"
 
@@ -73,6 +75,72 @@ std::string lower(std::string s) {
     for (auto &c : s)
         c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
     return s;
+}
+
+const char *const kTypeList =
+    "char, short, int, long, longlong, float, double, scomplex, dcomplex, string, filename";
+
+const std::vector<std::string> &typeWords() {
+    static const std::vector<std::string> w = {"char",     "short",  "int",     "long",
+                                               "longlong", "float",  "double",  "scomplex",
+                                               "dcomplex", "string", "filename"};
+    return w;
+}
+
+const std::vector<std::string> &modeWords() {
+    static const std::vector<std::string> w = {"IN",      "OUT",      "INOUT",      "WORK",
+                                               "mode_in", "mode_out", "mode_inout", "mode_work"};
+    return w;
+}
+
+// The optimal string alignment distance of A and B, ignoring case: edits, counting a
+// swap of two neighbours as one, since "flaot" is one slip of the fingers, not two.
+size_t editDistance(const std::string &a, const std::string &b) {
+    std::string x = lower(a), y = lower(b);
+    std::vector<std::vector<size_t>> d(x.size() + 1, std::vector<size_t>(y.size() + 1));
+    for (size_t i = 0; i <= x.size(); ++i)
+        d[i][0] = i;
+    for (size_t j = 0; j <= y.size(); ++j)
+        d[0][j] = j;
+    for (size_t i = 1; i <= x.size(); ++i)
+        for (size_t j = 1; j <= y.size(); ++j) {
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (x[i - 1] != y[j - 1])});
+            if (i > 1 && j > 1 && x[i - 1] == y[j - 2] && x[i - 2] == y[j - 1])
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    return d[x.size()][y.size()];
+}
+
+// The candidate WORD is most likely a slip for, or "" when none is close enough to be
+// worth suggesting: a wrong guess misleads more than a list of what is valid. Case
+// aside, a word within one edit (two from five letters on) is a typo. With
+// ABBREVIATIONS (types and modes, a small fixed set) also a known word that begins it
+// ("integer", "INPUT") and a word it abbreviates ("dbl" for double, three edits away).
+std::string closest(const std::string &word, const std::vector<std::string> &candidates, bool abbreviations) {
+    std::string best;
+    if (abbreviations)
+        for (const auto &c : candidates)
+            if (c.size() >= 2 && word.size() > c.size() && word.compare(0, c.size(), c) == 0 &&
+                c.size() > best.size())
+                best = c;
+    if (!best.empty()) return best;
+    size_t bestDistance = word.size() <= 4 ? 1 : 2;
+    if (bestDistance >= word.size()) bestDistance = word.size() - 1;
+    for (const auto &c : candidates) {
+        size_t dist = editDistance(word, c);
+        if (dist <= bestDistance && (best.empty() || dist < editDistance(word, best))) best = c;
+    }
+    if (!best.empty() || !abbreviations || word.size() < 2) return best;
+    std::string w = lower(word);
+    for (const auto &c : candidates) {
+        std::string lc = lower(c);
+        if (lc[0] != w[0]) continue;
+        size_t k = 0;
+        for (size_t i = 0; i < lc.size() && k < w.size(); ++i)
+            if (lc[i] == w[k]) ++k;
+        if (k == w.size() && (best.empty() || c.size() < best.size())) best = c;
+    }
+    return best;
 }
 
 class Analyzer {
@@ -252,8 +320,7 @@ class Analyzer {
                 diag_.error(m.loc, "method " + c.name + "." + m.name + " has " +
                                        std::to_string(m.params.size()) +
                                        " parameters; a method takes at most 63");
-            Function fn = function(m, &defaults);
-            fn.cls = c.name;
+            Function fn = function(m, &defaults, c.name);
             for (const auto &p : fn.params)
                 for (const auto &mem : mc.members)
                     if (p.name == mem && fn.inlineBody)
@@ -371,8 +438,11 @@ class Analyzer {
             diag_.error(mc.stateLoc, "the last DefState declaration of class " + c.name + " has no ';'");
     }
 
-    Function function(const ast::Function &f, const Function *defaults = nullptr) {
+    // A Define, or with DEFAULTS (the class-wide options) a DefMethod of class CLS.
+    Function function(const ast::Function &f, const Function *defaults = nullptr,
+                      const std::string &cls = "") {
         Function fn;
+        fn.cls = cls;
         if (defaults) {
             fn.required = defaults->required;
             fn.language = defaults->language;
@@ -500,11 +570,54 @@ class Analyzer {
                                 "): give every size, as in " + n +
                                 "[n]; only a lone '[]' on an OUT or INOUT "
                                 "string has a meaning (one string)");
+        } else if (p.dims.size() == 1 && mp.mode != Mode::Work) {
+            // Ninf-G IDL may write one value as 'OUT double result[]': idlc cannot know
+            // that size, so the message says how to write one value, or n.
+            std::string type =
+                (mp.isUnsigned ? "unsigned " : "") + typeWords()[static_cast<size_t>(mp.type) - 1];
+            bool out = mp.mode == Mode::Out || mp.mode == Mode::InOut;
+            diag_.error(at, "'" + n + "[]' has no size: write '" + modeName(mp.mode) + " " + type + " " +
+                                (out ? "*" : "") + n + "' for one value or '" + n + "[n]' for n values");
         } else {
             diag_.error(at, "array '" + n + "' has an empty dimension '[]': give its size, as in " + n +
                                 "[n] (only an OUT or INOUT string may be written " + n +
                                 "[], meaning one string)");
         }
+    }
+
+    // W, a word of parameter P that is neither a mode nor a type: a misspelt one, named
+    // as the mode or the type it most likely stands for. Returns true when reported as
+    // the mode. HAS_MODE and HAS_TYPE: P has a valid one; LAST: W comes just before the
+    // name.
+    bool unknownWord(const ast::Function &f, const ast::Param &p, const ast::Word &w, bool hasMode,
+                     bool hasType, bool last) {
+        std::string of = " for parameter '" + p.name + "' of " + f.name;
+        if (hasMode && hasType) {
+            // 'IN int n x': more likely a parameter whose ',' is missing than a typo.
+            diag_.error(w.loc, "'" + w.text + "' before parameter '" + p.name + "' of " + f.name +
+                                   " is neither a mode nor a type" +
+                                   (last ? ": is a ',' missing after it?" : ": remove it"));
+            return false;
+        }
+        std::string asMode = closest(w.text, modeWords(), true);
+        std::string asType = closest(w.text, typeWords(), true);
+        bool isMode;
+        if (asMode.empty() != asType.empty())
+            isMode = !asMode.empty();
+        else if (hasMode != hasType)
+            isMode = hasType; // both or neither are close: it is the one that is missing
+        else
+            isMode = !asMode.empty() && editDistance(w.text, asMode) <= editDistance(w.text, asType);
+        const std::string &guess = isMode ? asMode : asType;
+        std::string m = std::string("unknown ") + (isMode ? "mode" : "type") + " '" + w.text + "'" + of;
+        if (!guess.empty())
+            m += ": did you mean '" + guess + "'?";
+        else if (isMode)
+            m += ": write IN, OUT, INOUT or WORK (or mode_in, mode_out, mode_inout, mode_work)";
+        else
+            m += std::string(": write one of ") + kTypeList;
+        diag_.error(w.loc, m);
+        return isMode;
     }
 
     Param param(const ast::Function &f, const ast::Param &p) {
@@ -517,13 +630,17 @@ class Analyzer {
                                    "' is reserved in C (a keyword or a type of the generated code) and "
                                    "cannot name a parameter: choose another name");
         const ast::Word *mode = nullptr;
-        std::vector<const ast::Word *> types;
+        std::vector<const ast::Word *> types, unknown;
         size_t modeAt = 0, firstTypeAt = 0, lastTypeAt = 0;
         for (size_t wi = 0; wi < p.words.size(); ++wi) {
             const ast::Word &w = p.words[wi];
             if (w.kind == ast::Word::Type) {
                 if (types.empty()) firstTypeAt = wi;
                 lastTypeAt = wi;
+            }
+            if (w.kind == ast::Word::Unknown) {
+                unknown.push_back(&w);
+                continue;
             }
             if (w.kind == ast::Word::Mode) {
                 if (!mode) modeAt = wi;
@@ -537,13 +654,22 @@ class Analyzer {
                 types.push_back(&w);
             }
         }
-        if (!mode) {
+        // A misspelt word stands for the mode or type the parameter lacks: report it, not
+        // the lack as well.
+        bool typoMode = false, typoType = false;
+        for (const ast::Word *u : unknown) {
+            if (unknownWord(f, p, *u, mode != nullptr, !types.empty(), u == &p.words.back()))
+                typoMode = true;
+            else
+                typoType = true;
+        }
+        if (mode) {
+            mp.mode = modeFromWord(mode->text);
+        } else if (!typoMode) {
             diag_.error(
                 p.loc,
                 "parameter '" + p.name + "' of " + f.name +
                     " has no mode: write IN, OUT, INOUT or WORK (or mode_in, mode_out, ...) before its type");
-        } else {
-            mp.mode = modeFromWord(mode->text);
         }
         // The legacy Ninf form "long mode_in int n" puts a type before the mode: the
         // type after the mode is the parameter's.
@@ -551,10 +677,9 @@ class Analyzer {
             firstTypeAt < modeAt && lastTypeAt > modeAt)
             types.erase(types.begin());
         if (types.empty()) {
-            diag_.error(p.loc,
-                        "parameter '" + p.name + "' of " + f.name +
-                            " has no type: write one of char, short, "
-                            "int, long, longlong, float, double, scomplex, dcomplex, string, filename");
+            if (!typoType)
+                diag_.error(p.loc, "parameter '" + p.name + "' of " + f.name + " has no type: write one of " +
+                                       kTypeList);
         } else if (types.size() > 1) {
             diag_.error(types[1]->loc, "parameter '" + p.name + "' has two types ('" + types[0]->text +
                                            "' and '" + types[1]->text + "'): keep one");
@@ -808,6 +933,7 @@ class Analyzer {
         fn.callsTarget = f.callsTarget;
         if (isReservedName(f.callsTarget))
             diag_.error(f.callsTargetLoc, "'" + f.callsTarget + "' is a C keyword and cannot be called");
+        bool unresolved = false;
         for (const auto &a : f.callsArgs) {
             CallArg ca;
             if (a.star) {
@@ -823,13 +949,93 @@ class Analyzer {
             } else {
                 auto it = index.find(a.text);
                 if (it == index.end()) {
-                    diag_.error(a.loc,
-                                "Calls passes '" + a.text + "', which is not a parameter of " + f.name);
+                    std::vector<std::string> names;
+                    for (const auto &p : fn.params)
+                        names.push_back(p.name);
+                    std::string guess = closest(a.text, names, false);
+                    diag_.error(a.loc, "Calls passes '" + a.text + "', which is not a parameter of " +
+                                           f.name + (guess.empty() ? "" : ": did you mean '" + guess + "'?"));
+                    unresolved = true;
                 } else {
                     ca.param = it->second;
                 }
             }
             fn.callsArgs.push_back(ca);
+        }
+        // With a name unresolved, what is left unpassed is likely that name misspelt:
+        // its error says enough.
+        if (!unresolved) unpassed(f, fn);
+    }
+
+    // The parameters of FN (a Calls body) its arguments leave out. The stub declares
+    // the callee from the arguments, so nothing else would notice: an OUT or INOUT one
+    // is never written (the client gets zeros, or garbage where the library reads an
+    // argument it was not given), an error; an IN array, string, filename or callback
+    // is sent or passed on every call for nothing, a warning. IN scalars are often only sizes, and
+    // WORK arrays scratch space the server allocates: neither is worth a word.
+    void unpassed(const ast::Function &f, const Function &fn) {
+        std::vector<bool> passed(fn.params.size(), false);
+        for (const auto &a : fn.callsArgs)
+            if (a.param >= 0) passed[static_cast<size_t>(a.param)] = true;
+        std::string who = fn.cls.empty() ? fn.name : fn.cls + "." + fn.name;
+        // The arguments with the missing OUT and INOUT ones added, each after the last
+        // argument that names a parameter declared before it (else before the first
+        // that names one declared after it, else at the end): the Define's order where
+        // the arguments follow it, and a plausible place where they do not.
+        std::vector<std::string> fixed;
+        std::vector<int> order; // the parameter each of FIXED names, -1 for a literal
+        for (size_t k = 0; k < f.callsArgs.size(); ++k) {
+            fixed.push_back(f.callsArgs[k].text);
+            order.push_back(fn.callsArgs[k].param);
+        }
+        std::vector<size_t> missing;
+        for (size_t i = 0; i < fn.params.size(); ++i) {
+            if (passed[i] || !fn.params[i].writes()) continue;
+            missing.push_back(i);
+            int pi = static_cast<int>(i);
+            size_t at = fixed.size();
+            bool after = false;
+            for (size_t k = 0; k < order.size(); ++k)
+                if (order[k] >= 0 && order[k] < pi) {
+                    at = k + 1;
+                    after = true;
+                }
+            if (!after)
+                for (size_t k = 0; k < order.size(); ++k)
+                    if (order[k] > pi) {
+                        at = k;
+                        break;
+                    }
+            fixed.insert(fixed.begin() + static_cast<long>(at), fn.params[i].name);
+            order.insert(order.begin() + static_cast<long>(at), pi);
+        }
+        std::string call = "Calls \"" + f.callsLanguage + "\" " + fn.callsTarget + "(";
+        for (size_t k = 0; k < fixed.size(); ++k)
+            call += (k ? ", " : "") + fixed[k];
+        call += ")";
+        for (size_t i : missing) {
+            const Param &p = fn.params[i];
+            diag_.error(f.callsLoc, who + ": " + modeName(p.mode) + " parameter '" + p.name +
+                                        "' is not passed to " + fn.callsTarget +
+                                        ", so nothing could ever write it: add it to the Calls arguments (" +
+                                        call + ")");
+        }
+        for (size_t i = 0; i < fn.params.size(); ++i) {
+            const Param &p = fn.params[i];
+            if (passed[i] || p.mode != Mode::In) continue;
+            if (p.isCallback())
+                diag_.warning(f.callsLoc, who + ": callback '" + p.name + "' is not passed to " +
+                                              fn.callsTarget +
+                                              ", so the client's function is never called: pass it, or "
+                                              "remove it from the parameters");
+            else if (p.isArray() || p.isString())
+                diag_.warning(f.callsLoc, who + ": IN " +
+                                              (p.isArray()                ? "array"
+                                               : p.type == Type::Filename ? "filename"
+                                                                          : "string") +
+                                              " '" + p.name + "' is not passed to " + fn.callsTarget +
+                                              ", so every call sends it for nothing: pass it, or remove it "
+                                              "from the parameters");
         }
     }
 
