@@ -253,10 +253,17 @@ static void mark_down(const grc_config *cfg, const gr_err *why) {
     warned = 1;
     const char *quiet = getenv("GRIDRPC_QUIET");
     if (quiet && *quiet && strcmp(quiet, "0") != 0) return;
-    fprintf(stderr,
+    if (nservers)
+        fprintf(
+            stderr,
             "gridrpc: warning: the metaserver at %s:%d is unreachable (%s); calls go to the %u servers it "
             "last named until it answers again\n",
             cfg->meta_host, cfg->meta_port, why->msg, nservers);
+    else
+        fprintf(stderr,
+                "gridrpc: warning: the metaserver at %s:%d is unreachable (%s), and it named no server "
+                "before: calls that name no server fail until it answers\n",
+                cfg->meta_host, cfg->meta_port, why->msg);
 }
 
 /* Reads the reply to request ID of type EXPECT (its header in *H), skipping anything
@@ -311,6 +318,9 @@ static int ensure_conn(const grc_config *cfg, gr_err *e) {
     int rc = grc_conn_get(cfg->meta_host, cfg->meta_port, &c, &conn, e);
     if (rc) {
         conn = NULL;
+        /* The connect's own hint is for a server: this peer is a gridmetad. */
+        char *hint = strstr(e->msg, "; is gridrpcd running there?");
+        if (hint) snprintf(hint, sizeof e->msg - (size_t)(hint - e->msg), "; is gridmetad running there?");
         mark_down(cfg, e);
         return GRID_ERR_CONNECT;
     }

@@ -383,6 +383,27 @@ TEST_F(MetaRoute, MetaserverGoneUsesLastKnownServersAndWarnsOnce) {
     EXPECT_NE(std::find(used.begin(), used.end(), b.address()), used.end());
 }
 
+TEST_F(MetaRoute, MetaserverNeverReachedSaysItIsAMetaserver) {
+    grid_reset_np();
+    int port;
+    {
+        FakeMeta gone({});
+        port = gone.port();
+        gone.stop();
+    }
+    ASSERT_EQ(GRID_OK, grid_set_metaserver_np("127.0.0.1", port));
+    std::string err = capture_stderr([&] { EXPECT_FALSE(echo_ok()); });
+    std::string msg = grid_last_error();
+    // The connect's hint names the daemon that is missing: a gridmetad, not a gridrpcd.
+    EXPECT_NE(std::string::npos, msg.find("is gridmetad running there?")) << msg;
+    EXPECT_EQ(std::string::npos, msg.find("gridrpcd")) << msg;
+    EXPECT_NE(std::string::npos, msg.find("no server is known from an earlier contact")) << msg;
+    // The warning does not speak of "the 0 servers it last named".
+    EXPECT_EQ(1u, count(err, "is unreachable")) << err;
+    EXPECT_NE(std::string::npos, err.find("it named no server before")) << err;
+    EXPECT_EQ(std::string::npos, err.find("the 0 servers")) << err;
+}
+
 TEST_F(MetaRoute, MetaserverBackIsAskedAgainAndANewOutageWarnsAgain) {
     setenv("GRIDRPC_REUSE", "0", 1);
     grid_reset_np();
