@@ -10,6 +10,11 @@ cd "$T_TMP" || exit 1
 
 "$GRIDRPC_MODULE" --help >help.out 2>&1; rc=$?
 if [ $rc -eq 0 ] && grep -q '^Usage: gridrpc-module' help.out; then ok "--help"; else fail "--help (rc $rc)"; diag <help.out; fi
+# Run from the build tree, the help names the idlc it will run, and that one exists
+# (it named /usr/local/bin/idlc before make install).
+env -u IDLC "$GRIDRPC_MODULE" --help >help2.out 2>&1
+named=$(sed -n 's/.*IDLC (the idlc to run; here: \([^)]*\)).*/\1/p' help2.out)
+if [ -n "$named" ] && [ -x "$named" ]; then ok "--help names the idlc it runs ($named)"; else fail "--help names '$named' as idlc"; diag <help2.out; fi
 "$GRIDRPC_MODULE" --version >ver.out 2>&1
 if grep -q '^gridrpc-module (GridRPC) [0-9]' ver.out; then ok "--version"; else fail "--version"; diag <ver.out; fi
 "$GRIDRPC_MODULE" >none.out 2>&1; rc=$?
