@@ -26,8 +26,13 @@ static int fill(grm_call *call, const grd_desc *d, const grc_args *args, gr_err 
                          d->nparams, d->nparams == 1 ? "" : "s", params, args->nargs,
                          args->nargs == 1 ? "was" : "were");
     }
+    /* Only sizes that overflow are refused here: how large an array may be is the
+     * server's to say (its --max-array, in HELLO_OK), which grc_req_check holds the call
+     * to once it is known. The protocol's default limits here refused arrays past 1 GiB
+     * that a server started with a larger --max-array takes. */
     grw_limits lim;
     grp_limits_default(&lim);
+    lim.max_array = (uint64_t)-1 >> 1;
     if (!args->ap) return grm_from_argv(call, d, args->argv, &lim, e);
     va_list aq;
     va_copy(aq, *args->ap);
@@ -113,7 +118,8 @@ int grc_req_check(const grc_req *q, const grw_limits *server, gr_err *e) {
             return gr_seterr(
                 e, GRID_ERR_LIMIT,
                 "argument '%s' of %s has %llu bytes; the server at %s:%d accepts at most %llu per "
-                "array",
+                "array (its gridrpcd --max-array): split the data over several calls, or have the "
+                "server started with a larger --max-array",
                 d->params[i].name, q->t.name, (unsigned long long)q->call->sl[i].ext.sent_bytes, q->t.host,
                 q->t.port, (unsigned long long)server->max_array);
     return GRID_OK;

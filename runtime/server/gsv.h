@@ -467,6 +467,9 @@ int gsv_limits_admit(gsv_server *s, gsv_conn *c, gsv_job *job, uint64_t bytes, u
 int gsv_limits_read_call(gsv_server *s, gsv_conn *c, gsv_job *job, gr_err *e);
 /* Uncounts what JOB holds (from gsv_job_free). */
 void gsv_limits_release(gsv_server *s, gsv_job *job);
+/* A call head refused because an array is larger than the server takes (E, from
+ * grp_read_call_head) gets the option's name and what to do appended. */
+void gsv_limits_name_array(gr_err *e);
 /* 1 when C holds nothing the server would lose by closing it: no call in flight, no
  * remote object, no data session (reader thread only). */
 int gsv_conn_is_idle(gsv_conn *c);

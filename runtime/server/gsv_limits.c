@@ -11,6 +11,7 @@
  * added, seen over, and taken back, so two racing calls near a bound may both be
  * refused but never both admitted over it. */
 #include <stdio.h>
+#include <string.h>
 
 #include "grp_proto.h"
 #include "gsv.h"
@@ -151,4 +152,15 @@ int gsv_conn_is_idle(gsv_conn *c) {
     if (atomic_load(&c->refs) > 1) return 0;
     if (gsv_data_conn_holds(c)) return 0;
     return gsv_objects_owned(c) == 0;
+}
+
+void gsv_limits_name_array(gr_err *e) {
+    /* The descriptor layer's words for an array past the limit it was given, which the
+     * server gives as --max-array: it cannot name the option, the server can. */
+    if (e->code != GRID_ERR_LIMIT || !strstr(e->msg, "elements of") || !strstr(e->msg, "exceed the limit of"))
+        return;
+    size_t n = strlen(e->msg);
+    snprintf(
+        e->msg + n, sizeof e->msg - n,
+        " (this server's --max-array): send less per call, or ask its administrator to raise --max-array");
 }

@@ -291,7 +291,8 @@ static int on_invoke(gsv_conn *c, const grw_header *h) {
     gsv_job *job = f ? new_job(c, o, f, &invoke_kind, h->request_id) : NULL;
     if (f && !job) gr_seterr(&e, GRID_ERR_NOMEM, "the server is out of memory: retry later");
     int rc = job ? GRID_OK : e.code;
-    if (!rc) rc = grp_read_call_head(&c->r, &job->call, &s->opt.limits, &e);
+    if (!rc && (rc = grp_read_call_head(&c->r, &job->call, &s->opt.limits, &e)) != GRID_OK)
+        gsv_limits_name_array(&e);
     if (!rc) rc = gsv_limits_read_call(s, c, job, &e);
     if (job) job->bytes_in = c->r.consumed;
     /* A method's callbacks (gsv_callback.c), read whole first so the stream stays in step. */

@@ -213,6 +213,7 @@ int gsv_request_queue_call(gsv_server *s, gsv_conn *c, gsv_job *job, const gsv_f
 int gsv_call_read_args(gsv_server *s, gsv_conn *c, gsv_job *job, int (*bind)(gsv_job *, gr_err *),
                        gr_err *e) {
     int rc = grp_read_call_head(&c->r, &job->call, &s->opt.limits, e);
+    if (rc) gsv_limits_name_array(e);
     if (!rc && bind) rc = bind(job, e);
     /* A call an executor runs receives its large arrays where the executor maps them. */
     job->call.share = (unsigned char)gsv_exec_runs(s, job);

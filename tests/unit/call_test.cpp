@@ -393,7 +393,31 @@ TEST_F(Call, LimitExceeded) {
     std::vector<double> a(1000), b(1000);
     EXPECT_EQ(GRID_ERR_LIMIT, grid_call(url.c_str(), 1000, a.data(), b.data()));
     EXPECT_NE(nullptr, strstr(grid_last_error(), "at most 1000")) << grid_last_error();
+    // Which setting that is, and what to do.
+    EXPECT_NE(nullptr, strstr(grid_last_error(), "(its gridrpcd --max-array): split the data"))
+        << grid_last_error();
     EXPECT_EQ(GRID_OK, grid_call(url.c_str(), 100, a.data(), b.data())) << grid_last_error();
+}
+
+// How large an array may be is the server's to say: a server started with a larger
+// --max-array takes an array past the protocol's default 1 GiB, which the client once
+// refused by itself. An array of 2^27 + 2 doubles (just past 1 GiB) of which a
+// sub-range of two elements crosses.
+TEST_F(Call, ArrayPastTheDefaultLimitGoesToAServerThatTakesIt) {
+    TestServer big({"--max-array", "4G"});
+    std::string url = big.url("test/subrange");
+    int n = (1 << 27) + 2;
+    std::vector<double> x(4, 0.5); // the client reads and writes x[lo .. hi) only
+    ASSERT_EQ(GRID_OK, grid_call(url.c_str(), n, 1, 3, x.data())) << grid_last_error();
+    EXPECT_EQ(0.5, x[0]);
+    EXPECT_EQ(1.5, x[1]);
+    EXPECT_EQ(1.5, x[2]);
+    EXPECT_EQ(0.5, x[3]);
+    // The default server still says no, naming its limit.
+    TestServer plain;
+    std::string url2 = plain.url("test/subrange");
+    EXPECT_EQ(GRID_ERR_LIMIT, grid_call(url2.c_str(), n, 1, 3, x.data()));
+    EXPECT_NE(nullptr, strstr(grid_last_error(), "--max-array")) << grid_last_error();
 }
 
 TEST_F(Call, ServerDiesMidCall) {
