@@ -85,5 +85,15 @@ else
   fail "error stop without ierr (rc $rc)"; diag <stop.out; diag <stop.err
 fi
 
+# An argument error without ierr names the call once, not twice ("grid_call('f'):
+# grid_call('f'): ...").
+"$FTEST" stop-args >stopa.out 2>stopa.err; rc=$?
+named=$(grep -o "grid_call('test/echo_double')" stopa.err | wc -l)
+if [ $rc -ne 0 ] && ! grep -q 'still running' stopa.out && [ "$named" = 1 ] && grep -q 'GRID_ERR_ARGS' stopa.err; then
+  ok "an argument error without ierr stops the program naming the call once"
+else
+  fail "error stop for an argument error (rc $rc, the call named $named times)"; diag <stopa.out; diag <stopa.err
+fi
+
 stop_server
 finish

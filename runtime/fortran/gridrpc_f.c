@@ -159,8 +159,13 @@ static void finish(int rc, int *ierr, const char *what) {
     if (rc == GRID_OK) return;
     char msg[1400];
     const char *m = grid_last_error();
-    int n =
-        snprintf(msg, sizeof msg, "%s: %s (%s)", what, m[0] ? m : grid_error_string(rc), grid_error_name(rc));
+    /* The argument checks' messages begin with the call already ("grid_call('f'): ..."):
+     * said once, not twice. */
+    size_t wl = strlen(what);
+    int named = strncmp(m, what, wl) == 0 && m[wl] == ':';
+    int n = named ? snprintf(msg, sizeof msg, "%s (%s)", m, grid_error_name(rc))
+                  : snprintf(msg, sizeof msg, "%s: %s (%s)", what, m[0] ? m : grid_error_string(rc),
+                             grid_error_name(rc));
     gridrpc_f_stop(msg, n < (int)sizeof msg ? n : (int)sizeof msg - 1);
 }
 

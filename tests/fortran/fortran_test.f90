@@ -6,6 +6,7 @@
 !
 ! Usage: fortran_test          all checks
 !        fortran_test stop     a failing call without ierr (must stop the program)
+!        fortran_test stop-args  the same for an argument of the wrong type
 program fortran_test
   use gridrpc
   use, intrinsic :: iso_c_binding, only: c_int
@@ -20,6 +21,7 @@ program fortran_test
     print '(a)', 'still running after a failed call without ierr'
     stop 0
   end if
+  if (mode == 'stop-args') call stop_args()
 
   call test_dmmul()
   call test_linpack()
@@ -38,6 +40,16 @@ program fortran_test
   call test_fortran_server()
 
 contains
+
+  ! An integer array where test/echo_double takes doubles, without ierr: the program
+  ! stops with the binding's own message.
+  subroutine stop_args()
+    integer :: iv(3)
+    iv = 1
+    call grid_call('test/echo_double', 3, iv, iv)
+    print '(a)', 'still running after a failed call without ierr'
+    stop 0
+  end subroutine stop_args
 
   subroutine check(ok, name, why)
     logical, intent(in) :: ok
