@@ -91,6 +91,7 @@ int gms_options_parse(int argc, char **argv, gms_options *o);
 #define GMS_DEFAULT_CALL_S 0.01      /* seconds of a call nothing predicts (no flops, no history) */
 #define GMS_DECISIONS 200            /* the ring of recent decisions */
 #define GMS_DECISION_CANDS 8         /* candidates kept per decision (the best ones) */
+#define GMS_RECENT 200               /* the ring of recently reported calls (status page) */
 #define GMS_HISTORY 300              /* load samples per server: 5 minutes at 1/s */
 #define GMS_HISTORY_STEP_MS 1000     /* at most one sample per second */
 #define GMS_PENDING_SLOTS 65536      /* outstanding decisions tracked at once */
@@ -174,6 +175,10 @@ typedef struct gms_fn {
      * SCHEDULE may not claim more than GMS_FIGURE_SLACK times these. 0: none yet. */
     double max_flops, max_run_s;
     uint64_t max_bytes_in, max_bytes_out;
+    /* What the REPORTs of it said (in memory only: the status page's per-function counts
+     * and means; the EWMAs above follow the recent calls, these the whole run). */
+    uint64_t calls, failures;
+    double total_s, run_total_s; /* summed over the completed calls */
 } gms_fn;
 
 typedef struct gms_link {
@@ -265,6 +270,21 @@ typedef struct gms_decision {
     gms_decision_cand cands[GMS_DECISION_CANDS];
 } gms_decision;
 
+/* A call as its client's REPORT told it (the status page's stream of recent calls). The
+ * server's name and address are copied at report time: a server forgotten since still
+ * shows where the call ran. The REPORT carries the error code only, not its message. */
+typedef struct gms_call {
+    int64_t unix_ms;
+    uint64_t server; /* 0: the REPORT named no server we know */
+    int32_t code;
+    uint32_t port;
+    double total_s, run_s; /* at the client (send to result); in the server's run */
+    char function[GRP_MAX_FUNCTION_NAME + 1];
+    char site[GRP_MAX_SITE + 1];
+    char server_name[GRP_MAX_PEER_NAME + 1];
+    char host[GRP_MAX_HOST + 1];
+} gms_call;
+
 /* The crashes of one function (gms_crash.c). */
 typedef struct gms_crash_fn {
     char name[GRP_MAX_FUNCTION_NAME + 1]; /* "module/function" as the server registered it */
@@ -310,6 +330,8 @@ typedef struct gms_state {
     uint64_t next_decision;
     gms_decision *ring; /* GMS_DECISIONS */
     uint64_t decisions, calls, failures, pending_dropped;
+    gms_call *recent; /* GMS_RECENT, a ring: the newest at (nrecent - 1) % GMS_RECENT */
+    uint64_t nrecent; /* calls ever put in it */
     /* Requests held while the server they need was full: they wait on ROOM for a change of
      * ROOM_EPOCH (work ended or a server came up) or STOPPING. */
     pthread_cond_t room;

@@ -4,7 +4,9 @@
  * measures the latency (one round trip), a large one the bandwidth once the latency is
  * taken off. A REPORT with no function is an active probe (bytes and total time only).
  * Each REPORT also ends the work counted as pending for its decision; a failure counts
- * against the server, and a refused or lost connection marks it down until it beats. */
+ * against the server, and a refused or lost connection marks it down until it beats.
+ * Every call reported (not probes, not withdrawn assignments) goes to the ring of recent
+ * calls and to its function's counts on its server, for the status page. */
 #include <stdio.h>
 #include <string.h>
 
@@ -47,6 +49,25 @@ static void learn_link(gms_state *st, gms_server *s, const char *site, uint64_t 
     gms_db_put_link(st->db, site, s->id, l);
 }
 
+/* Puts the call of M into the ring of recent calls (under st->lock; S may be NULL). */
+static void remember_call(gms_state *st, const grp_report *m, const gms_server *s, const char *site,
+                          int64_t unix_ms) {
+    gms_call *c = &st->recent[st->nrecent++ % GMS_RECENT];
+    memset(c, 0, sizeof *c);
+    c->unix_ms = unix_ms;
+    c->code = m->code;
+    c->total_s = (double)m->total_ns / 1e9;
+    c->run_s = (double)m->run_ns / 1e9;
+    snprintf(c->function, sizeof c->function, "%s", m->function);
+    snprintf(c->site, sizeof c->site, "%s", site);
+    if (s) {
+        c->server = s->id;
+        c->port = s->port;
+        snprintf(c->server_name, sizeof c->server_name, "%s", s->name);
+        snprintf(c->host, sizeof c->host, "%s", s->host);
+    }
+}
+
 void gms_state_report(gms_state *st, const grp_report *m, const char *site, long long now_ns,
                       int64_t unix_ms) {
     int marked_down = 0;
@@ -59,8 +80,11 @@ void gms_state_report(gms_state *st, const grp_report *m, const char *site, long
          * caller cancelled): neither a failure of the server nor a measurement. */
     } else if (m->code != GRID_OK) {
         st->failures++;
+        remember_call(st, m, s, site, unix_ms);
         if (s) {
             s->failures++;
+            gms_fn *f = m->function[0] ? gms_server_fn(s, m->function) : NULL;
+            if (f) f->failures++;
             /* A client's word alone does not mark a server down (any client could say it of
              * any server): only when the metaserver's own evidence agrees, its heartbeat being
              * late. A server that beats on time stays up; a dead one is down at the next
@@ -80,8 +104,14 @@ void gms_state_report(gms_state *st, const grp_report *m, const char *site, long
         if (m->function[0]) {
             s->calls++;
             st->calls++;
+            remember_call(st, m, s, site, unix_ms);
             double run_s = (double)m->run_ns / 1e9;
             gms_fn *f = gms_server_fn(s, m->function);
+            if (f) {
+                f->calls++;
+                f->total_s += (double)m->total_ns / 1e9;
+                f->run_total_s += run_s;
+            }
             if (run_s > 0) {
                 /* Below a millisecond the run time is mostly the call's own overhead,
                  * not the flops: such a sample would drag the speed towards zero. */

@@ -42,7 +42,8 @@ int gms_state_init(gms_state *st, int policy, unsigned heartbeat_ms, unsigned do
     st->next_decision = ((uint64_t)gms_unix_ms() << 12) + 1;
     st->pending = calloc(GMS_PENDING_SLOTS, sizeof *st->pending);
     st->ring = calloc(GMS_DECISIONS, sizeof *st->ring);
-    return st->pending && st->ring ? 0 : -1;
+    st->recent = calloc(GMS_RECENT, sizeof *st->recent);
+    return st->pending && st->ring && st->recent ? 0 : -1;
 }
 
 static void free_fnents(gms_state *st) {
@@ -83,6 +84,7 @@ void gms_state_free(gms_state *st) {
     gms_map_free(&st->site_map);
     free(st->pending);
     free(st->ring);
+    free(st->recent);
     pthread_mutex_destroy(&st->lock);
     pthread_cond_destroy(&st->room);
 }
@@ -279,6 +281,12 @@ uint64_t gms_state_register(gms_state *st, const grp_register *m, long long now_
             fns[n].speed = was->speed;
             fns[n].run_s = was->run_s;
             fns[n].samples = was->samples;
+            /* A gridrpcd that reconnects (a metaserver restart, a network blip) keeps
+             * its counts on the status page. */
+            fns[n].calls = was->calls;
+            fns[n].failures = was->failures;
+            fns[n].total_s = was->total_s;
+            fns[n].run_total_s = was->run_total_s;
         }
         n++;
     }

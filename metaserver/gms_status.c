@@ -1,8 +1,9 @@
 /* gms_status.c: the /api/status JSON (schema in docs/metaserver.md; the status page and
  * `gridrpc status --json` read it, so its names are kept): the metaserver's totals,
  * every server with its load history, every link with its age, the recent
- * decisions with their candidates' estimates, and the functions that crashed (those held
- * back from new calls first). Strings are escaped for JSON; numbers
+ * decisions with their candidates' estimates, the functions that crashed (those held
+ * back from new calls first), the recently reported calls with their outcome, and each
+ * function's counts and mean times over its servers. Strings are escaped for JSON; numbers
  * that are not finite are written as 0, which JSON can hold. The document is built
  * from a copy of the state taken under its lock, never under the lock itself. */
 #include "config.h"
@@ -91,7 +92,7 @@ static double num(double v) {
     return isfinite(v) ? v : 0;
 }
 
-static void server_json(gms_buf *b, const gms_server *s, long long now_ns) {
+static void server_json(gms_buf *b, const gms_server *s, long long now_ns, int64_t now_ms) {
     gms_cand c = {0};
     c.cores = s->cores;
     c.workers = s->workers;
@@ -106,10 +107,15 @@ static void server_json(gms_buf *b, const gms_server *s, long long now_ns) {
     gms_buf_printf(b,
                    ",\"port\":%u,\"state\":\"%s\",\"cores\":%u,\"workers\":%u,\"running\":%u,\"queued\":%u,"
                    "\"pending\":%u,\"work_s\":%.6g,\"full\":%s,\"loadavg\":%.3f,\"speed\":%.6g,"
-                   "\"beat_age_ms\":%lld,\"calls\":%llu,\"failures\":%llu,\"functions\":[",
+                   "\"beat_age_ms\":%lld,\"last_beat_unix_ms\":%lld,\"last_seen_ms\":%lld,\"calls\":%llu,"
+                   "\"failures\":%llu,\"functions\":[",
                    s->port, s->up ? "up" : "down", s->cores, s->workers, s->running, s->queued, s->pending,
                    num(s->work_s), full ? "true" : "false", num(s->loadavg),
                    num(s->speed > 0 ? s->speed : s->reg_speed), (now_ns - s->last_beat_ns) / 1000000,
+                   (long long)s->last_beat_unix_ms,
+                   /* beat_age_ms restarts with a restart's grace; a down server's age is
+                    * told from the last beat the registry kept (-1: it never beat). */
+                   s->last_beat_unix_ms > 0 ? (long long)(now_ms - s->last_beat_unix_ms) : -1LL,
                    (unsigned long long)s->calls, (unsigned long long)s->failures);
     for (uint32_t i = 0; i < s->nfns; i++) {
         if (i) gms_buf_printf(b, ",");
@@ -146,6 +152,82 @@ static void crashing_json(gms_buf *b, const gms_crash_fn *v, uint32_t n, long lo
         }
 }
 
+/* The recent calls, newest first. The REPORT carries the error's code only: its name
+ * and standard text stand for the message. */
+static void recent_json(gms_buf *b, const gms_call *v, uint32_t n) {
+    for (uint32_t k = 0; k < n; k++) {
+        const gms_call *c = &v[k];
+        gms_buf_printf(b, "%s{\"unix_ms\":%lld,\"function\":", k ? ",\n" : "", (long long)c->unix_ms);
+        gms_buf_json_string(b, c->function);
+        gms_buf_printf(b, ",\"site\":");
+        gms_buf_json_string(b, c->site);
+        gms_buf_printf(b, ",\"server\":%llu,\"server_name\":", (unsigned long long)c->server);
+        gms_buf_json_string(b, c->server_name);
+        gms_buf_printf(b, ",\"host\":");
+        gms_buf_json_string(b, c->host);
+        gms_buf_printf(b, ",\"port\":%u,\"seconds\":%.6g,\"run_s\":%.6g,\"ok\":%s,\"outcome\":", c->port,
+                       num(c->total_s), num(c->run_s), c->code == GRID_OK ? "true" : "false");
+        gms_buf_json_string(b, c->code == GRID_OK ? "OK" : grid_error_name(c->code));
+        gms_buf_printf(b, ",\"message\":");
+        gms_buf_json_string(b, c->code == GRID_OK ? "" : grid_error_string(c->code));
+        gms_buf_printf(b, "}");
+    }
+}
+
+/* Each function's counts over the servers that have it (by its registered name), for
+ * those with a call reported; built after the lock is let go, from the copies. */
+typedef struct fn_total {
+    const char *name;
+    uint64_t calls, failures;
+    double total_s, run_total_s;
+    uint32_t servers;
+} fn_total;
+
+static void functions_json(gms_buf *b, const gms_server *srv, uint32_t nsrv) {
+    gms_map index = {0};
+    fn_total *t = NULL;
+    uint32_t n = 0, cap = 0;
+    for (uint32_t i = 0; i < nsrv; i++)
+        for (uint32_t j = 0; j < srv[i].nfns; j++) {
+            const gms_fn *f = &srv[i].fns[j];
+            if (!f->calls && !f->failures) continue;
+            uint32_t k;
+            if (!gms_map_get(&index, f->name, &k)) {
+                if (n == cap) {
+                    fn_total *p = realloc(t, (cap = cap ? cap * 2 : 64) * sizeof *t);
+                    if (!p) goto nomem;
+                    t = p;
+                }
+                k = n++;
+                memset(&t[k], 0, sizeof t[k]);
+                t[k].name = f->name;
+                if (gms_map_put(&index, f->name, k)) goto nomem;
+            }
+            t[k].calls += f->calls;
+            t[k].failures += f->failures;
+            t[k].total_s += f->total_s;
+            t[k].run_total_s += f->run_total_s;
+            t[k].servers++;
+        }
+    for (uint32_t k = 0; k < n; k++) {
+        gms_buf_printf(b, "%s{\"function\":", k ? ",\n" : "");
+        gms_buf_json_string(b, t[k].name);
+        double calls = (double)t[k].calls;
+        gms_buf_printf(
+            b, ",\"calls\":%llu,\"failures\":%llu,\"mean_s\":%.6g,\"mean_run_s\":%.6g,\"servers\":%u}",
+            (unsigned long long)t[k].calls, (unsigned long long)t[k].failures,
+            calls > 0 ? num(t[k].total_s / calls) : 0.0, calls > 0 ? num(t[k].run_total_s / calls) : 0.0,
+            t[k].servers);
+    }
+    free(t);
+    gms_map_free(&index);
+    return;
+nomem:
+    free(t);
+    gms_map_free(&index);
+    b->failed = 1;
+}
+
 /* What the document shows, copied under the state's lock: the document is built from
  * it after the lock is let go, so a SCHEDULE never waits for a large page's formatting
  * (with 40 servers of many functions it took most of a second). */
@@ -164,6 +246,8 @@ typedef struct snapshot {
     uint32_t ndecisions;
     gms_crash_fn *crash;
     uint32_t ncrash;
+    gms_call *recent; /* newest first */
+    uint32_t nrecent;
     int failed;
 } snapshot;
 
@@ -178,6 +262,7 @@ static void snapshot_free(snapshot *c) {
     free(c->sites);
     free(c->ring);
     free(c->crash);
+    free(c->recent);
 }
 
 /* Copies server S into O: its function names packed into one buffer (*NAMES). */
@@ -197,7 +282,9 @@ static int copy_server(const gms_server *s, gms_server *o, char **names) {
     for (uint32_t i = 0; i < s->nfns; i++) {
         size_t n = strlen(s->fns[i].name) + 1;
         memcpy(p, s->fns[i].name, n);
+        o->fns[i] = s->fns[i]; /* its counts, for the per-function figures */
         o->fns[i].name = p;
+        o->fns[i].short_name = NULL; /* not used here: it would point into the state */
         p += n;
     }
     o->nfns = s->nfns;
@@ -249,7 +336,15 @@ static void take_snapshot(gms_state *st, snapshot *c) {
         if (st->ncrash_fns) memcpy(c->crash, st->crash_fns, st->ncrash_fns * sizeof *c->crash);
         c->ncrash = st->ncrash_fns;
     }
-    c->failed |= !c->sites || !c->ring || !c->crash;
+    /* At most GMS_RECENT fixed-size entries: the copy under the lock stays short. */
+    uint32_t nr = (uint32_t)(st->nrecent < GMS_RECENT ? st->nrecent : GMS_RECENT);
+    c->recent = malloc((nr ? nr : 1) * sizeof *c->recent);
+    if (c->recent) {
+        for (uint32_t k = 0; k < nr; k++)
+            c->recent[k] = st->recent[(st->nrecent - 1 - k) % GMS_RECENT];
+        c->nrecent = nr;
+    }
+    c->failed |= !c->sites || !c->ring || !c->crash || !c->recent;
     pthread_mutex_unlock(&st->lock);
 }
 
@@ -268,15 +363,15 @@ void gms_status_json(gms_state *st, gms_buf *b) {
         "{\"metaserver\":{\"version\":\"%s\",\"scheduler\":\"%s\",\"uptime_s\":%lld,\"calls\":%llu,"
         "\"failures\":%llu,\"decisions\":%llu,\"heartbeat_ms\":%u,\"down_after\":%u,\"holding\":%u,"
         "\"held\":%llu,\"held_over\":%llu,\"crash_hold_s\":%.6g,\"crashes\":%llu,\"crash_holds\":%llu,"
-        "\"crash_refused\":%llu},\n\"servers\":[",
+        "\"crash_refused\":%llu,\"recent_max\":%u},\n\"servers\":[",
         PACKAGE_VERSION, grp_policy_name((uint32_t)c.policy), (now_ns - c.start_ns) / 1000000000LL,
         (unsigned long long)c.calls, (unsigned long long)c.failures, (unsigned long long)c.decisions,
         c.heartbeat_ms, c.down_after, c.holding, (unsigned long long)c.held, (unsigned long long)c.held_over,
         num(c.crash_hold_s), (unsigned long long)c.crashes, (unsigned long long)c.crash_holds,
-        (unsigned long long)c.crash_refused);
+        (unsigned long long)c.crash_refused, (unsigned)GMS_RECENT);
     for (uint32_t i = 0; i < c.nservers; i++) {
         if (i) gms_buf_printf(b, ",\n");
-        server_json(b, &c.servers[i], now_ns);
+        server_json(b, &c.servers[i], now_ns, now_ms);
     }
     gms_buf_printf(b, "],\n\"links\":[");
     int first = 1;
@@ -323,6 +418,10 @@ void gms_status_json(gms_state *st, gms_buf *b) {
     }
     gms_buf_printf(b, "],\n\"crashing\":[");
     crashing_json(b, c.crash, c.ncrash, now_ns);
+    gms_buf_printf(b, "],\n\"recent\":[");
+    recent_json(b, c.recent, c.nrecent);
+    gms_buf_printf(b, "],\n\"functions\":[");
+    functions_json(b, c.servers, c.nservers);
     gms_buf_printf(b, "]}\n");
     snapshot_free(&c);
 }

@@ -3,7 +3,12 @@
 # gridmetad --http with two real gridrpcd registered (heartbeat 200 ms, down after 3
 # missed), the page loads and shows both servers up; then one gridrpcd is killed and the
 # same open page (no reload: it polls api/status) shows it down, the other still up,
-# and its final DOM agrees with gridmetad's own api/status. tests/status-page.sh checks
+# and its final DOM agrees with gridmetad's own api/status. Before the kill, a dmmul
+# that succeeds and a test/crash that fails go through the metaserver: at 1,280 x 800
+# the page shows both in its recent calls (the failure marked and red, with its error),
+# their per-function counts, and no sideways scrolling; after it, beta greyed with when
+# it was last seen. A screenshot of each (STATUS_PAGE_SHOTS, default the build tree) is
+# named in the diagnostics. tests/status-page.sh checks
 # the page's details with scripted JSON; this one checks the whole path. Every wait is
 # bounded; every process started here is killed on exit. Skips (77) without chromium.
 . "$top_srcdir/tests/lib.sh"
@@ -66,6 +71,44 @@ else
   diag <"$T_TMP/meta.err"
 fi
 
+# inspect CHECKS PNG: status_page.py's in-page checks at 1,280 x 800, one TAP line each.
+SHOTS=${STATUS_PAGE_SHOTS:-$B}
+inspect() {
+  timeout 120 "$PY" "$HELPER" inspect "$HTTP/" --chromium "$CHROMIUM" --profile "$T_TMP/chrome-$1" \
+    --checks "$1" --width 1280 --height 800 --shot "$2" --timeout 20 >"$T_TMP/inspect-$1.out" 2>"$T_TMP/inspect-$1.err"
+  local rc=$? verdict what
+  while read -r verdict what; do
+    case $verdict in
+      PASS) ok "$what" ;;
+      FAIL) fail "$what" ;;
+    esac
+  done <"$T_TMP/inspect-$1.out"
+  if [ $rc -ne 0 ]; then
+    grep -q '^FAIL' "$T_TMP/inspect-$1.out" || fail "the $1 page check (exit status $rc)"
+    diag <"$T_TMP/inspect-$1.err"
+  fi
+  if [ "$(head -c 4 "$2" 2>/dev/null | od -An -c | tr -d ' ')" = '211PNG' ]; then
+    diag <<<"screenshot ($1): $2"
+  else
+    fail "a screenshot of the $1 page ($2)"
+  fi
+}
+
+# Two calls through the metaserver, each REPORTed by its client: one succeeds, one
+# fails (test/crash 1 kills its executor).
+if GRIDRPC_METASERVER=$META "$B/gridrpc" call linalg/dmmul 2 '[1,2,3,4]' '[5,6,7,8]' >"$T_TMP/dmmul.out" 2>&1; then
+  ok "a dmmul through the metaserver succeeds"
+else
+  fail "a dmmul through the metaserver"
+  diag <"$T_TMP/dmmul.out"
+fi
+if GRIDRPC_METASERVER=$META "$B/gridrpc" call test/crash 1 >"$T_TMP/crash.out" 2>&1; then
+  fail "test/crash 1 through the metaserver succeeded"
+else
+  ok "test/crash 1 through the metaserver fails ($(head -c 120 "$T_TMP/crash.out" | tr '\n' ' '))"
+fi
+inspect calls "$SHOTS/status-page-failed-call.png"
+
 # One page load: both up; beta killed; the open page shows it down.
 timeout 120 "$PY" "$HELPER" live "$HTTP/" --chromium "$CHROMIUM" --profile "$T_TMP/chrome" \
   --want alpha:up,beta:up --then "kill -KILL ${srv_pid[beta]}" --want alpha:up,beta:down \
@@ -93,4 +136,5 @@ else
   fail "the final DOM against api/status"
   [ -f "$T_TMP/check.out" ] && diag <"$T_TMP/check.out"
 fi
+inspect down "$SHOTS/status-page-down-server.png"
 finish

@@ -2,8 +2,10 @@
 # status-page.sh: gridmetad's status page (metaserver/www/status.html) in a real
 # headless browser (Debian's chromium): it loads, shows every registered server by name
 # with its state, updates in place when a server goes down, and keeps the last data
-# with "metaserver unreachable" when api/status fails. The page makes no request
-# outside its own origin.
+# with "metaserver unreachable" when api/status fails; the recent calls show a failure
+# marked with its error, names from peers as text (never markup), the per-function
+# counts, and a down server greyed with when it was last seen, not its stale load. The
+# page makes no request outside its own origin.
 #
 # By default a scripted server (tests/status_page.py) serves the page and an api/status
 # that changes over time: both servers up, then beta down, then failures. With
@@ -69,7 +71,8 @@ def doc(beta):
                          "history": hist},
                         {"id": 2, "name": "beta", "host": "10.0.0.2", "port": 7002, "state": beta, "cores": 2,
                          "workers": 2, "running": 0, "queued": 0, "pending": 0, "loadavg": 0.1, "speed": 3e9,
-                         "beat_age_ms": 700 if beta == "up" else 15000, "calls": 20, "failures": 1,
+                         "beat_age_ms": 700 if beta == "up" else 15000, "last_seen_ms": 700 if beta == "up" else 15000,
+                         "last_beat_unix_ms": now - 15000, "calls": 20, "failures": 1,
                          "functions": ["linalg/dmmul"], "history": hist[:5]}],
             "links": [{"site": "lab", "server": 1, "bandwidth": 117e6, "latency": 0.0004, "samples": 12, "age_s": 3.5},
                       {"site": "lab", "server": 2, "bandwidth": 1.2e6, "latency": 0.05, "samples": 3, "age_s": 40}],
@@ -78,7 +81,21 @@ def doc(beta):
                                {"server": 1, "estimate": 0.35, "wait": 0.1, "transfer": 0.05, "compute": 0.2,
                                 "assumed_link": False},
                                {"server": 2, "estimate": 1.8, "wait": 0, "transfer": 1.6, "compute": 0.2,
-                                "assumed_link": True}]}]}
+                                "assumed_link": True}]}],
+            # Names chosen by peers: markup that would run if the page parsed it.
+            "recent": [{"unix_ms": now, "function": "<img src=x onerror=\"document.title='owned'\">", "site": "<u>x</u>",
+                        "server": 1, "server_name": "alpha", "host": "10.0.0.1", "port": 7001, "seconds": 0.25,
+                        "run_s": 0.2, "ok": True, "outcome": "OK", "message": ""},
+                       {"unix_ms": now - 1000, "function": "test/crash", "site": "lab", "server": 2,
+                        "server_name": "beta", "host": "10.0.0.2", "port": 7002, "seconds": 0.031, "run_s": 0,
+                        "ok": False, "outcome": "GRID_ERR_CRASHED", "message": "the function crashed its executor"},
+                       {"unix_ms": now - 2000, "function": "linalg/dmmul", "site": "lab", "server": 1,
+                        "server_name": "alpha", "host": "10.0.0.1", "port": 7001, "seconds": 1.5, "run_s": 1.2,
+                        "ok": True, "outcome": "OK", "message": ""}],
+            "functions": [{"function": "linalg/dmmul", "calls": 7, "failures": 0, "mean_s": 1.5, "mean_run_s": 1.2,
+                           "servers": 2},
+                          {"function": "test/crash", "calls": 0, "failures": 3, "mean_s": 0, "mean_run_s": 0,
+                           "servers": 1}]}
 json.dump(doc("up"), open("up.json", "w"))
 json.dump(doc("down"), open("down.json", "w"))
 PYEOF
@@ -88,10 +105,43 @@ PYEOF
   else
     fail "page with two servers up"; diag <check.out; diag <dom.html.err
   fi
-  if grep -q 'id="scheduler">mct<' dom.html && grep -q '117.0 MB/s' dom.html && grep -q '0.40 ms' dom.html &&
+  if grep -q 'id="scheduler">mct<' dom.html && grep -q 'id="calls">120<' dom.html && grep -q '117.0 MB/s' dom.html && grep -q '0.40 ms' dom.html &&
     grep -q '<tr class="chosen" data-server="1">' dom.html && grep -q 'assumed link' dom.html; then
     ok "header, link matrix and decisions (chosen candidate highlighted)"; else fail "header, links, decisions"; diag <dom.html
   fi
+  # The recent calls and the functions, from the DOM as chromium left it.
+  if "$PY" - <<'PYEOF'
+import re, sys
+dom = open("dom.html").read()
+problems = []
+rows = re.findall(r'<tr class="call (\w+)" data-outcome="(\w+)" data-function="([^"]*)"[^>]*>(.*?)</tr>', dom, re.S)
+text = [(c, o, f, re.sub(r"<[^>]+>", "|", body)) for c, o, f, body in rows]
+if len(text) != 3:
+    problems.append("3 call rows expected: %r" % text)
+else:
+    if not (text[1][:3] == ("fail", "fail", "test/crash") and "GRID_ERR_CRASHED" in text[1][3]
+            and "the function crashed its executor" in text[1][3] and "beta" in text[1][3]):
+        problems.append("the failed call: %r" % (text[1],))
+    if not (text[2][:3] == ("ok", "ok", "linalg/dmmul") and "|1.50 s|" in text[2][3] and "|OK|" in text[2][3]
+            and "alpha" in text[2][3]):
+        problems.append("the OK call: %r" % (text[2],))
+    # The markup arrives as text: escaped in the DOM, no element made of it, nothing ran.
+    if not ("&lt;img src=x onerror=\"document.title='owned'\"&gt;" in text[0][3] and "&lt;u&gt;x&lt;/u&gt;" in text[0][3]):
+        problems.append("the hostile names as text: %r" % (text[0],))
+if '<img src="x"' in dom or "<u>x</u>" in dom or "owned" in re.search(r"<title>(.*?)</title>", dom).group(1):
+    problems.append("peer markup became markup")
+m = re.search(r'<tr data-function="linalg/dmmul">(.*?)</tr>', dom, re.S)
+c = re.search(r'<tr data-function="test/crash">(.*?)</tr>', dom, re.S)
+if not m or re.sub(r"<[^>]+>", "|", m.group(1)).split("|")[1:-1] != ["linalg/dmmul", "", "7", "", "0", "", "1.50 s", "", "1.20 s", "", "2"]:
+    problems.append("the functions row of dmmul: %r" % (m and m.group(1)))
+if not c or '<td class="num failed">3</td>' not in c.group(1):
+    problems.append("the functions row of test/crash (failures marked): %r" % (c and c.group(1)))
+print("".join("# %s\n" % p for p in problems), end="")
+sys.exit(1 if problems else 0)
+PYEOF
+  then ok "recent calls: the failure marked fail with its error, the OK call with its duration and server; names as text; per-function counts"
+  else fail "recent calls and functions"; fi
+
   # The chart: a line of running + queued in alpha's row.
   if "$PY" - <<'PYEOF'
 import re, sys
@@ -110,6 +160,20 @@ PYEOF
   else
     fail "live update"; diag <check.out; diag <live.out.err
   fi
+  # beta down: greyed, when it was last seen, no running or load figures.
+  if "$PY" - <<'PYEOF'
+import re, sys
+dom = open("live.html").read()
+row = re.search(r'<tr id="server-2".*?</tr>', dom, re.S).group(0)
+cells = dict(re.findall(r'<td class="num (running|queued|pending|load|seen)"[^>]*>([^<]*)</td>', row))
+ok = cells == {"running": "–", "queued": "–", "pending": "–", "load": "–", "seen": "last seen 15s ago"}
+alpha = re.search(r'<tr id="server-1".*?</tr>', dom, re.S).group(0)
+ok = ok and '<td class="num running">2 / 4</td>' in alpha and "last seen" not in alpha
+print("# beta %r" % cells)
+sys.exit(0 if ok else 1)
+PYEOF
+  then ok "the down server shows when it was last seen and '–' for its load; the up one its pool"
+  else fail "the down server's row"; fi
   if [ "$(grep -c '^api/status' live.out.err)" -ge 6 ] && grep -q 'metaserver unreachable' live.html; then
     ok "the page polls about every second and says 'metaserver unreachable'"
   else

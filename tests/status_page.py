@@ -20,9 +20,17 @@
       waits until the same document (the mark still there: polled, not reloaded) shows
       the second states; DOM gets the final page. Each wait is bounded by S seconds
       (default 20). Prints one "PASS what" or "FAIL what: why" line per step.
-Exit status of check and live: 0 when everything matches, 1 otherwise (each problem
-printed).
+  inspect URL --chromium PATH --profile DIR --checks NAME [--width W --height H]
+       [--shot PNG] [--timeout S]
+      One page load in headless chromium, its viewport W x H CSS pixels (default
+      1280 x 800): waits until the named set of CHECKS ("calls": a failed and a
+      successful call in the recent calls and the per-function counts; "down": a down
+      server greyed; both: no sideways scrolling) all pass, or S seconds; prints a PASS
+      or FAIL line per check, then saves a screenshot of the whole page to PNG.
+Exit status of check, live and inspect: 0 when everything matches, 1 otherwise (each
+problem printed).
 """
+import base64
 import os
 import select
 import subprocess
@@ -314,6 +322,108 @@ def live(argv):
     return 1 if failed else 0
 
 
+# Checks run inside the page: each an expression giving [passed, what it saw]. Styles are
+# read as the browser computed them, so a rule that is removed or overridden fails.
+FITS_JS = """[document.documentElement.scrollWidth <= window.innerWidth &&
+   Array.from(document.querySelectorAll("section")).every(function (s) { return s.scrollWidth <= s.clientWidth; }),
+  "viewport " + window.innerWidth + " px, page " + document.documentElement.scrollWidth + " px wide; sections " +
+  Array.from(document.querySelectorAll("section")).map(function (s) { return s.scrollWidth + "/" + s.clientWidth; }).join(" ")]"""
+CHECKS = {
+    "calls": {
+        # A failed call (test/crash): its row marked fail, red, with the error's name and text.
+        "a failed call is in the recent calls, marked fail, in red, with its error": """(function () {
+  var r = document.querySelector('tr.call.fail[data-outcome="fail"][data-function$="crash"]');
+  if (!r) return [false, "no failed crash row: " + Array.from(document.querySelectorAll("tr.call")).map(function (x) {
+    return x.className + " " + x.dataset.function; }).join("; ")];
+  var o = r.querySelector("td.outcome"), color = getComputedStyle(o).color;
+  return [color === "rgb(179, 38, 30)" && /GRID_ERR_\\w+/.test(o.textContent) && o.querySelector(".msg").textContent.length > 3,
+          "outcome '" + o.textContent + "' in " + color];
+})()""",
+        # A successful dmmul: OK, its duration, the server it ran on, not red.
+        "a successful dmmul is in the recent calls as OK, with its duration and server": """(function () {
+  var r = document.querySelector('tr.call.ok[data-outcome="ok"][data-function$="dmmul"]');
+  if (!r) return [false, "no OK dmmul row"];
+  var d = r.querySelector("td.duration").textContent, srv = r.querySelector("td.server").textContent,
+      o = r.querySelector("td.outcome"), color = getComputedStyle(o).color;
+  return [o.textContent === "OK" && /^[0-9.]+ (µs|ms|s)$/.test(d) && /^(alpha|beta)$/.test(srv) && color !== "rgb(179, 38, 30)",
+          "outcome " + o.textContent + " in " + color + ", duration '" + d + "', server '" + srv + "'"];
+})()""",
+        "per function: the calls and failures of test/crash and linalg/dmmul": """(function () {
+  var c = document.querySelector('#functions tr[data-function$="crash"]'),
+      m = document.querySelector('#functions tr[data-function$="dmmul"]');
+  if (!c || !m) return [false, "rows: " + document.getElementById("functions").textContent];
+  var cc = c.querySelectorAll("td"), mm = m.querySelectorAll("td");
+  return [Number(cc[2].textContent) >= 1 && cc[2].classList.contains("failed") && Number(mm[1].textContent) >= 1 &&
+          /^[0-9.]+ (µs|ms|s)$/.test(mm[3].textContent), c.textContent + " | " + m.textContent];
+})()""",
+        "the page fits the viewport: no sideways scrolling": FITS_JS,
+    },
+    "down": {
+        # beta killed: greyed, when it was last seen, no stale load or running count.
+        "the down server is greyed, 'last seen N ago', '–' for its load and running calls": """(function () {
+  var r = document.querySelector('tr[data-name="beta"]');
+  if (!r || r.dataset.state !== "down") return [false, "beta row " + (r ? r.dataset.state : "missing")];
+  var seen = r.querySelector("td.seen").textContent, bg = getComputedStyle(r.querySelector("td.name")).backgroundColor;
+  var live = ["running", "queued", "pending", "load"].map(function (k) { return r.querySelector("td." + k).textContent; });
+  return [/^last seen [0-9.]+s ago$/.test(seen) && bg === "rgb(240, 241, 243)" &&
+          live.every(function (t) { return t === "–"; }), "'" + seen + "', background " + bg + ", " + live.join(" ")];
+})()""",
+        "the up server still shows its load": """(function () {
+  var r = document.querySelector('tr[data-name="alpha"]');
+  return [!!r && r.dataset.state === "up" && /^[0-9]+ \\/ [0-9]+$/.test(r.querySelector("td.running").textContent) &&
+          !/last seen/.test(r.textContent), r ? r.querySelector("td.running").textContent : "no alpha row"];
+})()""",
+        "the page fits the viewport: no sideways scrolling": FITS_JS,
+    },
+}
+
+
+def inspect(argv):
+    url, opts, i = argv[0], {"--timeout": "20", "--width": "1280", "--height": "800"}, 1
+    while i + 1 < len(argv):
+        opts[argv[i]] = argv[i + 1]
+        i += 2
+    if "--chromium" not in opts or "--profile" not in opts or opts.get("--checks") not in CHECKS:
+        sys.stderr.write(__doc__)
+        return 2
+    checks = CHECKS[opts["--checks"]]
+    timeout = float(opts["--timeout"])
+    failed = 0
+    cdp = Cdp(opts["--chromium"], opts["--profile"], url)
+    try:
+        cdp.attach(url, timeout)
+        w, h = int(opts["--width"]), int(opts["--height"])
+        cdp.send("Emulation.setDeviceMetricsOverride",
+                 {"width": w, "height": h, "deviceScaleFactor": 1, "mobile": False}, cdp.session)
+        until = time.monotonic() + timeout
+        while True:
+            # Before the page has rendered, a check may throw: that is a "not yet".
+            seen = {name: json.loads(cdp.eval("JSON.stringify((function () { try { return %s; } catch (e) "
+                                              "{ return [false, String(e)]; } })())" % js))
+                    for name, js in checks.items()}
+            if all(v[0] for v in seen.values()) or time.monotonic() >= until:
+                break
+            time.sleep(0.3)
+        for name, (passed, what) in seen.items():
+            failed |= not passed
+            print(("PASS %s (%s)" % (name, what)) if passed else ("FAIL %s: %s" % (name, what)), flush=True)
+        if "--shot" in opts:
+            # The whole page, not only the viewport: the shot shows every section.
+            tall = cdp.eval("document.documentElement.scrollHeight")
+            shot = cdp.send("Page.captureScreenshot",
+                            {"format": "png", "captureBeyondViewport": True,
+                             "clip": {"x": 0, "y": 0, "width": w, "height": max(h, tall), "scale": 1}},
+                            cdp.session)
+            with open(opts["--shot"], "wb") as f:
+                f.write(base64.b64decode(shot["data"]))
+    except (RuntimeError, TimeoutError, OSError) as exc:
+        failed = 1
+        print("FAIL driving chromium: %s" % exc, flush=True)
+    finally:
+        cdp.close()
+    return 1 if failed else 0
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "serve":
         serve(sys.argv[2:])
@@ -321,6 +431,8 @@ if __name__ == "__main__":
         sys.exit(check(sys.argv[2:]))
     elif len(sys.argv) >= 3 and sys.argv[1] == "live":
         sys.exit(live(sys.argv[2:]))
+    elif len(sys.argv) >= 3 and sys.argv[1] == "inspect":
+        sys.exit(inspect(sys.argv[2:]))
     else:
         sys.stderr.write(__doc__)
         sys.exit(2)

@@ -4,7 +4,9 @@
  * REPORT, SERVERS, LIST, PING, PROBE; a server that stops beating is marked down; an
  * unknown id is asked to register again; hostile input is answered ERROR and the daemon
  * survives; a wrong token is refused; kill -9 and a restart on the same registry file
- * lists every server at once; GET /api/status returns JSON python3 accepts. TAP. */
+ * lists every server at once; GET /api/status returns JSON python3 accepts, with the
+ * recent calls (a failure with its error, a hostile name intact, at most 200 of them)
+ * and each function's counts. TAP. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -426,6 +428,42 @@ static int json_valid(const char *body) {
     return system(cmd) == 0;
 }
 
+/* 1 when the JSON BODY satisfies the python expression EXPR over it (d). */
+static int json_check(const char *body, const char *expr) {
+    char path[300], prog[300];
+    snprintf(path, sizeof path, "%s/check.json", dir);
+    snprintf(prog, sizeof prog, "%s/check.py", dir);
+    FILE *f = fopen(path, "w"), *g = fopen(prog, "w");
+    if (!f || !g) {
+        if (f) fclose(f);
+        if (g) fclose(g);
+        return 0;
+    }
+    fputs(body, f);
+    fclose(f);
+    fprintf(g,
+            "import json, sys\nd = json.load(open(sys.argv[1]))\nok = %s\n"
+            "print('# ' + json.dumps(d.get('recent', [])[:3])[:600]) if not ok else None\n"
+            "sys.exit(0 if ok else 1)\n",
+            expr);
+    fclose(g);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "python3 %s %s", prog, path);
+    return system(cmd) == 0;
+}
+
+/* GET /api/status: its body (malloc'd, the headers cut), or NULL. */
+static char *status_body(int port) {
+    char *page = http_get(port, "/api/status");
+    char *body = page ? strstr(page, "\r\n\r\n") : NULL;
+    if (!body) {
+        free(page);
+        return NULL;
+    }
+    memmove(page, body + 4, strlen(body + 4) + 1);
+    return page;
+}
+
 /* ---------------------------------------------------------------- the tests */
 
 int main(void) {
@@ -598,6 +636,60 @@ int main(void) {
        "a truncated SCHEDULE: ERROR (%s), the daemon survives", e.msg);
     close(pfd);
     ok(alive(&d), "gridmetad is still running after the hostile input");
+
+    /* The recent calls: a failure, then a call whose names are markup and quotes (peers
+     * choose them); SERVERS after the REPORTs, on the same connection, so they are read. */
+    rep.decision = 0;
+    rep.server_id = a;
+    rep.code = GRID_ERR_CRASHED;
+    rep.run_ns = rep.queue_ns = 0;
+    rep.total_ns = 250000000;
+    snprintf(rep.function, sizeof rep.function, "linalg/dmmul");
+    prep(fd);
+    grp_write_report(&wr, next_id++, &rep, &e);
+    rep.code = GRID_OK;
+    snprintf(rep.function, sizeof rep.function, "<img src=x onerror=\"alert('f')\">\\");
+    snprintf(rep.site, sizeof rep.site, "<script>\"site\"</script>");
+    prep(fd);
+    grp_write_report(&wr, next_id++, &rep, &e);
+    if (servers(fd, &v, &n, &e) == GRID_OK) grp_servers_free(v, n);
+    char *js = status_body(d.http);
+    ok(js && json_check(js, "d['recent'][0]['function'] == '<img src=x onerror=\"alert(\\'f\\')\">\\\\' and "
+                            "d['recent'][0]['site'] == '<script>\"site\"</script>' and d['recent'][0]['ok']"),
+       "api/status: the newest recent call first, its function and site names intact (escaped JSON)");
+    char expr[512];
+    snprintf(expr, sizeof expr,
+             "[(c['ok'], c['outcome'], c['server'], c['server_name'], c['function'], c['seconds'], "
+             "bool(c['message'])) for c in d['recent'][1:2]] == "
+             "[(False, 'GRID_ERR_CRASHED', %llu, 'fake 127.0.0.1:7001', 'linalg/dmmul', 0.25, True)]",
+             (unsigned long long)a);
+    ok(js && json_check(js, expr),
+       "api/status: the failed call with its error's name and text, its server and duration");
+    ok(js && json_check(
+                 js, "[(f['calls'], f['failures'], round(f['mean_s'], 3), round(f['mean_run_s'], 3)) "
+                     "for f in d['functions'] if f['function'] == 'linalg/dmmul'] == [(1, 1, 1.003, 1.0)]"),
+       "api/status: per function, the calls, failures and mean times its REPORTs gave");
+    free(js);
+    /* More calls than the ring holds: the newest 200, newest first. */
+    for (int i = 0; i < 250; i++) {
+        snprintf(rep.function, sizeof rep.function, "bound/%d", i);
+        prep(fd);
+        grp_write_report(&wr, next_id++, &rep, &e);
+    }
+    if (servers(fd, &v, &n, &e) == GRID_OK) grp_servers_free(v, n);
+    js = status_body(d.http);
+    ok(js &&
+           json_check(
+               js, "len(d['recent']) == d['metaserver']['recent_max'] == 200 and "
+                   "d['recent'][0]['function'] == 'bound/249' and d['recent'][-1]['function'] == 'bound/50'"),
+       "api/status: after 250 more REPORTs, the recent calls are the newest 200, newest first");
+    free(js);
+    /* The first REPORT again, for the tests below. */
+    snprintf(rep.function, sizeof rep.function, "dmmul");
+    snprintf(rep.site, sizeof rep.site, "testsite");
+    rep.queue_ns = 1000000;
+    rep.run_ns = 1000000000;
+    rep.total_ns = rep.queue_ns + rep.run_ns + 2000000;
 
     /* The status page's JSON. */
     char *page = http_get(d.http, "/api/status");
