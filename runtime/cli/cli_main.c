@@ -563,7 +563,22 @@ static const char *command_hint(const char *name, char *buf, size_t n) {
     return buf;
 }
 
+/* "status, ls, ... or help": every command of the table, for the messages that list them
+ * (so a new command is named there without editing them). */
+static const char *command_list(char *buf, size_t size) {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < cli_ncommands && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%s",
+                              i == 0                   ? ""
+                              : i + 1 == cli_ncommands ? " or "
+                                                       : ", ",
+                              cli_commands[i].name);
+    return buf;
+}
+
 int main(int argc, char **argv) {
+    char list[512];
     cli_opts o;
     memset(&o, 0, sizeof o);
     defaults(&o);
@@ -571,10 +586,7 @@ int main(int argc, char **argv) {
     int r = parse_options(argc, argv, &o, usage, NULL);
     if (r) return r > 0 ? CLI_OK : CLI_USAGE;
     if (optind >= argc) {
-        cli_error(
-            "no command given: use status, ls, describe, call, submit, fetch, jobs, forget, cancel or keygen "
-            "(gridrpc "
-            "--help)");
+        cli_error("no command given: use %s (gridrpc --help)", command_list(list, sizeof list));
         return CLI_USAGE;
     }
     const char *cmd = argv[optind];
@@ -586,10 +598,8 @@ int main(int argc, char **argv) {
         int k = find_command(argv[optind + 1]);
         if (k < 0) {
             char hint[64];
-            cli_error(
-                "no command '%s': %suse status, ls, describe, call, submit, fetch, jobs, forget, cancel "
-                "or keygen",
-                argv[optind + 1], command_hint(argv[optind + 1], hint, sizeof hint));
+            cli_error("no command '%s': %suse %s", argv[optind + 1],
+                      command_hint(argv[optind + 1], hint, sizeof hint), command_list(list, sizeof list));
             return CLI_USAGE;
         }
         cli_commands[k].help();
@@ -598,11 +608,8 @@ int main(int argc, char **argv) {
     int k = find_command(cmd);
     if (k < 0) {
         char hint[64];
-        cli_error(
-            "unknown command '%s': %suse status, ls, describe, call, submit, fetch, jobs, forget, cancel "
-            "or keygen "
-            "(gridrpc --help)",
-            cmd, command_hint(cmd, hint, sizeof hint));
+        cli_error("unknown command '%s': %suse %s (gridrpc --help)", cmd,
+                  command_hint(cmd, hint, sizeof hint), command_list(list, sizeof list));
         return CLI_USAGE;
     }
     /* The command sees its own name as argv[0] and parses the rest itself. */
