@@ -77,7 +77,7 @@ done
 expect "help COMMAND shows the command's help" 0 "OUT parameters are left out" "$CLI" help call
 expect "--version" 0 "gridrpc (GridRPC) " "$CLI" --version
 expect "no command is a usage error" 2 "no command given" "$CLI"
-expect "unknown command" 2 "unknown command 'frobnicate': use status, ls, describe, call, submit, fetch, jobs, forget, cancel or keygen" "$CLI" frobnicate
+expect "unknown command" 2 "unknown command 'frobnicate': use status, ls, describe, call, submit, fetch, jobs, forget, cancel, unregister, keygen, top, completion or help (gridrpc --help)" "$CLI" frobnicate
 expect "unknown option" 2 "unknown option '--frob'" "$CLI" --frob status
 # Typos: the option or command meant is named; a far word and an ambiguous
 # abbreviation (which lists its options already) get no guess.

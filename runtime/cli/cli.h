@@ -4,6 +4,8 @@
 #ifndef GRIDRPC_CLI_H
 #define GRIDRPC_CLI_H
 
+#include <getopt.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -38,6 +40,9 @@ typedef struct cli_opts {
     int have_token, have_timeout;
     const char *key_file; /* --key-file, else GRIDRPC_KEY_FILE; NULL: none */
     const char *role;     /* keygen --role: client, server or admin; NULL: untagged */
+    double interval;      /* top --interval: seconds between refreshes */
+    unsigned count;       /* top --count: refreshes before it stops; 0: until a signal */
+    double wait;          /* fetch --wait before the job id: seconds */
     grp_keyset keys;      /* its keys, loaded by main before the command runs */
 } cli_opts;
 
@@ -104,17 +109,43 @@ void cli_table_free(cli_table *t);
 /* ---- cli_main.c */
 /* Prints "gridrpc: MESSAGE\n" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Parses a subcommand's options (only --help and the global ones are allowed after the
- * subcommand too); returns the index of the first operand, or -1 after printing the
+/* Parses a subcommand's options (the global ones and OWN, its own, NULL-ended or NULL);
+ * returns the index of the first operand, or -1 after printing the
  * usage error (*rc set) or the help (*rc 0). */
-int cli_sub_options(int argc, char **argv, cli_opts *o, void (*help)(void), int *rc);
+int cli_sub_options(int argc, char **argv, cli_opts *o, void (*help)(void), const struct option *own,
+                    int *rc);
 /* Fills O->target from the options and environment; on failure prints why. */
 int cli_resolve_target(cli_opts *o, int need);
 /* Wording for the target, "the metaserver at H:P" or "the server at H:P". */
 const char *cli_target_name(const cli_opts *o, char *buf, size_t size);
 
+/* The subcommands and options the parser knows, which gridrpc completion turns into
+ * completion scripts (so a new one is completed without editing a script). */
+typedef struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv, cli_opts *o); /* NULL: help, which main runs itself */
+    void (*help)(void);
+    const struct option *opts; /* its own options, given after it; NULL-ended, or NULL */
+    const char *operands;      /* completing its operands: NULL nothing, "@files", "@commands",
+                                  else the words that may be given */
+} cli_command;
+extern const cli_command cli_commands[];
+extern const size_t cli_ncommands;
+/* The global options (before or after the command), NULL-ended. */
+extern const struct option cli_global_opts[];
+/* Completing option NAME's value: NULL when left to the user, "@files" for a file name,
+ * else the words it may be. */
+const char *cli_option_values(const char *name);
+
 /* ---- subcommands: each returns the exit status */
 int cli_status(int argc, char **argv, cli_opts *o);
+/* The status view once into F, O's target resolved: the metaserver's servers and holds,
+ * or one server's load. On failure nothing is printed, E says why and CLI_FAIL. */
+int cli_status_print(const cli_opts *o, FILE *f, gr_err *e);
+/* gridrpc top: the status view refreshed in place (cli_top.c). */
+int cli_top(int argc, char **argv, cli_opts *o);
+/* gridrpc completion SHELL: a completion script made from the tables (cli_completion.c). */
+int cli_completion(int argc, char **argv, cli_opts *o);
 int cli_ls(int argc, char **argv, cli_opts *o);
 int cli_describe(int argc, char **argv, cli_opts *o);
 int cli_call(int argc, char **argv, cli_opts *o);

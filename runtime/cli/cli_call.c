@@ -557,7 +557,7 @@ static int from_head(call_state *st, const grm_call *in, const char *fname) {
 
 int cli_fetch(int argc, char **argv, cli_opts *o) {
     const char *idtext = NULL;
-    double wait = 0;
+    double wait = o->wait; /* --wait before the id (main's parser); after it, read below */
     for (int i = 0; i < argc; i++) {
         const char *v = NULL;
         if (strcmp(argv[i], "--wait") == 0) {

@@ -1,6 +1,7 @@
 /* cli_main.c: gridrpc, the command-line tool people use every day: global options,
  * where to talk to (a metaserver or one server), the subcommands and their help. The
- * subcommands live in files of their own (cli_status.c, cli_ls.c, cli_call.c). */
+ * subcommands live in files of their own (cli_status.c, cli_ls.c, cli_call.c). The
+ * tables of commands and options here are also what gridrpc completion reads. */
 #include "config.h"
 
 #include <getopt.h>
@@ -71,6 +72,9 @@ static void usage(void) {
           "                    administrator's action: an admin key with keys)\n"
           "  keygen [--role R] FILE  write a new key file (32 random bytes in hex, mode 0600)\n"
           "                    for gridrpcd/gridmetad --key-file and GRIDRPC_KEY_FILE\n"
+          "  top [--interval DURATION] [--count N]\n"
+          "                    the status view refreshed in place (every 2 s) until Ctrl-C\n"
+          "  completion bash|zsh  print a completion script for the shell\n"
           "  help [COMMAND]    show this help, or a command's\n"
           "\n"
           "A job is yours to fetch, list, cancel and forget: your key id's with --key-file,\n"
@@ -101,21 +105,70 @@ void cli_error(const char *fmt, ...) {
     va_end(ap);
 }
 
-enum { OPT_METASERVER = 256, OPT_SERVER, OPT_TOKEN, OPT_SITE, OPT_JSON, OPT_TIMEOUT, OPT_KEY_FILE, OPT_ROLE };
+enum {
+    OPT_METASERVER = 256,
+    OPT_SERVER,
+    OPT_TOKEN,
+    OPT_SITE,
+    OPT_JSON,
+    OPT_TIMEOUT,
+    OPT_KEY_FILE,
+    OPT_ROLE,
+    OPT_INTERVAL,
+    OPT_COUNT,
+    OPT_WAIT
+};
 
-static const struct option long_opts[] = {
+const struct option cli_global_opts[] = {
     {"metaserver", required_argument, NULL, OPT_METASERVER},
     {"server", required_argument, NULL, OPT_SERVER},
     {"token", required_argument, NULL, OPT_TOKEN},
     {"key-file", required_argument, NULL, OPT_KEY_FILE},
     {"site", required_argument, NULL, OPT_SITE},
     {"json", no_argument, NULL, OPT_JSON},
-    {"role", required_argument, NULL, OPT_ROLE},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
 };
+
+/* Options of one command only, accepted after it (cli_commands names each table). */
+static const struct option keygen_opts[] = {
+    {"role", required_argument, NULL, OPT_ROLE},
+    {NULL, 0, NULL, 0},
+};
+static const struct option top_opts[] = {
+    {"interval", required_argument, NULL, OPT_INTERVAL},
+    {"count", required_argument, NULL, OPT_COUNT},
+    {NULL, 0, NULL, 0},
+};
+/* fetch also reads --wait after the job id itself (cli_fetch). */
+static const struct option fetch_opts[] = {
+    {"wait", required_argument, NULL, OPT_WAIT},
+    {NULL, 0, NULL, 0},
+};
+
+const char *cli_option_values(const char *name) {
+    static const struct {
+        const char *name, *values;
+    } values[] = {
+        {"key-file", "@files"},
+        {"role", "client server admin"},
+    };
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
+        if (strcmp(values[i].name, name) == 0) return values[i].values;
+    return NULL;
+}
+
+/* The command whose own option is --NAME (the word up to any '='), or NULL. */
+static const char *option_owner(const char *arg) {
+    if (strncmp(arg, "--", 2) != 0) return NULL;
+    size_t len = strcspn(arg + 2, "=");
+    for (size_t i = 0; i < cli_ncommands; i++)
+        for (const struct option *op = cli_commands[i].opts; op && op->name; op++)
+            if (strlen(op->name) == len && strncmp(op->name, arg + 2, len) == 0) return cli_commands[i].name;
+    return NULL;
+}
 
 /* Parses ARG as HOST:PORT for OPTION into HOST and *PORT; prints why not. */
 static int parse_addr(const char *option, const char *arg, char *host, int *port) {
@@ -127,14 +180,22 @@ static int parse_addr(const char *option, const char *arg, char *host, int *port
     return 0;
 }
 
-/* Parses options from ARGV[*] (getopt's optind) up to the first operand. HELP prints
- * the help of the command being parsed. Returns 0, 1 when help was shown, -1 on a
- * usage error (printed). */
-static int parse_options(int argc, char **argv, cli_opts *o, void (*help)(void)) {
+/* Parses options from ARGV[*] (getopt's optind) up to the first operand: the global
+ * ones and OWN, the options of the command being parsed (NULL: none). HELP prints its
+ * help. Returns 0, 1 when help was shown, -1 on a usage error (printed). */
+static int parse_options(int argc, char **argv, cli_opts *o, void (*help)(void), const struct option *own) {
+    /* One table for getopt: the global options, then the command's own. */
+    struct option opts[32];
+    size_t n = 0;
+    for (const struct option *op = cli_global_opts; op->name && n < 31; op++)
+        opts[n++] = *op;
+    for (const struct option *op = own; op && op->name && n < 31; op++)
+        opts[n++] = *op;
+    opts[n] = (struct option){NULL, 0, NULL, 0};
     opterr = 0;
     for (;;) {
         int prev = optind;
-        int c = getopt_long(argc, argv, "+:hV", long_opts, NULL);
+        int c = getopt_long(argc, argv, "+:hV", opts, NULL);
         if (c == -1) return 0;
         char err[512];
         switch (c) {
@@ -172,6 +233,30 @@ static int parse_options(int argc, char **argv, cli_opts *o, void (*help)(void))
             break;
         case OPT_JSON: o->json = 1; break;
         case OPT_ROLE: o->role = optarg; break;
+        case OPT_INTERVAL:
+            if (gr_parse_duration(optarg, &o->interval, err, sizeof err) != 0) {
+                cli_error("--interval: %s", err);
+                return -1;
+            }
+            /* Each refresh is a connection and two requests: faster would load the
+             * metaserver and the terminal for nothing a person can read. */
+            if (o->interval < 0.1) {
+                cli_error("--interval: '%s' is too short: give at least 100ms", optarg);
+                return -1;
+            }
+            break;
+        case OPT_COUNT:
+            if (gr_opt_count("--count", optarg, 1000000000UL, &o->count, err, sizeof err) != 0) {
+                cli_error("%s", err);
+                return -1;
+            }
+            break;
+        case OPT_WAIT:
+            if (gr_parse_duration(optarg, &o->wait, err, sizeof err) != 0) {
+                cli_error("--wait: %s", err);
+                return -1;
+            }
+            break;
         case OPT_TIMEOUT:
             if (gr_parse_duration(optarg, &o->timeout, err, sizeof err) != 0) {
                 cli_error("--timeout: %s", err);
@@ -182,18 +267,27 @@ static int parse_options(int argc, char **argv, cli_opts *o, void (*help)(void))
         case 'h': help(); return 1;
         case 'V': printf("gridrpc (GridRPC) %s\n", PACKAGE_VERSION); return 1;
         case ':': cli_error("%s needs a value", argv[prev]); return -1;
-        default:
+        default: {
+            /* Another command's option: say whose it is and where it goes. */
+            const char *owner = optopt ? NULL : option_owner(argv[prev]);
+            if (owner) {
+                cli_error("%.*s is an option of %s only: give it after the command (gridrpc %s --help)",
+                          (int)strcspn(argv[prev], "="), argv[prev], owner, owner);
+                return -1;
+            }
             /* Said as the daemons say it: a typo of an option names the option. */
-            gr_opt_refused(long_opts, argv[prev], optopt, err, sizeof err);
+            gr_opt_refused(opts, argv[prev], optopt, err, sizeof err);
             cli_error("%s (see gridrpc --help)", err);
             return -1;
+        }
         }
     }
 }
 
-int cli_sub_options(int argc, char **argv, cli_opts *o, void (*help)(void), int *rc) {
+int cli_sub_options(int argc, char **argv, cli_opts *o, void (*help)(void), const struct option *own,
+                    int *rc) {
     optind = 1;
-    int r = parse_options(argc, argv, o, help);
+    int r = parse_options(argc, argv, o, help, own);
     if (r != 0) {
         *rc = r > 0 ? CLI_OK : CLI_USAGE;
         return -1;
@@ -254,6 +348,7 @@ static void defaults(cli_opts *o) {
     const char *tok = getenv("GRIDRPC_TOKEN");
     if (tok) snprintf(o->token, sizeof o->token, "%.*s", GRP_MAX_TOKEN, tok);
     o->timeout = DEFAULT_TIMEOUT;
+    o->interval = 2;
     const char *kf = getenv("GRIDRPC_KEY_FILE");
     if (kf && *kf) o->key_file = kf;
 }
@@ -402,28 +497,55 @@ static void help_unregister(void) {
     fputs(global_help, stdout);
 }
 
-static const struct {
-    const char *name;
-    int (*run)(int, char **, cli_opts *);
-    void (*help)(void);
-} commands[] = {
-    {"status", cli_status, help_status},
-    {"ls", cli_ls, help_ls},
-    {"describe", cli_describe, help_describe},
-    {"call", cli_call, help_call},
-    {"submit", cli_submit, help_submit},
-    {"fetch", cli_fetch, help_fetch},
-    {"jobs", cli_jobs, help_jobs},
-    {"forget", cli_forget, help_forget},
-    {"cancel", cli_cancel, help_cancel},
-    {"unregister", cli_unregister, help_unregister},
-    {"keygen", cli_keygen, help_keygen},
+static void help_top(void) {
+    fputs("Usage: gridrpc [OPTIONS] top [--interval DURATION] [--count N]\n"
+          "The status view (the metaserver's servers, or with --server that server's load)\n"
+          "refreshed in place every DURATION (default 2 s, at least 100ms) until Ctrl-C,\n"
+          "or N times. On a terminal each refresh is redrawn over the last one under a\n"
+          "line with the time and the address; the screen is given back on exit (exit\n"
+          "status 0 on Ctrl-C or TERM). When standard output is not a terminal, or with\n"
+          "--json, the refreshes are printed one after another without escape sequences\n"
+          "(--json: one status object per refresh, {\"error\": ...} for a failed one).\n"
+          "A metaserver or server that cannot be reached is shown as an error in the view,\n"
+          "and top keeps trying each interval. With --count, the exit status is 1 when the\n"
+          "last refresh failed, else 0.\n"
+          "\n",
+          stdout);
+    fputs(global_help, stdout);
+}
+static void help_completion(void) {
+    fputs("Usage: gridrpc completion bash|zsh\n"
+          "Print a completion script for the shell, made from the commands and options\n"
+          "this gridrpc knows. Nothing is installed: to use it,\n"
+          "  bash: add to ~/.bashrc   source <(gridrpc completion bash)\n"
+          "  zsh:  gridrpc completion zsh > ~/.zfunc/_gridrpc, with ~/.zfunc in $fpath\n"
+          "        before compinit (fpath=(~/.zfunc $fpath); autoload -Uz compinit;\n"
+          "        compinit), or in ~/.zshrc after compinit:\n"
+          "        source <(gridrpc completion zsh)\n",
+          stdout);
+}
+
+const cli_command cli_commands[] = {
+    {"status", cli_status, help_status, NULL, NULL},
+    {"ls", cli_ls, help_ls, NULL, NULL},
+    {"describe", cli_describe, help_describe, NULL, NULL},
+    {"call", cli_call, help_call, NULL, NULL},
+    {"submit", cli_submit, help_submit, NULL, NULL},
+    {"fetch", cli_fetch, help_fetch, fetch_opts, NULL},
+    {"jobs", cli_jobs, help_jobs, NULL, NULL},
+    {"forget", cli_forget, help_forget, NULL, NULL},
+    {"cancel", cli_cancel, help_cancel, NULL, NULL},
+    {"unregister", cli_unregister, help_unregister, NULL, NULL},
+    {"keygen", cli_keygen, help_keygen, keygen_opts, "@files"},
+    {"top", cli_top, help_top, top_opts, NULL},
+    {"completion", cli_completion, help_completion, NULL, "bash zsh"},
+    {"help", NULL, usage, NULL, "@commands"},
 };
-#define NCOMMANDS (sizeof commands / sizeof commands[0])
+const size_t cli_ncommands = sizeof cli_commands / sizeof cli_commands[0];
 
 static int find_command(const char *name) {
-    for (size_t i = 0; i < NCOMMANDS; i++)
-        if (strcmp(commands[i].name, name) == 0) return (int)i;
+    for (size_t i = 0; i < cli_ncommands; i++)
+        if (strcmp(cli_commands[i].name, name) == 0) return (int)i;
     return -1;
 }
 
@@ -431,9 +553,8 @@ static int find_command(const char *name) {
 static const char *command_hint(const char *name, char *buf, size_t n) {
     gr_suggest s;
     gr_suggest_init(&s, name);
-    gr_suggest_offer(&s, "help");
-    for (size_t i = 0; i < NCOMMANDS; i++)
-        gr_suggest_offer(&s, commands[i].name);
+    for (size_t i = 0; i < cli_ncommands; i++)
+        gr_suggest_offer(&s, cli_commands[i].name);
     const char *best = gr_suggest_best(&s);
     if (best)
         snprintf(buf, n, "did you mean '%s'? ", best);
@@ -442,18 +563,30 @@ static const char *command_hint(const char *name, char *buf, size_t n) {
     return buf;
 }
 
+/* "status, ls, ... or help": every command of the table, for the messages that list them
+ * (so a new command is named there without editing them). */
+static const char *command_list(char *buf, size_t size) {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < cli_ncommands && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%s",
+                              i == 0                   ? ""
+                              : i + 1 == cli_ncommands ? " or "
+                                                       : ", ",
+                              cli_commands[i].name);
+    return buf;
+}
+
 int main(int argc, char **argv) {
+    char list[512];
     cli_opts o;
     memset(&o, 0, sizeof o);
     defaults(&o);
     optind = 1;
-    int r = parse_options(argc, argv, &o, usage);
+    int r = parse_options(argc, argv, &o, usage, NULL);
     if (r) return r > 0 ? CLI_OK : CLI_USAGE;
     if (optind >= argc) {
-        cli_error(
-            "no command given: use status, ls, describe, call, submit, fetch, jobs, forget, cancel or keygen "
-            "(gridrpc "
-            "--help)");
+        cli_error("no command given: use %s (gridrpc --help)", command_list(list, sizeof list));
         return CLI_USAGE;
     }
     const char *cmd = argv[optind];
@@ -465,37 +598,28 @@ int main(int argc, char **argv) {
         int k = find_command(argv[optind + 1]);
         if (k < 0) {
             char hint[64];
-            cli_error(
-                "no command '%s': %suse status, ls, describe, call, submit, fetch, jobs, forget, cancel "
-                "or keygen",
-                argv[optind + 1], command_hint(argv[optind + 1], hint, sizeof hint));
+            cli_error("no command '%s': %suse %s", argv[optind + 1],
+                      command_hint(argv[optind + 1], hint, sizeof hint), command_list(list, sizeof list));
             return CLI_USAGE;
         }
-        commands[k].help();
+        cli_commands[k].help();
         return CLI_OK;
     }
     int k = find_command(cmd);
     if (k < 0) {
         char hint[64];
-        cli_error(
-            "unknown command '%s': %suse status, ls, describe, call, submit, fetch, jobs, forget, cancel "
-            "or keygen "
-            "(gridrpc --help)",
-            cmd, command_hint(cmd, hint, sizeof hint));
+        cli_error("unknown command '%s': %suse %s (gridrpc --help)", cmd,
+                  command_hint(cmd, hint, sizeof hint), command_list(list, sizeof list));
         return CLI_USAGE;
     }
     /* The command sees its own name as argv[0] and parses the rest itself. */
     int sub_argc = argc - optind;
     char **sub_argv = argv + optind;
     int rc;
-    int first = cli_sub_options(sub_argc, sub_argv, &o, commands[k].help, &rc);
+    int first = cli_sub_options(sub_argc, sub_argv, &o, cli_commands[k].help, cli_commands[k].opts, &rc);
     if (first < 0) return rc;
     if (o.have_timeout) {
         grid_set_timeouts_from_np(o.timeout, o.timeout, "--timeout"); /* named in timeout messages */
-    }
-    if (o.role && strcmp(cmd, "keygen") != 0) {
-        cli_error("--role is an option of keygen only (gridrpc keygen --role client|server|admin FILE)");
-        return CLI_USAGE;
     }
     /* The key file is read once: the tool's own connections use O's keys, calls the
      * library's (grid_set_key_file_np); a file others may read stops here. */
@@ -512,5 +636,5 @@ int main(int argc, char **argv) {
         cli_error("--token: %s", grid_last_error());
         return CLI_USAGE;
     }
-    return commands[k].run(sub_argc - first, sub_argv + first, &o);
+    return cli_commands[k].run(sub_argc - first, sub_argv + first, &o);
 }

@@ -1,7 +1,8 @@
 /* cli_status.c: gridrpc status: the servers a metaserver knows, with their state, load,
  * speed and the link from this site (SERVERS), and the functions it holds back after
- * they crashed on several servers (HOLDS); or one server's load (PING). gridrpc
- * unregister: an administrator removes a server's entry (UNREGISTER). */
+ * they crashed on several servers (HOLDS); or one server's load (PING); printed once
+ * here, or again and again by gridrpc top (cli_top.c). gridrpc unregister: an administrator removes a
+ * server's entry (UNREGISTER). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,25 +60,24 @@ static void print_holds_json(FILE *f, const grp_hold *h, uint32_t nh, int known)
 }
 
 /* The holds under the table: what is not offered, where it crashed, until when. */
-static void print_holds(const grp_hold *h, uint32_t nh, int known, const char *why) {
+static void print_holds(FILE *f, const grp_hold *h, uint32_t nh, int known, const char *why) {
     if (!known) {
-        printf("held back after crashes: unknown (%s)\n", why);
+        fprintf(f, "held back after crashes: unknown (%s)\n", why);
         return;
     }
     if (nh == 0) return;
-    printf("\nheld back from new calls (crashed on two servers within a minute):\n");
+    fprintf(f, "\nheld back from new calls (crashed on two servers within a minute):\n");
     for (uint32_t i = 0; i < nh; i++) {
         char at[40] = "?";
         time_t t = (time_t)(h[i].until_unix_ms / 1000);
         struct tm tm;
         if (localtime_r(&t, &tm)) strftime(at, sizeof at, "%H:%M:%S", &tm);
-        printf("  %s  offered again in %.0f s (at %s); crashed on %s: %s\n", h[i].function,
-               (double)h[i].left_ms / 1e3 < 1 ? 1 : (double)h[i].left_ms / 1e3, at, h[i].servers, h[i].what);
+        fprintf(f, "  %s  offered again in %.0f s (at %s); crashed on %s: %s\n", h[i].function,
+                (double)h[i].left_ms / 1e3 < 1 ? 1 : (double)h[i].left_ms / 1e3, at, h[i].servers, h[i].what);
     }
 }
 
-static void print_meta_json(const cli_opts *o, const grp_server_info *v, uint32_t n) {
-    FILE *f = stdout;
+static void print_meta_json(FILE *f, const cli_opts *o, const grp_server_info *v, uint32_t n) {
     fputs("{\"metaserver\": {\"host\": ", f);
     cli_json_string(f, o->meta_host);
     fprintf(f, ", \"port\": %d}, \"site\": ", o->meta_port);
@@ -113,15 +113,15 @@ static void print_meta_json(const cli_opts *o, const grp_server_info *v, uint32_
     fputs("\n]", f);
 }
 
-static int print_meta_table(const cli_opts *o, const grp_server_info *v, uint32_t n) {
+static int print_meta_table(FILE *f, const cli_opts *o, const grp_server_info *v, uint32_t n) {
     uint32_t up = 0;
     for (uint32_t i = 0; i < n; i++)
         up += v[i].state == GRP_SERVER_UP;
-    printf("metaserver %s:%d, site %s: %u server%s, %u up\n", o->meta_host, o->meta_port, o->site, n,
-           n == 1 ? "" : "s", up);
+    fprintf(f, "metaserver %s:%d, site %s: %u server%s, %u up\n", o->meta_host, o->meta_port, o->site, n,
+            n == 1 ? "" : "s", up);
     if (n == 0) {
-        printf("no servers have registered yet: start one with gridrpcd --metaserver %s:%d\n", o->meta_host,
-               o->meta_port);
+        fprintf(f, "no servers have registered yet: start one with gridrpcd --metaserver %s:%d\n",
+                o->meta_host, o->meta_port);
         return 0;
     }
     static const char *const head[] = {"ID",   "NAME",    "ADDRESS", "STATE",   "RUN/QUEUE/PEND", "CORES",
@@ -155,42 +155,78 @@ static int print_meta_table(const cli_opts *o, const grp_server_info *v, uint32_
             return -1;
         }
     }
-    cli_table_print(&t, stdout);
+    cli_table_print(&t, f);
     cli_table_free(&t);
     return 0;
 }
 
-static int status_server(const cli_opts *o) {
-    gr_err e = {0, ""};
+/* One server's load (PING) into F; on failure nothing is printed and E says why. */
+static int status_server(const cli_opts *o, FILE *f, gr_err *e) {
     cli_conn *c;
     grp_pong p;
-    int rc = cli_connect(o, o->server_host, o->server_port, 0, &c, &e);
+    int rc = cli_connect(o, o->server_host, o->server_port, 0, &c, e);
     if (!rc) {
-        rc = cli_ping(c, &p, &e);
+        rc = cli_ping(c, &p, e);
         if (rc) cli_close(c);
     }
-    if (rc) {
-        cli_error("%s", e.msg);
-        return CLI_FAIL;
-    }
+    if (rc) return CLI_FAIL;
     if (o->json) {
-        fputs("{\"server\": {\"host\": ", stdout);
-        cli_json_string(stdout, o->server_host);
-        printf(", \"port\": %d, \"name\": ", o->server_port);
-        cli_json_string(stdout, c->hello.server);
-        printf(", \"state\": \"up\", \"running\": %u, \"queued\": %u, \"workers\": %u, \"cores\": %u, "
-               "\"loadavg\": ",
-               p.running, p.queued, p.workers, p.cores);
-        cli_json_number(stdout, p.loadavg);
-        fputs("}}\n", stdout);
+        fputs("{\"server\": {\"host\": ", f);
+        cli_json_string(f, o->server_host);
+        fprintf(f, ", \"port\": %d, \"name\": ", o->server_port);
+        cli_json_string(f, c->hello.server);
+        fprintf(f,
+                ", \"state\": \"up\", \"running\": %u, \"queued\": %u, \"workers\": %u, \"cores\": %u, "
+                "\"loadavg\": ",
+                p.running, p.queued, p.workers, p.cores);
+        cli_json_number(f, p.loadavg);
+        fputs("}}\n", f);
     } else {
-        printf("server   %s:%d (%s)\n", o->server_host, o->server_port, c->hello.server);
-        printf("state    up\n");
-        printf("running  %u\nqueued   %u\nworkers  %u\ncores    %u\nload     %.2f\n", p.running, p.queued,
-               p.workers, p.cores, p.loadavg);
+        fprintf(f, "server   %s:%d (%s)\n", o->server_host, o->server_port, c->hello.server);
+        fprintf(f, "state    up\n");
+        fprintf(f, "running  %u\nqueued   %u\nworkers  %u\ncores    %u\nload     %.2f\n", p.running, p.queued,
+                p.workers, p.cores, p.loadavg);
     }
     cli_close(c);
     return CLI_OK;
+}
+
+/* The metaserver's servers and holds into F; on failure nothing is printed. */
+static int status_meta(const cli_opts *o, FILE *f, gr_err *e) {
+    grp_server_info *v = NULL;
+    uint32_t n = 0;
+    cli_conn *c;
+    int rc = cli_connect(o, o->meta_host, o->meta_port, 1, &c, e);
+    if (!rc) {
+        rc = cli_servers(c, o->site, &v, &n, e);
+        if (rc) cli_close(c);
+    }
+    if (rc) return CLI_FAIL;
+    /* A metaserver older than HOLDS answers ERROR: the servers are still worth showing. */
+    grp_hold *h = NULL;
+    uint32_t nh = 0;
+    gr_err he = {0, ""};
+    int known = cli_holds(c, &h, &nh, &he) == GRID_OK;
+    cli_close(c);
+    if (o->json) {
+        print_meta_json(f, o, v, n);
+        print_holds_json(f, h, nh, known);
+        fputs("}\n", f);
+    } else {
+        rc = print_meta_table(f, o, v, n);
+        print_holds(f, h, nh, known, he.msg);
+    }
+    free(h);
+    grp_servers_free(v, n);
+    if (rc) {
+        gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+int cli_status_print(const cli_opts *o, FILE *f, gr_err *e) {
+    return o->target == CLI_SERVER ? status_server(o, f, e) : status_meta(o, f, e);
 }
 
 int cli_status(int argc, char **argv, cli_opts *o) {
@@ -199,38 +235,10 @@ int cli_status(int argc, char **argv, cli_opts *o) {
         return CLI_USAGE;
     }
     if (cli_resolve_target(o, CLI_SERVER | CLI_METASERVER)) return CLI_FAIL;
-    if (o->target == CLI_SERVER) return status_server(o);
     gr_err e = {0, ""};
-    grp_server_info *v = NULL;
-    uint32_t n = 0;
-    cli_conn *c;
-    int rc = cli_connect(o, o->meta_host, o->meta_port, 1, &c, &e);
-    if (!rc) {
-        rc = cli_servers(c, o->site, &v, &n, &e);
-        if (rc) cli_close(c);
-    }
-    if (rc) {
-        cli_error("%s", e.msg);
-        return CLI_FAIL;
-    }
-    /* A metaserver older than HOLDS answers ERROR: the servers are still worth showing. */
-    grp_hold *h = NULL;
-    uint32_t nh = 0;
-    gr_err he = {0, ""};
-    int known = cli_holds(c, &h, &nh, &he) == GRID_OK;
-    cli_close(c);
-    if (o->json) {
-        print_meta_json(o, v, n);
-        print_holds_json(stdout, h, nh, known);
-        fputs("}\n", stdout);
-    } else {
-        rc = print_meta_table(o, v, n);
-        print_holds(h, nh, known, he.msg);
-    }
-    free(h);
-    grp_servers_free(v, n);
-    if (rc) cli_error("out of memory");
-    return rc ? CLI_FAIL : CLI_OK;
+    int rc = cli_status_print(o, stdout, &e);
+    if (rc) cli_error("%s", e.msg);
+    return rc;
 }
 
 int cli_unregister(int argc, char **argv, cli_opts *o) {
