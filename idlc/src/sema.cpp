@@ -71,6 +71,11 @@ bool isIntegerType(Type t) {
     return t == Type::Char || t == Type::Short || t == Type::Int || t == Type::Long || t == Type::LongLong;
 }
 
+// A number, which travels by value: not a string, a filename or a callback.
+bool isNumericType(Type t) {
+    return t != Type::String && t != Type::Filename && t != Type::Callback;
+}
+
 std::string lower(std::string s) {
     for (auto &c : s)
         c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
@@ -486,6 +491,12 @@ class Analyzer {
         if (p.pointer && !ap.star) return;
         for (size_t d = 0; d < ap.dims.size(); ++d) {
             const auto &ad = ap.dims[d];
+            if (ad.empty && emptyMeansOneInElement(ap, p)) {
+                Dim one;
+                one.size.value = 1;
+                p.dims.push_back(std::move(one));
+                continue;
+            }
             if (ad.empty) {
                 emptyDimension(ap, p, d);
                 continue;
@@ -552,6 +563,22 @@ class Analyzer {
                (mp.mode == Mode::Out || mp.mode == Mode::InOut);
     }
 
+    // The manual's samples write one numeric value as 'OUT double result[]' (Ninf-G
+    // programs must compile unchanged): a lone '[]' on an OUT or INOUT number is the out
+    // scalar '*result', the same descriptor, body and caller.
+    static bool emptyMeansOneOutValue(const ast::Param &p, const Param &mp) {
+        return p.dims.size() == 1 && p.dims[0].empty && !p.star && isNumericType(mp.type) &&
+               (mp.mode == Mode::Out || mp.mode == Mode::InOut);
+    }
+
+    // 'IN double x[]' is one element too, but an array of one ('x[1]'), not the IN
+    // scalar: a body that indexes x[0] and a caller that passes an address (as both do
+    // for what is written as an array) keep working.
+    static bool emptyMeansOneInElement(const ast::Param &p, const Param &mp) {
+        return p.dims.size() == 1 && p.dims[0].empty && !p.star && isNumericType(mp.type) &&
+               mp.mode == Mode::In;
+    }
+
     void emptyDimension(const ast::Param &p, const Param &mp, size_t d) {
         const Loc &at = p.dims[d].loc;
         const std::string &n = p.name;
@@ -570,18 +597,13 @@ class Analyzer {
                                 "): give every size, as in " + n +
                                 "[n]; only a lone '[]' on an OUT or INOUT "
                                 "string has a meaning (one string)");
-        } else if (p.dims.size() == 1 && mp.mode != Mode::Work) {
-            // Ninf-G IDL may write one value as 'OUT double result[]': idlc cannot know
-            // that size, so the message says how to write one value, or n.
-            std::string type =
-                (mp.isUnsigned ? "unsigned " : "") + typeWords()[static_cast<size_t>(mp.type) - 1];
-            bool out = mp.mode == Mode::Out || mp.mode == Mode::InOut;
-            diag_.error(at, "'" + n + "[]' has no size: write '" + modeName(mp.mode) + " " + type + " " +
-                                (out ? "*" : "") + n + "' for one value or '" + n + "[n]' for n values");
+        } else if (p.dims.size() == 1) {
+            // WORK: scratch space the server allocates, so it needs a size.
+            diag_.error(at, "'" + n + "[]' on a WORK array has no size: write '" + n + "[n]' for n elements");
         } else {
             diag_.error(at, "array '" + n + "' has an empty dimension '[]': give its size, as in " + n +
-                                "[n] (only an OUT or INOUT string may be written " + n +
-                                "[], meaning one string)");
+                                "[n] (only a lone '[]' has a meaning: one element, or one OUT or INOUT "
+                                "string)");
         }
     }
 
@@ -690,10 +712,16 @@ class Analyzer {
                 diag_.error(types[0]->loc,
                             "'unsigned' applies to integer types only, not to " + types[0]->text);
         }
-        if (mode && emptyMeansOneString(p, mp)) mp.pointer = true;
-        if (mode && p.star && mp.mode != Mode::Out && mp.mode != Mode::InOut)
+        if (mode && (emptyMeansOneString(p, mp) || emptyMeansOneOutValue(p, mp))) mp.pointer = true;
+        if (mode && p.star && mp.mode == Mode::In && isNumericType(mp.type) && p.dims.empty()) {
+            // Ninf-G accepts 'IN int *x' (written in callbacks' parameters, mostly) as the
+            // IN scalar 'IN int x': the value travels, and the descriptor, the body and
+            // the caller treat it exactly as 'IN int x'.
+            mp.pointer = false;
+        } else if (mode && p.star && mp.mode != Mode::Out && mp.mode != Mode::InOut) {
             diag_.error(p.loc, "'*" + p.name + "' marks a scalar the function writes, but '" + p.name +
                                    "' is " + modeName(mp.mode) + ": drop the '*' or make it OUT");
+        }
         if (p.star && !p.dims.empty())
             diag_.error(p.loc, "'*" + p.name + "' is an out scalar and cannot have dimensions: drop the '*'");
         if (mode && mp.mode == Mode::Work && p.dims.empty())

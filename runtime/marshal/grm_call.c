@@ -104,7 +104,48 @@ static const char *arg_name(const grd_param *p, uint32_t i, char *buf, size_t n)
     return buf;
 }
 
-/* Sizes every array and checks that each array that must hold elements is not NULL. */
+/* Finds the first path "" among the sent elements of an array of filenames. */
+struct empty_path {
+    char *const *v;
+    uint64_t at;
+};
+static int empty_path_run(uint64_t off, uint64_t cnt, void *arg) {
+    struct empty_path *m = arg;
+    for (uint64_t k = 0; k < cnt; k++)
+        if (m->v[off + k] && !m->v[off + k][0]) {
+            m->at = off + k;
+            return 1;
+        }
+    return 0;
+}
+
+/* An OUT or INOUT file given the path "" has nowhere to be written (no file can be
+ * created at ''): refused before the call runs rather than failing once its result has
+ * arrived and the work is lost. NULL is the way to discard a result file. */
+static int check_out_paths(const grm_call *c, uint32_t i, gr_err *e) {
+    const grd_param *p = &c->desc->params[i];
+    char nm[256];
+    if (p->type != GRD_FILENAME || (p->mode != GRD_OUT && p->mode != GRD_INOUT)) return GRID_OK;
+    if (p->rank == 0) {
+        const char *path = *(char *const *)c->ptr[i];
+        if (path && !path[0])
+            return gr_seterr(e, GRID_ERR_ARGS,
+                             "%s is \"\": its file comes back and needs a path to be written at; pass "
+                             "NULL to discard it",
+                             arg_name(p, i, nm, sizeof nm));
+        return GRID_OK;
+    }
+    struct empty_path m = {c->ptr[i], 0};
+    if (m.v && grm_for_each_run(&c->sl[i].ext, empty_path_run, &m))
+        return gr_seterr(e, GRID_ERR_ARGS,
+                         "%s: element %llu is \"\": its file comes back and needs a path to be written "
+                         "at; pass NULL to discard it",
+                         arg_name(p, i, nm, sizeof nm), (unsigned long long)m.at);
+    return GRID_OK;
+}
+
+/* Sizes every array and checks that each array that must hold elements is not NULL,
+ * and that no file that comes back is to be written at "". */
 static int check_args(grm_call *c, const grw_limits *lim, gr_err *e) {
     const grd_desc *d = c->desc;
     char nm[256];
@@ -115,6 +156,7 @@ static int check_args(grm_call *c, const grw_limits *lim, gr_err *e) {
         if (p->rank > 0 && p->mode != GRD_WORK && !c->ptr[i] && c->sl[i].ext.elems > 0)
             return gr_seterr(e, GRID_ERR_ARGS, "%s is NULL but must hold %llu elements",
                              arg_name(p, i, nm, sizeof nm), (unsigned long long)c->sl[i].ext.elems);
+        if ((rc = check_out_paths(c, i, e)) != GRID_OK) return rc;
     }
     return GRID_OK;
 }

@@ -76,7 +76,8 @@ static int is_file(const grd_param *p) {
 
 /* The elements of text parameter I of C that travel now: one for a scalar, the sent
  * ones of an array. Files are read here; on the server a file the body removed travels
- * as absent, on the client a file that cannot be read fails the call. */
+ * as absent, on the client a file that cannot be read fails the call; a path "" is an
+ * empty file on either side. */
 static int collect_text(const grm_call *c, uint32_t i, uint32_t max, text_item **out, size_t *count,
                         gr_err *e) {
     const grd_param *p = &c->desc->params[i];
@@ -103,6 +104,14 @@ static int collect_text(const grm_call *c, uint32_t i, uint32_t max, text_item *
             continue;
         }
         uint8_t *bytes = NULL;
+        if (!v[k][0]) {
+            /* "" names no file but is not NULL: it travels as an empty file and the body
+             * gets the path of one, as Ninf-G programs expect (NULL stays NULL). */
+            it[k].data = malloc(1);
+            it[k].present = it[k].data != NULL;
+            if (!it[k].data) rc = gr_seterr(e, GRID_ERR_NOMEM, "out of memory");
+            continue;
+        }
         rc = grm_file_read(v[k], max, c->side == GRM_SERVER_SIDE, &bytes, &it[k].len, e);
         it[k].data = (char *)bytes;
         it[k].present = bytes != NULL;

@@ -1,6 +1,6 @@
 /* cbdiag.c: a client in the style of Ninf-G's diag programs (grpc.h only, handles from
  * a Ninf-G client.conf) for issue 10 item 8, client callbacks:
- *   cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel|big|inout|method|crash
+ *   cbdiag CONFIG many|two|zero|string|async|max|null|late|stack|cancel|big|inout|method|crash|inptr
  * Each callback receives one pointer per parameter (IN scalars by address; strings as
  * char *, OUT strings as char **). Prints "OK", or one "FAILED: ..." line per problem
  * (exit status 1); 2 when it cannot start. */
@@ -392,10 +392,31 @@ static void cancel(void) {
     grpc_function_handle_destruct(&h);
 }
 
+/* ---- inptr: 'IN int *k' in the IDL (Ninf-G's spelling of an IN scalar) */
+
+static int inptr_calls;
+static void inptr_cb(int *k, double *v, int *r) {
+    inptr_calls++;
+    r[0] = *k + (int)(2 * *v);
+}
+
+static void inptr(void) {
+    grpc_function_handle_t h;
+    int got[1] = {-3};
+    handle(&h, "callback/cb_inptr");
+    if (call_ok(grpc_call(&h, 7, 2.5, got, inptr_cb), "cb_inptr")) {
+        expect(inptr_calls == 1, "cb_inptr calls its callback once");
+        expect(got[0] == 75, "'IN int *n' and 'IN int *k' pass values; the callback gets their addresses");
+        if (got[0] != 75) fprintf(stderr, "cb_inptr: got %d, want 75\n", got[0]);
+    }
+    grpc_function_handle_destruct(&h);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: cbdiag CONFIG "
-                        "many|two|zero|string|async|max|null|late|stack|cancel|big|inout|method|crash\n");
+        fprintf(stderr,
+                "usage: cbdiag CONFIG "
+                "many|two|zero|string|async|max|null|late|stack|cancel|big|inout|method|crash|inptr\n");
         return 2;
     }
     if (grpc_initialize(argv[1]) != GRPC_NO_ERROR) {
@@ -431,6 +452,8 @@ int main(int argc, char **argv) {
         cancel();
     else if (strcmp(t, "crash") == 0)
         crash();
+    else if (strcmp(t, "inptr") == 0)
+        inptr();
     else {
         fprintf(stderr, "unknown test %s\n", t);
         return 2;

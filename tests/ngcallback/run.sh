@@ -29,7 +29,7 @@ start_server server.out --threads 4
 if [ -n "$port" ]; then ok "gridrpcd loads the module (port $port)"; else fail "gridrpcd did not start"; diag <server.out; fi
 ng_conf "$port"
 mkdir client-tmp
-for t in many two zero string async max null stack cancel big inout method crash; do
+for t in many two zero string async max null stack cancel big inout method crash inptr; do
   TMPDIR=$T_TMP/client-tmp timeout 60 ./cbdiag client.conf "$t" >"$t.out" 2>"$t.err"; rc=$?
   if [ $rc -eq 0 ] && grep -qx OK "$t.out"; then ok "$t: callbacks as Ninf-G programs expect"; else fail "$t (rc $rc)"; diag <"$t.err"; fi
 done

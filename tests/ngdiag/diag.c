@@ -32,6 +32,15 @@ static void strings(void) {
         free(io);
     }
     grpc_function_handle_destruct(&h);
+    /* The manual's samples write one value as 'OUT double result[]'. */
+    double x = 1.25, r = 0;
+    int count = 4;
+    handle(&h, "strings/one_value");
+    if (call_ok(grpc_call(&h, &x, &r, &count), "one_value")) {
+        expect(r == 2.5, "'OUT double result[]' returns one value");
+        expect(count == 5, "'INOUT int count[]' goes both ways");
+    }
+    grpc_function_handle_destruct(&h);
 }
 
 static double now(void) {
@@ -123,6 +132,12 @@ static void spit(const char *file, const char *text) {
     fclose(f);
 }
 
+/* 1 when the last error's message holds S. */
+static int last_says(const char *s) {
+    const char *m = grpc_last_error_np();
+    return m && strstr(m, s);
+}
+
 /* Item 4: OUT file names, scalar and arrays, land at the client's paths. */
 static void files(const char *dir) {
     grpc_function_handle_t h;
@@ -176,6 +191,29 @@ static void files(const char *dir) {
         expect(slurp(p1, got, sizeof got) >= 0 && strcmp(got, "bc+1") == 0, "INOUT file 2 came back changed");
         expect(slurp(p2, got, sizeof got) >= 0 && strcmp(got, "+2") == 0, "INOUT file 3 came back changed");
     }
+    /* An INOUT file named "" could not be written back: refused before the call runs. */
+    char *blank[1] = {""};
+    spit(p0, "a");
+    expect(grpc_call(&h, 1, blank) != GRPC_NO_ERROR && last_says("element 0 is \"\""),
+           "an INOUT file named \"\" is refused, naming the element");
+    grpc_function_handle_destruct(&h);
+
+    /* "" is an empty file, NULL no file (Ninf-G). */
+    long size = -3;
+    handle(&h, "files/file_size");
+    if (call_ok(grpc_call(&h, "", &size), "file_size(\"\")"))
+        expect(size == 0, "an IN file named \"\" reaches the body as the path of an empty file");
+    size = -3;
+    if (call_ok(grpc_call(&h, NULL, &size), "file_size(NULL)"))
+        expect(size == -1, "an IN file NULL reaches the body as NULL");
+    grpc_function_handle_destruct(&h);
+
+    /* An OUT file named "" has nowhere to be written: refused before the call runs,
+     * with a message that says to pass NULL to discard it. */
+    handle(&h, "files/file_out");
+    expect(grpc_call(&h, 0, "tag", "", NULL, &scratch, &why) != GRPC_NO_ERROR &&
+               last_says("pass NULL to discard it"),
+           "an OUT file named \"\" is refused");
     grpc_function_handle_destruct(&h);
 }
 
