@@ -58,7 +58,8 @@ extern "C" {
     XX(ERR_BUSY, 14, "the server is overloaded")                                                             \
     XX(ERR_IO, 15, "a local file could not be read or written")                                              \
     XX(ERR_INTERNAL, 16, "internal error")                                                                   \
-    XX(ERR_CRASHED, 17, "the remote function crashed")
+    XX(ERR_CRASHED, 17, "the remote function crashed")                                                       \
+    XX(ERR_AUTH, 18, "the peer refused the credentials (key, token or role)")
 
 enum grid_error_code {
 #define GRID_ERROR_ENUM_(name, value, text) GRID_##name = value,

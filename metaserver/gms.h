@@ -353,13 +353,13 @@ void gms_state_free(gms_state *st);
 
 /* Who may write a server entry (gms_owner.c): entries belong to the server key that
  * registered them. Before REGISTER of HOST:PORT by key OWNER: GRID_OK (an unowned
- * existing entry is claimed for OWNER), or GRID_ERR_CONFIG when another key registered
+ * existing entry is claimed for OWNER), or GRID_ERR_AUTH when another key registered
  * it (E says what to do). */
 int gms_state_claim(gms_state *st, const char *host, uint32_t port, const char *owner, gr_err *e);
 /* After REGISTER: entry ID belongs to OWNER unless another key holds it already. */
 void gms_state_set_owner(gms_state *st, uint64_t id, const char *owner);
 /* Before HEARTBEAT or UNREGISTER of ID by key OWNER: GRID_OK (also for an unknown id,
- * which the caller answers as today), or GRID_ERR_CONFIG when another key registered it. */
+ * which the caller answers as today), or GRID_ERR_AUTH when another key registered it. */
 int gms_state_check_owner(gms_state *st, uint64_t id, const char *owner, const char *what, gr_err *e);
 
 /* REGISTER: the same host:port keeps its id. Returns the id. */

@@ -75,9 +75,11 @@ void gms_state_report(gms_state *st, const grp_report *m, const char *site, long
     pthread_mutex_lock(&st->lock);
     end_pending(st, m->decision);
     gms_server *s = gms_state_find_id(st, m->server_id);
-    if (m->code == GRID_ERR_CANCELED) {
+    if (m->code == GRID_ERR_CANCELED || m->code == GRID_ERR_AUTH) {
         /* A withdrawn assignment (the client only fetched the descriptor there, or its
-         * caller cancelled): neither a failure of the server nor a measurement. */
+         * caller cancelled), or a server that refused the client's key or token (the
+         * client's credentials, not the server, failed): neither a failure of the server
+         * nor a measurement. */
     } else if (m->code != GRID_OK) {
         st->failures++;
         remember_call(st, m, s, site, unix_ms);

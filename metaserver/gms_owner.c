@@ -25,7 +25,7 @@ int gms_state_claim(gms_state *st, const char *host, uint32_t port, const char *
     pthread_mutex_lock(&st->lock);
     gms_server *s = find_addr(st, host, port);
     if (s && taken(s, owner))
-        rc = gr_seterr(e, GRID_ERR_CONFIG,
+        rc = gr_seterr(e, GRID_ERR_AUTH,
                        "REGISTER of %s:%u refused: server %llu at that address was registered with another "
                        "server key (id %s); a server registers only its own address: give this server its "
                        "own host:port, or register it with the key that server uses",
@@ -48,7 +48,7 @@ int gms_state_check_owner(gms_state *st, uint64_t id, const char *owner, const c
     pthread_mutex_lock(&st->lock);
     gms_server *s = gms_state_find_id(st, id);
     if (s && taken(s, owner))
-        rc = gr_seterr(e, GRID_ERR_CONFIG,
+        rc = gr_seterr(e, GRID_ERR_AUTH,
                        "%s of server %llu refused: it was registered with another server key (id %s); only "
                        "the server that registered it may send %s for it",
                        what, (unsigned long long)id, s->owner, what);

@@ -65,7 +65,7 @@ static int on_hello(gms_conn *c, const grw_header *h) {
             diff |= (unsigned char)m.token[i] ^ (unsigned char)o->token[i % (n ? n : 1)];
         if (diff) {
             gms_log(GMS_LOG_WARN, "%s: refused: wrong token (peer '%s')", c->peer, m.client);
-            gms_conn_send_error(c, h->request_id, GRID_ERR_CONFIG,
+            gms_conn_send_error(c, h->request_id, GRID_ERR_AUTH,
                                 "authentication failed: the token does not match the one this metaserver "
                                 "requires (GRIDRPC_TOKEN)");
             return GMS_REFUSE;
@@ -91,7 +91,9 @@ static int on_hello(gms_conn *c, const grw_header *h) {
             gms_log(GMS_LOG_WARN, "%s: refused: %s (peer '%s')", c->peer, e.msg, m.client);
             if (rc == GRID_ERR_CONN_LOST) return GMS_CLOSE;
             gms_conn_send_error(
-                c, h->request_id, rc == GRID_ERR_TIMEOUT || rc == GRID_ERR_CONFIG ? rc : GRID_ERR_PROTOCOL,
+                c, h->request_id,
+                rc == GRID_ERR_TIMEOUT || rc == GRID_ERR_CONFIG || rc == GRID_ERR_AUTH ? rc
+                                                                                       : GRID_ERR_PROTOCOL,
                 rc == GRID_ERR_TIMEOUT ? "the key handshake did not finish within --io-timeout" : e.msg);
             return GMS_REFUSE;
         }
@@ -138,7 +140,7 @@ static int refuse(gms_conn *c, const grw_header *h, gr_err *e) {
 
 static int not_server(gms_conn *c, const char *what, gr_err *e) {
     if (c->role & GRP_ROLE_SERVER) return 0;
-    gr_seterr(e, GRID_ERR_CONFIG,
+    gr_seterr(e, GRID_ERR_AUTH,
               "%s refused: key %s proved the %s role; only a server key (a key file line 'server HEX', "
               "gridrpc keygen --role server) may send %s (docs/security.md)",
               what, c->key_id, grp_role_name(c->role), what);

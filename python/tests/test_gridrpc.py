@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import gridrpc
+from conftest import Server
 
 pytestmark = pytest.mark.usefixtures("server")
 
@@ -540,3 +541,34 @@ def test_example_scripts(server, script: str, sizes: list[str]) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.strip().splitlines()
     assert len(lines) == 1 + len(sizes) and lines[0].split()[0] == "n"
+
+
+def _key_file(path, hexdigits: str) -> str:
+    path.write_text(hexdigits + "\n")
+    path.chmod(0o600)
+    return str(path)
+
+
+def test_wrong_key_raises_auth_error(tmp_path, server) -> None:
+    # A server with one key, a client with another: the server refuses the client's
+    # credentials (GRID_ERR_AUTH), which is an AuthError and, as before the code existed,
+    # still a ConfigError; a key file that cannot be read stays a plain ConfigError.
+    s = Server(["--key-file", _key_file(tmp_path / "server.key", "a1" * 32)])
+    wrong = _key_file(tmp_path / "client.key", "b2" * 32)
+    try:
+        os.environ["GRIDRPC_KEY_FILE"] = wrong
+        gridrpc.reset()
+        with pytest.raises(gridrpc.AuthError, match="is not in this server's key file") as e:
+            gridrpc.call(s.url("test/null_call"))
+        assert e.value.name == "GRID_ERR_AUTH"
+        assert isinstance(e.value, gridrpc.ConfigError)
+        os.environ["GRIDRPC_KEY_FILE"] = str(tmp_path / "missing.key")
+        gridrpc.reset()
+        with pytest.raises(gridrpc.ConfigError, match="cannot read the key file") as c:
+            gridrpc.call(s.url("test/null_call"))
+        assert not isinstance(c.value, gridrpc.AuthError)
+        assert c.value.name == "GRID_ERR_CONFIG"
+    finally:
+        os.environ.pop("GRIDRPC_KEY_FILE", None)
+        gridrpc.reset()
+        s.stop()

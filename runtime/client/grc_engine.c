@@ -153,7 +153,8 @@ int grc_code_is_server_failure(int code) {
     /* The server (or the way to it) failed, or it refused to start the call: nothing
      * the arguments or the function did. GRID_ERR_FAILED, CRASHED (the function killed
      * its process: it would crash again), ARGS, TIMEOUT and the rest are the call's own
-     * outcome and are never retried. */
+     * outcome and are never retried; AUTH (a refused key or token) would be refused by
+     * the next server of the grid too, and is this client's to fix. */
     return code == GRID_ERR_CONNECT || code == GRID_ERR_CONN_LOST || code == GRID_ERR_SHUTDOWN ||
            code == GRID_ERR_BUSY;
 }

@@ -694,7 +694,10 @@ void grc_meta_report(grc_req *q, int code, const grc_config *cfg) {
     memset(&r, 0, sizeof r);
     r.decision = q->route.reused ? 0 : q->route.decision;
     r.server_id = q->route.server_id;
-    r.code = code;
+    /* A refused key or token is this client's failure, not the server's: reported as a
+     * withdrawn assignment, which no metaserver counts against the server (one older
+     * than GRID_ERR_AUTH would refuse the REPORT of a code it does not know). */
+    r.code = code == GRID_ERR_AUTH ? GRID_ERR_CANCELED : code;
     snprintf(r.function, sizeof r.function, "%s", q->t.name);
     snprintf(r.site, sizeof r.site, "%s", cfg->site);
     r.bytes_in = q->route.bytes_in;

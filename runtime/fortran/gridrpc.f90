@@ -82,6 +82,7 @@ module gridrpc
   integer, parameter, public :: GRID_ERR_IO = 15
   integer, parameter, public :: GRID_ERR_INTERNAL = 16
   integer, parameter, public :: GRID_ERR_CRASHED = 17
+  integer, parameter, public :: GRID_ERR_AUTH = 18
 
   !> The most arguments after the name that grid_call passes.
   integer, parameter, public :: GRID_MAX_ARGS_F = 32

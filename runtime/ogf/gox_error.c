@@ -56,6 +56,10 @@ grpc_error_t gox_map(int grid_code) {
     case GRID_ERR_BUSY:
     case GRID_ERR_LIMIT: return GRPC_RPC_REFUSED;
     case GRID_ERR_CONFIG: return GRPC_CONFIGFILE_ERROR;
+    /* A refused key, token or role: the server would not take the call from this
+     * client (the standard's code for a call the server turns down); the message says
+     * what was refused. */
+    case GRID_ERR_AUTH: return GRPC_RPC_REFUSED;
     case GRID_ERR_CANCELED: return GRPC_CANCELED_NP;
     /* The function crashed its process on the server (which is still up). */
     case GRID_ERR_FAILED:

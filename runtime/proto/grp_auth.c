@@ -228,7 +228,7 @@ static int answer_challenge(grw_reader *r, grw_writer *w, uint64_t id, const grp
     if (!rc) rc = grp_auth_server_mac(k, a.client_nonce, snonce, role, ch.verifier, want, e);
     if (rc) return rc;
     if (CRYPTO_memcmp(got, want, GRP_AUTH_MAC) != 0)
-        return gr_seterr(e, GRID_ERR_CONFIG,
+        return gr_seterr(e, GRID_ERR_AUTH,
                          "the server did not prove it holds the key: its AUTH_OK is wrong for key %s (a peer "
                          "that is not the server, or one with another key file); connection closed",
                          k->id);
@@ -263,7 +263,7 @@ int grp_auth_hello_as(grw_reader *r, grw_writer *w, uint64_t id, const grp_hello
     if (!rc && h.type == GRP_AUTH_CHALLENGE) {
         if (!k)
             return gr_seterr(
-                e, GRID_ERR_CONFIG,
+                e, GRID_ERR_AUTH,
                 "the server requires a key (it answered HELLO with AUTH_CHALLENGE) and this side "
                 "has none: %s, with a copy of the key file it runs with (--key-file)",
                 how && *how ? how : "give this program a key file");
@@ -280,7 +280,7 @@ int grp_auth_hello_as(grw_reader *r, grw_writer *w, uint64_t id, const grp_hello
     rc = grp_read_hello_ok(r, ok, e);
     if (!rc && k && !proven)
         rc = gr_seterr(
-            e, GRID_ERR_CONFIG,
+            e, GRID_ERR_AUTH,
             "the server did not prove it holds the key: it answered HELLO_OK without AUTH_CHALLENGE "
             "(it runs without --key-file, or it is not the server meant); connection refused: start "
             "the server with the key file, or connect without a key");
@@ -308,7 +308,7 @@ int grp_auth_serve(grw_reader *r, grw_writer *w, uint64_t id, const grp_keyset *
                          "(it has no key file?)");
     if (rc) return rc;
     if (h.type != GRP_AUTH)
-        return gr_seterr(e, GRID_ERR_CONFIG,
+        return gr_seterr(e, GRID_ERR_AUTH,
                          "authentication required: this server has keys (--key-file) and the client answered "
                          "AUTH_CHALLENGE with %s instead of AUTH: give the client the server's key file "
                          "(GRIDRPC_KEY_FILE, grid_set_key_file_np, gridrpc --key-file)",
@@ -321,12 +321,12 @@ int grp_auth_serve(grw_reader *r, grw_writer *w, uint64_t id, const grp_keyset *
     for (uint32_t i = 0; i < ks->n && !k; i++)
         if (strcmp(ks->keys[i].id, a.key_id) == 0) k = &ks->keys[i];
     if (!k)
-        return gr_seterr(e, GRID_ERR_CONFIG,
+        return gr_seterr(e, GRID_ERR_AUTH,
                          "authentication failed: the client's key (id %s) is not in this server's key file: "
                          "give the client a key of the server's --key-file (GRIDRPC_KEY_FILE)",
                          a.key_id);
     if (!(k->roles & a.role))
-        return gr_seterr(e, GRID_ERR_CONFIG,
+        return gr_seterr(e, GRID_ERR_AUTH,
                          "authentication failed: key %s is tagged '%s' here and may not act as a %s: use a "
                          "key tagged '%s' (docs/security.md)",
                          a.key_id, grp_role_name(k->roles), grp_role_name(a.role), grp_role_name(a.role));
@@ -334,7 +334,7 @@ int grp_auth_serve(grw_reader *r, grw_writer *w, uint64_t id, const grp_keyset *
     if (rc) return rc;
     if (CRYPTO_memcmp(want, a.client_mac, GRP_AUTH_MAC) != 0)
         return gr_seterr(
-            e, GRID_ERR_CONFIG,
+            e, GRID_ERR_AUTH,
             "authentication failed: the proof for key %s is wrong (a replayed or forged AUTH, or "
             "one made for another peer and relayed): connect again with the key of the "
             "server's --key-file",

@@ -123,9 +123,11 @@ void grp_keyset_clear(grp_keyset *ks);
  * server's AUTH_OK, and reads HELLO_OK into *OK. HOW says how this program is given a
  * key ("set GRIDRPC_KEY_FILE or call grid_set_key_file_np"), for the message when the
  * server asks for one. With a key, a server that answers HELLO_OK without a challenge
- * is refused ("the server did not prove it holds the key"), as is a wrong AUTH_OK.
- * An ERROR from the peer returns its code with E holding its message and *REFUSED set
- * to 1 (REFUSED may be NULL); the deadlines of R and W bound everything. */
+ * is refused ("the server did not prove it holds the key"), as is a wrong AUTH_OK, and
+ * a challenge this side has no key for: GRID_ERR_AUTH (a key file that names no key of
+ * the role is GRID_ERR_CONFIG: that is this side's own file). An ERROR from the peer returns its code with E
+ * holding its message and *REFUSED set to 1 (REFUSED may be NULL); the deadlines of R and W bound everything.
+ */
 int grp_auth_hello(grw_reader *r, grw_writer *w, uint64_t id, const grp_hello *m, const grp_keyset *ks,
                    const char *how, grp_hello_ok *ok, int *refused, gr_err *e);
 /* grp_auth_hello claiming ROLE (grp_auth_hello claims GRP_ROLE_CLIENT) with the first
@@ -139,9 +141,10 @@ int grp_auth_hello_as(grw_reader *r, grw_writer *w, uint64_t id, const grp_hello
  * keys: writes AUTH_CHALLENGE with a fresh nonce and VERIFIER (what this side is,
  * GRP_PEER_*), reads AUTH, checks that the key it names may claim the role it claims
  * and the proof, and writes AUTH_OK. The caller then writes HELLO_OK. KEY_ID (may be
- * NULL) receives the client's key id, ROLE (may be NULL) the role it proved. A failure returns
- * GRID_ERR_CONFIG with E's message meant for the client (send it as ERROR and close),
- * or the reader's error (GRID_ERR_CONN_LOST, GRID_ERR_TIMEOUT, GRID_ERR_PROTOCOL). */
+ * NULL) receives the client's key id, ROLE (may be NULL) the role it proved. A refused
+ * key, role or proof returns GRID_ERR_AUTH, and an AUTH of handshake version 1
+ * GRID_ERR_CONFIG, each with E's message meant for the client (send it as ERROR and
+ * close); else the reader's error (GRID_ERR_CONN_LOST, GRID_ERR_TIMEOUT, GRID_ERR_PROTOCOL). */
 int grp_auth_serve(grw_reader *r, grw_writer *w, uint64_t id, const grp_keyset *ks, uint32_t verifier,
                    char key_id[GRP_AUTH_KEY_ID_HEX + 1], uint32_t *role, gr_err *e);
 

@@ -58,7 +58,10 @@ int gsv_auth_hello(gsv_conn *c, const grw_header *h, const grp_hello *m, const g
         gsv_reply_unlock(c, 0, &e);
         gsv_log(GSV_LOG_WARN, "%s: refused: %s (client '%s')", c->peer, e.msg, m->client);
         if (rc == GRID_ERR_CONN_LOST) return GSV_CLOSE;
-        int code = rc == GRID_ERR_TIMEOUT || rc == GRID_ERR_CONFIG ? rc : GRID_ERR_PROTOCOL;
+        /* The client is told what was refused (AUTH), that it speaks an older handshake
+         * (CONFIG) or ran out of time; anything else is its malformed message. */
+        int code =
+            rc == GRID_ERR_TIMEOUT || rc == GRID_ERR_CONFIG || rc == GRID_ERR_AUTH ? rc : GRID_ERR_PROTOCOL;
         gsv_conn_send_error(c, h->request_id, code,
                             rc == GRID_ERR_TIMEOUT ? "the key handshake did not finish within --io-timeout"
                                                    : e.msg);

@@ -69,8 +69,10 @@ static int on_hello(gsv_conn *c, const grw_header *h) {
         if (diff) {
             gsv_log(GSV_LOG_WARN, "%s: refused: wrong token (client '%s')", c->peer, m.client);
             gsv_conn_send_error(
-                c, h->request_id, GRID_ERR_CONFIG,
-                "authentication failed: the token does not match the one this server requires");
+                c, h->request_id, GRID_ERR_AUTH,
+                "authentication failed: the token does not match the one this server requires: give the "
+                "client the server's token (GRIDRPC_TOKEN, 'token' in the configuration file, "
+                "grid_set_token_np)");
             return GSV_REFUSE;
         }
     }

@@ -8,7 +8,8 @@
 # the server's file during a rotation are both accepted; a metaserver with a key: a
 # server with the key registers and a client with it calls through the metaserver,
 # while a server and a client without it are refused. Then auth-wire: the key never
-# crosses the wire (a recording relay) and a replayed handshake is refused. TAP output.
+# crosses the wire (a recording relay) and a replayed handshake is refused, and the
+# codes a library (and OGF) program reads for refused credentials. TAP output.
 . "$top_srcdir/tests/lib.sh"
 B=$top_builddir
 MODULES=${GRIDRPC_TEST_MODULES:-$B/stubs/.libs}
@@ -100,6 +101,11 @@ if start_server a.out --key-file k1; then
     wire_tap wire.out
     [ $rc -eq 0 ] || { fail "auth-wire exit status $rc"; diag <wire.out; diag <w.out.err; }
     if grep -q "refused: authentication failed: the proof for key" w.out.err; then ok "the replay is logged as refused"; else fail "replay not in the log"; diag <w.out.err; fi
+    # The codes a program reads: GRID_ERR_AUTH for a refused key or token, not retried;
+    # GRID_ERR_CONFIG for its own unreadable key file; GRPC_RPC_REFUSED through grpc_*.
+    "$B/auth-wire" codes "${S##*:}" k1 k2 'tok-in-clear-4242' >codes.out 2>&1; rc=$?
+    wire_tap codes.out
+    [ $rc -eq 0 ] || { fail "auth-wire codes exit status $rc"; diag <codes.out; }
     stop "$spid"
     # The check can fail: with the key's hex sent as the token, auth-wire must see it.
     if start_server leak.out --key-file k1 --token "$(cat k1)"; then

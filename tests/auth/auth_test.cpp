@@ -475,7 +475,7 @@ TEST(AuthHandshake, RightKey) {
 TEST(AuthHandshake, WrongKeyIsRefusedWithTheServersMessage) {
     grp_keyset a = keys_of(key_hex(0, 32)), b = keys_of(key_hex(1, 32));
     Result r = handshake(&b, &a);
-    EXPECT_EQ(GRID_ERR_CONFIG, r.rc);
+    EXPECT_EQ(GRID_ERR_AUTH, r.rc);
     EXPECT_EQ(1, r.refused);
     EXPECT_NE(nullptr, strstr(r.e.msg, "is not in this server's key file")) << r.e.msg;
     EXPECT_NE(nullptr, strstr(r.e.msg, b.keys[0].id)) << r.e.msg;
@@ -484,7 +484,7 @@ TEST(AuthHandshake, WrongKeyIsRefusedWithTheServersMessage) {
 TEST(AuthHandshake, NoKeyIsRefusedSayingHowToGiveOne) {
     grp_keyset a = keys_of(key_hex(0, 32));
     Result r = handshake(nullptr, &a);
-    EXPECT_EQ(GRID_ERR_CONFIG, r.rc);
+    EXPECT_EQ(GRID_ERR_AUTH, r.rc);
     EXPECT_NE(nullptr, strstr(r.e.msg, "the server requires a key")) << r.e.msg;
     EXPECT_NE(nullptr, strstr(r.e.msg, "set GRIDRPC_KEY_FILE")) << r.e.msg;
     EXPECT_NE(GRID_OK, r.s.rc) << "the server let in a client without a key";
@@ -493,7 +493,7 @@ TEST(AuthHandshake, NoKeyIsRefusedSayingHowToGiveOne) {
 TEST(AuthHandshake, ClientWithKeyRefusesServerWithout) {
     grp_keyset a = keys_of(key_hex(0, 32));
     Result r = handshake(&a, nullptr);
-    EXPECT_EQ(GRID_ERR_CONFIG, r.rc);
+    EXPECT_EQ(GRID_ERR_AUTH, r.rc);
     EXPECT_NE(nullptr, strstr(r.e.msg, "the server did not prove it holds the key")) << r.e.msg;
     // Without keys on either side the handshake is HELLO and HELLO_OK as before.
     r = handshake(nullptr, nullptr);
@@ -510,7 +510,7 @@ TEST(AuthHandshake, RotationAcceptsBothKeys) {
     EXPECT_STREQ(newk.keys[0].id, r.s.key_id);
     // A client with both uses the first; a server with the new one only refuses the old.
     r = handshake(&both, &newk);
-    EXPECT_EQ(GRID_ERR_CONFIG, r.rc);
+    EXPECT_EQ(GRID_ERR_AUTH, r.rc);
 }
 
 TEST(AuthHandshake, ForgedAuthOkIsRefused) {
@@ -534,7 +534,7 @@ TEST(AuthHandshake, ForgedAuthOkIsRefused) {
     grp_hello_ok ok;
     gr_err e;
     int refused;
-    EXPECT_EQ(GRID_ERR_CONFIG, grp_auth_hello(l.r[0], l.w[0], 1, &m, &k, "", &ok, &refused, &e));
+    EXPECT_EQ(GRID_ERR_AUTH, grp_auth_hello(l.r[0], l.w[0], 1, &m, &k, "", &ok, &refused, &e));
     EXPECT_NE(nullptr, strstr(e.msg, "its AUTH_OK is wrong")) << e.msg;
     t.join();
 }
@@ -585,7 +585,7 @@ TEST(AuthHandshake, ReplayedAuthIsRefused) {
     ASSERT_EQ(GRID_OK, grp_read_auth_challenge(l.r[0], &n, &e));
     ASSERT_EQ(GRID_OK, grp_write_auth(l.w[0], 1, &recorded, &e));
     t.join();
-    EXPECT_EQ(GRID_ERR_CONFIG, s.rc);
+    EXPECT_EQ(GRID_ERR_AUTH, s.rc);
     EXPECT_NE(nullptr, strstr(s.e.msg, "the proof for key")) << s.e.msg;
     EXPECT_STREQ(k.keys[0].id, s.key_id);
 }
@@ -625,7 +625,7 @@ TEST(AuthRoles, ClientKeyCannotClaimServer) {
     grp_keyset lying = client;
     lying.keys[0].roles = GRP_ROLES_ALL;
     r = handshake(&lying, &server, GRP_ROLE_SERVER);
-    EXPECT_EQ(GRID_ERR_CONFIG, r.rc);
+    EXPECT_EQ(GRID_ERR_AUTH, r.rc);
     EXPECT_NE(nullptr, strstr(r.e.msg, "may not act as a server")) << r.e.msg;
     EXPECT_EQ(0u, r.s.role);
     // The right role passes and the verifier learns it.
@@ -704,7 +704,7 @@ TEST(AuthRoles, RelayedProofFailsAtTheMetaserver) {
         EXPECT_STREQ(meta.keys[0].id, a.key_id);
         ASSERT_EQ(GRID_OK, grp_write_auth(to_meta.w[0], 1, &a, &e));
         metad.join();
-        EXPECT_EQ(GRID_ERR_CONFIG, ms.rc) << "gridmetad accepted a proof made for a gridrpcd";
+        EXPECT_EQ(GRID_ERR_AUTH, ms.rc) << "gridmetad accepted a proof made for a gridrpcd";
         EXPECT_NE(nullptr, strstr(ms.e.msg, "the proof for key")) << ms.e.msg;
         EXPECT_EQ(0u, ms.role);
     }

@@ -13,7 +13,11 @@
  * Also: auth-wire copy PORT_A PORT_B KEYFILE EXPECT: a handle put on server A is used
  * by a call on server B, so A sends it to B (DATA_COPY) proving its own key; EXPECT
  * "ok": the call succeeds with the data intact; "refused": it fails, B having refused
- * A's key (A's log names it; the client gets DATA_COPY's one message for any failure). */
+ * A's key (A's log names it; the client gets DATA_COPY's one message for any failure).
+ * Also: auth-wire codes PORT KEYFILE WRONGKEY TOKEN: what a program of the library (and
+ * of the OGF API) reads when the server refuses its credentials: GRID_ERR_AUTH for a
+ * wrong key (naming its id and --key-file), no key and a wrong token, GRPC_RPC_REFUSED
+ * through grpc_call; a key file that cannot be read stays GRID_ERR_CONFIG. */
 #define _GNU_SOURCE /* memmem */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -110,6 +114,72 @@ static int has_type(const capture *c, uint32_t type) {
     return contains(c, h, sizeof h);
 }
 
+/* One grid_call of test/null_call with KEYFILE (NULL: the configured, "" none) and
+ * TOKEN; its code, the message in MSG. */
+static int call_with(const char *keyfile, const char *token, char *msg, size_t n) {
+    grid_reset_np();
+    int rc = grid_set_key_file_np(keyfile);
+    if (!rc) rc = grid_set_token_np(token);
+    if (!rc) rc = grid_call("test/null_call");
+    snprintf(msg, n, "%s", grid_last_error());
+    return rc;
+}
+
+/* The codes check (see the top). */
+static int codes_main(int port, const char *keyfile, const char *wrongkey, const char *token) {
+    char server[64], msg[4096], want[64];
+    gr_err e;
+    grp_keyset wrong;
+    if (grp_keyset_load(wrongkey, &wrong, &e)) {
+        printf("1..1\nnot ok 1 the wrong key file: %s\n", e.msg);
+        return 1;
+    }
+    snprintf(server, sizeof server, "127.0.0.1:%d", port);
+    setenv("GRIDRPC_SERVER", server, 1);
+    int rc = call_with(keyfile, token, msg, sizeof msg);
+    result(rc == GRID_OK, "codes: the right key and token call (%s)", rc ? msg : "GRID_OK");
+    rc = call_with(wrongkey, token, msg, sizeof msg);
+    snprintf(want, sizeof want, "client's key (id %s)", wrong.keys[0].id);
+    result(rc == GRID_ERR_AUTH && strstr(msg, want) && strstr(msg, "--key-file"),
+           "codes: a wrong key is GRID_ERR_AUTH naming the key and --key-file (%s: %s)", grid_error_name(rc),
+           msg);
+    rc = call_with("", token, msg, sizeof msg);
+    result(rc == GRID_ERR_AUTH && strstr(msg, "GRIDRPC_KEY_FILE"),
+           "codes: no key is GRID_ERR_AUTH saying GRIDRPC_KEY_FILE (%s: %s)", grid_error_name(rc), msg);
+    rc = call_with(keyfile, "not-the-token", msg, sizeof msg);
+    result(rc == GRID_ERR_AUTH && strstr(msg, "the token does not match") && strstr(msg, "GRIDRPC_TOKEN"),
+           "codes: a wrong token is GRID_ERR_AUTH saying GRIDRPC_TOKEN (%s: %s)", grid_error_name(rc), msg);
+    /* Not retried: the refusal is the same at every attempt, and a second connection
+     * would only be refused again (one connection, one refusal). */
+    grid_reset_np();
+    grid_stats_np before, after;
+    grid_get_stats_np(&before);
+    rc = call_with(wrongkey, token, msg, sizeof msg);
+    grid_get_stats_np(&after);
+    result(rc == GRID_ERR_AUTH && after.connections_opened - before.connections_opened == 1,
+           "codes: a refused key is not retried (%lld connection(s))",
+           (long long)(after.connections_opened - before.connections_opened));
+    /* Still this side's configuration: a key file that cannot be read. */
+    rc = grid_set_key_file_np("no-such-key-file");
+    result(rc == GRID_ERR_CONFIG && strstr(grid_last_error(), "cannot read the key file"),
+           "codes: a key file that cannot be read stays GRID_ERR_CONFIG (%s: %s)", grid_error_name(rc),
+           grid_last_error());
+    /* The OGF API's code for the refusal. */
+    grid_reset_np();
+    grpc_function_handle_t h;
+    grpc_error_t g = grpc_initialize(NULL);
+    grid_set_key_file_np(wrongkey);
+    grid_set_token_np(token);
+    if (g == GRPC_NO_ERROR) g = grpc_function_handle_init(&h, server, "test/null_call");
+    result(g == GRPC_RPC_REFUSED && strstr(grpc_last_error_np(), "is not in this server's key file"),
+           "codes: grpc_* reads a wrong key as GRPC_RPC_REFUSED (%s: %s)", grpc_error_name_np(g),
+           grpc_last_error_np());
+    grpc_finalize();
+    grp_keyset_clear(&wrong);
+    printf("1..%d\n", tests);
+    return failed ? 1 : 0;
+}
+
 /* The DATA_COPY check (see the top). */
 static int copy_main(int a, int b, const char *keyfile, const char *expect) {
     if (grid_set_key_file_np(keyfile) != GRID_OK) {
@@ -143,6 +213,8 @@ static int copy_main(int a, int b, const char *keyfile, const char *expect) {
 int main(int argc, char **argv) {
     if (argc == 6 && strcmp(argv[1], "copy") == 0)
         return copy_main(atoi(argv[2]), atoi(argv[3]), argv[4], argv[5]);
+    if (argc == 6 && strcmp(argv[1], "codes") == 0)
+        return codes_main(atoi(argv[2]), argv[3], argv[4], argv[5]);
     if (argc != 4) {
         fprintf(stderr, "usage: auth-wire PORT KEYFILE TOKEN\n");
         return 2;
@@ -244,7 +316,7 @@ int main(int argc, char **argv) {
             }
         }
         result(got_challenge && !(got_other & 4), "replay: the server challenges with a fresh nonce");
-        result(got_error && code == GRID_ERR_CONFIG && strstr(msg, "the proof for key") != NULL,
+        result(got_error && code == GRID_ERR_AUTH && strstr(msg, "the proof for key") != NULL,
                "replay: refused with ERROR (code %d: %s)", code, msg);
         result(!(got_other & 1), "replay: no AUTH_OK, HELLO_OK or RESULT for the replayed bytes");
         result(e.code == GRID_ERR_CONN_LOST, "replay: the server closed the connection (%s)",

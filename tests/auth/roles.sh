@@ -58,10 +58,18 @@ else
 fi
 HOST=${ADDR%:*}
 
+# A key the metaserver does not hold: refused in the handshake, naming the key.
+out=$(peer k_untagged client servers)
+if echo "$out" | grep -q "^refused: .*authentication failed: the client's key (id [0-9a-f]*) is not in this server's key file.*(GRID_ERR_AUTH)$"; then
+  ok "a key the metaserver does not hold is refused with GRID_ERR_AUTH"
+else
+  fail "an unknown key at the metaserver: $out"
+fi
+
 # Finding 1: a fake REGISTER with a client key.
 out=$(peer kc client register 127.0.0.1 9 fake-ddot)
-if echo "$out" | grep -q "^refused: REGISTER refused: key .* proved the client role; only a server key"; then
-  ok "a client key cannot REGISTER a server (told which key may)"
+if echo "$out" | grep -q "^refused: REGISTER refused: key .* proved the client role; only a server key.*(GRID_ERR_AUTH)$"; then
+  ok "a client key cannot REGISTER a server (GRID_ERR_AUTH, told which key may)"
 else
   fail "a client key's REGISTER: $out"
 fi
@@ -69,8 +77,8 @@ if peer kc client servers | grep -q fake-ddot; then fail "the fake server is lis
 
 # Finding 1: another server key REGISTERs the real server's host:port.
 out=$(peer ks2 server register "$HOST" "$SPORT" hijacked)
-if echo "$out" | grep -q "^refused: REGISTER of $HOST:$SPORT refused: server $SID at that address was registered with another server key"; then
-  ok "REGISTER over another server's host:port is refused"
+if echo "$out" | grep -q "^refused: REGISTER of $HOST:$SPORT refused: server $SID at that address was registered with another server key.*(GRID_ERR_AUTH)$"; then
+  ok "REGISTER over another server's host:port is refused (GRID_ERR_AUTH)"
 else
   fail "REGISTER over the real server: $out"
 fi
@@ -79,15 +87,15 @@ if [ "$now" = "$line" ]; then ok "the real entry is unchanged (name, address, fu
 
 # Finding 1: HEARTBEAT and UNREGISTER of another's id.
 out=$(peer ks2 server unregister "$SID")
-if echo "$out" | grep -q "^refused: UNREGISTER of server $SID refused: it was registered with another server key"; then
-  ok "UNREGISTER of another server's id is refused"
+if echo "$out" | grep -q "^refused: UNREGISTER of server $SID refused: it was registered with another server key.*(GRID_ERR_AUTH)$"; then
+  ok "UNREGISTER of another server's id is refused (GRID_ERR_AUTH)"
 else
   fail "UNREGISTER of another's id: $out"
 fi
 out=$(peer kc client unregister "$SID")
-if echo "$out" | grep -q "^refused: UNREGISTER refused: .*only a server key"; then ok "a client key cannot UNREGISTER"; else fail "client UNREGISTER: $out"; fi
+if echo "$out" | grep -q "^refused: UNREGISTER refused: .*only a server key.*(GRID_ERR_AUTH)$"; then ok "a client key cannot UNREGISTER (GRID_ERR_AUTH)"; else fail "client UNREGISTER: $out"; fi
 out=$(peer ks2 server heartbeat "$SID")
-if echo "$out" | grep -q "^refused: HEARTBEAT of server $SID refused"; then ok "HEARTBEAT for another server's id is refused"; else fail "HEARTBEAT of another's id: $out"; fi
+if echo "$out" | grep -q "^refused: HEARTBEAT of server $SID refused.*(GRID_ERR_AUTH)$"; then ok "HEARTBEAT for another server's id is refused (GRID_ERR_AUTH)"; else fail "HEARTBEAT of another's id: $out"; fi
 if entry "$SID" | grep -q " up "; then ok "the real server is still up"; else fail "real server down: $(entry "$SID")"; fi
 
 # Finding 1: a forged REPORT GRID_ERR_CONN_LOST from one client.

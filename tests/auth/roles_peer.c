@@ -1,8 +1,8 @@
 /* roles_peer.c: a hostile peer of gridmetad for tests/auth/roles.sh (issue 25): it
  * connects with a key file, claims a role, and sends one raw metaserver message, as a
  * client with a stolen client key or another server would. It prints one line: "ok
- * ..." or "refused: MESSAGE" (the metaserver's ERROR), and exits 0 either way; 1 when
- * the exchange itself failed (no connection, a broken reply).
+ * ..." or "refused: MESSAGE (GRID_ERR_...)" (the metaserver's ERROR and its code), and
+ * exits 0 either way; 1 when the exchange itself failed (no connection, a broken reply).
  * Usage: roles-peer PORT KEYFILE|- client|server|admin COMMAND [ARGS]
  *   register HOST PORT NAME   REGISTER a server with one function, test/echo_int
  *   heartbeat ID              HEARTBEAT for server ID
@@ -37,7 +37,7 @@ static int reply(uint32_t expected) {
     if (h.type == GRP_ERROR) {
         grp_error m;
         if (grp_read_error(&rd, &m, &e)) return die("ERROR", &e);
-        printf("refused: %s\n", m.message);
+        printf("refused: %s (%s)\n", m.message, grid_error_name(m.code));
         return 2;
     }
     if (h.type != expected) {
@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
     int refused = 0;
     if (grp_auth_hello_as(&rd, &wr, 1, &m, &ks, role, GRP_PEER_GRIDMETAD, "", &ok, &refused, &e)) {
         if (refused) {
-            printf("refused: %s\n", e.msg);
+            printf("refused: %s (%s)\n", e.msg, grid_error_name(e.code));
             return 0;
         }
         return die("HELLO", &e);

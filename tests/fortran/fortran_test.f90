@@ -27,6 +27,8 @@ program fortran_test
   call test_linpack()
   call test_scalars()
   call test_int_conversion()
+  ! The named codes follow gridrpc.h's GRID_ERROR_MAP, the newest included.
+  call check(GRID_ERR_CRASHED == 17 .and. GRID_ERR_AUTH == 18, 'GRID_ERR_AUTH is gridrpc.h''s code 18')
   call test_type_errors()
   call test_transpose_nonsquare()
   call test_dgemv()

@@ -112,6 +112,16 @@ TEST_P(ErrorCodes, InRangeCodeComesThrough) {
     EXPECT_EQ(GRID_ERR_NOMEM, rc) << grid_error_name(rc) << ": " << grid_last_error();
 }
 
+// The newest code, a refused key or token, is read as itself on every path (a peer that
+// predates it would see an unknown code: OutOfRangeCodeIsProtocolError).
+TEST_P(ErrorCodes, AuthCodeComesThrough) {
+    ErrorOn s{type_of(GetParam()), GRID_ERR_AUTH, "authentication failed: scripted"};
+    fake(error_on, &s);
+    int rc = call_through(GetParam());
+    EXPECT_EQ(GRID_ERR_AUTH, rc) << grid_error_name(rc) << ": " << grid_last_error();
+    EXPECT_NE(nullptr, strstr(grid_last_error(), "authentication failed: scripted")) << grid_last_error();
+}
+
 std::string path_name(const ::testing::TestParamInfo<Path> &info) {
     static const char *const names[] = {"Hello", "Descriptor", "SyncCall", "AsyncCall"};
     return names[static_cast<int>(info.param)];

@@ -560,10 +560,10 @@ TEST_F(Call, SetTokenIsSentInHello) {
     EXPECT_EQ(GRID_OK, grid_call(url.c_str())) << grid_last_error();
     grid_reset_np(); // new connections from here on
     ASSERT_EQ(GRID_OK, grid_set_token_np("wrong"));
-    EXPECT_EQ(GRID_ERR_CONFIG, grid_call(url.c_str()));
+    EXPECT_EQ(GRID_ERR_AUTH, grid_call(url.c_str()));
     EXPECT_NE(nullptr, strstr(grid_last_error(), "token")) << grid_last_error();
     ASSERT_EQ(GRID_OK, grid_set_token_np(nullptr));
-    EXPECT_EQ(GRID_ERR_CONFIG, grid_call(url.c_str()));
+    EXPECT_EQ(GRID_ERR_AUTH, grid_call(url.c_str()));
     EXPECT_EQ(GRID_ERR_ARGS, grid_set_token_np(std::string(1025, 't').c_str()));
     EXPECT_EQ(GRID_OK, grid_set_token_np(std::string(1024, 't').c_str()));
     grid_reset_np();
@@ -591,6 +591,21 @@ TEST_F(Call, ErrorNamesAndStrings) {
     EXPECT_STREQ("GRID_ERR_CONNECT", grid_error_name(GRID_ERR_CONNECT));
     EXPECT_STREQ("cannot connect to the server", grid_error_string(GRID_ERR_CONNECT));
     EXPECT_STREQ("unknown error code", grid_error_string(999));
+    // Every code of the map has its name and text; the last one is the newest.
+    int n = 0;
+#define CHECK_CODE_(name, value, text)                                                                       \
+    EXPECT_STREQ("GRID_" #name, grid_error_name(value));                                                     \
+    EXPECT_STREQ(text, grid_error_string(value));                                                            \
+    EXPECT_EQ(n++, value);
+    GRID_ERROR_MAP(CHECK_CODE_)
+#undef CHECK_CODE_
+    EXPECT_EQ(GRID_ERROR_COUNT_NP, n);
+    EXPECT_EQ(18, GRID_ERR_AUTH);
+    EXPECT_EQ(GRID_ERROR_COUNT_NP, GRID_ERR_AUTH + 1);
+    EXPECT_STREQ("GRID_ERR_AUTH", grid_error_name(GRID_ERR_AUTH));
+    EXPECT_NE(nullptr, strstr(grid_error_string(GRID_ERR_AUTH), "refused"))
+        << grid_error_string(GRID_ERR_AUTH);
+    EXPECT_STREQ("unknown error code", grid_error_string(GRID_ERROR_COUNT_NP));
 }
 
 } // namespace

@@ -739,7 +739,7 @@ int main(void) {
         ok(0, "gridmetad restarts on the same registry");
     } else {
         fd = dial(d.port);
-        ok(fd >= 0 && hello(fd, "wrong") == GRID_ERR_CONFIG, "a wrong token is refused: GRID_ERR_CONFIG");
+        ok(fd >= 0 && hello(fd, "wrong") == GRID_ERR_AUTH, "a wrong token is refused: GRID_ERR_AUTH");
         if (fd >= 0) close(fd);
         fd = dial(d.port);
         ok(fd >= 0 && hello(fd, "s3cret") == GRID_OK, "the right token is accepted");

@@ -230,6 +230,25 @@ TEST_F(MetaRoute, ServerKilledMidCallIsRetriedElsewhere) {
     EXPECT_TRUE(lost);
 }
 
+// A server that refuses the client's token refuses it at every attempt, and so would the
+// grid's other servers that share it: GRID_ERR_AUTH ends the call there. It is neither
+// retried on the next server nor reported to the metaserver as the server's failure.
+TEST_F(MetaRoute, RefusedCredentialsAreNotFailedOver) {
+    TestServer a({"--token", "not-this-clients"}), b;
+    FakeMeta meta({entry(1, a.port()), entry(2, b.port())});
+    use(meta);
+    EXPECT_EQ(GRID_ERR_AUTH, grid_call("test/null_call"));
+    std::string msg = grid_last_error();
+    EXPECT_NE(std::string::npos, msg.find("the token does not match")) << msg;
+    EXPECT_EQ(std::string::npos, msg.find("no server could run the call")) << msg;
+    EXPECT_NE(b.address(), last_server()) << "the call failed over to the next server";
+    for (auto &sc : meta.schedules())
+        EXPECT_EQ(0u, sc.nexclude) << "a SCHEDULE excluded the refusing server";
+    for (auto &r : meta.call_reports(1))
+        EXPECT_TRUE(r.code == GRID_OK || r.code == GRID_ERR_CANCELED)
+            << "server " << r.server_id << " reported failing with " << grid_error_name(r.code);
+}
+
 TEST_F(MetaRoute, EveryServerFailingNamesEachOne) {
     int pa = closed_port(), pb = closed_port();
     FakeMeta meta({entry(1, pa), entry(2, pb)});

@@ -336,6 +336,12 @@ static void test_state(void) {
     withdrawn.code = GRID_ERR_CANCELED;
     gms_state_report(&st, &withdrawn, "lab", gr_now_ns(), gms_unix_ms());
     ok(s1->failures == 0 && st.failures == 2 && s1->up, "REPORT of a cancelled call: no failure, still up");
+    /* A server that refused the client's key or token did its job: the client's
+     * credentials failed, not the server. */
+    withdrawn.code = GRID_ERR_AUTH;
+    gms_state_report(&st, &withdrawn, "lab", gr_now_ns(), gms_unix_ms());
+    ok(s1->failures == 0 && st.failures == 2 && s1->up,
+       "REPORT of a refused key (GRID_ERR_AUTH): no failure, still up");
     /* A run too short to time the flops leaves the speed alone. */
     double before = f->speed;
     rep.run_ns = 200000; /* 0.2 ms: overhead, not flops */

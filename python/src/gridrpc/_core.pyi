@@ -23,6 +23,7 @@ GRID_ERR_BUSY: int
 GRID_ERR_IO: int
 GRID_ERR_INTERNAL: int
 GRID_ERR_CRASHED: int
+GRID_ERR_AUTH: int
 
 class Pending:
     @property

@@ -79,6 +79,13 @@ class ConfigError(GridError):
     """GRID_ERR_CONFIG: no server configured, or a bad configuration file."""
 
 
+class AuthError(ConfigError):
+    """GRID_ERR_AUTH: a server or metaserver refused this client's key, token or role
+    (or the client refused a server that could not prove the same key); the message
+    names what was refused and what to do. A ConfigError, as such refusals were before
+    the code existed, so 'except ConfigError' still catches them."""
+
+
 class RemoteError(GridError):
     """GRID_ERR_FAILED: the remote function failed."""
 
@@ -138,6 +145,7 @@ ERROR_CLASSES: dict[int, type[GridError]] = {
     _core.GRID_ERR_IO: FileError,
     _core.GRID_ERR_INTERNAL: InternalError,
     _core.GRID_ERR_CRASHED: CrashedError,
+    _core.GRID_ERR_AUTH: AuthError,
 }
 
 
