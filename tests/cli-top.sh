@@ -19,19 +19,9 @@ cd "$T_TMP" || exit 1
 pids=
 cleanup() { for p in $pids; do kill -KILL "$p" 2>/dev/null; done; }
 trap cleanup EXIT
-# run RC CMD...: runs CMD, stdout to out, stderr to err; ok when its status is RC.
-run() {
-  _want=$1; shift
-  "$@" >out 2>err; rc=$?
-  [ "$rc" -eq "$_want" ]
-}
-# expect NAME RC TEXT CMD...: status RC and TEXT (fixed string) in stdout or stderr.
-expect() {
-  _name=$1; _want=$2; _text=$3; shift 3
-  if run "$_want" "$@" && cat out err | grep -qF -- "$_text"; then ok "$_name"; else
-    fail "$_name (rc $rc, want $_want and '$_text')"; diag <out; diag <err
-  fi
-}
+# run and expect: tests/lib.sh's t_run and t_expect.
+run() { t_run "$@"; }
+expect() { t_expect "$@"; }
 ESC=$(printf '\033')
 
 # ---- usage (nothing needs to answer)

@@ -34,19 +34,9 @@ start() {
   echo "# $_name did not start"; diag <"$_out.err"
   return 1
 }
-# run RC CMD...: runs CMD, stdout to out, stderr to err; ok when its status is RC.
-run() {
-  _want=$1; shift
-  "$@" >out 2>err; rc=$?
-  [ "$rc" -eq "$_want" ]
-}
-# expect NAME RC TEXT CMD...: status RC and TEXT (fixed string) in stdout or stderr.
-expect() {
-  _name=$1; _want=$2; _text=$3; shift 3
-  if run "$_want" "$@" && cat out err | grep -qF -- "$_text"; then ok "$_name"; else
-    fail "$_name (rc $rc, want $_want and '$_text')"; diag <out; diag <err
-  fi
-}
+# run and expect: tests/lib.sh's t_run and t_expect.
+run() { t_run "$@"; }
+expect() { t_expect "$@"; }
 # json NAME PYTHON-EXPR CMD...: CMD exits 0, prints valid JSON, and EXPR (over j, the
 # parsed object) is true.
 json() {

@@ -10,6 +10,21 @@ check() {
   if "$@" >"$T_TMP/check.out" 2>&1; then ok "$_cname"; else fail "$_cname"; sed 's/^/# /' "$T_TMP/check.out"; fi
 }
 diag() { sed 's/^/# /'; }
+# t_run RC CMD...: runs CMD, stdout to ./out, stderr to ./err (in the current folder);
+# true when its status ($rc) is RC.
+t_run() {
+  _want=$1; shift
+  "$@" >out 2>err; rc=$?
+  [ "$rc" -eq "$_want" ]
+}
+# t_expect NAME RC TEXT CMD...: ok when CMD's status is RC and TEXT (a fixed string) is
+# in its stdout or stderr.
+t_expect() {
+  _name=$1; _want=$2; _text=$3; shift 3
+  if t_run "$_want" "$@" && cat out err | grep -qF -- "$_text"; then ok "$_name"; else
+    fail "$_name (rc $rc, want $_want and '$_text')"; diag <out; diag <err
+  fi
+}
 finish() { echo "1..$t_n"; rm -rf "$T_TMP"; [ "$t_failed" -eq 0 ]; }
 : "${top_srcdir:?run through make check (top_srcdir unset)}"
 : "${top_builddir:?run through make check (top_builddir unset)}"

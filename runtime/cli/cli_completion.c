@@ -32,6 +32,17 @@ static void option_words(FILE *f, const struct option *table) {
         fprintf(f, "%s--%s", op == table ? "" : " ", op->name);
 }
 
+/* One case arm per command that has options of its own: BEFORE the command's name,
+ * AFTER it, its options, then END (the two shells differ only in these words). */
+static void command_options(FILE *f, const char *before, const char *after, const char *end) {
+    for (size_t i = 0; i < cli_ncommands; i++)
+        if (cli_commands[i].opts) {
+            fprintf(f, "%s%s%s", before, cli_commands[i].name, after);
+            option_words(f, cli_commands[i].opts);
+            fputs(end, f);
+        }
+}
+
 static void command_words(FILE *f) {
     for (size_t i = 0; i < cli_ncommands; i++)
         fprintf(f, "%s%s", i ? " " : "", cli_commands[i].name);
@@ -105,12 +116,7 @@ static void bash(FILE *f) {
           f);
     option_words(f, cli_global_opts);
     fputs("\"\n        case $cmd in\n", f);
-    for (size_t i = 0; i < cli_ncommands; i++)
-        if (cli_commands[i].opts) {
-            fprintf(f, "        %s) opts=\"$opts ", cli_commands[i].name);
-            option_words(f, cli_commands[i].opts);
-            fputs("\" ;;\n", f);
-        }
+    command_options(f, "        ", ") opts=\"$opts ", "\" ;;\n");
     fputs("        esac\n"
           "        COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
           "        return 0 ;;\n"
@@ -192,12 +198,7 @@ static void zsh(FILE *f) {
           f);
     option_words(f, cli_global_opts);
     fputs(")\n    case $cmd in\n", f);
-    for (size_t i = 0; i < cli_ncommands; i++)
-        if (cli_commands[i].opts) {
-            fprintf(f, "      (%s) opts+=(", cli_commands[i].name);
-            option_words(f, cli_commands[i].opts);
-            fputs(") ;;\n", f);
-        }
+    command_options(f, "      (", ") opts+=(", ") ;;\n");
     fputs("    esac\n"
           "    compadd -- $opts\n"
           "    return\n"
